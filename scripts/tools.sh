@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Builds the real binaries the tests and the demo use, from the Go module proxy, into a cache
+# outside the work tree. Each tool lives in <cache>/<name>/<version>/ and is skipped when present.
+#   CTS_TOOLS_DIR   cache folder (default ~/.cache/cts-tools)
+# Prints `export` lines for the caller with --env.
+set -euo pipefail
+
+TOOLS_DIR="${CTS_TOOLS_DIR:-$HOME/.cache/cts-tools}"
+TOFU_VERSION=1.12.6
+CONSUL_VERSION=1.22.7
+CONSUL_COMMIT=c18bcb9
+LOCAL_VERSION=2.9.0
+LOCAL_COMMIT=3561e410f9fe1769a419c23adb8f1a9b89929b66
+NULL_VERSION=3.3.1
+NULL_COMMIT=cd8ea3464380be767591b25b7cc09d8a02997073
+
+export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
+
+log() { echo "[tools] $*" >&2; }
+die() { echo "[tools] ERROR: $*" >&2; exit 1; }
+
+need_go() {
+  command -v go >/dev/null 2>&1 || die "Go is not installed. Install Go >= 1.24 (e.g. 'apt-get install golang' or from your package manager), or point CTS_TOOLS_DIR at a cache that already holds the tools."
+}
+
+# Downloads a module through the Go module proxy and prints the JSON 'go mod download' gives.
+download() {
+  local out
+  if ! out=$(cd "$TMP" && go mod download -json "$1" 2>&1); then
+    die "could not download $1 from the Go module proxy: $out
+Check network access to the proxy (GOPROXY=$(go env GOPROXY)) and try again."
+  fi
+  if echo "$out" | grep -q '"Error"'; then
+    die "could not download $1: $out"
+  fi
+  echo "$out"
+}
+field() { sed -n "s/^[[:space:]]*\"$1\": \"\(.*\)\",\{0,1\}$/\1/p" | head -n1; }
+
+# Copies a module from the read-only module cache to a writable build dir.
+copy_module() { rm -rf "$2"; mkdir -p "$(dirname "$2")"; cp -r "$1" "$2"; chmod -R u+w "$2"; }
+
+build_tofu() {
+  local dest="$TOOLS_DIR/opentofu/$TOFU_VERSION"
+  [ -x "$dest/tofu" ] && return 0
+  need_go
+  log "building OpenTofu v$TOFU_VERSION (a cold build takes a few minutes)…"
+  local dir; dir=$(download "github.com/opentofu/opentofu@v$TOFU_VERSION" | field Dir)
+  [ -n "$dir" ] || die "go mod download gave no directory for opentofu"
+  local src="$TMP/opentofu"; copy_module "$dir" "$src"
+  mkdir -p "$dest"
+  (cd "$src" && go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$dest/tofu.tmp" ./cmd/tofu) \
+    || die "building OpenTofu failed (see the Go output above)"
+  mv "$dest/tofu.tmp" "$dest/tofu"
+  log "OpenTofu: $("$dest/tofu" version | head -n1)"
+}
+
+build_consul() {
+  local dest="$TOOLS_DIR/consul/$CONSUL_VERSION"
+  [ -x "$dest/consul" ] && return 0
+  need_go
+  log "building Consul v$CONSUL_VERSION from commit $CONSUL_COMMIT (a cold build takes several minutes)…"
+  local json; json=$(download "github.com/hashicorp/consul@$CONSUL_COMMIT")
+  local version; version=$(echo "$json" | field Version)
+  [ "$version" = "v$CONSUL_VERSION" ] || die "github.com/hashicorp/consul@$CONSUL_COMMIT resolves to '$version', expected v$CONSUL_VERSION"
+  local src="$TMP/consul"; copy_module "$(echo "$json" | field Dir)" "$src"
+  # The root go.mod replaces nested modules with local paths that the root zip does not hold.
+  local sub
+  for sub in api sdk proto-public envoyextensions troubleshoot; do
+    local subdir; subdir=$(download "github.com/hashicorp/consul/$sub@$CONSUL_COMMIT" | field Dir)
+    [ -n "$subdir" ] || die "no directory for github.com/hashicorp/consul/$sub@$CONSUL_COMMIT"
+    copy_module "$subdir" "$src/$sub"
+  done
+  mkdir -p "$dest"
+  (cd "$src" && go build -trimpath -ldflags "-s -w -X github.com/hashicorp/consul/version.GitCommit=$CONSUL_COMMIT" -o "$dest/consul.tmp" .) \
+    || die "building Consul failed (see the Go output above)"
+  mv "$dest/consul.tmp" "$dest/consul"
+  log "Consul: $("$dest/consul" version | head -n1)"
+}
+
+# Providers go into a filesystem mirror laid out for both OpenTofu's and Terraform's registry host.
+build_provider() {
+  local name=$1 version=$2 commit=$3
+  local mirror="$TOOLS_DIR/providers"
+  local bin="$mirror/registry.opentofu.org/hashicorp/$name/$version/linux_amd64/terraform-provider-${name}_v$version"
+  if [ ! -x "$bin" ]; then
+    need_go
+    log "building provider hashicorp/$name v$version…"
+    local dir; dir=$(download "github.com/terraform-providers/terraform-provider-$name@$commit" | field Dir)
+    [ -n "$dir" ] || die "no directory for terraform-provider-$name@$commit"
+    local src="$TMP/provider-$name"; copy_module "$dir" "$src"
+    mkdir -p "$(dirname "$bin")"
+    (cd "$src" && go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$bin.tmp" .) \
+      || die "building provider $name failed (see the Go output above)"
+    mv "$bin.tmp" "$bin"
+  fi
+  local tf="$mirror/registry.terraform.io/hashicorp/$name/$version/linux_amd64"
+  if [ ! -e "$tf/terraform-provider-${name}_v$version" ]; then
+    mkdir -p "$tf"; ln -sf "$bin" "$tf/terraform-provider-${name}_v$version"
+  fi
+}
+
+write_cli_config() {
+  local cfg="$TOOLS_DIR/tofu.rc"
+  mkdir -p "$TOOLS_DIR/plugin-cache"
+  cat >"$cfg.tmp" <<RC
+# Written by scripts/tools.sh: providers come only from the offline mirror.
+provider_installation {
+  filesystem_mirror {
+    path = "$TOOLS_DIR/providers"
+  }
+}
+plugin_cache_dir = "$TOOLS_DIR/plugin-cache"
+RC
+  mv "$cfg.tmp" "$cfg"
+}
+
+main() {
+  mkdir -p "$TOOLS_DIR"
+  TMP=$(mktemp -d "${TMPDIR:-/tmp}/cts-tools.XXXXXX")
+  trap 'rm -rf "$TMP"' EXIT
+  build_tofu
+  build_consul
+  build_provider local "$LOCAL_VERSION" "$LOCAL_COMMIT"
+  build_provider null "$NULL_VERSION" "$NULL_COMMIT"
+  write_cli_config
+  if [ "${1:-}" = "--env" ]; then
+    echo "export CTS_TOFU_BIN='$TOOLS_DIR/opentofu/$TOFU_VERSION/tofu'"
+    echo "export CTS_CONSUL_BIN='$TOOLS_DIR/consul/$CONSUL_VERSION/consul'"
+    echo "export CTS_TF_CLI_CONFIG='$TOOLS_DIR/tofu.rc'"
+  else
+    log "ready in $TOOLS_DIR"
+  fi
+}
+main "$@"

@@ -1,0 +1,51 @@
+/** How a failure should be treated: usage → exit 2, external → exit 1, internal → exit 70. */
+export type ErrorCategory = "usage" | "external" | "internal";
+
+/** Options shared by every cts error. */
+export interface CtsErrorOptions {
+  /** The task the failure belongs to, when there is one. */
+  task?: string;
+  /** What caused this error, kept for logs and `--verbose`. */
+  cause?: unknown;
+  /** Extra structured detail (construct path, command, HTTP status…). */
+  detail?: Record<string, unknown>;
+}
+
+/**
+ * The one error type cts throws on purpose. `code` is stable (scripts and tests match on it), the
+ * message says what happened, why and how to fix it.
+ */
+export class CtsError extends Error {
+  readonly code: string;
+  readonly category: ErrorCategory;
+  readonly task: string | undefined;
+  readonly detail: Record<string, unknown>;
+
+  constructor(code: string, category: ErrorCategory, message: string, options: CtsErrorOptions = {}) {
+    super(options.task && !message.startsWith(`Task '${options.task}'`) ? `Task '${options.task}': ${message}` : message, {
+      cause: options.cause,
+    });
+    this.name = "CtsError";
+    this.code = code;
+    this.category = category;
+    this.task = options.task;
+    this.detail = options.detail ?? {};
+  }
+
+  /** Process exit code for this error's category. */
+  get exitCode(): number {
+    return this.category === "usage" ? 2 : this.category === "external" ? 1 : 70;
+  }
+}
+
+/** Wraps anything thrown into a CtsError, keeping CtsErrors as they are. */
+export function toCtsError(err: unknown, code = "CTS_INTERNAL", task?: string): CtsError {
+  if (err instanceof CtsError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new CtsError(code, "internal", message, { cause: err, ...(task ? { task } : {}) });
+}
+
+/** The message of anything thrown. */
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
