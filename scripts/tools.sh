@@ -37,6 +37,16 @@ Check network access to the proxy (GOPROXY=$(go env GOPROXY)) and try again."
 }
 field() { sed -n "s/^[[:space:]]*\"$1\": \"\(.*\)\",\{0,1\}$/\1/p" | head -n1; }
 
+# The newest version of a module published at or before a time (RFC 3339), or nothing.
+newest_before() {
+  local versions v t
+  versions=$( (cd "$TMP" && GOPROXY=https://proxy.golang.org go list -m -versions "$1") 2>/dev/null | cut -d' ' -f2- | tr ' ' '\n' | grep '^v' | sort -rV) || return 0
+  for v in $versions; do
+    t=$( (cd "$TMP" && go list -m -json "$1@$v") 2>/dev/null | field Time)
+    if [ -n "$t" ] && [[ ! "$t" > "$2" ]]; then echo "$v"; return 0; fi
+  done
+}
+
 # Copies a module from the read-only module cache to a writable build dir.
 copy_module() { rm -rf "$2"; mkdir -p "$(dirname "$2")"; cp -r "$1" "$2"; chmod -R u+w "$2"; }
 
@@ -52,23 +62,37 @@ build_tofu() {
   (cd "$src" && go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$dest/tofu.tmp" ./cmd/tofu) \
     || die "building OpenTofu failed (see the Go output above)"
   mv "$dest/tofu.tmp" "$dest/tofu"
-  log "OpenTofu: $("$dest/tofu" version | head -n1)"
+  log "OpenTofu: $(TF_CLI_CONFIG_FILE=/dev/null "$dest/tofu" version | head -n1)"
 }
 
 build_consul() {
   local dest="$TOOLS_DIR/consul/$CONSUL_VERSION"
   [ -x "$dest/consul" ] && return 0
   need_go
-  log "building Consul v$CONSUL_VERSION from commit $CONSUL_COMMIT (a cold build takes several minutes)…"
-  local json; json=$(download "github.com/hashicorp/consul@$CONSUL_COMMIT")
+  log "building Consul v$CONSUL_VERSION (tag commit $CONSUL_COMMIT; a cold build takes several minutes)…"
+  # The proxy refuses short commit hashes ("not available"), so the root module is fetched by tag.
+  local json; json=$(download "github.com/hashicorp/consul@v$CONSUL_VERSION")
   local version; version=$(echo "$json" | field Version)
-  [ "$version" = "v$CONSUL_VERSION" ] || die "github.com/hashicorp/consul@$CONSUL_COMMIT resolves to '$version', expected v$CONSUL_VERSION"
+  [ "$version" = "v$CONSUL_VERSION" ] || die "github.com/hashicorp/consul@v$CONSUL_VERSION resolves to '$version'"
   local src="$TMP/consul"; copy_module "$(echo "$json" | field Dir)" "$src"
-  # The root go.mod replaces nested modules with local paths that the root zip does not hold.
+  # The root go.mod replaces nested modules with local paths that the root zip does not hold. Take
+  # each at the tag commit when the proxy serves it (it refuses short hashes); otherwise the newest
+  # release of that module published before the tag (the pin in go.mod can be older than the code
+  # the tag's local copy held: api v1.33.7 lacks ACLToken.Name, which 1.22.7 uses).
+  local tag_time; tag_time=$( (cd "$TMP" && go list -m -json "github.com/hashicorp/consul@v$CONSUL_VERSION") | field Time)
   local sub
   for sub in api sdk proto-public envoyextensions troubleshoot; do
-    local subdir; subdir=$(download "github.com/hashicorp/consul/$sub@$CONSUL_COMMIT" | field Dir)
-    [ -n "$subdir" ] || die "no directory for github.com/hashicorp/consul/$sub@$CONSUL_COMMIT"
+    local subjson subdir chosen
+    if ! subjson=$( (cd "$TMP" && go mod download -json "github.com/hashicorp/consul/$sub@$CONSUL_COMMIT") 2>/dev/null) || echo "$subjson" | grep -q '"Error"'; then
+      # The proxy's version lists are incomplete, so never go below the go.mod pin.
+      chosen=$(printf '%s\n%s\n' "$(newest_before "github.com/hashicorp/consul/$sub" "$tag_time")" \
+        "$(awk -v m="github.com/hashicorp/consul/$sub" '$1==m && $2 ~ /^v/ {print $2; exit}' "$src/go.mod")" | grep '^v' | sort -rV | head -n1)
+      [ -n "$chosen" ] || die "no usable version of github.com/hashicorp/consul/$sub"
+      log "  $sub: commit $CONSUL_COMMIT not served by the proxy; using $chosen"
+      subjson=$(download "github.com/hashicorp/consul/$sub@$chosen")
+    fi
+    subdir=$(echo "$subjson" | field Dir)
+    [ -n "$subdir" ] || die "no directory for github.com/hashicorp/consul/$sub"
     copy_module "$subdir" "$src/$sub"
   done
   mkdir -p "$dest"

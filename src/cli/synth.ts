@@ -1,0 +1,131 @@
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { Command } from "commander";
+import { loadConfig, type LoadedConfig } from "../config/load.ts";
+import { CtsError, messageOf, toCtsError } from "../errors.ts";
+import { readFromSnapshot, readSnapshot } from "../synth/snapshot.ts";
+import { APPLIED_HASH_FILE, taskDir, workingRoot } from "../synth/paths.ts";
+import { synthesizeTask, type SynthResult } from "../synth/synthesize.ts";
+import { assembleInput } from "../task/sources.ts";
+import type { Source, SourceData } from "../consul/types.ts";
+import type { Condition, TaskInputs } from "../task/conditions.ts";
+import type { Task } from "../task/task.ts";
+import { createConsulReader } from "../runtime/compose.ts";
+import { printJson, table } from "./output.ts";
+
+interface SynthFlags {
+  config?: string;
+  out?: string;
+  stdout?: boolean;
+  input?: string;
+  json?: boolean;
+}
+
+/** One task's line in the summary. */
+interface SynthRow {
+  task: string;
+  ok: boolean;
+  resources?: number;
+  bytes?: number;
+  hash?: string;
+  /** "yes", "no" or "never applied". */
+  changed?: string;
+  file?: string;
+  error?: string;
+}
+
+/** `cts synth [task...]`: synthesizes tasks from live Consul data (or a snapshot) for review. */
+export function registerSynth(program: Command): void {
+  program
+    .command("synth")
+    .description("Synthesize tasks to Terraform JSON from current Consul data, for review")
+    .argument("[task...]", "tasks to synthesize (default: all)")
+    .option("-c, --config <file>", "config file (default ./cts.config.ts)")
+    .option("-o, --out <dir>", "write <dir>/<task>/main.tf.json instead of the working dir")
+    .option("--stdout", "print the JSON instead of writing files")
+    .option("-i, --input <file>", "read service and KV data from a JSON snapshot instead of Consul")
+    .option("--json", "print the summary as JSON")
+    .action(async (names: string[], flags: SynthFlags) => {
+      const loaded = await loadConfig(flags.config);
+      const tasks = selectTasks(loaded, names);
+      const read = flags.input ? snapshotReader(flags.input) : createConsulReader(loaded.config);
+      const root = workingRoot(loaded.dir, loaded.config.driver?.terraform?.workingDir);
+      const outRoot = flags.out ? workingRoot(process.cwd(), flags.out) : root;
+      const rows: SynthRow[] = [];
+      for (const task of tasks) rows.push(await synthOne(loaded, task, read, root, outRoot, flags));
+      if (flags.json) printJson({ tasks: rows });
+      else if (!flags.stdout) process.stdout.write(summary(rows));
+      for (const r of rows) if (!r.ok) process.stderr.write(`error: ${r.error}\n`);
+      if (rows.some((r) => !r.ok)) process.exitCode = 1;
+    });
+}
+
+/** The named tasks, or all; an unknown name is a usage error listing the known ones. */
+export function selectTasks(loaded: LoadedConfig, names: string[]): Array<Task<Condition, TaskInputs>> {
+  const all = loaded.config.tasks;
+  if (names.length === 0) return all;
+  return names.map((n) => {
+    const t = all.find((x) => x.name === n);
+    if (!t) throw new CtsError("TASK_NOT_FOUND", "usage", `No task '${n}' in ${loaded.file}. Known tasks: ${all.map((x) => x.name).join(", ") || "(none)"}.`);
+    return t;
+  });
+}
+
+function snapshotReader(file: string): (source: Source) => SourceData {
+  const snap = readSnapshot(file);
+  return (source) => readFromSnapshot(snap, source);
+}
+
+async function synthOne(
+  loaded: LoadedConfig,
+  task: Task<Condition, TaskInputs>,
+  read: (source: Source) => Promise<SourceData> | SourceData,
+  root: string,
+  outRoot: string,
+  flags: SynthFlags,
+): Promise<SynthRow> {
+  let result: SynthResult;
+  const dir = taskDir(outRoot, task.name);
+  try {
+    const input = await assembleInput(task, read);
+    result = synthesizeTask(task, input, {
+      backend: loaded.config.driver?.terraform?.backend,
+      configDir: loaded.dir,
+      taskDir: taskDir(root, task.name),
+      providerVersions: loaded.config.driver?.terraform?.providerVersions,
+    });
+  } catch (err) {
+    return { task: task.name, ok: false, error: toCtsError(err, "TASK_SYNTH_FAILED", task.name).message };
+  }
+  let applied: string | undefined;
+  try {
+    applied = (await readFile(join(taskDir(root, task.name), APPLIED_HASH_FILE), "utf8")).trim();
+  } catch {
+    applied = undefined;
+  }
+  const changed = applied === undefined ? "never applied" : applied === result.hash ? "no" : "yes";
+  let file: string | undefined;
+  if (flags.stdout) {
+    process.stdout.write(result.json);
+  } else {
+    try {
+      await mkdir(dir, { recursive: true, mode: 0o750 });
+      await chmod(dir, 0o750);
+      file = join(dir, "main.tf.json");
+      await writeFile(file, result.json, { mode: 0o640 });
+      await chmod(file, 0o640);
+    } catch (err) {
+      return { task: task.name, ok: false, error: `Task '${task.name}': cannot write ${dir}: ${messageOf(err)}` };
+    }
+  }
+  return { task: task.name, ok: true, resources: result.resources, bytes: result.bytes, hash: result.hash, changed, ...(file ? { file } : {}) };
+}
+
+function summary(rows: SynthRow[]): string {
+  return table([
+    ["TASK", "RESOURCES", "BYTES", "HASH", "CHANGED", "FILE"],
+    ...rows.map((r) =>
+      r.ok ? [r.task, String(r.resources), String(r.bytes), r.hash!.slice(0, 12), r.changed!, r.file ?? "-"] : [r.task, "-", "-", "-", "error", "-"],
+    ),
+  ]);
+}

@@ -1,0 +1,81 @@
+import { existsSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { tsImport } from "tsx/esm/api";
+import { CtsError, messageOf } from "../errors.ts";
+import { isTask } from "../task/task.ts";
+import { bufferProblems, taskProblems, throwProblems, type Problem } from "../task/validate.ts";
+import type { CtsConfig } from "./types.ts";
+
+/** The config file names tried in order when none is given. */
+export const DEFAULT_CONFIG_FILES = ["cts.config.ts", "cts.config.mts", "cts.config.js", "cts.config.mjs"];
+
+/** A loaded, validated configuration and where it came from. */
+export interface LoadedConfig {
+  config: CtsConfig;
+  /** Absolute path of the file. */
+  file: string;
+  /** Its directory: relative paths in the config are resolved from here. */
+  dir: string;
+}
+
+/** Finds the config file: the given path, or cts.config.ts in `cwd`. */
+export function findConfigFile(path: string | undefined, cwd = process.cwd()): string {
+  if (path) {
+    const abs = resolve(cwd, path);
+    if (!existsSync(abs)) throw new CtsError("CONFIG_NOT_FOUND", "usage", `Config file '${path}' does not exist. Pass --config <file> or run \`cts init\`.`);
+    return abs;
+  }
+  for (const name of DEFAULT_CONFIG_FILES) {
+    const abs = resolve(cwd, name);
+    if (existsSync(abs)) return abs;
+  }
+  throw new CtsError("CONFIG_NOT_FOUND", "usage", `No cts.config.ts in ${cwd}. Pass --config <file> or run \`cts init\` to create one.`);
+}
+
+/** Loads `cts.config.ts` (TypeScript, no build step) and validates it. */
+export async function loadConfig(path?: string, cwd = process.cwd()): Promise<LoadedConfig> {
+  const file = findConfigFile(path, cwd);
+  let mod: { default?: unknown };
+  try {
+    mod = await tsImport(pathToFileURL(file).href, import.meta.url);
+  } catch (cause) {
+    throw new CtsError("CONFIG_LOAD_FAILED", "usage", `${file}: could not load: ${messageOf(cause)}. Fix the error in the file (it is TypeScript, loaded with tsx).`, { cause });
+  }
+  const config = (mod.default ?? (mod as { config?: unknown }).config) as CtsConfig | undefined;
+  validateConfig(config, file);
+  return { config: config!, file, dir: dirname(file) };
+}
+
+/** Validates a config object; throws one error naming the file, every bad field and its fix. */
+export function validateConfig(config: CtsConfig | undefined, file: string): asserts config is CtsConfig {
+  if (!config || typeof config !== "object")
+    throw new CtsError("CONFIG_INVALID", "usage", `${file}: has no default export. End it with \`export default defineConfig({ tasks: [...] })\`.`);
+  const problems: Problem[] = [];
+  if (!Array.isArray(config.tasks)) problems.push({ field: "tasks", message: "must be an array of tasks. Add `tasks: [new MyTask()]`." });
+  const names = new Map<string, number>();
+  (config.tasks ?? []).forEach((task, i) => {
+    if (!isTask(task)) {
+      problems.push({ field: `tasks[${i}]`, message: "is not a task. Use an instance of a class extending Task (or ModuleTask)." });
+      return;
+    }
+    for (const p of taskProblems(task)) problems.push({ field: `tasks[${i}].${p.field}`, message: p.message });
+    const prev = names.get(task.name);
+    if (prev !== undefined) problems.push({ field: `tasks[${i}].name`, message: `'${task.name}' is also the name of tasks[${prev}]. Task names must be unique.` });
+    names.set(task.name, i);
+  });
+  if (config.bufferPeriod) problems.push(...bufferProblems(config.bufferPeriod, "bufferPeriod"));
+  if (config.concurrency !== undefined && (!Number.isInteger(config.concurrency) || config.concurrency < 1))
+    problems.push({ field: "concurrency", message: `must be a whole number >= 1 (got ${String(config.concurrency)}).` });
+  const tf = config.driver?.terraform;
+  if (tf?.binary !== undefined && (typeof tf.binary !== "string" || tf.binary === ""))
+    problems.push({ field: "driver.terraform.binary", message: "must be \"tofu\", \"terraform\" or a path to one of them." });
+  if (tf?.backend !== undefined && (typeof tf.backend !== "object" || Object.keys(tf.backend).length !== 1))
+    problems.push({ field: "driver.terraform.backend", message: "must name exactly one backend, e.g. { consul: { path: \"consul-terraform-sync/terraform\" } }." });
+  const addr = config.consul?.address;
+  if (addr !== undefined && (typeof addr !== "string" || !/^(https?:\/\/)?[^\s/]+(:\d+)?\/?$/.test(addr)))
+    problems.push({ field: "consul.address", message: `'${String(addr)}' is not host:port or a URL. Use e.g. "127.0.0.1:8500".` });
+  const port = config.api?.port;
+  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) problems.push({ field: "api.port", message: `must be 0-65535 (got ${String(port)}).` });
+  throwProblems(file, problems);
+}

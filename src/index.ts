@@ -1,0 +1,26 @@
+/**
+ * cts: Consul-Terraform-Sync with tasks as TypeScript classes. This module is the whole public
+ * surface for task authors and config files.
+ */
+export { Task, type TaskOptions, type TaskInput, type TaskScope, type BufferPeriodOption } from "./task/task.ts";
+export { ModuleTask, type ModuleTaskOptions } from "./task/module-task.ts";
+export {
+  services,
+  catalogServices,
+  consulKv,
+  schedule,
+  type Condition,
+  type ServicesCondition,
+  type CatalogServicesCondition,
+  type ConsulKvCondition,
+  type ScheduleCondition,
+  type TaskInputs,
+} from "./task/conditions.ts";
+export { constructId } from "./task/ids.ts";
+export { toCtsServices, ctsServiceKey, type CtsService } from "./task/cts-protocol.ts";
+export type { ServiceInstance, CatalogServices, KvPairs, ServicesQuery, CatalogServicesQuery, KvQuery } from "./consul/types.ts";
+export { defineConfig, type CtsConfig, type ConsulConfig, type ConsulTlsConfig, type TerraformDriverConfig, type ApiConfig } from "./config/types.ts";
+export { render, TEMPLATES_DIR } from "./render.ts";
+export { raw } from "./synth/untrusted.ts";
+export { Testing, type TestInput } from "./testing.ts";
+export { CtsError } from "./errors.ts";

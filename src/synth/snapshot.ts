@@ -1,0 +1,84 @@
+import { readFileSync } from "node:fs";
+import type { CatalogServices, KvPairs, ServiceInstance, Source, SourceData } from "../consul/types.ts";
+import { CtsError, messageOf } from "../errors.ts";
+
+/**
+ * An offline snapshot of Consul for `cts synth --input`: service instances (any fields left out
+ * get CTS's defaults) and KV pairs. Tasks see the same filtering a live Consul would apply, except
+ * Consul filter expressions, which need Consul.
+ */
+export interface Snapshot {
+  services?: Array<Partial<ServiceInstance> & { name: string }>;
+  kv?: KvPairs;
+}
+
+/** Reads and checks a snapshot file. */
+export function readSnapshot(file: string): Snapshot {
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(file, "utf8"));
+  } catch (cause) {
+    throw new CtsError("INPUT_INVALID", "usage", `${file}: ${messageOf(cause)}. Pass a JSON file like {"services":[{"name":"web","id":"web-1","address":"10.0.0.1","port":80}],"kv":{}}.`, { cause });
+  }
+  const snap = data as Snapshot;
+  if (!snap || typeof snap !== "object" || (snap.services !== undefined && !Array.isArray(snap.services)))
+    throw new CtsError("INPUT_INVALID", "usage", `${file}: services must be an array of instances.`);
+  snap.services?.forEach((s, i) => {
+    if (!s || typeof s.name !== "string") throw new CtsError("INPUT_INVALID", "usage", `${file}: services[${i}].name must be a string.`);
+  });
+  return snap;
+}
+
+function complete(s: Partial<ServiceInstance> & { name: string }): ServiceInstance {
+  return {
+    id: s.id ?? s.name,
+    name: s.name,
+    kind: s.kind ?? "",
+    address: s.address ?? s.nodeAddress ?? "",
+    port: s.port ?? 0,
+    meta: s.meta ?? {},
+    tags: [...(s.tags ?? [])].sort(),
+    namespace: s.namespace ?? "",
+    status: s.status ?? "passing",
+    node: s.node ?? "",
+    nodeId: s.nodeId ?? "",
+    nodeAddress: s.nodeAddress ?? "",
+    nodeDatacenter: s.nodeDatacenter ?? "",
+    nodeTaggedAddresses: s.nodeTaggedAddresses ?? {},
+    nodeMeta: s.nodeMeta ?? {},
+    ctsUserDefinedMeta: s.ctsUserDefinedMeta ?? {},
+  };
+}
+
+/** The data `source` would yield against this snapshot. */
+export function readFromSnapshot(snap: Snapshot, source: Source): SourceData {
+  const all = (snap.services ?? []).map(complete);
+  switch (source.kind) {
+    case "services": {
+      const q = source.query;
+      const re = q.regexp !== undefined ? new RegExp(q.regexp) : undefined;
+      return all
+        .filter((s) => (re ? re.test(s.name) : q.names?.includes(s.name)))
+        .filter((s) => q.passingOnly === false || s.status === "passing")
+        .filter((s) => !q.datacenter || !s.nodeDatacenter || s.nodeDatacenter === q.datacenter)
+        .map((s) => ({ ...s, ctsUserDefinedMeta: { ...(q.userMeta ?? {}) } }))
+        .sort((a, b) => (a.node === b.node ? cmp(a.id, b.id) : cmp(a.node, b.node)));
+    }
+    case "catalog-services": {
+      const re = new RegExp(source.query.regexp);
+      const out: CatalogServices = {};
+      for (const s of all) if (re.test(s.name)) out[s.name] = [...new Set([...(out[s.name] ?? []), ...s.tags])].sort();
+      return out;
+    }
+    case "consul-kv": {
+      const { path, recurse } = source.query;
+      const out: KvPairs = {};
+      for (const [k, v] of Object.entries(snap.kv ?? {})) if (recurse ? k.startsWith(path) : k === path) out[k] = v;
+      return out;
+    }
+  }
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,136 @@
+import { App, TerraformDataSource, TerraformElement, TerraformOutput, TerraformProvider, TerraformResource, TerraformStack, type TerraformModule } from "cdktf";
+import type { IConstruct } from "constructs";
+import { tmpdir } from "node:os";
+import { CtsError, messageOf } from "../errors.ts";
+import type { AnyTaskInput, Task } from "../task/task.ts";
+import type { Condition, TaskInputs } from "../task/conditions.ts";
+import { CONTEXT_CONFIG_DIR, CONTEXT_TASK_DIR } from "./context.ts";
+import { backendBlock, type BackendConfig } from "./backend.ts";
+import { decodeOutput, encodeData } from "./untrusted.ts";
+import { sha256, stableStringify } from "./stable-json.ts";
+
+/** Where a synthesis happens: backend and paths ModuleTask needs to point at local modules. */
+export interface SynthContext {
+  /** Backend block (default: CTS's Consul backend). */
+  backend?: BackendConfig;
+  /** Directory of the config file: relative module sources are resolved from here. */
+  configDir?: string;
+  /** Directory the JSON will be written to: local module sources are written relative to it. */
+  taskDir?: string;
+  /** Provider version constraints to write instead of the bindings' exact pins (name → constraint). */
+  providerVersions?: Record<string, string>;
+}
+
+/** The output of synthesizing one task. */
+export interface SynthResult {
+  task: string;
+  /** Terraform JSON (sorted keys, stable bytes). */
+  json: string;
+  /** sha256 of `json`: equal hashes mean nothing changed. */
+  hash: string;
+  /** Number of resources, data sources and modules. */
+  resources: number;
+  /** Size of `json` in bytes. */
+  bytes: number;
+}
+
+
+/**
+ * Synthesizes one task to Terraform JSON in memory. Consul data is encoded before the task sees it
+ * and decoded into Terraform literals afterwards (see untrusted.ts). Starts no Terraform process.
+ */
+export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTaskInput, ctx: SynthContext = {}): SynthResult {
+  const app = new App({
+    outdir: tmpdir(),
+    stackTraces: false,
+    skipValidation: true,
+    skipBackendValidation: true,
+    context: { [CONTEXT_CONFIG_DIR]: ctx.configDir, [CONTEXT_TASK_DIR]: ctx.taskDir },
+  });
+  let stack: TerraformStack;
+  try {
+    stack = new TerraformStack(app, task.name);
+  } catch (cause) {
+    throw new CtsError("TASK_NAME_INVALID", "usage", `cannot create a stack: ${messageOf(cause)}`, { task: task.name, cause });
+  }
+  try {
+    task.synthesize(stack, encodeData(input) as never);
+  } catch (cause) {
+    const path = lastConstructPath(stack);
+    throw new CtsError("TASK_SYNTH_FAILED", "usage", `synthesize() threw: ${messageOf(cause)}${path ? ` (last construct: ${path})` : ""}. Fix the task class and run \`cts synth ${task.name}\`.`, {
+      task: task.name,
+      cause,
+      detail: { constructPath: path },
+    });
+  }
+  assertUniqueAddresses(task.name, stack);
+  let tf: Record<string, any>;
+  try {
+    stack.prepareStack();
+    tf = stack.toTerraform();
+  } catch (cause) {
+    throw new CtsError("TASK_SYNTH_INVALID", "usage", `produced invalid configuration: ${messageOf(cause)}. Fix the task class and run \`cts synth ${task.name}\`.`, { task: task.name, cause });
+  }
+  const out = finish(decodeOutput(tf), ctx);
+  const json = stableStringify(out);
+  return { task: task.name, json, hash: sha256(json), resources: countResources(out), bytes: Buffer.byteLength(json) };
+}
+
+/** Sets the backend, loosens binding pins, fixes metadata. */
+function finish(tf: Record<string, any>, ctx: SynthContext): Record<string, any> {
+  const backend = backendBlock(ctx.backend);
+  tf.terraform = { ...(tf.terraform ?? {}), backend };
+  const meta = tf["//"]?.metadata;
+  if (meta) meta.backend = Object.keys(backend)[0];
+  const providers: Record<string, { version?: string }> = tf.terraform.required_providers ?? {};
+  for (const [name, req] of Object.entries(providers)) {
+    const override = ctx.providerVersions?.[name];
+    if (override) req.version = override;
+    else if (req.version && /^\d+\.\d+\.\d+$/.test(req.version)) {
+      // cdktf bindings pin one exact version; any compatible release of the provider is fine.
+      const [major, minor] = req.version.split(".");
+      req.version = `~> ${major}.${minor}`;
+    }
+  }
+  return tf;
+}
+
+function countResources(tf: Record<string, any>): number {
+  let n = 0;
+  for (const block of ["resource", "data"]) for (const byType of Object.values<Record<string, unknown>>(tf[block] ?? {})) n += Object.keys(byType).length;
+  return n + Object.keys(tf.module ?? {}).length;
+}
+
+/** cdktf merges elements with the same address silently; we refuse. */
+function assertUniqueAddresses(taskName: string, stack: TerraformStack): void {
+  const seen = new Map<string, string>();
+  for (const c of stack.node.findAll()) {
+    const address = addressOf(c);
+    if (!address) continue;
+    const prev = seen.get(address);
+    if (prev)
+      throw new CtsError(
+        "TASK_ID_COLLISION",
+        "usage",
+        `constructs '${prev}' and '${c.node.path}' both synthesize to ${address}. Give them distinct ids (use constructId() for ids built from catalog data).`,
+        { task: taskName, detail: { constructPath: c.node.path, address } },
+      );
+    seen.set(address, c.node.path);
+  }
+}
+
+/** The Terraform address an element synthesizes to (undefined for non-elements). */
+function addressOf(c: IConstruct): string | undefined {
+  if (!TerraformElement.isTerraformElement(c) || TerraformStack.isStack(c)) return undefined;
+  if (TerraformProvider.isTerraformProvider(c)) return `provider.${c.terraformResourceType}.${c.alias ?? ""}`;
+  if (TerraformResource.isTerraformResource(c)) return `${c.terraformResourceType}.${c.friendlyUniqueId}`;
+  if (TerraformDataSource.isTerraformDataSource(c)) return `data.${c.terraformResourceType}.${c.friendlyUniqueId}`;
+  if (typeof (c as Partial<TerraformModule>).interpolationForOutput === "function") return `module.${c.friendlyUniqueId}`;
+  if (TerraformOutput.isTerraformOutput(c)) return `output.${c.friendlyUniqueId}`;
+  return undefined;
+}
+
+function lastConstructPath(stack: TerraformStack): string | undefined {
+  const all = stack.node.findAll();
+  return all.length > 1 ? all[all.length - 1]!.node.path : undefined;
+}

@@ -1,0 +1,53 @@
+import type { CatalogServicesQuery, KvQuery, ServicesQuery } from "../consul/types.ts";
+
+/** Triggers on changes to the instances of the named (or matching) services. */
+export interface ServicesCondition {
+  readonly kind: "services";
+  readonly query: ServicesQuery;
+}
+/** Triggers when the set of service names in the catalog changes. */
+export interface CatalogServicesCondition {
+  readonly kind: "catalog-services";
+  readonly query: CatalogServicesQuery;
+}
+/** Triggers on changes to a KV key or prefix. */
+export interface ConsulKvCondition {
+  readonly kind: "consul-kv";
+  readonly query: KvQuery;
+}
+/** Triggers on a cron schedule (seconds and year fields allowed). */
+export interface ScheduleCondition {
+  readonly kind: "schedule";
+  readonly cron: string;
+}
+
+/** What triggers a task. */
+export type Condition = ServicesCondition | CatalogServicesCondition | ConsulKvCondition | ScheduleCondition;
+
+/** Data a task reads at each run without being triggered by it (CTS's module_input). */
+export interface TaskInputs {
+  /** Service instances passed as `input.services`. */
+  services?: ServicesCondition;
+  /** KV pairs passed as `input.kv`. */
+  kv?: ConsulKvCondition;
+}
+
+/** A services condition or input: `names` or `regexp`, passing instances only by default. */
+export function services(query: ServicesQuery): ServicesCondition {
+  return { kind: "services", query: { passingOnly: true, ...query } };
+}
+
+/** A catalog-services condition: `regexp: ""` watches every service name. */
+export function catalogServices(query: Partial<CatalogServicesQuery> = {}): CatalogServicesCondition {
+  return { kind: "catalog-services", query: { ...query, regexp: query.regexp ?? "" } };
+}
+
+/** A consul-kv condition or input: one key, or every key under `path` with `recurse`. */
+export function consulKv(query: KvQuery): ConsulKvCondition {
+  return { kind: "consul-kv", query: { recurse: false, ...query } };
+}
+
+/** A schedule condition: `cron` with 5, 6 (seconds) or 7 (seconds and year) fields. */
+export function schedule(opts: { cron: string }): ScheduleCondition {
+  return { kind: "schedule", cron: opts.cron };
+}

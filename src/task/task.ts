@@ -1,0 +1,96 @@
+import type { TerraformStack } from "cdktf";
+import type { CatalogServices, KvPairs, ServiceInstance } from "../consul/types.ts";
+import type { Condition, ConsulKvCondition, CatalogServicesCondition, ServicesCondition, TaskInputs } from "./conditions.ts";
+
+/** The CDKTF stack a task builds its resources in (one stack per task). */
+export type TaskScope = TerraformStack;
+
+type ConditionData<C> = C extends ServicesCondition
+  ? { readonly services: readonly ServiceInstance[] }
+  : C extends CatalogServicesCondition
+    ? { readonly catalogServices: Readonly<CatalogServices> }
+    : C extends ConsulKvCondition
+      ? { readonly kv: Readonly<KvPairs> }
+      : {};
+type InputsData<I> = (I extends { services: ServicesCondition } ? { readonly services: readonly ServiceInstance[] } : {}) &
+  (I extends { kv: ConsulKvCondition } ? { readonly kv: Readonly<KvPairs> } : {});
+
+/**
+ * The data a task receives: `services` for a services condition or input, `catalogServices` for a
+ * catalog-services condition, `kv` for a consul-kv condition or input. Anything else is a compile error.
+ */
+export type TaskInput<C extends Condition = Condition, I extends TaskInputs = {}> = ConditionData<C> & InputsData<I>;
+
+/** The data of any task, as the runtime passes it around. */
+export interface AnyTaskInput {
+  services?: ServiceInstance[];
+  catalogServices?: CatalogServices;
+  kv?: KvPairs;
+}
+
+/** A buffer period: quiet time before a run. Durations are ms or strings like "5s", "1m30s". */
+export interface BufferPeriodOption {
+  /** Wait at least this long after the last change (default 5s). */
+  min?: string | number;
+  /** Never wait longer than this after the first change (default 20s; 4×min when only min is set). */
+  max?: string | number;
+}
+
+/** What every task declares. */
+export interface TaskOptions<C extends Condition = Condition, I extends TaskInputs = {}> {
+  /** Unique name: letters, digits, `_` and `-`, starting with a letter or `_`. Also the Terraform workspace. */
+  name: string;
+  /** Shown in the API and `cts synth`. */
+  description?: string;
+  /** Disabled tasks are not run (default true). */
+  enabled?: boolean;
+  /** What triggers the task. */
+  condition: C;
+  /** Data read at each run that does not trigger it. */
+  inputs?: I;
+  /** Overrides the global buffer period; `false` turns it off. */
+  bufferPeriod?: BufferPeriodOption | false;
+}
+
+/**
+ * A task: declares what it watches and builds Terraform resources from the data with CDKTF.
+ *
+ * ```ts
+ * class WebPool extends Task<ServicesCondition> {
+ *   constructor() { super({ name: "web-pool", condition: services({ names: ["web"] }) }); }
+ *   synthesize(scope: TaskScope, input: TaskInput<ServicesCondition>) { … }
+ * }
+ * ```
+ */
+export abstract class Task<C extends Condition = Condition, I extends TaskInputs = {}> {
+  /** Unique task name. */
+  readonly name: string;
+  /** Free-text description. */
+  readonly description: string;
+  /** Whether the task runs (can be changed at run time through the API). */
+  enabled: boolean;
+  /** What triggers the task. */
+  readonly condition: C;
+  /** Extra data that does not trigger the task. */
+  readonly inputs: I;
+  /** Per-task buffer period override. */
+  readonly bufferPeriod: BufferPeriodOption | false | undefined;
+
+  constructor(options: TaskOptions<C, I>) {
+    this.name = options.name;
+    this.description = options.description ?? "";
+    this.enabled = options.enabled ?? true;
+    this.condition = options.condition;
+    this.inputs = options.inputs ?? ({} as I);
+    this.bufferPeriod = options.bufferPeriod;
+  }
+
+  /** Builds the task's resources in `scope` from `input`. Called on every run; must be deterministic. */
+  abstract synthesize(scope: TaskScope, input: TaskInput<C, I>): void;
+}
+
+/** Structural check (no instanceof: the config may load its own copy of this module). */
+export function isTask(value: unknown): value is Task<Condition, TaskInputs> {
+  const v = value as Partial<Task> | null;
+  return !!v && typeof v === "object" && typeof v.name === "string" && typeof v.synthesize === "function" && !!v.condition;
+}

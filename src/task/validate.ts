@@ -1,0 +1,108 @@
+import { CtsError } from "../errors.ts";
+import { parseCron } from "../runtime/cron.ts";
+import { parseDuration } from "../config/duration.ts";
+import type { Condition, TaskInputs } from "./conditions.ts";
+import type { Task } from "./task.ts";
+
+/** CTS's rule for task names; it also keeps every path derived from a name inside the working dir. */
+export const TASK_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,127}$/;
+
+/** A validation problem: the field (dotted path) and a message with the fix. */
+export interface Problem {
+  field: string;
+  message: string;
+}
+
+/** Checks a task name; returns a message with the fix, or undefined when valid. */
+export function taskNameProblem(name: unknown): string | undefined {
+  if (typeof name !== "string" || name === "") return "is empty. Give the task a name of letters, digits, '_' and '-', starting with a letter or '_'.";
+  if (!TASK_NAME.test(name))
+    return `'${name.slice(0, 60)}' is not a valid task name. Use letters, digits, '_' and '-', start with a letter or '_', at most 128 characters.`;
+  return undefined;
+}
+
+/** Every problem with one task's declaration (fields relative to the task). */
+export function taskProblems(task: Task<Condition, TaskInputs>): Problem[] {
+  const problems: Problem[] = [];
+  const nameProblem = taskNameProblem(task.name);
+  if (nameProblem) problems.push({ field: "name", message: nameProblem });
+  problems.push(...conditionProblems(task.condition, "condition"));
+  const inputs = (task.inputs ?? {}) as TaskInputs;
+  for (const [key, input] of Object.entries(inputs)) {
+    if (input === undefined) continue;
+    if (key !== "services" && key !== "kv") {
+      problems.push({ field: `inputs.${key}`, message: "is not a known input. Use inputs.services or inputs.kv." });
+      continue;
+    }
+    const expected = key === "services" ? "services" : "consul-kv";
+    if (input.kind !== expected) problems.push({ field: `inputs.${key}`, message: `must be made with ${key === "services" ? "services()" : "consulKv()"}.` });
+    else if (task.condition?.kind === expected)
+      problems.push({ field: `inputs.${key}`, message: `repeats the condition's type (${expected}). Put the data in the condition, or drop the input.` });
+    else problems.push(...conditionProblems(input, `inputs.${key}`));
+  }
+  if (task.bufferPeriod) problems.push(...bufferProblems(task.bufferPeriod, "bufferPeriod"));
+  if (task.bufferPeriod && task.condition?.kind === "schedule")
+    problems.push({ field: "bufferPeriod", message: "is not used by schedule tasks (they run on their cron). Remove it." });
+  return problems;
+}
+
+function conditionProblems(c: Condition | undefined, at: string): Problem[] {
+  if (!c || typeof c !== "object" || !("kind" in c))
+    return [{ field: at, message: "is missing. Use services(), catalogServices(), consulKv() or schedule()." }];
+  const p: Problem[] = [];
+  switch (c.kind) {
+    case "services": {
+      const q = c.query ?? {};
+      const hasNames = Array.isArray(q.names) && q.names.length > 0;
+      if (q.names !== undefined && q.regexp !== undefined) p.push({ field: `${at}.names`, message: "and regexp are both set. Use one of them." });
+      else if (!hasNames && q.regexp === undefined) p.push({ field: `${at}.names`, message: "is empty. Name at least one service or use a regexp." });
+      if (q.names?.some((n) => typeof n !== "string" || n === "")) p.push({ field: `${at}.names`, message: "holds an empty or non-string name." });
+      if (q.regexp !== undefined) p.push(...regexpProblems(q.regexp, `${at}.regexp`));
+      break;
+    }
+    case "catalog-services":
+      p.push(...regexpProblems(c.query?.regexp ?? "", `${at}.regexp`));
+      break;
+    case "consul-kv":
+      if (typeof c.query?.path !== "string" || c.query.path === "") p.push({ field: `${at}.path`, message: "is empty. Name the KV key (or prefix with recurse: true)." });
+      break;
+    case "schedule":
+      try {
+        parseCron(c.cron);
+      } catch (e) {
+        p.push({ field: `${at}.cron`, message: `${(e as Error).message}.` });
+      }
+      break;
+    default:
+      p.push({ field: `${at}.kind`, message: `'${(c as { kind: string }).kind}' is not a condition. Use services(), catalogServices(), consulKv() or schedule().` });
+  }
+  return p;
+}
+
+function regexpProblems(re: unknown, field: string): Problem[] {
+  if (typeof re !== "string") return [{ field, message: "must be a string." }];
+  try {
+    new RegExp(re);
+    return [];
+  } catch (e) {
+    return [{ field, message: `is not a valid regular expression: ${(e as Error).message}.` }];
+  }
+}
+
+/** Problems with a buffer period option. */
+export function bufferProblems(bp: { min?: string | number; max?: string | number }, at: string): Problem[] {
+  const p: Problem[] = [];
+  const min = bp.min === undefined ? undefined : parseDuration(bp.min);
+  const max = bp.max === undefined ? undefined : parseDuration(bp.max);
+  if (bp.min !== undefined && min === undefined) p.push({ field: `${at}.min`, message: `'${bp.min}' is not a duration. Use e.g. "5s" or a number of ms.` });
+  if (bp.max !== undefined && max === undefined) p.push({ field: `${at}.max`, message: `'${bp.max}' is not a duration. Use e.g. "20s" or a number of ms.` });
+  if (min !== undefined && max !== undefined && min > max) p.push({ field: `${at}.min`, message: `(${bp.min}) is greater than max (${bp.max}). Make min <= max.` });
+  return p;
+}
+
+/** Throws one CtsError listing every problem, naming the file (or source) and the field. */
+export function throwProblems(where: string, problems: Problem[], code = "CONFIG_INVALID"): void {
+  if (problems.length === 0) return;
+  const lines = problems.map((p) => `${where}: ${p.field} ${p.message}`);
+  throw new CtsError(code, "usage", lines.join("\n"), { detail: { problems } });
+}
