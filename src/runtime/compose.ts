@@ -1,7 +1,106 @@
+import { hostname } from "node:os";
+import { join } from "node:path";
 import type { CtsConfig } from "../config/types.ts";
+import type { LoadedConfig } from "../config/load.ts";
+import { parseDuration } from "../config/duration.ts";
 import type { Source, SourceData } from "../consul/types.ts";
+import { createConsulApi, type ConsulApi } from "../consul/client.ts";
+import { consulEnvForTerraform, resolveConsulConnection, type ConsulConnection } from "../consul/connection.ts";
+import { createCatalogReader } from "../consul/reader.ts";
+import { createWatcher } from "../watch/watcher.ts";
+import { createTerraformDriver } from "../terraform/driver.ts";
+import type { LocalTerraformDriver } from "../terraform/types.ts";
+import { createLogger, redactSecret, type Logger } from "../log.ts";
+import { inProcessSynthesizer, workerSynthesizer } from "../synth/synthesizer.ts";
+import { workingRoot } from "../synth/paths.ts";
+import { Controller } from "./controller.ts";
 
-/** A one-shot reader of Consul data built from the config (filled in when the Consul client lands). */
-export function createConsulReader(_config: CtsConfig): (source: Source) => Promise<SourceData> {
-  throw new Error("not yet wired");
+/** The Consul connection a config describes (env fallbacks as CTS: CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN…). */
+export function consulConnectionFor(config: CtsConfig): ConsulConnection {
+  const c = config.consul ?? {};
+  const conn = resolveConsulConnection({
+    ...(c.address !== undefined ? { address: c.address } : {}),
+    ...(c.token !== undefined ? { token: c.token } : {}),
+    ...(c.tls ? { tls: c.tls } : {}),
+  });
+  redactSecret(conn.token);
+  return conn;
+}
+
+/** A one-shot reader of Consul data built from the config (for `cts synth`). */
+export function createConsulReader(config: CtsConfig): (source: Source) => Promise<SourceData> {
+  const reader = createCatalogReader(createConsulApi(consulConnectionFor(config)));
+  return (source) => reader.read(source);
+}
+
+/** How the runtime is put together for one command. */
+export interface RuntimeOptions {
+  /** "watch" synthesizes in a recycled worker and watches; "once"/"inspect" read once, in process. */
+  mode: "watch" | "once" | "inspect";
+  bufferOff?: boolean;
+  log?: Logger;
+  /** Overrides for tests (short blocking waits). */
+  watchTiming?: { waitMs?: number };
+}
+
+/** Everything a running cts holds, for the CLI and the API. */
+export interface Runtime {
+  controller: Controller;
+  consul: ConsulApi;
+  connection: ConsulConnection;
+  driver: LocalTerraformDriver;
+  log: Logger;
+  /** This instance's id. */
+  id: string;
+  close(): Promise<void>;
+}
+
+/** The composition root: real Consul client, watcher, Terraform driver and synthesizer. */
+export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runtime {
+  const { config } = loaded;
+  const log = opts.log ?? createLogger();
+  const connection = consulConnectionFor(config);
+  const consul = createConsulApi(connection);
+  const tf = config.driver?.terraform ?? {};
+  const root = workingRoot(loaded.dir, tf.workingDir);
+  const tfLog = log.child("terraform");
+  const driver = createTerraformDriver({
+    binary: tf.binary ?? "tofu",
+    workingDir: root,
+    ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
+    pluginCacheDir: tf.pluginCacheDir ?? join(root, ".plugin-cache"),
+    env: consulEnvForTerraform(connection),
+    ...(tf.timeout !== undefined ? { defaultTimeoutMs: parseDuration(tf.timeout) ?? 30 * 60_000 } : {}),
+    log: (task, line) => tfLog.info(`[${task}] ${line}`, { task }),
+  });
+  const watcher =
+    opts.mode === "watch"
+      ? createWatcher(consul, {
+          ...(opts.watchTiming ? { timing: opts.watchTiming } : {}),
+          warn: (m) => log.warn(m),
+        })
+      : undefined;
+  const synthesizer =
+    opts.mode === "watch" ? workerSynthesizer() : inProcessSynthesizer((name) => config.tasks.find((t) => t.name === name));
+  const controller = new Controller({
+    loaded,
+    reader: createCatalogReader(consul),
+    driver,
+    synthesizer,
+    log: log.child("ctrl"),
+    ...(watcher ? { watcher } : {}),
+    ...(opts.bufferOff ? { bufferOff: true } : {}),
+  });
+  return {
+    controller,
+    consul,
+    connection,
+    driver,
+    log,
+    id: config.id ?? `cts-${hostname()}`,
+    async close() {
+      await controller.stop();
+      watcher?.close();
+    },
+  };
 }

@@ -6,13 +6,13 @@ import type { Condition, ConsulKvCondition, CatalogServicesCondition, ServicesCo
 export type TaskScope = TerraformStack;
 
 type ConditionData<C> = C extends ServicesCondition
-  ? { readonly services: readonly ServiceInstance[] }
+  ? { readonly services: ReadonlyArray<Readonly<ServiceInstance>> }
   : C extends CatalogServicesCondition
     ? { readonly catalogServices: Readonly<CatalogServices> }
     : C extends ConsulKvCondition
       ? { readonly kv: Readonly<KvPairs> }
       : {};
-type InputsData<I> = (I extends { services: ServicesCondition } ? { readonly services: readonly ServiceInstance[] } : {}) &
+type InputsData<I> = (I extends { services: ServicesCondition } ? { readonly services: ReadonlyArray<Readonly<ServiceInstance>> } : {}) &
   (I extends { kv: ConsulKvCondition } ? { readonly kv: Readonly<KvPairs> } : {});
 
 /**

@@ -13,6 +13,8 @@ export interface RunResult {
   summary: ChangeSummary;
   /** Human-readable plan/apply text (for inspect and the API's `plan` field). */
   output: string;
+  /** True when this run had to run `init` first (first run, or backend/providers/modules changed). */
+  initialized?: boolean;
 }
 
 /** Options every driver operation takes. */
@@ -48,4 +50,32 @@ export interface TerraformDriver {
   plan(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult>;
   /** Destroys everything the task's state holds. */
   destroy(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult>;
+}
+
+/** How a driver's Terraform child processes are run. */
+export interface TerraformDriverOptions {
+  /** "tofu", "terraform" or a path to either binary. */
+  binary: string;
+  /** Root folder: each task works in `<workingDir>/<task>`. */
+  workingDir: string;
+  /** CLI config file (TF_CLI_CONFIG_FILE): provider installation, mirrors, credentials. */
+  cliConfigFile?: string;
+  /** Plugin cache shared by every task (TF_PLUGIN_CACHE_DIR); created when missing. */
+  pluginCacheDir?: string;
+  /** Base environment for every command (CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN, TLS…); never written to disk. */
+  env?: Record<string, string>;
+  /** Default time limit of one operation (init + workspace + command), in ms (default 30 min). */
+  defaultTimeoutMs?: number;
+  /** Time between SIGINT and SIGKILL when cancelling, in ms (default 10 s). */
+  killGraceMs?: number;
+  /** Receives every human-readable line Terraform prints, per task (the caller adds the prefix). */
+  log?: (task: string, line: string) => void;
+}
+
+/** The driver `createTerraformDriver` returns: the contract plus helpers for logs and tooling. */
+export interface LocalTerraformDriver extends TerraformDriver {
+  /** The binary's version ("1.12.6"), asked once and remembered. */
+  version(): Promise<string>;
+  /** Absolute working dir of a task (`<workingDir>/<task>`); throws TASK_NAME_INVALID for bad names. */
+  taskDir(task: string): string;
 }

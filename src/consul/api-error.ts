@@ -1,0 +1,101 @@
+import { CtsError } from "../errors.ts";
+
+/** What a failed Consul call was doing, for error messages that teach. */
+export interface CallDescription {
+  /** e.g. "reading the health of service 'web'". */
+  what: string;
+  /** The ACL permission the call needs, e.g. `service:read on "web"`. */
+  permission: string;
+  /** Consul's base URL (never carries the token). */
+  url: string;
+}
+
+/** An AbortError like fetch's, so callers can tell cancellation from failure. */
+export function abortError(signal?: AbortSignal): Error {
+  const reason: unknown = signal?.reason;
+  if (reason instanceof Error && reason.name === "AbortError") return reason;
+  const err = new Error("The Consul request was aborted.");
+  err.name = "AbortError";
+  return err;
+}
+
+/** True when an error means "cancelled on purpose", not "Consul failed". */
+export function isAbortError(err: unknown): boolean {
+  return err instanceof Error && (err.name === "AbortError" || (err as { isAbort?: boolean }).isAbort === true);
+}
+
+/** True when the error is a Consul answer that retrying will not fix (4xx other than 429, a bad filter). */
+export function isFatalConsulError(err: unknown): boolean {
+  if (!(err instanceof CtsError)) return false;
+  if (err.code === "CONSUL_BAD_REQUEST") return true;
+  const status = err.detail.status;
+  return typeof status === "number" && status >= 400 && status < 500 && status !== 429;
+}
+
+/**
+ * Turns whatever the HTTP layer threw into a CtsError with `detail.status` for HTTP answers. The
+ * token never appears: messages are built from the call description and Consul's reply only.
+ */
+export function toConsulError(err: unknown, call: CallDescription): CtsError {
+  if (err instanceof CtsError) return err;
+  const e = err as { statusCode?: unknown; response?: { statusCode?: number; body?: unknown }; code?: string; isTimeout?: boolean; message?: string };
+  const status = typeof e?.response?.statusCode === "number" ? e.response.statusCode : undefined;
+  if (status !== undefined) {
+    const reply = replyText(e.response?.body);
+    const said = reply ? ` Consul said: ${reply}${/[.!?]$/.test(reply) ? "" : "."}` : "";
+    const detail = { status, url: call.url, ...(reply ? { reply } : {}) };
+    if (status === 403 || status === 401) {
+      return new CtsError(
+        "CONSUL_PERMISSION_DENIED",
+        "external",
+        `Consul denied ${call.what} (HTTP ${status}).${said} The token probably lacks ${call.permission}: grant it in the token's ACL policy, or set the right token in consul.token / CONSUL_HTTP_TOKEN.`,
+        { cause: err, detail },
+      );
+    }
+    // Consul answers an unparsable filter with a 500, but no retry will ever fix it.
+    if (status === 400 || (status === 500 && reply !== undefined && /boolean expression evaluator|filter/i.test(reply))) {
+      return new CtsError(
+        "CONSUL_BAD_REQUEST",
+        "usage",
+        `Consul rejected ${call.what} as invalid (HTTP ${status}).${said} Check the condition's filter, datacenter and namespace.`,
+        { cause: err, detail },
+      );
+    }
+    if (status === 429) {
+      return new CtsError("CONSUL_RATE_LIMITED", "external", `Consul rate-limited ${call.what} (HTTP 429). cts will retry with backoff.`, {
+        cause: err,
+        detail,
+      });
+    }
+    return new CtsError(
+      "CONSUL_HTTP_ERROR",
+      "external",
+      `Consul answered HTTP ${status} to ${call.what}.${said} ${status >= 500 ? "cts will retry; check the Consul servers' health if this persists." : "Check the condition's datacenter and namespace."}`,
+      { cause: err, detail },
+    );
+  }
+  if (e?.isTimeout) {
+    return new CtsError(
+      "CONSUL_TIMEOUT",
+      "external",
+      `Consul at ${call.url} did not answer ${call.what} in time. cts will retry; check the network path to Consul.`,
+      { cause: err, detail: { url: call.url } },
+    );
+  }
+  const code = typeof e?.code === "string" ? e.code : undefined;
+  return new CtsError(
+    "CONSUL_UNREACHABLE",
+    "external",
+    `Cannot reach Consul at ${call.url} while ${call.what}: ${code ?? e?.message ?? String(err)}. Check consul.address (or CONSUL_HTTP_ADDR), TLS settings, and that the agent is running; cts keeps retrying.`,
+    { cause: err, detail: { url: call.url, ...(code ? { errno: code } : {}) } },
+  );
+}
+
+/** Consul's error body as one short line (it explains filters and ACLs well). */
+function replyText(body: unknown): string | undefined {
+  if (body === undefined || body === null) return undefined;
+  const text = Buffer.isBuffer(body) ? body.toString("utf8") : typeof body === "string" ? body : JSON.stringify(body);
+  const line = text.replace(/\s+/g, " ").trim();
+  if (!line) return undefined;
+  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
+}

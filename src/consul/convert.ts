@@ -1,0 +1,105 @@
+import type { HealthEntry, KvEntry } from "./client.ts";
+import type { CatalogServices, KvPairs, ServiceInstance } from "./types.ts";
+
+/** Consul's check id of node maintenance mode. */
+const NODE_MAINTENANCE = "_node_maintenance";
+/** Prefix of the check ids Consul adds for service maintenance mode. */
+const SERVICE_MAINTENANCE_PREFIX = "_service_maintenance:";
+
+/**
+ * A service's health from its checks, as Consul's `HealthChecks.AggregatedStatus`: maintenance
+ * wins, then critical > warning > passing; an unknown check status yields "".
+ */
+export function aggregateStatus(checks: HealthEntry["Checks"]): string {
+  let maintenance = false;
+  let critical = false;
+  let warning = false;
+  for (const check of checks ?? []) {
+    if (check.CheckID === NODE_MAINTENANCE || check.CheckID.startsWith(SERVICE_MAINTENANCE_PREFIX)) {
+      maintenance = true;
+      continue;
+    }
+    switch (check.Status) {
+      case "passing":
+        break;
+      case "warning":
+        warning = true;
+        break;
+      case "critical":
+        critical = true;
+        break;
+      default:
+        return "";
+    }
+  }
+  return maintenance ? "maintenance" : critical ? "critical" : warning ? "warning" : "passing";
+}
+
+/** One health entry as a CTS protocol v0 service instance. */
+export function toServiceInstance(entry: HealthEntry, userMeta: Record<string, string> = {}): ServiceInstance {
+  const { Node: node, Service: svc } = entry;
+  return {
+    id: svc.ID,
+    name: svc.Service,
+    kind: svc.Kind ?? "",
+    address: svc.Address ? svc.Address : node.Address,
+    port: svc.Port ?? 0,
+    meta: { ...(svc.Meta ?? {}) },
+    tags: sortedStrings(svc.Tags),
+    namespace: svc.Namespace ?? "",
+    status: aggregateStatus(entry.Checks),
+    node: node.Node,
+    nodeId: node.ID ?? "",
+    nodeAddress: node.Address,
+    nodeDatacenter: node.Datacenter ?? "",
+    nodeTaggedAddresses: { ...(node.TaggedAddresses ?? {}) },
+    nodeMeta: { ...(node.Meta ?? {}) },
+    ctsUserDefinedMeta: { ...userMeta },
+  };
+}
+
+/** Health entries as service instances, sorted by node then id (CTS's order). */
+export function toServiceInstances(entries: HealthEntry[], userMeta: Record<string, string> = {}): ServiceInstance[] {
+  return sortInstances(entries.map((e) => toServiceInstance(e, userMeta)));
+}
+
+/**
+ * Sorts instances by node, then id, then service name (ids are unique per node only within a
+ * service, so the name keeps a union of several services stable). Byte order, as Go sorts.
+ */
+export function sortInstances(list: ServiceInstance[]): ServiceInstance[] {
+  return list.sort((a, b) => cmp(a.node, b.node) || cmp(a.id, b.id) || cmp(a.name, b.name));
+}
+
+/** Returns the instances with the condition's user metadata set on each. */
+export function withUserMeta(list: ServiceInstance[], userMeta: Record<string, string> | undefined): ServiceInstance[] {
+  if (!userMeta || Object.keys(userMeta).length === 0) return list;
+  return list.map((i) => ({ ...i, ctsUserDefinedMeta: { ...userMeta } }));
+}
+
+/** `/v1/catalog/services` as name → sorted tags, names in sorted order. */
+export function toCatalogServices(raw: Record<string, string[] | null>): CatalogServices {
+  const out: CatalogServices = {};
+  for (const name of Object.keys(raw).sort(cmp)) out[name] = sortedStrings(raw[name]);
+  return out;
+}
+
+/** KV entries as key → value (values are UTF-8 text; a key without a value maps to ""). */
+export function toKvPairs(entries: KvEntry[]): KvPairs {
+  const out: KvPairs = {};
+  for (const e of [...entries].sort((a, b) => cmp(a.Key, b.Key))) out[e.Key] = e.Value ?? "";
+  return out;
+}
+
+/** Decodes a base64 KV value as Consul sends it raw (the `consul` package does this already). */
+export function decodeKvValue(value: string | null | undefined): string {
+  return value ? Buffer.from(value, "base64").toString("utf8") : "";
+}
+
+function sortedStrings(list: string[] | null | undefined): string[] {
+  return [...(list ?? [])].sort(cmp);
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

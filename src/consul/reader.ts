@@ -1,0 +1,54 @@
+import type { CatalogReader } from "../watch/types.ts";
+import type { ConsulApi } from "./client.ts";
+import { sortInstances, toCatalogServices, toKvPairs, toServiceInstances } from "./convert.ts";
+import { catalogRequestFor, compileRegexp, kvRequestFor, matchingNames, normalizeServicesQuery } from "./query.ts";
+import type { ServiceInstance, ServicesQuery, Source, SourceData } from "./types.ts";
+
+/** A CatalogReader over a ConsulApi: one non-blocking read per request (for synth, once, inspect). */
+export function createCatalogReader(api: ConsulApi): CatalogReader {
+  return {
+    async read<S extends Source>(source: S, signal?: AbortSignal): Promise<SourceData<S>> {
+      const opts = signal ? { signal } : {};
+      switch (source.kind) {
+        case "services":
+          return (await readServices(api, source.query, signal)) as SourceData<S>;
+        case "catalog-services": {
+          const regexp = compileCatalogRegexp(source.query.regexp);
+          const { data } = await api.catalogServices(catalogRequestFor(source.query), opts);
+          return filterCatalog(toCatalogServices(data), regexp) as SourceData<S>;
+        }
+        case "consul-kv": {
+          const { data } = await api.kv(kvRequestFor(source.query), opts);
+          return toKvPairs(data) as SourceData<S>;
+        }
+        default:
+          throw new Error(`unknown source kind '${(source as { kind: string }).kind}'`);
+      }
+    },
+  };
+}
+
+async function readServices(api: ConsulApi, query: ServicesQuery, signal?: AbortSignal): Promise<ServiceInstance[]> {
+  const q = normalizeServicesQuery(query);
+  const opts = signal ? { signal } : {};
+  let names = q.names;
+  if (!names) {
+    const { data } = await api.catalogServices(q.catalog, opts);
+    names = matchingNames(Object.keys(data), q.regexp!);
+  }
+  const lists = await Promise.all(names.map((service) => api.healthService({ ...q.health, service }, opts)));
+  return sortInstances(lists.flatMap(({ data }) => toServiceInstances(data, q.userMeta)));
+}
+
+/** The catalog-services regexp ("" = every service). */
+export function compileCatalogRegexp(source: string | undefined): RegExp | undefined {
+  return source ? compileRegexp(source, "catalog-services.regexp") : undefined;
+}
+
+/** Keeps the services whose name matches (all when there is no regexp). */
+export function filterCatalog(all: Record<string, string[]>, regexp: RegExp | undefined): Record<string, string[]> {
+  if (!regexp) return all;
+  const out: Record<string, string[]> = {};
+  for (const [name, tags] of Object.entries(all)) if (regexp.test(name)) out[name] = tags;
+  return out;
+}

@@ -1,0 +1,421 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { LoadedConfig } from "../config/load.ts";
+import { CtsError, messageOf, toCtsError } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import { parseCron } from "./cron.ts";
+import { EventStore, makeEvent, type TaskEvent, type TaskStatus } from "./events.ts";
+import { WorkQueue } from "./work-queue.ts";
+import type { TaskEntry } from "./task-entry.ts";
+import { BufferPeriod, normalizeBufferPeriod, DEFAULT_BUFFER_PERIOD, type BufferPeriodSettings } from "../watch/buffer.ts";
+import type { CatalogReader, Watcher } from "../watch/types.ts";
+import type { TerraformDriver, RunResult } from "../terraform/types.ts";
+import type { Synthesizer } from "../synth/synthesizer.ts";
+import type { SynthResult } from "../synth/synthesize.ts";
+import { APPLIED_HASH_FILE } from "../synth/paths.ts";
+import type { ModuleTaskSpec } from "../synth/task-ref.ts";
+import { ModuleTask } from "../task/module-task.ts";
+import { allSources, fieldOf } from "../task/sources.ts";
+import { taskProblems, throwProblems } from "../task/validate.ts";
+import type { AnyTaskInput } from "../task/task.ts";
+
+/** Everything the controller needs, wired by the composition root. */
+export interface ControllerDeps {
+  loaded: LoadedConfig;
+  reader: CatalogReader;
+  driver: TerraformDriver & { taskDir(task: string): string };
+  synthesizer: Synthesizer;
+  log: Logger;
+  /** Present in daemon mode. */
+  watcher?: Watcher;
+  /** Turns every buffer period off (`--no-buffer`, tests). */
+  bufferOff?: boolean;
+  /** Retries after a failed apply (default 2, as CTS); delays double from retryDelayMs. */
+  retries?: number;
+  retryDelayMs?: number;
+  /** Events kept per task (default 5). */
+  eventsKept?: number;
+}
+
+/** What a run did. */
+export interface RunOutcome {
+  task: string;
+  ok: boolean;
+  /** applied | no-op | planned | destroyed | failed | cancelled | disabled */
+  outcome: string;
+  result?: RunResult;
+  synth?: SynthResult;
+  error?: CtsError;
+}
+
+/** A task as the API and CLI see it. */
+export interface TaskView {
+  name: string;
+  description: string;
+  enabled: boolean;
+  origin: "config" | "api";
+  status: TaskStatus;
+  condition: unknown;
+  inputs: unknown;
+  module?: string;
+  version?: string;
+  variables?: Record<string, unknown>;
+  bufferPeriod: { enabled: boolean; min: number; max: number };
+  running: boolean;
+}
+
+/**
+ * The runtime: keeps tasks, watches their sources, buffers changes, runs them through a work queue
+ * (synthesize → skip when unchanged → apply), records events. Failing tasks never stop the others.
+ */
+export class Controller {
+  readonly events: EventStore;
+  private readonly entries = new Map<string, TaskEntry>();
+  private readonly queue: WorkQueue;
+  private readonly log: Logger;
+  private watching = false;
+  private stopped = false;
+  private readonly globalBuffer: BufferPeriodSettings;
+
+  constructor(private readonly deps: ControllerDeps) {
+    this.log = deps.log;
+    this.events = new EventStore(deps.eventsKept);
+    this.queue = new WorkQueue((name) => this.runQueued(name), deps.loaded.config.concurrency ?? 4);
+    const g = deps.loaded.config.bufferPeriod;
+    this.globalBuffer = g === false ? { ...DEFAULT_BUFFER_PERIOD, enabled: false } : normalizeBufferPeriod(g, "bufferPeriod");
+    for (const task of deps.loaded.config.tasks) {
+      this.entries.set(task.name, {
+        name: task.name,
+        task,
+        ref: { kind: "config", configFile: deps.loaded.file, name: task.name },
+        origin: "config",
+        enabled: task.enabled,
+        subs: [],
+      });
+    }
+  }
+
+  /** Names of every task. */
+  taskNames(): string[] {
+    return [...this.entries.keys()];
+  }
+
+  /** A task's view, or undefined. */
+  view(name: string): TaskView | undefined {
+    const e = this.entries.get(name);
+    if (!e) return undefined;
+    const t = e.task as Partial<ModuleTask>;
+    return {
+      name: e.name,
+      description: e.task.description,
+      enabled: e.enabled,
+      origin: e.origin,
+      status: this.events.status(e.name),
+      condition: e.task.condition,
+      inputs: e.task.inputs,
+      ...(typeof t.module === "string" ? { module: t.module, version: t.version, variables: t.variables } : {}),
+      bufferPeriod: this.bufferFor(e),
+      running: this.queue.isRunning(e.name),
+    };
+  }
+
+  // ---- modes -------------------------------------------------------------------------------
+
+  /** Daemon: run every enabled task once, then watch. Returns once the first runs are queued. */
+  async watch(): Promise<void> {
+    if (!this.deps.watcher) throw new CtsError("CTS_INTERNAL", "internal", "watch() needs a watcher");
+    this.watching = true;
+    this.log.info("ctrl: executing all tasks once through");
+    for (const e of this.entries.values()) if (e.enabled) this.startWatching(e);
+    for (const e of this.entries.values()) if (e.enabled) this.queue.enqueue(e.name);
+  }
+
+  /** Runs every enabled task once (no watching); resolves with each outcome. */
+  async once(): Promise<RunOutcome[]> {
+    this.log.info("ctrl: executing all tasks once through");
+    const names = [...this.entries.values()].filter((e) => e.enabled).map((e) => e.name);
+    return Promise.all(names.map((n) => this.runTask(n, "apply")));
+  }
+
+  /** Plans the named tasks (default all enabled). */
+  async inspect(names?: string[]): Promise<RunOutcome[]> {
+    const list = names?.length ? names : [...this.entries.values()].filter((e) => e.enabled).map((e) => e.name);
+    for (const n of list) this.entry(n);
+    const out: RunOutcome[] = [];
+    for (const n of list) out.push(await this.runTask(n, "plan"));
+    return out;
+  }
+
+  /** Waits until no run is queued or running. */
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  /** Stops watching, cancels runs in progress (Terraform gets SIGINT), waits up to `graceMs`. */
+  async stop(graceMs = 10_000): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.queue.close();
+    for (const e of this.entries.values()) this.stopWatching(e);
+    for (const e of this.entries.values()) e.abort?.abort();
+    await Promise.race([this.queue.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
+    await this.deps.synthesizer.close();
+  }
+
+  // ---- operations (API, CLI) -----------------------------------------------------------------
+
+  /** Queues a run of a task now (skips the buffer). */
+  runNow(name: string): Promise<RunOutcome> {
+    this.entry(name);
+    return this.runTask(name, "apply");
+  }
+
+  /** Enables or disables a task; enabling runs it. */
+  async setEnabled(name: string, enabled: boolean): Promise<void> {
+    const e = this.entry(name);
+    if (e.enabled === enabled) return;
+    e.enabled = enabled;
+    if (enabled) {
+      if (this.watching) this.startWatching(e);
+      this.queue.enqueue(name);
+    } else {
+      this.stopWatching(e);
+      this.queue.forget(name);
+    }
+  }
+
+  /** Plans one task (with optional replacement declaration, for dry runs). */
+  planTask(name: string): Promise<RunOutcome> {
+    this.entry(name);
+    return this.runTask(name, "plan");
+  }
+
+  /** Adds a module task (from the API); validates it first. */
+  addModuleTask(spec: ModuleTaskSpec): TaskEntry {
+    if (this.entries.has(spec.name)) throw new CtsError("TASK_EXISTS", "usage", `a task named '${spec.name}' already exists. Delete it first or pick another name.`, { task: spec.name });
+    const task = new ModuleTask(spec);
+    throwProblems(`task '${spec.name}'`, taskProblems(task), "TASK_INVALID");
+    const e: TaskEntry = { name: spec.name, task, ref: { kind: "module", spec }, origin: "api", enabled: task.enabled, subs: [] };
+    this.entries.set(spec.name, e);
+    if (this.watching && e.enabled) this.startWatching(e);
+    return e;
+  }
+
+  /** Plans a module task that is not added (POST /v1/tasks?run=inspect). */
+  async dryRunModuleTask(spec: ModuleTaskSpec): Promise<RunOutcome> {
+    const task = new ModuleTask(spec);
+    throwProblems(`task '${spec.name}'`, taskProblems(task), "TASK_INVALID");
+    const e: TaskEntry = { name: spec.name, task, ref: { kind: "module", spec }, origin: "api", enabled: true, subs: [] };
+    return this.execute(e, "plan");
+  }
+
+  /** Deletes a task once it is not running; with `destroy`, destroys its infrastructure first. */
+  async deleteTask(name: string, opts: { destroy?: boolean } = {}): Promise<RunOutcome | undefined> {
+    const e = this.entry(name);
+    e.deleting = true;
+    this.stopWatching(e);
+    this.queue.forget(name);
+    await this.queue.settled(name);
+    let outcome: RunOutcome | undefined;
+    if (opts.destroy) {
+      outcome = await this.execute(e, "destroy");
+      if (!outcome.ok) {
+        e.deleting = false;
+        if (this.watching && e.enabled) this.startWatching(e);
+        throw outcome.error ?? new CtsError("TERRAFORM_FAILED", "external", "destroy failed", { task: name });
+      }
+    }
+    this.entries.delete(name);
+    this.events.delete(name);
+    return outcome;
+  }
+
+  // ---- internals -----------------------------------------------------------------------------
+
+  private entry(name: string): TaskEntry {
+    const e = this.entries.get(name);
+    if (!e || e.deleting) throw new CtsError("TASK_NOT_FOUND", "usage", `no task named '${name}'. List tasks with \`cts task list\`.`);
+    return e;
+  }
+
+  private bufferFor(e: TaskEntry): BufferPeriodSettings {
+    const own = e.task.bufferPeriod;
+    if (this.deps.bufferOff || e.task.condition.kind === "schedule" || own === false) return { ...this.globalBuffer, enabled: false };
+    return own ? normalizeBufferPeriod(own, `tasks.${e.name}.bufferPeriod`, { ...this.globalBuffer, enabled: true }) : this.globalBuffer;
+  }
+
+  private startWatching(e: TaskEntry): void {
+    const watcher = this.deps.watcher!;
+    if (e.subs.length > 0) return;
+    const cond = e.task.condition;
+    const sources = allSources(e.task);
+    sources.forEach((source, i) => {
+      const triggers = i === 0 && cond.kind !== "schedule";
+      const sub = watcher.subscribe(source, {
+        onChange: () => {
+          if (triggers) this.trigger(e);
+        },
+        onError: (err, fatal) => {
+          if (fatal) {
+            this.log.error(`task '${e.name}': ${err.message}`, { task: e.name, code: err.code });
+            this.events.add(makeEvent(e.name, new Date(), { success: false, outcome: "failed", error: { message: err.message } }));
+          } else this.log.warn(`task '${e.name}': watching Consul: ${err.message}`, { task: e.name });
+        },
+      });
+      e.subs.push({ field: fieldOf(source), source, sub });
+    });
+    if (cond.kind === "schedule") this.scheduleNext(e, parseCron(cond.cron));
+    const b = this.bufferFor(e);
+    if (b.enabled) e.buffer = new BufferPeriod(b, () => this.queue.enqueue(e.name));
+  }
+
+  private stopWatching(e: TaskEntry): void {
+    for (const s of e.subs) s.sub.close();
+    e.subs = [];
+    e.buffer?.cancel();
+    e.buffer = undefined;
+    if (e.cronTimer) clearTimeout(e.cronTimer);
+    e.cronTimer = undefined;
+  }
+
+  private scheduleNext(e: TaskEntry, cron: ReturnType<typeof parseCron>): void {
+    const target = cron.next(new Date()).getTime();
+    const arm = () => {
+      // setTimeout cannot wait past ~24.8 days, so long waits are chained.
+      e.cronTimer = setTimeout(() => {
+        if (this.stopped || !e.enabled) return;
+        if (Date.now() + 5 < target) return arm();
+        this.queue.enqueue(e.name);
+        this.scheduleNext(e, cron);
+      }, Math.min(Math.max(0, target - Date.now()), 2 ** 31 - 1));
+      e.cronTimer.unref?.();
+    };
+    arm();
+  }
+
+  private trigger(e: TaskEntry): void {
+    if (!e.enabled || this.stopped || e.deleting) return;
+    this.log.debug(`task '${e.name}': watched data changed`, { task: e.name });
+    if (e.buffer) e.buffer.trigger();
+    else this.queue.enqueue(e.name);
+  }
+
+  private async runQueued(name: string): Promise<void> {
+    const e = this.entries.get(name);
+    if (!e || e.deleting) return;
+    if (!e.enabled) {
+      const waiters = this.onceWaiters.get(name) ?? [];
+      this.onceWaiters.delete(name);
+      for (const w of waiters) w({ task: name, ok: false, outcome: "disabled", error: new CtsError("TASK_DISABLED", "usage", "is disabled. Enable it first.", { task: name }) });
+      return;
+    }
+    await this.execute(e, "apply");
+  }
+
+  /** Runs a task outside the queue's buffering but still one at a time per task. */
+  private runTask(name: string, mode: "apply" | "plan"): Promise<RunOutcome> {
+    const e = this.entry(name);
+    if (mode === "plan") return this.execute(e, "plan");
+    return new Promise((resolve) => {
+      const waiters = (this.onceWaiters.get(name) ?? []) as Array<(o: RunOutcome) => void>;
+      waiters.push(resolve);
+      this.onceWaiters.set(name, waiters);
+      this.queue.enqueue(name);
+    });
+  }
+  private readonly onceWaiters = new Map<string, Array<(o: RunOutcome) => void>>();
+
+  private async input(e: TaskEntry, signal: AbortSignal): Promise<AnyTaskInput> {
+    const input: AnyTaskInput = {};
+    if (e.subs.length > 0) {
+      for (const s of e.subs) {
+        await s.sub.ready;
+        (input as Record<string, unknown>)[s.field] = s.sub.current();
+      }
+      return input;
+    }
+    for (const source of allSources(e.task)) (input as Record<string, unknown>)[fieldOf(source)] = await this.deps.reader.read(source, signal);
+    return input;
+  }
+
+  /** One run: snapshot inputs → synthesize → skip when unchanged → apply/plan/destroy → event. */
+  private async execute(e: TaskEntry, mode: "apply" | "plan" | "destroy"): Promise<RunOutcome> {
+    const start = new Date();
+    const abort = new AbortController();
+    if (mode !== "plan") e.abort = abort;
+    // Callers of runNow() get the outcome of a run that started after they asked.
+    const waiters = mode === "apply" ? (this.onceWaiters.get(e.name) ?? []) : [];
+    if (mode === "apply") this.onceWaiters.delete(e.name);
+    const outcome = await this.attempt(e, mode, abort.signal);
+    if (mode !== "plan") {
+      e.abort = undefined;
+      const source = (e.task as Partial<ModuleTask>).module;
+      const event = makeEvent(e.name, start, {
+        success: outcome.ok,
+        outcome: outcome.outcome as TaskEvent["outcome"],
+        error: outcome.error ? { message: outcome.error.message } : null,
+        config: { ...(source ? { source } : {}), services: servicesOf(e) },
+        ...(outcome.result ? { changes: outcome.result.summary } : {}),
+      });
+      this.events.add(event);
+      if (outcome.ok) this.log.info(`task '${e.name}': ${outcome.outcome}`, { task: e.name, ...(outcome.result?.summary ?? {}) });
+      else this.log.error(`task '${e.name}': ${outcome.error?.message ?? outcome.outcome}`, { task: e.name });
+    }
+    for (const w of waiters) w(outcome);
+    return outcome;
+  }
+
+  private async attempt(e: TaskEntry, mode: "apply" | "plan" | "destroy", signal: AbortSignal): Promise<RunOutcome> {
+    const retries = mode === "apply" ? (this.deps.retries ?? 2) : 0;
+    let delay = this.deps.retryDelayMs ?? 1000;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.once1(e, mode, signal);
+      } catch (err) {
+        const error = toCtsError(err, "TASK_RUN_FAILED", e.name);
+        const cancelled = signal.aborted || error.code === "TERRAFORM_CANCELLED";
+        if (cancelled || error.category === "usage" || attempt >= retries) {
+          return { task: e.name, ok: false, outcome: cancelled ? "cancelled" : "failed", error };
+        }
+        this.log.warn(`task '${e.name}': attempt ${attempt + 1} failed, retrying in ${delay} ms: ${messageOf(err)}`, { task: e.name });
+        await new Promise((r) => setTimeout(r, delay * (0.8 + Math.random() * 0.4)));
+        delay *= 2;
+        if (signal.aborted) return { task: e.name, ok: false, outcome: "cancelled", error };
+      }
+    }
+  }
+
+  private async once1(e: TaskEntry, mode: "apply" | "plan" | "destroy", signal: AbortSignal): Promise<RunOutcome> {
+    const { loaded, driver, synthesizer } = this.deps;
+    const input = await this.input(e, signal);
+    const taskDir = driver.taskDir(e.name);
+    const synth = await synthesizer.synth(e.ref, input, {
+      backend: loaded.config.driver?.terraform?.backend,
+      configDir: loaded.dir,
+      taskDir,
+      providerVersions: loaded.config.driver?.terraform?.providerVersions,
+    });
+    if (mode === "apply" && synth.hash === e.lastAppliedHash) return { task: e.name, ok: true, outcome: "no-op", synth };
+    const ws = { task: e.name, json: synth.json };
+    const onOutput = (line: string) => this.log.debug(`[${e.name}] ${line}`, { task: e.name });
+    if (mode === "plan") {
+      const result = await driver.plan(ws, { signal, onOutput });
+      return { task: e.name, ok: true, outcome: "planned", result, synth };
+    }
+    if (mode === "destroy") {
+      const result = await driver.destroy(ws, { signal, onOutput });
+      e.lastAppliedHash = undefined;
+      return { task: e.name, ok: true, outcome: "destroyed", result, synth };
+    }
+    const result = await driver.apply(ws, { signal, onOutput });
+    e.lastAppliedHash = synth.hash;
+    await writeFile(join(taskDir, APPLIED_HASH_FILE), synth.hash + "\n", { mode: 0o640 }).catch(() => undefined);
+    return { task: e.name, ok: true, outcome: "applied", result, synth };
+  }
+}
+
+function servicesOf(e: TaskEntry): string[] {
+  const c = e.task.condition;
+  if (c.kind === "services") return c.query.names ?? [`regexp:${c.query.regexp}`];
+  return [];
+}

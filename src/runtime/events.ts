@@ -1,0 +1,73 @@
+import { randomUUID } from "node:crypto";
+
+/** One run of a task, in CTS's event shape (as the API returns it). */
+export interface TaskEvent {
+  id: string;
+  success: boolean;
+  start_time: string;
+  end_time: string;
+  task_name: string;
+  error: { message: string } | null;
+  config: { source?: string; services?: string[]; providers?: string[] };
+  /** Beyond CTS: what the run did ("applied", "no-op" when the JSON was unchanged, "planned", "destroyed"). */
+  outcome?: "applied" | "no-op" | "planned" | "destroyed" | "failed" | "cancelled";
+  /** Beyond CTS: resource changes of the run. */
+  changes?: { add: number; change: number; destroy: number };
+}
+
+/** CTS's task status words. */
+export type TaskStatus = "successful" | "errored" | "critical" | "unknown";
+
+/** Default number of events kept per task (CTS keeps 5). */
+export const EVENTS_KEPT = 5;
+
+/** The newest events of every task, newest first. */
+export class EventStore {
+  private readonly byTask = new Map<string, TaskEvent[]>();
+  constructor(private readonly keep = EVENTS_KEPT) {}
+
+  /** Records an event, dropping the oldest past the limit. */
+  add(event: TaskEvent): void {
+    const list = this.byTask.get(event.task_name) ?? [];
+    list.unshift(event);
+    if (list.length > this.keep) list.length = this.keep;
+    this.byTask.set(event.task_name, list);
+  }
+
+  /** Events of a task, newest first. */
+  list(task: string): TaskEvent[] {
+    return [...(this.byTask.get(task) ?? [])];
+  }
+
+  /** Replaces a task's events (restoring stored state). */
+  restore(task: string, events: TaskEvent[]): void {
+    this.byTask.set(task, events.slice(0, this.keep));
+  }
+
+  /** Forgets a task. */
+  delete(task: string): void {
+    this.byTask.delete(task);
+  }
+
+  /** Status as CTS derives it: newest succeeded → successful; newest failed and it is the only stored failure → errored; more failures → critical; no events → unknown. */
+  status(task: string): TaskStatus {
+    const list = this.byTask.get(task) ?? [];
+    if (list.length === 0) return "unknown";
+    if (list[0]!.success) return "successful";
+    const failures = list.filter((e) => !e.success).length;
+    return failures > 1 ? "critical" : "errored";
+  }
+}
+
+/** Builds an event for a run that started at `start`. */
+export function makeEvent(task: string, start: Date, fields: Partial<TaskEvent> & { success: boolean }): TaskEvent {
+  return {
+    id: randomUUID(),
+    start_time: start.toISOString(),
+    end_time: new Date().toISOString(),
+    task_name: task,
+    error: null,
+    config: {},
+    ...fields,
+  };
+}

@@ -1,0 +1,132 @@
+import { Worker } from "node:worker_threads";
+import { CtsError } from "../errors.ts";
+import type { AnyTaskInput, Task } from "../task/task.ts";
+import type { Condition, TaskInputs } from "../task/conditions.ts";
+import { ModuleTask } from "../task/module-task.ts";
+import { synthesizeTask, type SynthContext, type SynthResult } from "./synthesize.ts";
+import type { TaskRef } from "./task-ref.ts";
+
+/** Turns a task and its input into Terraform JSON. */
+export interface Synthesizer {
+  synth(ref: TaskRef, input: AnyTaskInput, ctx: SynthContext): Promise<SynthResult>;
+  /** Frees the worker (if any). */
+  close(): Promise<void>;
+}
+
+/** Synthesizes on the calling thread (for `cts synth`, `once` and tests). cdktf's token map grows. */
+export function inProcessSynthesizer(lookup: (name: string) => Task<Condition, TaskInputs> | undefined): Synthesizer {
+  return {
+    async synth(ref, input, ctx) {
+      const task = ref.kind === "module" ? new ModuleTask(ref.spec) : lookup(ref.name);
+      if (!task) throw new CtsError("TASK_NOT_FOUND", "internal", `no task '${ref.kind === "config" ? ref.name : ref.spec.name}' in the config`);
+      return synthesizeTask(task, input, ctx);
+    },
+    async close() {},
+  };
+}
+
+/** Options of the worker synthesizer. */
+export interface WorkerSynthesizerOptions {
+  /** Replace the worker after this many syntheses (default 200). */
+  maxSyntheses?: number;
+  /** Replace the worker when its heap passes this many bytes (default 256 MiB). */
+  maxHeapBytes?: number;
+}
+
+interface Pending {
+  resolve: (r: SynthResult) => void;
+  reject: (e: unknown) => void;
+}
+
+/**
+ * Synthesizes in a worker thread that loads the config itself and is recycled after N syntheses or
+ * past a heap size: cdktf keeps every token in a process-global map that is never cleared, so a
+ * long-running daemon must throw that memory away. Only plain data crosses the thread boundary.
+ */
+export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): Synthesizer & { recycled(): number } {
+  const maxSyntheses = opts.maxSyntheses ?? 200;
+  const maxHeap = opts.maxHeapBytes ?? 256 * 1024 * 1024;
+  let worker: Worker | undefined;
+  let count = 0;
+  let recycled = 0;
+  let nextId = 1;
+  const pending = new Map<number, Pending>();
+  let chain: Promise<unknown> = Promise.resolve();
+
+  const start = () => {
+    const w = new Worker(new URL("./worker-boot.mjs", import.meta.url));
+    w.unref();
+    w.on("message", (msg: { id: number; ok: boolean; result?: SynthResult; error?: SerializedError; heapUsed: number }) => {
+      const p = pending.get(msg.id);
+      pending.delete(msg.id);
+      if (!p) return;
+      if (msg.ok) p.resolve(msg.result!);
+      else p.reject(deserialize(msg.error!));
+      if (msg.heapUsed > maxHeap) retire();
+    });
+    w.on("error", (err) => {
+      for (const p of pending.values()) p.reject(new CtsError("SYNTH_WORKER_FAILED", "internal", `the synthesis worker failed: ${err.message}`, { cause: err }));
+      pending.clear();
+      if (worker === w) worker = undefined;
+    });
+    w.on("exit", () => {
+      if (worker === w) worker = undefined;
+    });
+    worker = w;
+    count = 0;
+    return w;
+  };
+  const retire = () => {
+    const w = worker;
+    worker = undefined;
+    if (w) {
+      recycled++;
+      void w.terminate();
+    }
+  };
+
+  const synthOnce = (ref: TaskRef, input: AnyTaskInput, ctx: SynthContext) =>
+    new Promise<SynthResult>((resolve, reject) => {
+      if (count >= maxSyntheses) retire();
+      const w = worker ?? start();
+      count++;
+      const id = nextId++;
+      pending.set(id, { resolve, reject });
+      w.postMessage({ id, ref, input, ctx });
+    });
+
+  return {
+    // One synthesis at a time: synthesis is CPU-bound, and serializing keeps recycling simple.
+    synth(ref, input, ctx) {
+      const run = chain.then(() => synthOnce(ref, input, ctx));
+      chain = run.catch(() => undefined);
+      return run;
+    },
+    async close() {
+      const w = worker;
+      worker = undefined;
+      if (w) await w.terminate();
+    },
+    recycled: () => recycled,
+  };
+}
+
+/** An error as it crosses the thread boundary. */
+export interface SerializedError {
+  code: string;
+  category: CtsError["category"];
+  message: string;
+  task?: string;
+  detail?: Record<string, unknown>;
+}
+
+/** Error → plain data. */
+export function serializeError(err: unknown): SerializedError {
+  if (err instanceof CtsError || (err && typeof err === "object" && "code" in err && "category" in err))
+    return { code: (err as CtsError).code, category: (err as CtsError).category, message: (err as CtsError).message, task: (err as CtsError).task, detail: (err as CtsError).detail };
+  return { code: "CTS_INTERNAL", category: "internal", message: err instanceof Error ? err.message : String(err) };
+}
+
+function deserialize(e: SerializedError): CtsError {
+  return new CtsError(e.code, e.category, e.message, { ...(e.task ? { task: e.task } : {}), detail: e.detail ?? {} });
+}

@@ -1,0 +1,185 @@
+import { access, mkdir, rm } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { CtsError } from "../errors.ts";
+import { commandEnv } from "./env.ts";
+import { failedError, needsReinit, textErrors } from "./failures.ts";
+import { initHash } from "./init-hash.ts";
+import { childPath, validateTaskName } from "./names.ts";
+import { Operation, type JsonResult } from "./operation.ts";
+import { createKeyedSerializer } from "./serial.ts";
+import type { LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
+import { terraformVersion } from "./version.ts";
+import { ensureTaskDir, INIT_MARKER, PLAN_FILE, readInitMarker, writeFileSafely, writeTaskFiles } from "./working-dir.ts";
+
+const DEFAULT_TIMEOUT_MS = 30 * 60_000;
+const DEFAULT_KILL_GRACE_MS = 10_000;
+const NO_CHANGES = "No changes. Your infrastructure matches the configuration.";
+
+type Kind = "apply" | "plan" | "destroy";
+
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
+
+/**
+ * The Terraform driver: runs tofu/terraform in `<workingDir>/<task>`, one operation per task at a
+ * time, different tasks in parallel. Each operation writes the task's files, runs `init` only when
+ * the init inputs changed (or `.terraform` is gone), makes sure the task's workspace exists, then
+ * runs the command with TF_WORKSPACE=<task> so the selected workspace on disk never matters.
+ */
+export function createTerraformDriver(options: TerraformDriverOptions): LocalTerraformDriver {
+  const root = resolve(options.workingDir);
+  const binary = options.binary;
+  const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  const tasks = createKeyedSerializer();
+  // One init at a time: Terraform documents its plugin cache as unsafe for concurrent installs.
+  const inits = createKeyedSerializer();
+  let cacheReady: Promise<unknown> | undefined;
+  let versionOnce: Promise<string> | undefined;
+
+  const envFor = (task?: Record<string, string>, workspace?: string) =>
+    commandEnv({
+      inherited: process.env,
+      base: options.env,
+      task,
+      cliConfigFile: options.cliConfigFile,
+      pluginCacheDir: options.pluginCacheDir,
+      workspace,
+    });
+
+  async function ensureWorkspace(op: Operation): Promise<void> {
+    // select, then new: portable across tofu and terraform (`select -or-create` is newer).
+    const selected = await op.text(["workspace", "select", "-no-color", op.task], undefined, { quiet: true });
+    if (selected.exitCode === 0) return;
+    const created = await op.text(["workspace", "new", "-no-color", op.task]);
+    if (created.exitCode === 0) return;
+    throw failedError(op.task, {
+      command: op.commandName(["workspace", "new"]),
+      exitCode: created.exitCode,
+      errors: textErrors(created.lines),
+      hint: "Check that the state backend is reachable (for the consul backend: CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN) and run the task again.",
+    });
+  }
+
+  async function ensureInitialized(op: Operation, ws: TaskWorkspace, force: boolean): Promise<boolean> {
+    const hash = initHash(ws.json, ws.files);
+    if (!force && (await readInitMarker(op.dir)) === hash && (await exists(join(op.dir, ".terraform")))) return false;
+    if (options.pluginCacheDir) await (cacheReady ??= mkdir(options.pluginCacheDir, { recursive: true }));
+    await inits.run("init", async () => {
+      await rm(join(op.dir, INIT_MARKER), { force: true });
+      // init asks which workspace to use when the selected one vanished from the backend (a
+      // restarted dev Consul); starting from "default", which always exists, avoids the prompt.
+      await rm(join(op.dir, ".terraform", "environment"), { force: true });
+      let res = await op.text(["init", "-input=false", "-no-color"]);
+      if (res.exitCode !== 0 && /lock file|locked provider/i.test(res.lines.join("\n"))) {
+        // The config now asks for provider versions the old lock file excludes.
+        res = await op.text(["init", "-input=false", "-no-color", "-upgrade"]);
+      }
+      if (res.exitCode !== 0) {
+        throw failedError(op.task, {
+          command: op.commandName(["init"]),
+          exitCode: res.exitCode,
+          errors: textErrors(res.lines),
+          hint: "Check the backend settings and that providers and modules can be installed (the CLI config's provider_installation, versions, network), then run the task again.",
+        });
+      }
+    });
+    await ensureWorkspace(op);
+    await writeFileSafely(join(op.dir, INIT_MARKER), hash);
+    return true;
+  }
+
+  function jsonFailure(op: Operation, args: string[], res: JsonResult, hint: string): CtsError {
+    return failedError(op.task, {
+      command: op.commandName(args),
+      exitCode: res.exitCode,
+      errors: res.stream.errorText() || textErrors(res.stderr) || textErrors(res.stream.lines),
+      hint,
+    });
+  }
+
+  async function applyOrDestroy(op: Operation, kind: "apply" | "destroy"): Promise<Omit<RunResult, "initialized">> {
+    const args = ["apply", ...(kind === "destroy" ? ["-destroy"] : []), "-auto-approve", "-input=false", "-lock=true", "-json"];
+    const res = await op.json(args, op.task);
+    if (res.exitCode !== 0) {
+      const hint =
+        kind === "destroy"
+          ? `Fix the error and run the destroy again; \`cts inspect ${op.task}\` shows what is left.`
+          : `Fix the task's configuration or run \`cts inspect ${op.task}\`.`;
+      throw jsonFailure(op, args, res, hint);
+    }
+    const summary = res.stream.summary(kind, "apply", "destroy");
+    return { changesPresent: summary.add + summary.change + summary.destroy > 0, summary, output: res.stream.lines.join("\n") };
+  }
+
+  async function plan(op: Operation): Promise<Omit<RunResult, "initialized">> {
+    const args = ["plan", "-detailed-exitcode", "-input=false", "-lock=true", "-json", `-out=${PLAN_FILE}`];
+    try {
+      const res = await op.json(args, op.task);
+      if (res.exitCode !== 0 && res.exitCode !== 2) {
+        throw jsonFailure(op, args, res, `Fix the task's configuration and inspect again.`);
+      }
+      const summary = res.stream.summary("plan");
+      if (res.exitCode === 0) return { changesPresent: false, summary, output: NO_CHANGES };
+      // The JSON stream only names resources; `show` gives the attribute-level diff people review.
+      // It costs one more process, paid only when there is something to show.
+      const shown = await op.text(["show", "-no-color", PLAN_FILE], op.task, { quiet: true });
+      const output = shown.exitCode === 0 ? shown.lines.join("\n").trim() : res.stream.lines.join("\n");
+      return { changesPresent: true, summary, output };
+    } finally {
+      // The plan file can hold sensitive values.
+      await rm(join(op.dir, PLAN_FILE), { force: true });
+    }
+  }
+
+  async function execute(kind: Kind, ws: TaskWorkspace, opts: RunOptions): Promise<RunResult> {
+    const dir = await ensureTaskDir(root, ws.task);
+    const deps = { binary, killGraceMs, env: (workspace?: string) => envFor(ws.env, workspace), log: options.log };
+    const op = new Operation(ws.task, dir, deps, opts, opts.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const main = () => (kind === "plan" ? plan(op) : applyOrDestroy(op, kind));
+    try {
+      op.throwIfAborted(op.commandName([kind === "destroy" ? "apply" : kind, ...(kind === "destroy" ? ["-destroy"] : [])]));
+      await writeTaskFiles(dir, ws.task, ws.json, ws.files);
+      const initialized = await ensureInitialized(op, ws, false);
+      try {
+        return { ...(await main()), initialized };
+      } catch (err) {
+        // A damaged .terraform or a vanished workspace: repair once, then let a second failure stand.
+        if (!(err instanceof CtsError) || err.code !== "TERRAFORM_FAILED" || !needsReinit(String(err.detail.errors ?? ""))) throw err;
+        options.log?.(ws.task, "working directory needs a fresh init; re-initializing and retrying once");
+        await ensureInitialized(op, ws, true);
+        return { ...(await main()), initialized: true };
+      }
+    } finally {
+      op.dispose();
+    }
+  }
+
+  const run = (kind: Kind, ws: TaskWorkspace, opts: RunOptions = {}): Promise<RunResult> => {
+    try {
+      validateTaskName(ws.task);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return tasks.run(ws.task, () => execute(kind, ws, opts));
+  };
+
+  return {
+    apply: (ws, opts) => run("apply", ws, opts),
+    plan: (ws, opts) => run("plan", ws, opts),
+    destroy: (ws, opts) => run("destroy", ws, opts),
+    version: () => {
+      versionOnce ??= terraformVersion(binary, envFor()).catch((err: unknown) => {
+        versionOnce = undefined;
+        throw err;
+      });
+      return versionOnce;
+    },
+    taskDir: (task) => {
+      validateTaskName(task);
+      return childPath(root, task, task);
+    },
+  };
+}

@@ -1,0 +1,69 @@
+import type { View, ViewFetch, ViewTiming } from "./view.ts";
+import { View as ViewClass } from "./view.ts";
+
+/** A counted hold on a shared view. */
+export interface ViewHandle<T> {
+  readonly view: View<T>;
+  /** Drops the hold; the view closes when the last hold goes. Idempotent. */
+  release(): void;
+}
+
+/** Views keyed by their normalized query, refcounted: one blocking loop per distinct query. */
+export class ViewPool {
+  private readonly entries = new Map<string, { view: View<unknown>; refs: number }>();
+  private readonly timing: Partial<ViewTiming> | undefined;
+  private readonly random: (() => number) | undefined;
+  private readonly onGrow: ((count: number) => void) | undefined;
+
+  constructor(opts: { timing?: Partial<ViewTiming>; random?: () => number; onGrow?: (count: number) => void } = {}) {
+    this.timing = opts.timing;
+    this.random = opts.random;
+    this.onGrow = opts.onGrow;
+  }
+
+  /** Number of open views. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Keys of the open views. */
+  keys(): string[] {
+    return [...this.entries.keys()].sort();
+  }
+
+  /** Holds the view for key, opening (and starting) it with fetch when it is not open yet. */
+  acquire<T>(key: string, fetch: () => ViewFetch<T>): ViewHandle<T> {
+    let entry = this.entries.get(key);
+    if (!entry) {
+      const view = new ViewClass<T>(key, fetch(), {
+        ...(this.timing ? { timing: this.timing } : {}),
+        ...(this.random ? { random: this.random } : {}),
+      });
+      entry = { view: view as View<unknown>, refs: 0 };
+      this.entries.set(key, entry);
+      view.start();
+      this.onGrow?.(this.entries.size);
+    }
+    entry.refs++;
+    const held = entry;
+    let released = false;
+    return {
+      view: held.view as View<T>,
+      release: () => {
+        if (released) return;
+        released = true;
+        held.refs--;
+        if (held.refs === 0 && this.entries.get(key) === held) {
+          this.entries.delete(key);
+          held.view.close();
+        }
+      },
+    };
+  }
+
+  /** Closes every view. */
+  closeAll(): void {
+    for (const { view } of this.entries.values()) view.close();
+    this.entries.clear();
+  }
+}

@@ -1,0 +1,207 @@
+import { CtsError, toCtsError } from "../errors.ts";
+import { isAbortError, isFatalConsulError } from "../consul/api-error.ts";
+import { DEFAULT_WAIT_MS } from "../consul/client.ts";
+
+/** One fetch of a view: a (converted) answer and the index to block on next. */
+export type ViewFetch<T> = (opts: { index: bigint; wait: number; signal: AbortSignal }) => Promise<{ data: T; index: bigint }>;
+
+/** What a view tells the things built on it. */
+export interface ViewListener<T> {
+  /** New data, different from the last (never called for identical data). */
+  onData(data: T): void;
+  /** A failed fetch; `fatal` when retrying will not help without a config/ACL change. */
+  onError(error: CtsError, fatal: boolean): void;
+}
+
+/** Timing of the blocking loop. Defaults match CTS; tests shorten them. */
+export interface ViewTiming {
+  /** Consul's blocking wait (default 5 min). */
+  waitMs: number;
+  /** Least time between two fetches of one view (default 100 ms) … */
+  minIntervalMs: number;
+  /** … plus 0 to this much jitter (default 20 ms). */
+  jitterMs: number;
+  /** First retry delay after an error (default 250 ms), doubling per failure … */
+  backoffBaseMs: number;
+  /** … up to this (default 30 s). */
+  backoffMaxMs: number;
+  /** Retry delay after a fatal (4xx) error: slow, so a fixed ACL heals without a restart (default 30 s). */
+  fatalRetryMs: number;
+}
+
+/** CTS's timing. */
+export const DEFAULT_VIEW_TIMING: ViewTiming = {
+  waitMs: DEFAULT_WAIT_MS,
+  minIntervalMs: 100,
+  jitterMs: 20,
+  backoffBaseMs: 250,
+  backoffMaxMs: 30_000,
+  fatalRetryMs: 30_000,
+};
+
+/**
+ * One blocking-query loop for one distinct query. Starts at index 0, then blocks on the last
+ * X-Consul-Index; tells listeners only about data that differs from the last. Never gives up; close()
+ * aborts the in-flight request and every timer.
+ */
+export class View<T> {
+  readonly key: string;
+  private readonly fetch: ViewFetch<T>;
+  private readonly timing: ViewTiming;
+  private readonly random: () => number;
+  private readonly listeners = new Set<ViewListener<T>>();
+  private readonly controller = new AbortController();
+  private latest: { data: T; json: string } | undefined;
+  private failure: { error: CtsError; fatal: boolean } | undefined;
+  private loop: Promise<void> | undefined;
+  private fetches = 0;
+
+  constructor(key: string, fetch: ViewFetch<T>, opts: { timing?: Partial<ViewTiming>; random?: () => number } = {}) {
+    this.key = key;
+    this.fetch = fetch;
+    this.timing = { ...DEFAULT_VIEW_TIMING, ...opts.timing };
+    this.random = opts.random ?? Math.random;
+  }
+
+  /** The latest data, or undefined before the first answer. */
+  get data(): T | undefined {
+    return this.latest?.data;
+  }
+
+  /** True once a fetch has answered. */
+  get hasData(): boolean {
+    return this.latest !== undefined;
+  }
+
+  /** The last failure, cleared by the next successful fetch. */
+  get lastError(): { error: CtsError; fatal: boolean } | undefined {
+    return this.failure;
+  }
+
+  /** How many fetches were made (for tests and metrics). */
+  get fetchCount(): number {
+    return this.fetches;
+  }
+
+  /** True after close(). */
+  get closed(): boolean {
+    return this.controller.signal.aborted;
+  }
+
+  /** Adds a listener; returns its removal. */
+  addListener(listener: ViewListener<T>): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Starts the loop (once). */
+  start(): void {
+    if (this.loop || this.closed) return;
+    this.loop = this.run();
+  }
+
+  /** Stops the loop: aborts the in-flight request and clears timers. */
+  close(): void {
+    this.listeners.clear();
+    this.controller.abort();
+  }
+
+  /** Resolves when the loop has ended (after close()). */
+  async done(): Promise<void> {
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.controller.signal;
+    let index = 0n;
+    let failures = 0;
+    while (!signal.aborted) {
+      const started = Date.now();
+      let delay: number;
+      try {
+        this.fetches++;
+        const res = await this.fetch({ index, wait: this.timing.waitMs, signal });
+        if (signal.aborted) break;
+        failures = 0;
+        this.failure = undefined;
+        if (index > 0n && res.index < index) {
+          // Consul's index went backwards (restart, snapshot restore): start over from a full read.
+          index = 0n;
+        } else if (index > 0n && res.index === index) {
+          // The wait ran out (or Consul woke up spuriously): nothing changed, ask again.
+        } else {
+          // An index of 0 would make the next query return at once, forever; Consul says use 1.
+          index = res.index > 0n ? res.index : 1n;
+          this.accept(res.data);
+        }
+        delay = this.timing.minIntervalMs + this.random() * this.timing.jitterMs - (Date.now() - started);
+      } catch (err) {
+        if (signal.aborted || isAbortError(err)) break;
+        failures++;
+        // After any failure, re-read from index 0: the agent may have restarted with a new index.
+        index = 0n;
+        const error = err instanceof CtsError ? err : toCtsError(err, "CONSUL_WATCH_FAILED");
+        const fatal = isFatalConsulError(error);
+        this.failure = { error, fatal };
+        this.emitError(error, fatal);
+        delay = fatal ? this.timing.fatalRetryMs * (0.75 + this.random() * 0.25) : this.backoff(failures);
+      }
+      if (delay > 0) await sleep(delay, signal);
+    }
+  }
+
+  /** Exponential backoff with jitter: between half and all of base·2^(n-1), capped. */
+  private backoff(failures: number): number {
+    const full = Math.min(this.timing.backoffMaxMs, this.timing.backoffBaseMs * 2 ** Math.min(failures - 1, 20));
+    return full / 2 + (this.random() * full) / 2;
+  }
+
+  private accept(data: T): void {
+    const json = stableStringify(data);
+    if (this.latest && this.latest.json === json) return;
+    this.latest = { data, json };
+    for (const l of [...this.listeners]) {
+      try {
+        l.onData(data);
+      } catch {
+        // A listener's bug must not stop the watch for everyone else.
+      }
+    }
+  }
+
+  private emitError(error: CtsError, fatal: boolean): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l.onError(error, fatal);
+      } catch {
+        // As above.
+      }
+    }
+  }
+}
+
+/** JSON with object keys sorted, so equal data compares equal whatever the key order. */
+export function stableStringify(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (v && typeof v === "object" && !Array.isArray(v)) {
+      const out: Record<string, unknown> = {};
+      for (const k of Object.keys(v).sort()) out[k] = (v as Record<string, unknown>)[k];
+      return out;
+    }
+    return v;
+  });
+}
+
+/** Waits ms, or less when the signal aborts; never leaves a timer behind. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

@@ -1,0 +1,44 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { loadConfig } from "../../src/config/load.ts";
+
+const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/configs/${name}`, import.meta.url));
+
+describe("loading cts.config.ts", () => {
+  it("loads TypeScript with no build step and keeps the task instances", async () => {
+    const loaded = await loadConfig(fixture("valid.ts"));
+    assert.deepEqual(loaded.config.tasks.map((t) => t.name), ["members", "api-members"]);
+    assert.equal(loaded.file, fixture("valid.ts"));
+  });
+
+  it("names the file, every bad field and the fix", async () => {
+    await assert.rejects(loadConfig(fixture("bad.ts")), (e: any) => {
+      assert.equal(e.code, "CONFIG_INVALID");
+      const m: string = e.message;
+      for (const want of [
+        /bad\.ts: tasks\[0\]\.condition\.names is empty\. Name at least one service or use a regexp\./,
+        /tasks\[1\]\.name 'bad\/name' is not a valid task name/,
+        /tasks\[1\]\.condition\.regexp is not a valid regular expression/,
+        /tasks\[2\]\.condition\.cron cron minutes field '99'/,
+        /tasks\[3\]\.name 'sched' is also the name of tasks\[2\]/,
+        /bufferPeriod\.min \(30s\) is greater than max \(5s\)/,
+        /consul\.address 'not a url' is not host:port or a URL/,
+      ])
+        assert.match(m, want);
+      return true;
+    });
+  });
+
+  it("explains a file without a default export", async () => {
+    await assert.rejects(loadConfig(fixture("no-default.ts")), /no-default\.ts: has no default export\. End it with `export default defineConfig/);
+  });
+
+  it("reports a config that throws while loading, with the file name", async () => {
+    await assert.rejects(loadConfig(fixture("throws.ts")), (e: any) => e.code === "CONFIG_LOAD_FAILED" && /throws\.ts: could not load: config blew up/.test(e.message));
+  });
+
+  it("says how to create a config when none is found", async () => {
+    await assert.rejects(loadConfig(undefined, "/"), /No cts\.config\.ts in \/\. Pass --config <file> or run `cts init`/);
+  });
+});

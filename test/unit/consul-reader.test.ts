@@ -1,0 +1,96 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { ConsulApi, HealthEntry, HealthServiceRequest } from "../../src/consul/client.ts";
+import { createCatalogReader } from "../../src/consul/reader.ts";
+
+function entry(name: string, id: string, node: string): HealthEntry {
+  return { Node: { Node: node, Address: "10.0.0.1" }, Service: { ID: id, Service: name, Port: 1 }, Checks: [] };
+}
+
+/** A non-blocking fake that records the requests it gets. */
+function fakeApi() {
+  const health: HealthServiceRequest[] = [];
+  const catalog: unknown[] = [];
+  const kv: unknown[] = [];
+  const data: Record<string, HealthEntry[]> = {
+    web: [entry("web", "w2", "n1"), entry("web", "w1", "n2")],
+    "web-admin": [entry("web-admin", "a1", "n1")],
+    db: [entry("db", "d1", "n0")],
+  };
+  const api: ConsulApi = {
+    async healthService(req) {
+      health.push(req);
+      return { data: data[req.service] ?? [], index: 5n };
+    },
+    async catalogServices(req) {
+      catalog.push(req);
+      return { data: { web: ["b", "a"], "web-admin": null, db: [] }, index: 5n };
+    },
+    async kv(req) {
+      kv.push(req);
+      return { data: req.recurse ? [{ Key: "cfg/b", Value: "2" }, { Key: "cfg/a", Value: "1" }] : [], index: 5n };
+    },
+    close() {},
+  };
+  return { api, health, catalog, kv };
+}
+
+describe("createCatalogReader", () => {
+  it("reads the union of several names' instances, sorted by node then id, passing-only by default", async () => {
+    const f = fakeApi();
+    const list = await createCatalogReader(f.api).read({ kind: "services", query: { names: ["web", "db"], userMeta: { k: "v" }, datacenter: "dc2" } });
+    assert.deepEqual(
+      list.map((i) => `${i.node}/${i.id}`),
+      ["n0/d1", "n1/w2", "n2/w1"],
+    );
+    assert.ok(list.every((i) => i.ctsUserDefinedMeta.k === "v"));
+    assert.deepEqual(
+      f.health.map((r) => [r.service, r.passing, r.datacenter]),
+      [
+        ["db", true, "dc2"],
+        ["web", true, "dc2"],
+      ],
+    );
+  });
+
+  it("reads a regexp as catalog services, then health for each matching name", async () => {
+    const f = fakeApi();
+    const list = await createCatalogReader(f.api).read({ kind: "services", query: { regexp: "^web", namespace: "team" } });
+    assert.deepEqual(f.catalog, [{ namespace: "team" }]);
+    assert.deepEqual(
+      f.health.map((r) => r.service),
+      ["web", "web-admin"],
+    );
+    assert.equal(list.length, 3);
+  });
+
+  it("drops passing when the filter mentions Checks.Status, and honours passingOnly: false", async () => {
+    const f = fakeApi();
+    const reader = createCatalogReader(f.api);
+    await reader.read({ kind: "services", query: { names: ["web"], filter: 'Checks.Status == "warning"' } });
+    await reader.read({ kind: "services", query: { names: ["web"], passingOnly: false } });
+    assert.deepEqual(
+      f.health.map((r) => [r.passing, r.filter]),
+      [
+        [false, 'Checks.Status == "warning"'],
+        [false, undefined],
+      ],
+    );
+  });
+
+  it("reads catalog services filtered by regexp, tags sorted, with node-meta passed on", async () => {
+    const f = fakeApi();
+    const out = await createCatalogReader(f.api).read({ kind: "catalog-services", query: { regexp: "web", nodeMeta: { rack: "a" } } });
+    assert.deepEqual(out, { web: ["a", "b"], "web-admin": [] });
+    assert.deepEqual(f.catalog, [{ nodeMeta: { rack: "a" } }]);
+    assert.deepEqual(Object.keys(await createCatalogReader(f.api).read({ kind: "catalog-services", query: { regexp: "" } })), ["db", "web", "web-admin"]);
+  });
+
+  it("reads a KV prefix as sorted key → value, and a missing key as {}", async () => {
+    const f = fakeApi();
+    const reader = createCatalogReader(f.api);
+    assert.deepEqual(await reader.read({ kind: "consul-kv", query: { path: "/cfg/", recurse: true } }), { "cfg/a": "1", "cfg/b": "2" });
+    assert.deepEqual(await reader.read({ kind: "consul-kv", query: { path: "missing" } }), {});
+    assert.deepEqual(f.kv[0], { path: "cfg/", recurse: true });
+  });
+});

@@ -1,0 +1,232 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { CtsError } from "../../src/errors.ts";
+import { View, stableStringify, type ViewFetch } from "../../src/watch/view.ts";
+
+type Answer = { data: unknown; index: bigint } | { error: unknown } | "block";
+interface Call {
+  index: bigint;
+  wait: number;
+  at: number;
+}
+
+/** A scripted fetch: answers in order; "block" waits until aborted; the script's end blocks too. */
+function scripted(answers: Answer[]): { fetch: ViewFetch<unknown>; calls: Call[]; aborted: () => number } {
+  const calls: Call[] = [];
+  let aborts = 0;
+  const fetch: ViewFetch<unknown> = ({ index, wait, signal }) => {
+    calls.push({ index, wait, at: Date.now() });
+    const next = answers.shift() ?? "block";
+    if (next === "block") {
+      return new Promise((_resolve, reject) => {
+        signal.addEventListener("abort", () => {
+          aborts++;
+          const err = new Error("aborted");
+          err.name = "AbortError";
+          reject(err);
+        });
+      });
+    }
+    if ("error" in next) return Promise.reject(next.error);
+    return Promise.resolve(next);
+  };
+  return { fetch, calls, aborted: () => aborts };
+}
+
+const fast = { waitMs: 2_000, minIntervalMs: 1, jitterMs: 0, backoffBaseMs: 20, backoffMaxMs: 80, fatalRetryMs: 30 };
+
+function collect(view: View<unknown>) {
+  const data: unknown[] = [];
+  const errors: { error: CtsError; fatal: boolean }[] = [];
+  view.addListener({ onData: (d) => data.push(d), onError: (error, fatal) => errors.push({ error, fatal }) });
+  return { data, errors };
+}
+
+async function until(cond: () => boolean, ms = 2_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+function httpError(status: number): CtsError {
+  return new CtsError("CONSUL_HTTP_ERROR", "external", `HTTP ${status}`, { detail: { status } });
+}
+
+describe("View (one blocking-query loop)", () => {
+  it("fetches at index 0 first, then blocks on the returned index with the configured wait", async () => {
+    const s = scripted([{ data: ["a"], index: 7n }]);
+    const view = new View("k", s.fetch, { timing: fast });
+    const seen = collect(view);
+    view.start();
+    await until(() => s.calls.length === 2);
+    view.close();
+    await view.done();
+    assert.deepEqual(
+      s.calls.map((c) => [c.index, c.wait]),
+      [
+        [0n, 2_000],
+        [7n, 2_000],
+      ],
+    );
+    assert.deepEqual(seen.data, [["a"]]);
+    assert.deepEqual(view.data, ["a"]);
+  });
+
+  it("asks again without notifying when the index did not move", async () => {
+    const s = scripted([
+      { data: ["a"], index: 7n },
+      { data: ["a"], index: 7n },
+      { data: ["b"], index: 7n },
+    ]);
+    const view = new View("k", s.fetch, { timing: fast });
+    const seen = collect(view);
+    view.start();
+    await until(() => s.calls.length === 4);
+    view.close();
+    assert.deepEqual(
+      s.calls.map((c) => c.index),
+      [0n, 7n, 7n, 7n],
+    );
+    // Same index means "nothing changed", whatever the body says.
+    assert.deepEqual(seen.data, [["a"]]);
+  });
+
+  it("resets to index 0 and re-reads when the index goes backwards", async () => {
+    const s = scripted([
+      { data: ["a"], index: 50n },
+      { data: ["stale"], index: 3n },
+      { data: ["b"], index: 4n },
+    ]);
+    const view = new View("k", s.fetch, { timing: fast });
+    const seen = collect(view);
+    view.start();
+    await until(() => s.calls.length === 4);
+    view.close();
+    assert.deepEqual(
+      s.calls.map((c) => c.index),
+      [0n, 50n, 0n, 4n],
+    );
+    assert.deepEqual(seen.data, [["a"], ["b"]]);
+  });
+
+  it("treats an index of 0 as 1 so the next query still blocks", async () => {
+    const s = scripted([{ data: ["a"], index: 0n }]);
+    const view = new View("k", s.fetch, { timing: fast });
+    view.start();
+    await until(() => s.calls.length === 2);
+    view.close();
+    assert.equal(s.calls[1]!.index, 1n);
+  });
+
+  it("does not notify for identical data at a new index (key order does not matter)", async () => {
+    const s = scripted([
+      { data: { x: 1, y: [1, 2] }, index: 5n },
+      { data: { y: [1, 2], x: 1 }, index: 6n },
+      { data: { x: 2, y: [1, 2] }, index: 7n },
+    ]);
+    const view = new View("k", s.fetch, { timing: fast });
+    const seen = collect(view);
+    view.start();
+    await until(() => s.calls.length === 4);
+    view.close();
+    assert.equal(seen.data.length, 2);
+    assert.deepEqual(seen.data[1], { x: 2, y: [1, 2] });
+  });
+
+  it("keeps at least the minimum interval between two fetches", async () => {
+    const s = scripted([
+      { data: 1, index: 1n },
+      { data: 2, index: 2n },
+      { data: 3, index: 3n },
+    ]);
+    const view = new View("k", s.fetch, { timing: { ...fast, minIntervalMs: 40, jitterMs: 10 }, random: () => 0.5 });
+    view.start();
+    await until(() => s.calls.length === 4);
+    view.close();
+    for (let i = 1; i < s.calls.length; i++) assert.ok(s.calls[i]!.at - s.calls[i - 1]!.at >= 44, `gap ${i} too short`);
+  });
+
+  it("backs off exponentially on errors, never gives up, and re-reads from index 0 after recovering", async () => {
+    const boom = new Error("connect ECONNREFUSED");
+    const s = scripted([{ data: ["a"], index: 9n }, { error: boom }, { error: boom }, { error: boom }, { error: boom }, { data: ["b"], index: 2n }]);
+    const view = new View("k", s.fetch, { timing: fast, random: () => 1 });
+    const seen = collect(view);
+    view.start();
+    await until(() => s.calls.length === 7);
+    view.close();
+    const gaps = [2, 3, 4, 5].map((i) => s.calls[i]!.at - s.calls[i - 1]!.at);
+    // 20, 40, 80, then capped at 80 (random pinned to the top of the jitter range).
+    assert.ok(gaps[0]! >= 19 && gaps[1]! >= 39 && gaps[2]! >= 79 && gaps[3]! >= 79, `gaps ${gaps}`);
+    assert.ok(gaps[3]! < 80 + 60, "the cap holds");
+    assert.equal(seen.errors.length, 4);
+    assert.ok(seen.errors.every((e) => !e.fatal && e.error instanceof CtsError));
+    assert.deepEqual(
+      s.calls.map((c) => c.index),
+      [0n, 9n, 0n, 0n, 0n, 0n, 2n],
+    );
+    assert.deepEqual(seen.data, [["a"], ["b"]]);
+    assert.equal(view.lastError, undefined, "a success clears the error");
+  });
+
+  it("reports 4xx (other than 429) as fatal but keeps retrying slowly, so a fixed ACL heals", async () => {
+    const s = scripted([{ error: httpError(403) }, { error: httpError(429) }, { data: ["ok"], index: 3n }]);
+    const view = new View("k", s.fetch, { timing: fast });
+    const seen = collect(view);
+    view.start();
+    await until(() => seen.data.length === 1);
+    view.close();
+    assert.deepEqual(
+      seen.errors.map((e) => [e.error.detail.status, e.fatal]),
+      [
+        [403, true],
+        [429, false],
+      ],
+    );
+    assert.ok(s.calls[1]!.at - s.calls[0]!.at >= 20, "fatal errors retry after fatalRetryMs (jittered down by at most a quarter)");
+  });
+
+  it("close() aborts the blocking request and leaves no timer or promise behind", async () => {
+    const s = scripted([{ data: 1, index: 1n }, "block"]);
+    const view = new View("k", s.fetch, { timing: fast });
+    view.start();
+    await until(() => s.calls.length === 2);
+    const before = process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    view.close();
+    await view.done();
+    assert.equal(s.aborted(), 1);
+    assert.ok(view.closed);
+    const after = process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    assert.ok(after <= before, "no new timers");
+  });
+
+  it("close() during a backoff sleep ends the loop at once", async () => {
+    const s = scripted([{ error: new Error("down") }]);
+    const view = new View("k", s.fetch, { timing: { ...fast, backoffBaseMs: 60_000, backoffMaxMs: 60_000 } });
+    view.start();
+    await until(() => s.calls.length === 1);
+    await new Promise((r) => setTimeout(r, 5));
+    const started = Date.now();
+    view.close();
+    await view.done();
+    assert.ok(Date.now() - started < 100);
+    assert.equal(s.calls.length, 1);
+  });
+
+  it("keeps serving other listeners when one throws", async () => {
+    const s = scripted([{ data: 1, index: 1n }]);
+    const view = new View("k", s.fetch, { timing: fast });
+    view.addListener({ onData: () => { throw new Error("bug"); }, onError: () => {} });
+    const seen = collect(view);
+    view.start();
+    await until(() => seen.data.length === 1);
+    view.close();
+  });
+});
+
+describe("stableStringify", () => {
+  it("sorts object keys at every depth and keeps array order", () => {
+    assert.equal(stableStringify({ b: 1, a: { d: [2, 1], c: null } }), '{"a":{"c":null,"d":[2,1]},"b":1}');
+  });
+});

@@ -1,0 +1,322 @@
+import { describe, it, afterEach } from "node:test";
+import assert from "node:assert/strict";
+import { CtsError } from "../../src/errors.ts";
+import type { ConsulApi, HealthEntry, KvEntry, QueryOptions, QueryResult } from "../../src/consul/client.ts";
+import type { ServiceInstance } from "../../src/consul/types.ts";
+import { createWatcher, type ConsulWatcher } from "../../src/watch/watcher.ts";
+
+/**
+ * An in-memory Consul with one global index: blocking calls wait until the index passes theirs,
+ * the wait runs out, or the signal aborts.
+ */
+class FakeConsul implements ConsulApi {
+  index = 10n;
+  readonly services = new Map<string, { entries: HealthEntry[]; tags: string[] }>();
+  readonly kvs = new Map<string, string>();
+  readonly calls: { what: string; index: bigint }[] = [];
+  inFlight = 0;
+  failWith: ((what: string) => unknown) | undefined;
+  private readonly waiters = new Set<() => void>();
+
+  register(name: string, id: string, opts: { node?: string; status?: string; tags?: string[] } = {}): void {
+    const svc = this.services.get(name) ?? { entries: [], tags: opts.tags ?? [] };
+    if (opts.tags) svc.tags = opts.tags;
+    svc.entries = svc.entries.filter((e) => e.Service.ID !== id);
+    svc.entries.push({
+      Node: { Node: opts.node ?? "n1", Address: "10.0.0.1" },
+      Service: { ID: id, Service: name, Port: 80, Tags: svc.tags },
+      Checks: [{ CheckID: `check-${id}`, Status: opts.status ?? "passing" }],
+    });
+    this.services.set(name, svc);
+    this.bump();
+  }
+  deregister(name: string, id: string): void {
+    const svc = this.services.get(name);
+    if (!svc) return;
+    svc.entries = svc.entries.filter((e) => e.Service.ID !== id);
+    if (svc.entries.length === 0) this.services.delete(name);
+    this.bump();
+  }
+  setTags(name: string, tags: string[]): void {
+    const svc = this.services.get(name)!;
+    svc.tags = tags;
+    for (const e of svc.entries) e.Service.Tags = tags;
+    this.bump();
+  }
+  put(key: string, value: string): void {
+    this.kvs.set(key, value);
+    this.bump();
+  }
+  bump(): void {
+    this.index++;
+    for (const w of [...this.waiters]) w();
+  }
+  count(what: string): number {
+    return this.calls.filter((c) => c.what === what).length;
+  }
+
+  private async answer<T>(what: string, opts: QueryOptions, data: () => T): Promise<QueryResult<T>> {
+    this.calls.push({ what, index: opts.index ?? 0n });
+    this.inFlight++;
+    try {
+      const err = this.failWith?.(what);
+      if (err) throw err;
+      if (opts.index && opts.index >= this.index) {
+        await new Promise<void>((resolve, reject) => {
+          const done = () => {
+            clearTimeout(timer);
+            this.waiters.delete(done);
+            opts.signal?.removeEventListener("abort", abort);
+            resolve();
+          };
+          const abort = () => {
+            done();
+            reject(Object.assign(new Error("aborted"), { name: "AbortError" }));
+          };
+          const timer = setTimeout(done, opts.wait ?? 1_000);
+          this.waiters.add(done);
+          opts.signal?.addEventListener("abort", abort, { once: true });
+        });
+      }
+      return { data: data(), index: this.index };
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  healthService(req: { service: string; passing?: boolean }, opts: QueryOptions = {}) {
+    return this.answer(`health:${req.service}`, opts, () =>
+      structuredClone(this.services.get(req.service)?.entries ?? []).filter((e) => !req.passing || e.Checks!.every((c) => c.Status === "passing")),
+    );
+  }
+  catalogServices(_req: unknown, opts: QueryOptions = {}) {
+    return this.answer("catalog", opts, () => Object.fromEntries([...this.services].map(([n, s]) => [n, [...s.tags]])));
+  }
+  kv(req: { path: string; recurse?: boolean }, opts: QueryOptions = {}) {
+    return this.answer(`kv:${req.path}`, opts, (): KvEntry[] =>
+      [...this.kvs].filter(([k]) => (req.recurse ? k.startsWith(req.path) : k === req.path)).map(([Key, Value]) => ({ Key, Value })),
+    );
+  }
+  close(): void {}
+}
+
+const timing = { waitMs: 1_000, minIntervalMs: 1, jitterMs: 0, backoffBaseMs: 10, backoffMaxMs: 20, fatalRetryMs: 20 };
+
+async function until(cond: () => boolean, ms = 2_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+function counter() {
+  const l = { changes: 0, errors: [] as { error: CtsError; fatal: boolean }[], onChange: () => l.changes++, onError: (error: CtsError, fatal: boolean) => l.errors.push({ error, fatal }) };
+  return l;
+}
+
+const ids = (list: ServiceInstance[] | undefined) => (list ?? []).map((i) => `${i.name}/${i.id}`);
+
+describe("createWatcher", () => {
+  let watcher: ConsulWatcher | undefined;
+  afterEach(() => watcher?.close());
+
+  it("shares one view between two subscribers on service web, and closes it when the last leaves", async () => {
+    const consul = new FakeConsul();
+    consul.register("web", "web-1");
+    watcher = createWatcher(consul, { timing });
+    const a = counter();
+    const b = counter();
+    const subA = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, a);
+    const subB = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, b);
+    await Promise.all([subA.ready, subB.ready]);
+    assert.equal(watcher.viewCount(), 1);
+    assert.deepEqual(ids(subA.current()), ["web/web-1"]);
+    assert.deepEqual(ids(subB.current()), ["web/web-1"]);
+    assert.equal(a.changes, 0, "the first data resolves ready; it is not a change");
+
+    consul.register("web", "web-2");
+    await until(() => a.changes === 1 && b.changes === 1);
+    assert.deepEqual(ids(subB.current()), ["web/web-1", "web/web-2"]);
+    assert.equal(consul.inFlight, 1, "one blocking query for both subscribers");
+
+    subA.close();
+    assert.equal(watcher.viewCount(), 1);
+    subB.close();
+    assert.equal(watcher.viewCount(), 0);
+    await until(() => consul.inFlight === 0);
+  });
+
+  it("does not notify when another service's change leaves this one's data identical", async () => {
+    const consul = new FakeConsul();
+    consul.register("web", "web-1");
+    watcher = createWatcher(consul, { timing });
+    const l = counter();
+    const sub = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, l);
+    await sub.ready;
+    const before = consul.count("health:web");
+    consul.register("api", "api-1");
+    await until(() => consul.count("health:web") > before + 1);
+    assert.equal(l.changes, 0);
+  });
+
+  it("combines one view per name into one sorted list, with the subscriber's own user metadata", async () => {
+    const consul = new FakeConsul();
+    consul.register("web", "w", { node: "n2" });
+    consul.register("api", "a", { node: "n1" });
+    watcher = createWatcher(consul, { timing });
+    const one = watcher.subscribe({ kind: "services", query: { names: ["web", "api"], userMeta: { team: "x" } } }, counter());
+    const two = watcher.subscribe({ kind: "services", query: { names: ["api"], userMeta: { team: "y" } } }, counter());
+    await Promise.all([one.ready, two.ready]);
+    assert.equal(watcher.viewCount(), 2, "api's view is shared despite different user metadata");
+    assert.deepEqual(ids(one.current()), ["api/a", "web/w"]);
+    assert.deepEqual(one.current()!.map((i) => i.ctsUserDefinedMeta), [{ team: "x" }, { team: "x" }]);
+    assert.deepEqual(two.current()!.map((i) => i.ctsUserDefinedMeta), [{ team: "y" }]);
+  });
+
+  it("drops an instance whose check fails when passing-only (the default)", async () => {
+    const consul = new FakeConsul();
+    consul.register("web", "web-1");
+    consul.register("web", "web-2");
+    watcher = createWatcher(consul, { timing });
+    const l = counter();
+    const sub = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, l);
+    const all = watcher.subscribe({ kind: "services", query: { names: ["web"], passingOnly: false } }, counter());
+    await Promise.all([sub.ready, all.ready]);
+    assert.equal(watcher.viewCount(), 2, "passing and non-passing are distinct queries");
+    consul.register("web", "web-2", { status: "critical" });
+    await until(() => l.changes === 1);
+    assert.deepEqual(ids(sub.current()), ["web/web-1"]);
+    await until(() => all.current()!.some((i) => i.status === "critical"));
+  });
+
+  it("does not ask Consul for passing instances when the filter reads Checks.Status", async () => {
+    const consul = new FakeConsul();
+    watcher = createWatcher(consul, { timing });
+    const sub = watcher.subscribe({ kind: "services", query: { names: ["web"], filter: 'Checks.Status != "critical"' } }, counter());
+    await sub.ready;
+    assert.match(watcher.viewKeys()[0]!, /"passing":false/);
+  });
+
+  it("with a regexp, picks up a new matching service at once and lets go of a removed one", async () => {
+    const consul = new FakeConsul();
+    consul.register("web-a", "a1");
+    consul.register("db", "d1");
+    watcher = createWatcher(consul, { timing });
+    const l = counter();
+    const sub = watcher.subscribe({ kind: "services", query: { regexp: "^web-" } }, l);
+    await sub.ready;
+    assert.deepEqual(ids(sub.current()), ["web-a/a1"]);
+    assert.equal(watcher.viewCount(), 2, "the catalog view and web-a's health view");
+
+    const started = Date.now();
+    consul.register("web-b", "b1");
+    await until(() => ids(sub.current()).includes("web-b/b1"));
+    assert.ok(Date.now() - started < 500, "picked up without a CTS-style 10 s sleep");
+    assert.equal(l.changes, 1);
+    assert.equal(watcher.viewCount(), 3);
+
+    consul.deregister("web-a", "a1");
+    await until(() => watcher!.viewCount() === 2);
+    await until(() => ids(sub.current()).join() === "web-b/b1");
+    sub.close();
+    assert.equal(watcher.viewCount(), 0);
+  });
+
+  it("shares the catalog view between a regexp services source and a catalog-services source", async () => {
+    const consul = new FakeConsul();
+    consul.register("web", "w1");
+    watcher = createWatcher(consul, { timing });
+    const s1 = watcher.subscribe({ kind: "services", query: { regexp: "web" } }, counter());
+    const s2 = watcher.subscribe({ kind: "catalog-services", query: { regexp: "" } }, counter());
+    await Promise.all([s1.ready, s2.ready]);
+    assert.equal(watcher.viewCount(), 2);
+  });
+
+  it("tells catalog-services subscribers only when the set of matching names changes, not on tag changes", async () => {
+    const consul = new FakeConsul();
+    consul.register("web", "w1", { tags: ["v1"] });
+    watcher = createWatcher(consul, { timing });
+    const l = counter();
+    const sub = watcher.subscribe({ kind: "catalog-services", query: { regexp: "^(web|api)$" } }, l);
+    await sub.ready;
+    assert.deepEqual(sub.current(), { web: ["v1"] });
+
+    consul.setTags("web", ["v2"]);
+    consul.register("other", "o1");
+    const seen = consul.index;
+    await until(() => consul.calls.some((c) => c.what === "catalog" && c.index >= seen));
+    assert.equal(l.changes, 0);
+    assert.deepEqual(sub.current(), { web: ["v2"] }, "current() still has the latest tags");
+
+    consul.register("api", "a1");
+    await until(() => l.changes === 1);
+    assert.deepEqual(Object.keys(sub.current()!), ["api", "web"]);
+  });
+
+  it("watches a KV key and a prefix", async () => {
+    const consul = new FakeConsul();
+    consul.put("app/a", "1");
+    watcher = createWatcher(consul, { timing });
+    const l = counter();
+    const one = watcher.subscribe({ kind: "consul-kv", query: { path: "app/a" } }, counter());
+    const all = watcher.subscribe({ kind: "consul-kv", query: { path: "app/", recurse: true } }, l);
+    await Promise.all([one.ready, all.ready]);
+    assert.deepEqual(one.current(), { "app/a": "1" });
+    consul.put("app/b", "2");
+    await until(() => l.changes === 1);
+    assert.deepEqual(all.current(), { "app/a": "1", "app/b": "2" });
+  });
+
+  it("rejects ready and reports a fatal error on a 403, then heals when the ACL is fixed", async () => {
+    const consul = new FakeConsul();
+    consul.register("web", "w1");
+    consul.failWith = () => new CtsError("CONSUL_PERMISSION_DENIED", "external", "denied", { detail: { status: 403 } });
+    watcher = createWatcher(consul, { timing });
+    const l = counter();
+    const sub = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, l);
+    await assert.rejects(sub.ready, (e: unknown) => e instanceof CtsError && e.code === "CONSUL_PERMISSION_DENIED");
+    assert.equal(l.errors[0]?.fatal, true);
+    consul.failWith = undefined;
+    await until(() => sub.current() !== undefined);
+    assert.equal(l.changes, 1, "onChange tells the subscriber the source healed");
+  });
+
+  it("a late subscriber to a view that is failing fatally is told too", async () => {
+    const consul = new FakeConsul();
+    consul.failWith = () => new CtsError("CONSUL_BAD_REQUEST", "usage", "bad filter", { detail: { status: 400 } });
+    watcher = createWatcher(consul, { timing: { ...timing, fatalRetryMs: 10_000 } });
+    const first = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, counter());
+    await assert.rejects(first.ready);
+    const second = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, counter());
+    await assert.rejects(second.ready, /bad filter/);
+  });
+
+  it("refuses invalid sources with usage errors", () => {
+    watcher = createWatcher(new FakeConsul(), { timing });
+    assert.throws(() => watcher!.subscribe({ kind: "services", query: { names: [] } }, counter()), /names is empty/);
+    assert.throws(() => watcher!.subscribe({ kind: "services", query: {} }, counter()), /neither names nor regexp/);
+    assert.throws(() => watcher!.subscribe({ kind: "services", query: { regexp: "(" } }, counter()), /services\.regexp '\(' is not a valid/);
+    assert.equal(watcher.viewCount(), 0);
+  });
+
+  it("close() stops every view and ends in-flight queries", async () => {
+    const consul = new FakeConsul();
+    watcher = createWatcher(consul, { timing });
+    const sub = watcher.subscribe({ kind: "services", query: { names: ["web", "api"] } }, counter());
+    await sub.ready;
+    await until(() => consul.inFlight === 2);
+    watcher.close();
+    assert.equal(watcher.viewCount(), 0);
+    await until(() => consul.inFlight === 0);
+    assert.throws(() => watcher!.subscribe({ kind: "services", query: { names: ["web"] } }, counter()), /closed/);
+  });
+
+  it("warns once when more than 128 queries are watched", async () => {
+    const warnings: string[] = [];
+    watcher = createWatcher(new FakeConsul(), { timing, warn: (m) => warnings.push(m) });
+    watcher.subscribe({ kind: "services", query: { names: Array.from({ length: 130 }, (_, i) => `s${i}`) } }, counter());
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!, /129 Consul queries/);
+  });
+});
