@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { CtsError } from "../errors.ts";
 import { registerInit } from "./init.ts";
 import { registerSynth } from "./synth.ts";
+import { registerRun } from "./run.ts";
 
 const program = new Command()
   .name("cts")
@@ -12,6 +13,7 @@ const program = new Command()
 
 registerSynth(program);
 registerInit(program);
+registerRun(program);
 
 try {
   await program.parseAsync(process.argv);

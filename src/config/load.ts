@@ -42,7 +42,9 @@ export async function loadConfig(path?: string, cwd = process.cwd()): Promise<Lo
   } catch (cause) {
     throw new CtsError("CONFIG_LOAD_FAILED", "usage", `${file}: could not load: ${messageOf(cause)}. Fix the error in the file (it is TypeScript, loaded with tsx).`, { cause });
   }
-  const config = (mod.default ?? (mod as { config?: unknown }).config) as CtsConfig | undefined;
+  // A config outside an ESM package is loaded as CommonJS, whose default export arrives wrapped once more.
+  let config = (mod.default ?? (mod as { config?: unknown }).config) as (CtsConfig & { default?: CtsConfig }) | undefined;
+  if (config && !("tasks" in config) && config.default) config = config.default;
   validateConfig(config, file);
   return { config: config!, file, dir: dirname(file) };
 }

@@ -41,6 +41,9 @@ export interface RuntimeOptions {
   log?: Logger;
   /** Overrides for tests (short blocking waits). */
   watchTiming?: { waitMs?: number };
+  /** Retries after a failed apply (default 2) and the first delay (default 1 s). */
+  retries?: number;
+  retryDelayMs?: number;
 }
 
 /** Everything a running cts holds, for the CLI and the API. */
@@ -90,6 +93,8 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     log: log.child("ctrl"),
     ...(watcher ? { watcher } : {}),
     ...(opts.bufferOff ? { bufferOff: true } : {}),
+    ...(opts.retries !== undefined ? { retries: opts.retries } : {}),
+    ...(opts.retryDelayMs !== undefined ? { retryDelayMs: opts.retryDelayMs } : {}),
   });
   return {
     controller,

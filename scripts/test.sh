@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The test command (README, CI): type-check, unit tests, then integration tests against a real
+# Consul and a real OpenTofu built by scripts/tools.sh (built the first time, reused after).
+# CTS_SKIP_INTEGRATION=1 runs unit tests only, and says so.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -d node_modules ]; then
+  echo "[test] node_modules missing: running npm ci"
+  npm ci --no-audit --no-fund
+fi
+
+echo "[test] type-checking"
+npx tsc --noEmit -p tsconfig.json
+
+files=(test/unit/*.test.ts)
+if [ "${CTS_SKIP_INTEGRATION:-}" = "1" ]; then
+  echo "[test] CTS_SKIP_INTEGRATION=1: integration tests are NOT run (unit tests only)"
+else
+  echo "[test] preparing real Consul and OpenTofu (scripts/tools.sh)"
+  eval "$(bash scripts/tools.sh --env)"
+  export CTS_TOFU_BIN CTS_CONSUL_BIN CTS_TF_CLI_CONFIG
+  files+=(test/integration/*.test.ts)
+fi
+
+# Integration tests start their own Consul agents on free ports, so files may run side by side.
+exec node --import tsx --test --test-reporter=spec --test-concurrency="${CTS_TEST_CONCURRENCY:-2}" "${files[@]}"

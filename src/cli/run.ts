@@ -1,0 +1,119 @@
+import type { Command } from "commander";
+import { loadConfig } from "../config/load.ts";
+import { createLogger, type LogLevel } from "../log.ts";
+import { createRuntime, type Runtime } from "../runtime/compose.ts";
+import type { RunOutcome } from "../runtime/controller.ts";
+import { printJson, table } from "./output.ts";
+
+interface RunFlags {
+  config?: string;
+  buffer?: boolean;
+  logLevel?: LogLevel;
+  logJson?: boolean;
+  json?: boolean;
+}
+
+function logger(flags: RunFlags) {
+  return createLogger({ ...(flags.logLevel ? { level: flags.logLevel } : {}), ...(flags.logJson ? { json: true } : {}) });
+}
+
+function common(cmd: Command): Command {
+  return cmd
+    .option("-c, --config <file>", "config file (default ./cts.config.ts)")
+    .option("--log-level <level>", "trace, debug, info, warn or error (default info, or CTS_LOG_LEVEL)")
+    .option("--log-json", "one JSON object per log line");
+}
+
+/** Hooks invoked after the daemon starts (the API server registers itself here). */
+export const daemonHooks: Array<(rt: Runtime, flags: Record<string, unknown>) => Promise<() => Promise<void>>> = [];
+
+/** `cts watch`, `cts once`, `cts inspect`. */
+export function registerRun(program: Command): void {
+  common(program.command("watch"))
+    .description("Run every task once, then watch Consul and run tasks when their data changes")
+    .option("--no-buffer", "turn every buffer period off")
+    .action(async (flags: RunFlags & Record<string, unknown>) => {
+      const log = logger(flags);
+      const loaded = await loadConfig(flags.config);
+      const rt = createRuntime(loaded, { mode: "watch", bufferOff: flags.buffer === false, log });
+      const stops: Array<() => Promise<void>> = [];
+      for (const hook of daemonHooks) stops.push(await hook(rt, flags));
+      await rt.controller.watch();
+      await new Promise<void>((resolve) => {
+        const stop = async (signal: string) => {
+          log.info(`received ${signal}, stopping`);
+          process.off("SIGINT", onInt);
+          process.off("SIGTERM", onTerm);
+          for (const s of stops.reverse()) await s().catch((e) => log.warn(`stopping: ${String(e)}`));
+          await rt.close();
+          log.info("stopped");
+          resolve();
+        };
+        const onInt = () => void stop("SIGINT");
+        const onTerm = () => void stop("SIGTERM");
+        process.on("SIGINT", onInt);
+        process.on("SIGTERM", onTerm);
+      });
+    });
+
+  common(program.command("once"))
+    .description("Run every enabled task once and exit (non-zero if any failed)")
+    .option("--json", "print results as JSON")
+    .action(async (flags: RunFlags) => {
+      const loaded = await loadConfig(flags.config);
+      const rt = createRuntime(loaded, { mode: "once", log: logger(flags) });
+      try {
+        const results = await rt.controller.once();
+        report(results, flags.json);
+        if (results.some((r) => !r.ok)) process.exitCode = 1;
+      } finally {
+        await rt.close();
+      }
+    });
+
+  common(program.command("inspect"))
+    .description("Plan tasks without applying; exit 0 = no changes, 2 = changes present, 1 = error")
+    .argument("[task...]", "tasks to plan (default: all enabled)")
+    .option("--json", "print results as JSON")
+    .action(async (names: string[], flags: RunFlags) => {
+      const loaded = await loadConfig(flags.config);
+      const rt = createRuntime(loaded, { mode: "inspect", log: logger(flags) });
+      try {
+        const results = await rt.controller.inspect(names);
+        if (flags.json) report(results, true);
+        else
+          for (const r of results) {
+            process.stdout.write(`==> Task '${r.task}': ${r.ok ? (r.result?.changesPresent ? "changes present" : "no changes") : "error"}\n`);
+            if (r.result?.output) process.stdout.write(r.result.output.trimEnd() + "\n");
+            if (r.error) process.stdout.write(`error: ${r.error.message}\n`);
+            process.stdout.write("\n");
+          }
+        process.exitCode = results.some((r) => !r.ok) ? 1 : results.some((r) => r.result?.changesPresent) ? 2 : 0;
+      } finally {
+        await rt.close();
+      }
+    });
+}
+
+function report(results: RunOutcome[], json?: boolean): void {
+  if (json) {
+    printJson({
+      tasks: results.map((r) => ({
+        task: r.task,
+        ok: r.ok,
+        outcome: r.outcome,
+        changes_present: r.result?.changesPresent ?? false,
+        summary: r.result?.summary,
+        error: r.error ? { code: r.error.code, message: r.error.message } : null,
+      })),
+    });
+    return;
+  }
+  process.stdout.write(
+    table([
+      ["TASK", "RESULT", "ADD", "CHANGE", "DESTROY"],
+      ...results.map((r) => [r.task, r.outcome, String(r.result?.summary.add ?? "-"), String(r.result?.summary.change ?? "-"), String(r.result?.summary.destroy ?? "-")]),
+    ]),
+  );
+  for (const r of results) if (r.error) process.stderr.write(`error: ${r.error.message}\n`);
+}

@@ -1,0 +1,171 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { startConsul, type ConsulAgent } from "../support/consul.ts";
+import { startCountingProxy } from "../support/counting-proxy.ts";
+import { startRuntime, tempDir, waitFor, writeConfig, type TestRuntime } from "../support/cts.ts";
+
+const web = (id: string, port = 80, extra: Record<string, unknown> = {}) => ({ Name: "web", ID: id, Address: `10.0.0.${id.replace(/\D/g, "") || 9}`, Port: port, ...extra });
+const read = (p: string) => readFile(p, "utf8").catch(() => "");
+const applies = (rt: TestRuntime, task: string) => rt.lines.filter((l) => l.includes(`task '${task}': applied`)).length;
+const ids = (text: string) => text.trim().split("\n").filter(Boolean).map((l) => l.split(" ")[0]);
+
+describe("the daemon keeps infrastructure in sync with the catalog (real Consul, real OpenTofu)", () => {
+  let consul: ConsulAgent;
+  let tmp: { dir: string; cleanup(): Promise<void> };
+  let rt: TestRuntime;
+  let members: string;
+
+  before(async () => {
+    consul = await startConsul();
+    tmp = await tempDir();
+    members = join(tmp.dir, "members.txt");
+    await consul.register(web("web-1"));
+    await consul.register({ Name: "db", ID: "db-1", Port: 5432 });
+    const file = await writeConfig(tmp.dir, {
+      consulAddress: consul.address,
+      tasks: [`new MemberList("members", ${JSON.stringify(members)})`, `new FailingTask("failing", ${JSON.stringify(join(tmp.dir, "blocker"))}, "db")`],
+    });
+    await writeFile(join(tmp.dir, "blocker"), "a regular file");
+    rt = await startRuntime(file);
+    await waitFor(async () => ids(await read(members)).join() === "web-1", 30_000, "the first apply");
+  });
+  after(async () => {
+    await rt?.close();
+    await consul?.stop();
+    await tmp?.cleanup();
+  });
+
+  it("applies a registration, a health failure and a deregistration", async () => {
+    await consul.register(web("web-2", 81, { Check: { CheckID: "web-2-ttl", TTL: "30s", Status: "passing" } }));
+    await waitFor(async () => ids(await read(members)).join() === "web-1,web-2", 20_000, "web-2 joining");
+    await consul.api("PUT", "/v1/agent/check/fail/web-2-ttl");
+    await waitFor(async () => ids(await read(members)).join() === "web-1", 20_000, "web-2 leaving on a failing check");
+    await consul.api("PUT", "/v1/agent/check/pass/web-2-ttl");
+    await waitFor(async () => ids(await read(members)).join() === "web-1,web-2", 20_000, "web-2 passing again");
+    await consul.deregister("web-2");
+    await waitFor(async () => ids(await read(members)).join() === "web-1", 20_000, "web-2 deregistered");
+  });
+
+  it("does not run Terraform when a re-registration leaves the data identical", async () => {
+    await rt.controller.idle();
+    const before = rt.lines.length;
+    await consul.register(web("web-1"));
+    await new Promise((r) => setTimeout(r, 2_000));
+    const runs = rt.lines.slice(before).filter((l) => /task 'members': (applied|no-op)/.test(l));
+    assert.deepEqual(runs, [], "no run for identical data");
+  });
+
+  it("records a failing task as errored, keeps the others working, and retries on the next change", async () => {
+    await waitFor(() => rt.controller.events.list("failing").length >= 1, 30_000, "the failing task's first event");
+    assert.equal(rt.controller.events.status("failing"), "errored");
+    const ev = rt.controller.events.list("failing")[0]!;
+    assert.equal(ev.success, false);
+    assert.match(ev.error!.message, /Task 'failing'/);
+    const failuresBefore = rt.controller.events.list("failing").length;
+    await consul.register({ Name: "db", ID: "db-2", Port: 5432 });
+    await consul.register(web("web-3"));
+    await waitFor(async () => ids(await read(members)).join() === "web-1,web-3", 20_000, "the healthy task still applies");
+    await waitFor(() => rt.controller.events.list("failing").length > failuresBefore, 20_000, "the failing task retried");
+    assert.equal(rt.controller.events.status("failing"), "critical");
+    await consul.deregister("web-3");
+    await waitFor(async () => ids(await read(members)).join() === "web-1", 20_000, "web-3 gone");
+  });
+
+  it("survives a Consul restart and applies the first change after it", async () => {
+    await consul.restart();
+    await consul.register(web("web-1"));
+    await consul.register(web("web-4"));
+    await waitFor(async () => ids(await read(members)).join() === "web-1,web-4", 60_000, "the change after the restart");
+  });
+});
+
+describe("buffering and the work queue", () => {
+  let consul: ConsulAgent;
+  let tmp: { dir: string; cleanup(): Promise<void> };
+  after(async () => {
+    await consul?.stop();
+    await tmp?.cleanup();
+  });
+
+  it("collapses 5 rapid changes inside the buffer period into one apply", async () => {
+    consul = await startConsul();
+    tmp = await tempDir();
+    const members = join(tmp.dir, "buffered.txt");
+    await consul.register(web("web-1"));
+    const file = await writeConfig(tmp.dir, {
+      consulAddress: consul.address,
+      extra: `bufferPeriod: { min: "1500ms", max: "6s" },`,
+      tasks: [`new MemberList("buffered", ${JSON.stringify(members)}, "web", null)`],
+    });
+    const rt = await startRuntime(file);
+    try {
+      await waitFor(async () => (await read(members)).includes("web-1"), 30_000, "the first apply");
+      await rt.controller.idle();
+      const before = applies(rt, "buffered");
+      for (let i = 2; i <= 6; i++) {
+        await consul.register(web(`web-${i}`));
+        await new Promise((r) => setTimeout(r, 150));
+      }
+      await waitFor(async () => ids(await read(members)).length === 6, 20_000, "all six instances");
+      await new Promise((r) => setTimeout(r, 2_000));
+      await rt.controller.idle();
+      assert.equal(applies(rt, "buffered") - before, 1, "exactly one apply for the burst");
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it("runs exactly once more, with the latest data, when changes arrive during an apply", async () => {
+    const members = join(tmp.dir, "slow.txt");
+    const file = await writeConfig(tmp.dir, {
+      consulAddress: consul.address,
+      tasks: [`new SlowMembers("slow", ${JSON.stringify(members)}, 3)`],
+    });
+    const rt = await startRuntime(file);
+    try {
+      await waitFor(async () => (await read(members)).length > 0, 40_000, "the first apply");
+      await rt.controller.idle();
+      const before = applies(rt, "slow");
+      await consul.register(web("web-7"));
+      await waitFor(() => rt.lines.some((l) => l.includes("[slow]") && /Creating|Destroying/.test(l)), 20_000, "the second apply starting");
+      await consul.register(web("web-8"));
+      await consul.register(web("web-9"));
+      await waitFor(async () => (await read(members)).includes("web-9"), 40_000, "the latest data applied");
+      await rt.controller.idle();
+      await new Promise((r) => setTimeout(r, 1_000));
+      assert.equal(applies(rt, "slow") - before, 2, "one run for web-7, exactly one more for web-8 and web-9");
+    } finally {
+      await rt.close();
+    }
+  });
+});
+
+describe("sharing blocking queries", () => {
+  it("makes one blocking query for two tasks on the same service", async () => {
+    const consul = await startConsul();
+    const proxy = await startCountingProxy(consul.url);
+    const tmp = await tempDir();
+    try {
+      await consul.register(web("web-1"));
+      const file = await writeConfig(tmp.dir, {
+        consulAddress: proxy.address,
+        tasks: [`new MemberList("a", ${JSON.stringify(join(tmp.dir, "a.txt"))})`, `new MemberList("b", ${JSON.stringify(join(tmp.dir, "b.txt"))})`],
+      });
+      const rt = await startRuntime(file);
+      try {
+        await waitFor(async () => (await read(join(tmp.dir, "a.txt"))) && (await read(join(tmp.dir, "b.txt"))), 40_000, "both tasks applied");
+        await consul.register(web("web-2"));
+        await waitFor(async () => (await read(join(tmp.dir, "b.txt"))).includes("web-2"), 20_000, "both updated");
+        assert.equal(proxy.maxInFlight("/v1/health/service/web"), 1, "one open blocking query on web");
+      } finally {
+        await rt.close();
+      }
+    } finally {
+      await proxy.stop();
+      await consul.stop();
+      await tmp.cleanup();
+    }
+  });
+});

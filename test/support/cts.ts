@@ -1,0 +1,84 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { loadConfig } from "../../src/config/load.ts";
+import { createLogger, type Logger } from "../../src/log.ts";
+import { createRuntime, type Runtime, type RuntimeOptions } from "../../src/runtime/compose.ts";
+import { tools } from "./tools.ts";
+
+/** Absolute path of the shared fixture task classes, for generated configs to import. */
+export const FIXTURE_TASKS = fileURLToPath(new URL("../fixtures/tasks.ts", import.meta.url));
+/** Absolute path of the public API (configs in temp dirs cannot resolve the package name). */
+export const PUBLIC_API = fileURLToPath(new URL("../../src/index.ts", import.meta.url));
+
+/** A temp dir removed by `cleanup()`. */
+export async function tempDir(prefix = "cts-test-"): Promise<{ dir: string; cleanup(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** Options of a generated cts.config.ts. */
+export interface ConfigOptions {
+  consulAddress: string;
+  /** TypeScript expressions for the tasks array, e.g. `new MemberList("m", "/tmp/m.txt")`. */
+  tasks: string[];
+  /** Extra top-level config fields as TypeScript text (e.g. `bufferPeriod: false,`). */
+  extra?: string;
+}
+
+/** Writes a cts.config.ts into `dir` that uses the real tofu and the offline provider mirror. */
+export async function writeConfig(dir: string, opts: ConfigOptions): Promise<string> {
+  const t = tools();
+  const file = join(dir, "cts.config.ts");
+  await writeFile(
+    file,
+    `import { defineConfig } from ${JSON.stringify(PUBLIC_API)};
+import { MemberList, SlowMembers, FailingTask, MetaFiles, KvWithServices } from ${JSON.stringify(FIXTURE_TASKS)};
+void MemberList; void SlowMembers; void FailingTask; void MetaFiles; void KvWithServices;
+export default defineConfig({
+  consul: { address: ${JSON.stringify(opts.consulAddress)} },
+  driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))} } },
+  ${opts.extra ?? ""}
+  tasks: [${opts.tasks.join(", ")}],
+});
+`,
+  );
+  return file;
+}
+
+/** A runtime started in-process from a config file, with its log lines captured. */
+export interface TestRuntime extends Runtime {
+  lines: string[];
+}
+
+/** Loads the config and starts the runtime in the given mode (watch mode also starts watching). */
+export async function startRuntime(file: string, opts: Partial<RuntimeOptions> = {}): Promise<TestRuntime> {
+  const lines: string[] = [];
+  const log: Logger = createLogger({ level: "debug", write: (l) => lines.push(l) });
+  const loaded = await loadConfig(file);
+  const rt = createRuntime(loaded, { mode: "watch", log, retries: 0, ...opts });
+  if ((opts.mode ?? "watch") === "watch") await rt.controller.watch();
+  return Object.assign(rt, { lines });
+}
+
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes. */
+export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 20_000, what = "condition"): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Events of a task that ran Terraform or recorded a failure (newest first). */
+export function runsOf(rt: Runtime, task: string) {
+  return rt.controller.events.list(task);
+}
