@@ -56,7 +56,7 @@ export function validateConfig(config: CtsConfig | undefined, file: string): ass
   const problems: Problem[] = [];
   if (!Array.isArray(config.tasks)) problems.push({ field: "tasks", message: "must be an array of tasks. Add `tasks: [new MyTask()]`." });
   const names = new Map<string, number>();
-  (config.tasks ?? []).forEach((task, i) => {
+  (Array.isArray(config.tasks) ? config.tasks : []).forEach((task, i) => {
     if (!isTask(task)) {
       problems.push({ field: `tasks[${i}]`, message: "is not a task. Use an instance of a class extending Task (or ModuleTask)." });
       return;

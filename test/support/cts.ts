@@ -33,7 +33,8 @@ export async function writeConfig(dir: string, opts: ConfigOptions): Promise<str
   const file = join(dir, "cts.config.ts");
   await writeFile(
     file,
-    `import { defineConfig } from ${JSON.stringify(PUBLIC_API)};
+    `import { defineConfig, ModuleTask, services, consulKv, catalogServices, schedule } from ${JSON.stringify(PUBLIC_API)};
+void ModuleTask; void services; void consulKv; void catalogServices; void schedule;
 import { MemberList, SlowMembers, FailingTask, MetaFiles, KvWithServices } from ${JSON.stringify(FIXTURE_TASKS)};
 void MemberList; void SlowMembers; void FailingTask; void MetaFiles; void KvWithServices;
 export default defineConfig({
