@@ -169,3 +169,28 @@ describe("sharing blocking queries", () => {
     }
   });
 });
+
+describe("schedule tasks", () => {
+  it("run on their cron with the latest input data, and inputs alone do not trigger them", async () => {
+    const consul = await startConsul();
+    const tmp = await tempDir();
+    try {
+      await consul.register(web("web-1"));
+      const out = join(tmp.dir, "scheduled.txt");
+      const file = await writeConfig(tmp.dir, { consulAddress: consul.address, tasks: [`new ScheduledMembers("nightly", ${JSON.stringify(out)}, "*/3 * * * * *")`] });
+      const rt = await startRuntime(file);
+      try {
+        await waitFor(async () => (await read(out)) === "web-1", 30_000, "the first run");
+        await consul.register(web("web-2"));
+        await waitFor(async () => (await read(out)) === "web-1,web-2", 15_000, "the next scheduled run");
+        // The file is written during the apply; the run is logged right after it.
+        await waitFor(() => rt.lines.filter((l) => /task 'nightly': (applied|no-op)/.test(l)).length >= 2, 10_000, "two logged runs");
+      } finally {
+        await rt.close();
+      }
+    } finally {
+      await consul.stop();
+      await tmp.cleanup();
+    }
+  });
+});
