@@ -44,7 +44,7 @@ export async function loadConfig(path?: string, cwd = process.cwd()): Promise<Lo
   }
   // A config outside an ESM package is loaded as CommonJS, whose default export arrives wrapped once more.
   let config = (mod.default ?? (mod as { config?: unknown }).config) as (CtsConfig & { default?: CtsConfig }) | undefined;
-  if (config && !("tasks" in config) && config.default) config = config.default;
+  if (config && (config as Partial<CtsConfig>).tasks === undefined && config.default) config = config.default;
   validateConfig(config, file);
   return { config: config!, file, dir: dirname(file) };
 }

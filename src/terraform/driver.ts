@@ -1,6 +1,6 @@
 import { access, mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { CtsError } from "../errors.ts";
+import { CtsError, messageOf } from "../errors.ts";
 import { commandEnv } from "./env.ts";
 import { failedError, needsReinit, textErrors } from "./failures.ts";
 import { initHash } from "./init-hash.ts";
@@ -134,14 +134,29 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     }
   }
 
+  /** Turns a file-system failure while preparing the task folder into an error that says where. */
+  async function filesStep<T>(task: string, step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (err) {
+      if (err instanceof CtsError) throw err;
+      throw new CtsError(
+        "TASK_FILES_FAILED",
+        "external",
+        `could not prepare the working directory under '${root}': ${messageOf(err)}. Check that cts may create and write files there.`,
+        { task, cause: err, detail: { root } },
+      );
+    }
+  }
+
   async function execute(kind: Kind, ws: TaskWorkspace, opts: RunOptions): Promise<RunResult> {
-    const dir = await ensureTaskDir(root, ws.task);
+    const dir = await filesStep(ws.task, () => ensureTaskDir(root, ws.task));
     const deps = { binary, killGraceMs, env: (workspace?: string) => envFor(ws.env, workspace), log: options.log };
     const op = new Operation(ws.task, dir, deps, opts, opts.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);
     const main = () => (kind === "plan" ? plan(op) : applyOrDestroy(op, kind));
     try {
-      op.throwIfAborted(op.commandName([kind === "destroy" ? "apply" : kind, ...(kind === "destroy" ? ["-destroy"] : [])]));
-      await writeTaskFiles(dir, ws.task, ws.json, ws.files);
+      op.throwIfAborted(op.commandName(kind === "destroy" ? ["apply", "-destroy"] : [kind]));
+      await filesStep(ws.task, () => writeTaskFiles(dir, ws.task, ws.json, ws.files));
       const initialized = await ensureInitialized(op, ws, false);
       try {
         return { ...(await main()), initialized };

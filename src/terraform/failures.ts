@@ -44,13 +44,19 @@ export interface FailureFacts {
 /** TERRAFORM_FAILED naming the task, the command, its exit code and Terraform's own errors. */
 export function failedError(task: string, facts: FailureFacts): CtsError {
   const errors = facts.errors.trim() || "no error details were printed";
+  const hint = ACL_DENIED.test(errors) ? ACL_HINT : facts.hint;
   return new CtsError(
     "TERRAFORM_FAILED",
     "external",
-    `\`${facts.command}\` failed (exit ${facts.exitCode ?? "by signal"}): ${errors.replace(/\.?$/, ".")} ${facts.hint}`,
+    `\`${facts.command}\` failed (exit ${facts.exitCode ?? "by signal"}): ${errors.replace(/\.?$/, ".")} ${hint}`,
     { task, detail: { command: facts.command, exitCode: facts.exitCode, errors: facts.errors } },
   );
 }
+
+// Consul answers a missing ACL permission with 403 "Permission denied … lacks permission 'key:write' on …".
+const ACL_DENIED = /Permission denied|ACL not found|\b403\b/i;
+const ACL_HINT =
+  "The Consul ACL token Terraform runs with lacks the permission named above. Grant it (examples/acl/cts-policy.hcl lists what cts and the consul backend need: key:write on the state path, session:write for state locks), then run the task again.";
 
 /** TERRAFORM_NOT_FOUND when the binary cannot be started at all. */
 export function notStartedError(task: string | undefined, binary: string, cause: Error): CtsError {

@@ -11,7 +11,7 @@ export interface OperationDeps {
   killGraceMs: number;
   /** Environment for one command; `workspace` sets TF_WORKSPACE. */
   env(workspace?: string): Record<string, string>;
-  /** Driver-level log sink (already bound to nothing: gets the task name). */
+  /** The driver's log sink; gets the task name and one human line. */
   log?: (task: string, line: string) => void;
 }
 
@@ -125,8 +125,13 @@ export class Operation {
   }
 
   private emit(line: string): void {
-    this.opts.onOutput?.(line);
-    this.deps.log?.(this.task, line);
+    // A throwing listener must not break the output pipe of a command that is changing infrastructure.
+    try {
+      this.opts.onOutput?.(line);
+      this.deps.log?.(this.task, line);
+    } catch {
+      /* listener bug: ignored */
+    }
   }
 
   private abort(reason: AbortReason): void {

@@ -11,13 +11,17 @@ import { tools } from "../support/tools.ts";
 
 const BACKEND = { consul: { path: "consul-terraform-sync/terraform", gzip: true } };
 
-/** main.tf.json writing one file; `withNull` adds a null_resource (a second provider). */
-function fileConfig(filename: string, content: string, opts: { withNull?: boolean; bogus?: boolean } = {}): string {
+/**
+ * main.tf.json writing one file. `second` adds a second provider (the same plugin under its
+ * registry.terraform.io address: only hashicorp/local is in the offline mirror), which is a new
+ * provider to install, so it needs `init`.
+ */
+function fileConfig(filename: string, content: string, opts: { second?: boolean; bogus?: boolean } = {}): string {
   const providers: Record<string, unknown> = { local: { source: "hashicorp/local", version: ">= 2.0" } };
-  const resource: Record<string, unknown> = { local_file: { out: { filename, content, ...(opts.bogus ? { bogus: 1 } : {}) } } };
-  if (opts.withNull) {
-    providers.null = { source: "hashicorp/null" };
-    resource.null_resource = { marker: { triggers: { content } } };
+  const resource: Record<string, Record<string, unknown>> = { local_file: { out: { filename, content, ...(opts.bogus ? { bogus: 1 } : {}) } } };
+  if (opts.second) {
+    providers.tflocal = { source: "registry.terraform.io/hashicorp/local" };
+    resource.local_file!.marker = { provider: "tflocal", filename: `${filename}.marker`, content };
   }
   return JSON.stringify({ terraform: { backend: BACKEND, required_providers: providers }, resource });
 }
@@ -74,7 +78,7 @@ describe("Terraform driver (real OpenTofu, real Consul)", () => {
     if (root) await rm(root, { recursive: true, force: true });
   });
 
-  const web = (content: string, opts?: { withNull?: boolean; bogus?: boolean }) => ({
+  const web = (content: string, opts?: { second?: boolean; bogus?: boolean }) => ({
     task: "web",
     json: fileConfig(join(out, "web.txt"), content, opts),
     files: { "terraform.tfvars.json": "{}" },
@@ -135,13 +139,24 @@ describe("Terraform driver (real OpenTofu, real Consul)", () => {
   });
 
   it("re-initializes when the provider set changes", async () => {
-    const res = await driver.apply(web("v2", { withNull: true }));
+    logs.length = 0;
+    const res = await driver.apply(web("v2", { second: true }));
     assert.equal(res.initialized, true);
     assert.deepEqual(res.summary, { add: 1, change: 0, destroy: 0 });
+    assert.ok(!logs.some((l) => l.includes("retrying")), "init ran up front, not as a repair after a failure");
+  });
+
+  it("repairs a working dir whose installed providers vanished by re-initializing once", async () => {
+    await rm(join(driver.taskDir("web"), ".terraform", "providers"), { recursive: true });
+    logs.length = 0;
+    const res = await driver.apply(web("v2", { second: true }));
+    assert.equal(res.initialized, true);
+    assert.equal(res.changesPresent, false);
+    assert.ok(logs.some((l) => l.includes("Required plugins are not installed")), logs.join("\n"));
   });
 
   it("fails with TERRAFORM_FAILED naming the task, the command and Terraform's error", async () => {
-    await assert.rejects(driver.apply(web("v2", { withNull: true, bogus: true })), (err: any) => {
+    await assert.rejects(driver.apply(web("v2", { second: true, bogus: true })), (err: any) => {
       assert.equal(err.code, "TERRAFORM_FAILED");
       assert.equal(err.task, "web");
       assert.match(err.message, /^Task 'web': `tofu apply` failed \(exit 1\): .*bogus/);
@@ -151,7 +166,7 @@ describe("Terraform driver (real OpenTofu, real Consul)", () => {
   });
 
   it("destroys the task's resources and empties its state", async () => {
-    const res = await driver.destroy(web("v2", { withNull: true }));
+    const res = await driver.destroy(web("v2", { second: true }));
     assert.deepEqual(res.summary, { add: 0, change: 0, destroy: 2 });
     await assert.rejects(stat(join(out, "web.txt")), { code: "ENOENT" });
     assert.deepEqual((await webState()).resources, []);

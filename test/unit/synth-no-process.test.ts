@@ -30,7 +30,7 @@ describe("synthesis starts no Terraform process", () => {
         super({ name: "with-data", condition: services({ names: ["web"] }) });
       }
       synthesize(scope: TaskScope): void {
-        for (let i = 0; i < 3; i++) new DataResource(scope, `d${i}`, { input: i });
+        for (let i = 0; i < 3; i++) new DataResource(scope, `d${i}`, { input: { i } });
       }
     }
     const out = Testing.synthTask(new WithData());
