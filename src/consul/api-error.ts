@@ -83,13 +83,34 @@ export function toConsulError(err: unknown, call: CallDescription): CtsError {
     );
   }
   const code = typeof e?.code === "string" ? e.code : undefined;
+  const tls = code ? TLS_PROBLEMS[code] : undefined;
+  if (tls) {
+    return new CtsError("CONSUL_TLS_FAILED", "external", `TLS with Consul at ${call.url} failed while ${call.what}: ${tls} cts keeps retrying.`, {
+      cause: err,
+      detail: { url: call.url, errno: code },
+    });
+  }
   return new CtsError(
     "CONSUL_UNREACHABLE",
     "external",
-    `Cannot reach Consul at ${call.url} while ${call.what}: ${code ?? e?.message ?? String(err)}. Check consul.address (or CONSUL_HTTP_ADDR), TLS settings, and that the agent is running; cts keeps retrying.`,
+    `Cannot reach Consul at ${call.url} while ${call.what}: ${code ?? e?.message ?? String(err)}${code === "ECONNRESET" && call.url.startsWith("https:") ? " (an agent with verify_incoming resets connections without a client certificate: set consul.tls.certFile/keyFile or CONSUL_CLIENT_CERT/CONSUL_CLIENT_KEY)" : ""}. Check consul.address (or CONSUL_HTTP_ADDR), TLS settings, and that the agent is running; cts keeps retrying.`,
     { cause: err, detail: { url: call.url, ...(code ? { errno: code } : {}) } },
   );
 }
+
+// Node's TLS error codes, in words, with the setting that fixes each.
+const UNTRUSTED = "the agent's certificate is not signed by a CA cts trusts. Set consul.tls.caFile (or CONSUL_CACERT) to the CA that signed it.";
+const TLS_PROBLEMS: Record<string, string> = {
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: UNTRUSTED,
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: UNTRUSTED,
+  SELF_SIGNED_CERT_IN_CHAIN: UNTRUSTED,
+  DEPTH_ZERO_SELF_SIGNED_CERT: UNTRUSTED,
+  CERT_HAS_EXPIRED: "the agent's certificate has expired. Renew it.",
+  ERR_TLS_CERT_ALTNAME_INVALID: "the agent's certificate does not name the address cts connects to. Connect by a name the certificate holds, or set consul.tls.serverName (CONSUL_TLS_SERVER_NAME).",
+  ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED: "the agent requires a client certificate (verify_incoming). Set consul.tls.certFile and keyFile (or CONSUL_CLIENT_CERT / CONSUL_CLIENT_KEY).",
+  ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE: "the agent refused cts's client certificate. Use one signed by the CA the agent trusts.",
+  EPROTO: "the TLS handshake failed (is the agent serving HTTPS on this port, and does it require a client certificate? Set consul.tls.certFile/keyFile).",
+};
 
 /** Consul's error body as one short line (it explains filters and ACLs well). */
 function replyText(body: unknown): string | undefined {

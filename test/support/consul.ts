@@ -1,4 +1,6 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { request as httpsRequest } from "node:https";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,6 +25,8 @@ export interface ConsulAgent {
   restart(): Promise<void>;
   /** Everything the agent printed (for failure messages). */
   logs(): string;
+  /** With `tls`: the CA and a client certificate signed by it (files in the agent's temp dir). */
+  tls?: { caFile: string; certFile: string; keyFile: string };
 }
 
 /** Extra agent options for special tests (ACLs, TLS). */
@@ -31,6 +35,45 @@ export interface ConsulOptions {
   extraConfig?: string;
   /** Headers every `api` call sends (e.g. an ACL token). */
   headers?: Record<string, string>;
+  /** Serve HTTPS only (certificates made with `consul tls`); `verifyIncoming` demands client certificates. */
+  tls?: { verifyIncoming?: boolean };
+}
+
+/** Makes a CA, a server certificate (SANs include 127.0.0.1) and a client certificate. */
+function makeCertificates(consul: string, dir: string) {
+  const run = (args: string[]) => execFileSync(consul, args, { cwd: dir, stdio: "pipe" });
+  run(["tls", "ca", "create"]);
+  run(["tls", "cert", "create", "-server", "-dc", "dc1", "-additional-ipaddress", "127.0.0.1"]);
+  run(["tls", "cert", "create", "-client", "-dc", "dc1"]);
+  return {
+    caFile: join(dir, "consul-agent-ca.pem"),
+    serverCert: join(dir, "dc1-server-consul-0.pem"),
+    serverKey: join(dir, "dc1-server-consul-0-key.pem"),
+    certFile: join(dir, "dc1-client-consul-0.pem"),
+    keyFile: join(dir, "dc1-client-consul-0-key.pem"),
+  };
+}
+
+/** fetch() for http, node:https with the CA and client certificate for https. */
+async function call(url: string, init: { method?: string; headers?: Record<string, string>; body?: string }, tls?: { caFile: string; certFile: string; keyFile: string }) {
+  if (!tls) {
+    const res = await fetch(url, init);
+    return { ok: res.ok, status: res.status, text: await res.text() };
+  }
+  return new Promise<{ ok: boolean; status: number; text: string }>((resolve, reject) => {
+    const req = httpsRequest(
+      url,
+      { method: init.method ?? "GET", headers: init.headers, ca: readFileSync(tls.caFile), cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d) => (text += d));
+        res.on("end", () => resolve({ ok: (res.statusCode ?? 500) < 300, status: res.statusCode ?? 500, text }));
+      },
+    );
+    req.on("error", reject);
+    req.end(init.body);
+  });
 }
 
 /** Starts a dev agent; waits until it has a leader. Always pair with `stop()` (e.g. in `after`). */
@@ -39,12 +82,27 @@ export async function startConsul(opts: ConsulOptions = {}): Promise<ConsulAgent
   const dir = await mkdtemp(join(tmpdir(), "cts-consul-"));
   const [http, serfLan, serfWan, server, grpc] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
   const cfg = join(dir, "agent.hcl");
+  const certs = opts.tls ? makeCertificates(consul, dir) : undefined;
+  const clientTls = certs ? { caFile: certs.caFile, certFile: certs.certFile, keyFile: certs.keyFile } : undefined;
+  const tlsBlock = certs
+    ? `tls {
+  defaults {
+    ca_file = "${certs.caFile}"
+    cert_file = "${certs.serverCert}"
+    key_file = "${certs.serverKey}"
+    verify_incoming = ${opts.tls?.verifyIncoming ? "true" : "false"}
+    verify_outgoing = true
+  }
+}
+`
+    : "";
   await writeFile(
     cfg,
     `bind_addr = "127.0.0.1"
 client_addr = "127.0.0.1"
-ports {
-  http = ${http}
+${tlsBlock}ports {
+  ${certs ? `http = -1
+  https = ${http}` : `http = ${http}`}
   dns = -1
   serf_lan = ${serfLan}
   serf_wan = ${serfWan}
@@ -57,7 +115,7 @@ ${opts.extraConfig ?? ""}
   );
   let child: ChildProcess | undefined;
   let output = "";
-  const url = `http://127.0.0.1:${http}`;
+  const url = `${certs ? "https" : "http"}://127.0.0.1:${http}`;
 
   const start = async () => {
     child = spawn(consul, ["agent", "-dev", "-config-file", cfg, "-node", "cts-test", "-log-level", "warn"], {
@@ -69,12 +127,12 @@ ${opts.extraConfig ?? ""}
     for (;;) {
       if (child.exitCode !== null) throw new Error(`consul exited with ${child.exitCode}:\n${output}`);
       try {
-        const res = await fetch(`${url}/v1/status/leader`, { headers: opts.headers });
-        const leader = res.ok ? await res.json() : "";
+        const res = await call(`${url}/v1/status/leader`, { headers: opts.headers ?? {} }, clientTls);
+        const leader = res.ok ? JSON.parse(res.text) : "";
         if (leader) {
           // The dev node registers itself right after electing; wait for it so indexes settle.
-          const nodes = await fetch(`${url}/v1/catalog/nodes`, { headers: opts.headers });
-          if (nodes.ok && ((await nodes.json()) as unknown[]).length > 0) return;
+          const nodes = await call(`${url}/v1/catalog/nodes`, { headers: opts.headers ?? {} }, clientTls);
+          if (nodes.ok && (JSON.parse(nodes.text) as unknown[]).length > 0) return;
         }
       } catch {
         /* not listening yet */
@@ -94,12 +152,12 @@ ${opts.extraConfig ?? ""}
   };
 
   const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${url}${path}`, {
-      method,
-      headers: { ...opts.headers, ...headers },
-      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-    });
-    const text = await res.text();
+    const res = await call(
+      `${url}${path}`,
+      { method, headers: { ...opts.headers, ...headers }, ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }) },
+      clientTls,
+    );
+    const text = res.text;
     if (!res.ok) throw new Error(`consul ${method} ${path}: ${res.status} ${text}`);
     try {
       return text ? JSON.parse(text) : undefined;
@@ -125,5 +183,6 @@ ${opts.extraConfig ?? ""}
       await start();
     },
     logs: () => output,
+    ...(clientTls ? { tls: clientTls } : {}),
   };
 }
