@@ -5,6 +5,8 @@ import type { LoadedConfig } from "../config/load.ts";
 import { parseDuration } from "../config/duration.ts";
 import type { Source, SourceData } from "../consul/types.ts";
 import { createConsulApi, type ConsulApi } from "../consul/client.ts";
+import { createReloadingConsulApi } from "../consul/reloading-api.ts";
+import { readTokenFile, watchTokenFile } from "../consul/token-file.ts";
 import { consulEnvForTerraform, resolveConsulConnection, type ConsulConnection } from "../consul/connection.ts";
 import { createCatalogReader } from "../consul/reader.ts";
 import { createWatcher } from "../watch/watcher.ts";
@@ -15,12 +17,19 @@ import { inProcessSynthesizer, workerSynthesizer } from "../synth/synthesizer.ts
 import { workingRoot } from "../synth/paths.ts";
 import { Controller } from "./controller.ts";
 
+/** The token file a config names (consul.tokenFile, else CONSUL_HTTP_TOKEN_FILE), if any. */
+export function tokenFileFor(config: CtsConfig): string | undefined {
+  return config.consul?.tokenFile ?? (process.env.CONSUL_HTTP_TOKEN_FILE || undefined);
+}
+
 /** The Consul connection a config describes (env fallbacks as CTS: CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN…). */
-export function consulConnectionFor(config: CtsConfig): ConsulConnection {
+export function consulConnectionFor(config: CtsConfig, tokenOverride?: string): ConsulConnection {
   const c = config.consul ?? {};
+  const file = tokenFileFor(config);
+  const token = tokenOverride ?? c.token ?? (file ? readTokenFile(file) : undefined);
   const conn = resolveConsulConnection({
     ...(c.address !== undefined ? { address: c.address } : {}),
-    ...(c.token !== undefined ? { token: c.token } : {}),
+    ...(token !== undefined ? { token } : {}),
     ...(c.tls ? { tls: c.tls } : {}),
   });
   redactSecret(conn.token);
@@ -50,6 +59,7 @@ export interface RuntimeOptions {
 export interface Runtime {
   controller: Controller;
   consul: ConsulApi;
+  /** The connection as first resolved (a rotated token replaces it inside the client). */
   connection: ConsulConnection;
   driver: LocalTerraformDriver;
   log: Logger;
@@ -62,8 +72,20 @@ export interface Runtime {
 export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runtime {
   const { config } = loaded;
   const log = opts.log ?? createLogger();
-  const connection = consulConnectionFor(config);
-  const consul = createConsulApi(connection);
+  let connection = consulConnectionFor(config);
+  const consul = createReloadingConsulApi(connection);
+  // Terraform reads the token from its environment at every command; this object is that env.
+  const terraformEnv = consulEnvForTerraform(connection);
+  const tokenFile = config.consul?.token === undefined ? tokenFileFor(config) : undefined;
+  const stopTokenWatch = tokenFile
+    ? watchTokenFile(tokenFile, connection.token ?? "", (token) => {
+        connection = consulConnectionFor(config, token);
+        consul.setConnection(connection);
+        for (const k of Object.keys(terraformEnv)) delete terraformEnv[k];
+        Object.assign(terraformEnv, consulEnvForTerraform(connection));
+        log.info(`consul: the token in ${tokenFile} changed; using the new one`);
+      })
+    : undefined;
   const tf = config.driver?.terraform ?? {};
   const root = workingRoot(loaded.dir, tf.workingDir);
   const tfLog = log.child("terraform");
@@ -72,7 +94,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     workingDir: root,
     ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
     pluginCacheDir: tf.pluginCacheDir ?? join(root, ".plugin-cache"),
-    env: consulEnvForTerraform(connection),
+    env: terraformEnv,
     ...(tf.timeout !== undefined ? { defaultTimeoutMs: parseDuration(tf.timeout) ?? 30 * 60_000 } : {}),
     log: (task, line) => tfLog.info(`[${task}] ${line}`, { task }),
   });
@@ -104,8 +126,10 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     log,
     id: config.id ?? `cts-${hostname()}`,
     async close() {
+      stopTokenWatch?.();
       await controller.stop();
       watcher?.close();
+      consul.close();
     },
   };
 }

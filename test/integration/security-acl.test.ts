@@ -97,4 +97,32 @@ describe("Consul with ACLs on (default deny) and the least-privilege policy", ()
       await rt.close();
     }
   });
+
+  it("re-reads a token file when it is rotated, for watching and for Terraform", async () => {
+    const dir = join(tmp.dir, "rotate");
+    const fs = await import("node:fs/promises");
+    await fs.mkdir(dir);
+    const tokenFile = join(dir, "token");
+    await fs.writeFile(tokenFile, noKvToken + "\n");
+    const members = join(dir, "m.txt");
+    const file = await writeConfig(dir, {
+      consulAddress: consul.address,
+      extra: `consul: { address: ${JSON.stringify(consul.address)}, tokenFile: ${JSON.stringify(tokenFile)} },`,
+      tasks: [`new MemberList("rotated", ${JSON.stringify(members)})`],
+    });
+    const rt = await startRuntime(file);
+    try {
+      await waitFor(() => rt.controller.events.list("rotated").length > 0, 30_000, "the first (denied) run");
+      assert.equal(rt.controller.events.list("rotated")[0]!.success, false);
+      // Rotate as secret managers do: write a new file and rename it over the old one.
+      await fs.writeFile(tokenFile + ".new", ctsToken);
+      await fs.rename(tokenFile + ".new", tokenFile);
+      await waitFor(() => rt.lines.some((l) => l.includes("token in") && l.includes("changed")), 15_000, "the rotation noticed");
+      await consul.register({ Name: "web", ID: "web-9", Address: "10.0.0.9", Port: 80 });
+      await waitFor(async () => (await read(members)).includes("web-9"), 30_000, "an apply with the new token");
+      assert.ok(!rt.lines.join("\n").includes(ctsToken) && !rt.lines.join("\n").includes(noKvToken), "no token in the logs");
+    } finally {
+      await rt.close();
+    }
+  });
 });
