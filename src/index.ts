@@ -17,6 +17,7 @@ export {
   type TaskInputs,
 } from "./task/conditions.ts";
 export { constructId } from "./task/ids.ts";
+export { secret, type SecretSource } from "./task/secrets.ts";
 export { toCtsServices, ctsServiceKey, type CtsService } from "./task/cts-protocol.ts";
 export type { ServiceInstance, CatalogServices, KvPairs, ServicesQuery, CatalogServicesQuery, KvQuery } from "./consul/types.ts";
 export { defineConfig, type CtsConfig, type ConsulConfig, type ConsulTlsConfig, type TerraformDriverConfig, type ApiConfig } from "./config/types.ts";

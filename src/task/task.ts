@@ -1,5 +1,6 @@
 import type { TerraformStack } from "cdktf";
 import type { CatalogServices, KvPairs, ServiceInstance } from "../consul/types.ts";
+import type { SecretSource } from "./secrets.ts";
 import type { Condition, ConsulKvCondition, CatalogServicesCondition, ServicesCondition, TaskInputs } from "./conditions.ts";
 
 /** The CDKTF stack a task builds its resources in (one stack per task). */
@@ -50,6 +51,8 @@ export interface TaskOptions<C extends Condition = Condition, I extends TaskInpu
   inputs?: I;
   /** Overrides the global buffer period; `false` turns it off. */
   bufferPeriod?: BufferPeriodOption | false;
+  /** Provider secrets by Terraform variable name, read at each run (use `secret(scope, name)` in synthesize). */
+  secrets?: Record<string, SecretSource>;
 }
 
 /**
@@ -75,6 +78,8 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
   readonly inputs: I;
   /** Per-task buffer period override. */
   readonly bufferPeriod: BufferPeriodOption | false | undefined;
+  /** Provider secrets: where each value comes from at run time. */
+  readonly secrets: Record<string, SecretSource>;
 
   constructor(options: TaskOptions<C, I>) {
     this.name = options.name;
@@ -83,6 +88,7 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
     this.condition = options.condition;
     this.inputs = options.inputs ?? ({} as I);
     this.bufferPeriod = options.bufferPeriod;
+    this.secrets = options.secrets ?? {};
   }
 
   /** Builds the task's resources in `scope` from `input`. Called on every run; must be deterministic. */
