@@ -16,6 +16,7 @@ import { APPLIED_HASH_FILE } from "../synth/paths.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import { ModuleTask } from "../task/module-task.ts";
 import { allSources, fieldOf } from "../task/sources.ts";
+import { secretEnv } from "../task/secrets.ts";
 import { taskProblems, throwProblems } from "../task/validate.ts";
 import type { AnyTaskInput } from "../task/task.ts";
 
@@ -62,6 +63,10 @@ export interface TaskView {
   variables?: Record<string, unknown>;
   bufferPeriod: { enabled: boolean; min: number; max: number };
   running: boolean;
+  /** The task's class name (what the API shows instead of a module for task classes). */
+  className: string;
+  /** The plain-data spec of a module task created through the API (PATCH replaces it). */
+  spec?: ModuleTaskSpec;
 }
 
 /**
@@ -116,6 +121,8 @@ export class Controller {
       ...(typeof t.module === "string" ? { module: t.module, version: t.version, variables: t.variables } : {}),
       bufferPeriod: this.bufferFor(e),
       running: this.queue.isRunning(e.name),
+      className: e.task.constructor.name,
+      ...(e.ref.kind === "module" ? { spec: e.ref.spec } : {}),
     };
   }
 
@@ -198,6 +205,30 @@ export class Controller {
     const e: TaskEntry = { name: spec.name, task, ref: { kind: "module", spec }, origin: "api", enabled: task.enabled, subs: [] };
     this.entries.set(spec.name, e);
     if (this.watching && e.enabled) this.startWatching(e);
+    return e;
+  }
+
+  /**
+   * Replaces the spec of a module task created through the API (PATCH with more than `enabled`):
+   * waits until it is not running, swaps the declaration, re-watches, and queues a run when enabled.
+   */
+  async replaceModuleTask(name: string, spec: ModuleTaskSpec): Promise<TaskEntry> {
+    const e = this.entry(name);
+    if (e.ref.kind !== "module" || e.origin !== "api")
+      throw new CtsError("TASK_NOT_REPLACEABLE", "usage", `is defined in code; only 'enabled' can change at run time. Change the task in the config and restart.`, { task: name });
+    if (spec.name !== name) throw new CtsError("TASK_INVALID", "usage", `cannot be renamed to '${spec.name}'. Create a new task instead.`, { task: name });
+    const task = new ModuleTask(spec);
+    throwProblems(`task '${name}'`, taskProblems(task), "TASK_INVALID");
+    this.stopWatching(e);
+    this.queue.forget(name);
+    await this.queue.settled(name);
+    e.task = task;
+    e.ref = { kind: "module", spec };
+    e.enabled = task.enabled;
+    if (this.watching && e.enabled) {
+      this.startWatching(e);
+      this.queue.enqueue(name);
+    }
     return e;
   }
 
@@ -396,7 +427,8 @@ export class Controller {
       providerVersions: loaded.config.driver?.terraform?.providerVersions,
     });
     if (mode === "apply" && synth.hash === e.lastAppliedHash) return { task: e.name, ok: true, outcome: "no-op", synth };
-    const ws = { task: e.name, json: synth.json };
+    // Secrets are read at every run (rotation needs no restart) and reach Terraform only as TF_VAR_ env.
+    const ws = { task: e.name, json: synth.json, env: secretEnv(e.name, e.task.secrets) };
     const onOutput = (line: string) => this.log.debug(`[${e.name}] ${line}`, { task: e.name });
     if (mode === "plan") {
       const result = await driver.plan(ws, { signal, onOutput });
