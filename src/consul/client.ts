@@ -50,6 +50,8 @@ export interface QueryOptions {
 export interface QueryResult<T> {
   data: T;
   index: bigint;
+  /** Consul left out entries the token may not read (X-Consul-Results-Filtered-By-ACLs). */
+  filtered?: boolean;
 }
 
 /** Parameters of a health query. */
@@ -145,7 +147,8 @@ export function createConsulApi(connection: ConsulConnection | ConsulConnectionC
     try {
       const out = (await run(clientFor(namespace), common)) as [{ headers: Record<string, string | string[] | undefined> }, unknown];
       const [res, body] = out;
-      return { data: body as T, index: parseIndex(res.headers["x-consul-index"]) };
+      const filtered = res.headers["x-consul-results-filtered-by-acls"] === "true";
+      return { data: body as T, index: parseIndex(res.headers["x-consul-index"]), ...(filtered ? { filtered } : {}) };
     } catch (err) {
       if (signal?.aborted) throw abortError(signal);
       throw toConsulError(err, { ...desc, url: conn.url });
@@ -165,7 +168,18 @@ export function createConsulApi(connection: ConsulConnection | ConsulConnectionC
           ...(req.datacenter ? { dc: req.datacenter } : {}),
           ...common,
         } as never),
-      ).then((r) => ({ data: r.data ?? [], index: r.index }));
+      ).then((r) => {
+        // Consul hides what a token may not read instead of refusing: a partial list of instances
+        // would make Terraform remove live ones, so this is a permission error, not data.
+        if (r.filtered)
+          throw new CtsError(
+            "CONSUL_PERMISSION_DENIED",
+            "external",
+            `Consul filtered instances of service '${req.service}' by ACLs: the token lacks ${desc.permission}. Grant service:read on "${req.service}" and node:read on its nodes (see examples/acl/cts-policy.hcl).`,
+            { detail: { status: 403 } },
+          );
+        return { data: r.data ?? [], index: r.index };
+      });
     },
     catalogServices(req, opts = {}) {
       const desc = { what: "listing the catalog's services", permission: "service:read on the services to watch" };

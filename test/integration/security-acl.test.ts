@@ -125,4 +125,28 @@ describe("Consul with ACLs on (default deny) and the least-privilege policy", ()
       await rt.close();
     }
   });
+
+  it("a token that may not read a service gets an error naming service:read on it, not an empty pool", async () => {
+    const dir = join(tmp.dir, "noread");
+    const fs = await import("node:fs/promises");
+    await fs.mkdir(dir);
+    await consul.api("PUT", "/v1/acl/policy", { Name: "kv-only", Rules: `key_prefix "consul-terraform-sync/" { policy = "write" }\nsession_prefix "" { policy = "write" }` });
+    const kvOnly = (await consul.api("PUT", "/v1/acl/token", { Description: "kv only", Policies: [{ Name: "kv-only" }] })).SecretID;
+    const members = join(dir, "m.txt");
+    const file = await writeConfig(dir, {
+      consulAddress: consul.address,
+      extra: `consul: { address: ${JSON.stringify(consul.address)}, token: ${JSON.stringify(kvOnly)} },`,
+      tasks: [`new MemberList("blind", ${JSON.stringify(members)})`],
+    });
+    const rt = await startRuntime(file);
+    try {
+      await waitFor(() => rt.controller.events.list("blind").length > 0, 30_000, "the permission error event");
+      const ev = rt.controller.events.list("blind")[0]!;
+      assert.equal(ev.success, false);
+      assert.match(ev.error!.message, /service:read on "web"/);
+      assert.equal(await read(members), "", "nothing applied from a filtered (empty) answer");
+    } finally {
+      await rt.close();
+    }
+  });
 });
