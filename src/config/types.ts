@@ -1,22 +1,10 @@
 import type { BackendConfig } from "../synth/backend.ts";
+import type { ConsulTlsOptions } from "../consul/connection.ts";
 import type { BufferPeriodOption, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 
-/** TLS settings for a connection to Consul. */
-export interface ConsulTlsConfig {
-  /** Use HTTPS (implied by an https:// address). */
-  enabled?: boolean;
-  /** CA certificate file (CONSUL_CACERT). */
-  caFile?: string;
-  /** Client certificate file (CONSUL_CLIENT_CERT). */
-  certFile?: string;
-  /** Client key file (CONSUL_CLIENT_KEY). */
-  keyFile?: string;
-  /** Server name to verify (CONSUL_TLS_SERVER_NAME). */
-  serverName?: string;
-  /** Skip certificate verification (tests only). */
-  insecureSkipVerify?: boolean;
-}
+/** TLS settings for a connection to Consul (the same options the Consul client takes). */
+export type ConsulTlsConfig = ConsulTlsOptions;
 
 /** How cts reaches Consul. */
 export interface ConsulConfig {
@@ -56,6 +44,26 @@ export interface ApiConfig {
   port?: number;
 }
 
+/** Where a high-availability cluster keeps its lock and state in Consul KV. */
+export interface HaStorageConfig {
+  /** KV prefix of the leader lock and the stored state (default `consul-terraform-sync/<cluster name>`). */
+  parentPath?: string;
+  /** TTL of each instance's Consul session (default "15s"; Consul refuses less than its session_ttl_min, 10s by default). */
+  sessionTtl?: string | number;
+  /** Consul namespace of the KV entries and sessions (Consul Enterprise). */
+  namespace?: string;
+  /** Consul lock-delay of the leader session (default "0s"; src/ha/README.md says why). */
+  lockDelay?: string | number;
+}
+
+/** High availability: one leader runs tasks, the others wait to take over (CTS's `high_availability`). */
+export interface HighAvailabilityConfig {
+  /** The cluster this instance belongs to. */
+  cluster: { name: string; storage?: HaStorageConfig };
+  /** How other instances and clients reach this instance's API (default: the address the API listens on). */
+  instance?: { address?: string };
+}
+
 /** Everything `cts.config.ts` can say. */
 export interface CtsConfig {
   /** This instance's id (default `cts-<hostname>`). */
@@ -70,6 +78,8 @@ export interface CtsConfig {
   concurrency?: number;
   /** HTTP API. */
   api?: ApiConfig;
+  /** High availability through a leader lock in Consul (src/ha). */
+  highAvailability?: HighAvailabilityConfig;
   /** The tasks. */
   tasks: Array<Task<Condition, TaskInputs>>;
 }
