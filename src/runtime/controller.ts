@@ -49,6 +49,31 @@ export interface RunOutcome {
   error?: CtsError;
 }
 
+/** A change made to a task at run time (API), for whoever persists them (high availability). */
+export interface TaskChange {
+  kind: "created" | "replaced" | "enabled" | "disabled" | "deleted";
+  task: string;
+  origin: "config" | "api";
+}
+
+/** Observers of the controller (high availability persists through these). Called synchronously. */
+export interface ControllerHooks {
+  /** A run (or a fatal watch error) recorded an event. */
+  onEvent?(event: TaskEvent): void;
+  /** A task was created, replaced, enabled, disabled or deleted. */
+  onTaskChange?(change: TaskChange): void;
+}
+
+/** One task of a stored state (high availability): an enabled override, a tombstone, or an API task. */
+export interface RestoredTask {
+  name: string;
+  enabled: boolean;
+  /** The spec of a task created through the API. */
+  spec?: ModuleTaskSpec;
+  /** A config task that was deleted through the API. */
+  deleted?: boolean;
+}
+
 /** A task as the API and CLI see it. */
 export interface TaskView {
   name: string;
@@ -80,6 +105,9 @@ export class Controller {
   private readonly log: Logger;
   private watching = false;
   private stopped = false;
+  /** Paused (a high-availability follower): nothing watches, queued runs are dropped. */
+  private paused = false;
+  private hooks: ControllerHooks = {};
   private readonly globalBuffer: BufferPeriodSettings;
 
   constructor(private readonly deps: ControllerDeps) {
@@ -177,18 +205,19 @@ export class Controller {
     return this.runTask(name, "apply");
   }
 
-  /** Enables or disables a task; enabling runs it. */
-  async setEnabled(name: string, enabled: boolean): Promise<void> {
+  /** Enables or disables a task; enabling runs it (unless `run: false`: the caller runs it itself). */
+  async setEnabled(name: string, enabled: boolean, opts: { run?: boolean } = {}): Promise<void> {
     const e = this.entry(name);
     if (e.enabled === enabled) return;
     e.enabled = enabled;
     if (enabled) {
       if (this.watching) this.startWatching(e);
-      this.queue.enqueue(name);
+      if (opts.run !== false) this.queue.enqueue(name);
     } else {
       this.stopWatching(e);
       this.queue.forget(name);
     }
+    this.hooks.onTaskChange?.({ kind: enabled ? "enabled" : "disabled", task: name, origin: e.origin });
   }
 
   /** Plans one task (with optional replacement declaration, for dry runs). */
@@ -205,12 +234,14 @@ export class Controller {
     const e: TaskEntry = { name: spec.name, task, ref: { kind: "module", spec }, origin: "api", enabled: task.enabled, subs: [] };
     this.entries.set(spec.name, e);
     if (this.watching && e.enabled) this.startWatching(e);
+    this.hooks.onTaskChange?.({ kind: "created", task: spec.name, origin: "api" });
     return e;
   }
 
   /**
    * Replaces the spec of a module task created through the API (PATCH with more than `enabled`):
-   * waits until it is not running, swaps the declaration, re-watches, and queues a run when enabled.
+   * waits until it is not running, swaps the declaration and re-watches. It does not queue a run:
+   * the caller decides (the API runs it now, or in the background).
    */
   async replaceModuleTask(name: string, spec: ModuleTaskSpec): Promise<TaskEntry> {
     const e = this.entry(name);
@@ -225,10 +256,8 @@ export class Controller {
     e.task = task;
     e.ref = { kind: "module", spec };
     e.enabled = task.enabled;
-    if (this.watching && e.enabled) {
-      this.startWatching(e);
-      this.queue.enqueue(name);
-    }
+    if (this.watching && e.enabled) this.startWatching(e);
+    this.hooks.onTaskChange?.({ kind: "replaced", task: name, origin: "api" });
     return e;
   }
 
@@ -258,10 +287,106 @@ export class Controller {
     }
     this.entries.delete(name);
     this.events.delete(name);
+    this.hooks.onTaskChange?.({ kind: "deleted", task: name, origin: e.origin });
     return outcome;
   }
 
+  // ---- high availability ---------------------------------------------------------------------
+
+  /** Sets the observers (one set; high availability installs it). */
+  setHooks(hooks: ControllerHooks): void {
+    this.hooks = hooks;
+  }
+
+  /** Whether the controller is paused. */
+  get isPaused(): boolean {
+    return this.paused;
+  }
+
+  /**
+   * Stops watching and running without closing anything (a leader that became a follower): runs
+   * in progress are cancelled (Terraform gets SIGINT), queued runs dropped. Waits up to `graceMs`.
+   */
+  async pause(graceMs = 10_000): Promise<void> {
+    this.paused = true;
+    this.watching = false;
+    for (const e of this.entries.values()) {
+      this.stopWatching(e);
+      this.queue.forget(e.name);
+    }
+    for (const e of this.entries.values()) e.abort?.abort();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.queue.idle(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * Leaves the paused state: runs every enabled task once, then watches (a new leader). Hashes
+   * of earlier applies are forgotten: another instance may have applied since.
+   */
+  async resume(): Promise<void> {
+    if (this.stopped) return;
+    for (const e of this.entries.values()) e.lastAppliedHash = undefined;
+    this.paused = false;
+    await this.watch();
+  }
+
+  /**
+   * Makes the tasks and events match a stored state (high availability), on a paused controller:
+   * config tasks with their stored enabled flag or deleted, API tasks added, replaced or removed.
+   * Runs nothing and calls no hook. Returns the stored tasks that could not be restored.
+   */
+  restore(tasks: Iterable<RestoredTask>, events: ReadonlyMap<string, TaskEvent[]>): string[] {
+    if (this.watching) throw new CtsError("CTS_INTERNAL", "internal", "restore() needs a paused controller");
+    const problems: string[] = [];
+    const stored = new Map([...tasks].map((t) => [t.name, t]));
+    for (const task of this.deps.loaded.config.tasks) {
+      const rec = stored.get(task.name);
+      if (rec?.spec && !rec.deleted) continue;
+      if (rec?.deleted) {
+        this.entries.delete(task.name);
+        continue;
+      }
+      let e = this.entries.get(task.name);
+      if (!e || e.origin !== "config") {
+        e = { name: task.name, task, ref: { kind: "config", configFile: this.deps.loaded.file, name: task.name }, origin: "config", enabled: task.enabled, subs: [] };
+        this.entries.set(task.name, e);
+      }
+      e.enabled = rec ? rec.enabled : task.enabled;
+    }
+    for (const rec of stored.values()) {
+      if (!rec.spec || rec.deleted) continue;
+      const e = this.entries.get(rec.name);
+      if (e?.origin === "api" && e.ref.kind === "module" && JSON.stringify(e.ref.spec) === JSON.stringify(rec.spec)) {
+        e.enabled = rec.enabled;
+        continue;
+      }
+      try {
+        const task = new ModuleTask(rec.spec);
+        throwProblems(`task '${rec.name}'`, taskProblems(task), "TASK_INVALID");
+        this.entries.set(rec.name, { name: rec.name, task, ref: { kind: "module", spec: rec.spec }, origin: "api", enabled: rec.enabled, subs: [] });
+      } catch (err) {
+        problems.push(`task '${rec.name}' cannot be restored: ${messageOf(err)}`);
+      }
+    }
+    for (const e of [...this.entries.values()]) {
+      const rec = stored.get(e.name);
+      if (e.origin === "api" && (!rec?.spec || rec.deleted)) this.entries.delete(e.name);
+    }
+    for (const name of new Set([...this.entries.keys(), ...events.keys()])) {
+      const list = events.get(name);
+      if (list && this.entries.has(name)) this.events.restore(name, list);
+      else this.events.delete(name);
+    }
+    return problems;
+  }
+
   // ---- internals -----------------------------------------------------------------------------
+
+  private record(event: TaskEvent): void {
+    this.events.add(event);
+    this.hooks.onEvent?.(event);
+  }
 
   private entry(name: string): TaskEntry {
     const e = this.entries.get(name);
@@ -289,7 +414,7 @@ export class Controller {
         onError: (err, fatal) => {
           if (fatal) {
             this.log.error(`task '${e.name}': ${err.message}`, { task: e.name, code: err.code });
-            this.events.add(makeEvent(e.name, new Date(), { success: false, outcome: "failed", error: { message: err.message } }));
+            this.record(makeEvent(e.name, new Date(), { success: false, outcome: "failed", error: { message: err.message } }));
           } else this.log.warn(`task '${e.name}': watching Consul: ${err.message}`, { task: e.name });
         },
       });
@@ -314,7 +439,7 @@ export class Controller {
     const arm = () => {
       // setTimeout cannot wait past ~24.8 days, so long waits are chained.
       e.cronTimer = setTimeout(() => {
-        if (this.stopped || !e.enabled) return;
+        if (this.stopped || this.paused || !e.enabled) return;
         if (Date.now() + 5 < target) return arm();
         this.queue.enqueue(e.name);
         this.scheduleNext(e, cron);
@@ -325,19 +450,27 @@ export class Controller {
   }
 
   private trigger(e: TaskEntry): void {
-    if (!e.enabled || this.stopped || e.deleting) return;
+    if (!e.enabled || this.stopped || this.paused || e.deleting) return;
     this.log.debug(`task '${e.name}': watched data changed`, { task: e.name });
     if (e.buffer) e.buffer.trigger();
     else this.queue.enqueue(e.name);
   }
 
   private async runQueued(name: string): Promise<void> {
-    const e = this.entries.get(name);
-    if (!e || e.deleting) return;
-    if (!e.enabled) {
+    if (this.paused) {
       const waiters = this.onceWaiters.get(name) ?? [];
       this.onceWaiters.delete(name);
-      for (const w of waiters) w({ task: name, ok: false, outcome: "disabled", error: new CtsError("TASK_DISABLED", "usage", "is disabled. Enable it first.", { task: name }) });
+      const error = new CtsError("CTS_PAUSED", "external", "was not run: this instance stopped running tasks (it is not the high-availability leader).", { task: name });
+      for (const w of waiters) w({ task: name, ok: false, outcome: "cancelled", error });
+      return;
+    }
+    const e = this.entries.get(name);
+    if (!e || e.deleting || !e.enabled) {
+      // Whoever asked for this run (runNow, once) still gets an answer.
+      const waiters = this.onceWaiters.get(name) ?? [];
+      this.onceWaiters.delete(name);
+      const error = e?.enabled === false ? new CtsError("TASK_DISABLED", "usage", "is disabled. Enable it first.", { task: name }) : new CtsError("TASK_NOT_FOUND", "usage", "was deleted.", { task: name });
+      for (const w of waiters) w({ task: name, ok: false, outcome: e?.enabled === false ? "disabled" : "deleted", error });
       return;
     }
     await this.execute(e, "apply");
@@ -388,7 +521,7 @@ export class Controller {
         config: { ...(source ? { source } : {}), services: servicesOf(e) },
         ...(outcome.result ? { changes: outcome.result.summary } : {}),
       });
-      this.events.add(event);
+      this.record(event);
       if (outcome.ok) this.log.info(`task '${e.name}': ${outcome.outcome}`, { task: e.name, ...(outcome.result?.summary ?? {}) });
       else this.log.error(`task '${e.name}': ${outcome.error?.message ?? outcome.outcome}`, { task: e.name });
     }
@@ -404,6 +537,9 @@ export class Controller {
         return await this.once1(e, mode, signal);
       } catch (err) {
         const error = toCtsError(err, "TASK_RUN_FAILED", e.name);
+        // A failed or cancelled apply may have changed part of the infrastructure: the next run
+        // must not be skipped as a no-op, even if its JSON equals the last applied one.
+        if (mode !== "plan") e.lastAppliedHash = undefined;
         const cancelled = signal.aborted || error.code === "TERRAFORM_CANCELLED";
         if (cancelled || error.category === "usage" || attempt >= retries) {
           return { task: e.name, ok: false, outcome: cancelled ? "cancelled" : "failed", error };

@@ -1,0 +1,150 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { Controller } from "../../src/runtime/controller.ts";
+import { createLogger } from "../../src/log.ts";
+import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
+import type { Source, SourceData } from "../../src/consul/types.ts";
+import type { Subscription, SubscriptionListener, Watcher } from "../../src/watch/types.ts";
+import type { RunResult, TaskWorkspace } from "../../src/terraform/types.ts";
+import { MemberList } from "../fixtures/tasks.ts";
+
+/** A watcher whose data the test sets and whose changes the test fires. */
+function fakeWatcher() {
+  let data: SourceData = [];
+  const listeners: SubscriptionListener[] = [];
+  const watcher: Watcher = {
+    subscribe<S extends Source>(_s: S, l: SubscriptionListener): Subscription<S> {
+      listeners.push(l);
+      return { ready: Promise.resolve(), current: () => data as never, close: () => listeners.splice(listeners.indexOf(l), 1) };
+    },
+    viewCount: () => 1,
+    close() {},
+  };
+  return {
+    watcher,
+    set(instances: Array<{ id: string }>) {
+      data = instances.map((i) => ({ ...i, name: "web", kind: "", address: "10.0.0.1", port: 80, meta: {}, tags: [], namespace: "", status: "passing", node: "n", nodeId: "", nodeAddress: "", nodeDatacenter: "", nodeTaggedAddresses: {}, nodeMeta: {}, ctsUserDefinedMeta: {} }));
+      for (const l of [...listeners]) l.onChange();
+    },
+  };
+}
+
+/** A driver that records applies and can be made slow or failing. */
+function fakeDriver() {
+  const applied: string[] = [];
+  let gate: Promise<void> = Promise.resolve();
+  let fail = false;
+  const ok: RunResult = { changesPresent: true, summary: { add: 1, change: 0, destroy: 0 }, output: "" };
+  return {
+    applied,
+    hold() {
+      let release!: () => void;
+      gate = new Promise((r) => (release = r));
+      return () => release();
+    },
+    failNext(v: boolean) {
+      fail = v;
+    },
+    driver: {
+      taskDir: (t: string) => `/nonexistent/${t}`,
+      async apply(ws: TaskWorkspace) {
+        await gate;
+        if (fail) throw new Error("apply failed");
+        applied.push(JSON.parse(ws.json).resource.local_file.members.content);
+        return ok;
+      },
+      async plan() {
+        return { ...ok, changesPresent: false };
+      },
+      async destroy() {
+        return ok;
+      },
+    },
+  };
+}
+
+function setup() {
+  const task = new MemberList("members", "/tmp/m.txt");
+  const w = fakeWatcher();
+  const d = fakeDriver();
+  const controller = new Controller({
+    loaded: { config: { tasks: [task] }, file: "/x/cts.config.ts", dir: "/x" },
+    reader: { read: async () => [] as never },
+    driver: d.driver,
+    synthesizer: inProcessSynthesizer(() => task),
+    log: createLogger({ write: () => {} }),
+    watcher: w.watcher,
+    retries: 0,
+  });
+  return { controller, w, d };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 20));
+
+describe("Controller", () => {
+  it("collapses three changes during a run into exactly one more run with the latest data", async () => {
+    const { controller, w, d } = setup();
+    w.set([{ id: "a" }]);
+    const release = d.hold();
+    await controller.watch();
+    await tick();
+    w.set([{ id: "a" }, { id: "b" }]);
+    w.set([{ id: "a" }, { id: "b" }, { id: "c" }]);
+    w.set([{ id: "c" }]);
+    release();
+    await controller.idle();
+    assert.deepEqual(d.applied, ["a 10.0.0.1:80\n", "c 10.0.0.1:80\n"]);
+    await controller.stop(100);
+  });
+
+  it("skips Terraform when the synthesized JSON equals the last applied one", async () => {
+    const { controller, w, d } = setup();
+    w.set([{ id: "a" }]);
+    await controller.watch();
+    await controller.idle();
+    const outcome = await controller.runNow("members");
+    assert.equal(outcome.outcome, "no-op");
+    assert.equal(d.applied.length, 1);
+    assert.equal(controller.events.list("members")[0]!.outcome, "no-op");
+    await controller.stop(100);
+  });
+
+  it("does not skip the next run after a failed apply, even with the same JSON", async () => {
+    const { controller, w, d } = setup();
+    w.set([{ id: "a" }]);
+    await controller.watch();
+    await controller.idle();
+    d.failNext(true);
+    assert.equal((await controller.runNow("members")).outcome, "no-op");
+    w.set([{ id: "b" }]);
+    await controller.idle();
+    assert.equal(controller.events.status("members"), "errored");
+    d.failNext(false);
+    w.set([{ id: "a" }]);
+    await controller.idle();
+    assert.deepEqual(d.applied, ["a 10.0.0.1:80\n", "a 10.0.0.1:80\n"]);
+    assert.equal(controller.events.status("members"), "successful");
+    await controller.stop(100);
+  });
+
+  it("answers runNow on a disabled task with a clear error, and runs it again when enabled", async () => {
+    const { controller, w, d } = setup();
+    w.set([{ id: "a" }]);
+    await controller.watch();
+    await controller.idle();
+    await controller.setEnabled("members", false);
+    const r = await controller.runNow("members");
+    assert.equal(r.ok, false);
+    assert.equal(r.error!.code, "TASK_DISABLED");
+    w.set([{ id: "z" }]);
+    await controller.setEnabled("members", true);
+    await controller.idle();
+    assert.equal(d.applied.at(-1), "z 10.0.0.1:80\n");
+    await controller.stop(100);
+  });
+
+  it("refuses an unknown task with the command to list tasks", () => {
+    const { controller } = setup();
+    assert.throws(() => controller.runNow("nope"), /no task named 'nope'\. List tasks with `cts task list`/);
+  });
+});
