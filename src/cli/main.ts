@@ -1,8 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { CtsError } from "../errors.ts";
-import { registerInit } from "./init.ts";
-import { registerSynth } from "./synth.ts";
-import { registerRun } from "./run.ts";
+import { registerTask } from "./task.ts";
+import { registerStatus } from "./status.ts";
 
 const program = new Command()
   .name("cts")
@@ -11,9 +10,16 @@ const program = new Command()
   .showHelpAfterError()
   .exitOverride();
 
-registerSynth(program);
-registerInit(program);
-registerRun(program);
+// `cts task` and `cts status` only talk HTTP to a daemon: they skip loading the runtime, whose
+// cdktf import alone costs seconds of CPU on every call.
+if (!["task", "status"].includes(process.argv[2] ?? "")) {
+  const [{ registerSynth }, { registerInit }, { registerRun }] = await Promise.all([import("./synth.ts"), import("./init.ts"), import("./run.ts")]);
+  registerSynth(program);
+  registerInit(program);
+  registerRun(program);
+}
+registerTask(program);
+registerStatus(program);
 
 try {
   await program.parseAsync(process.argv);

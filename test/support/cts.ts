@@ -41,6 +41,7 @@ export default defineConfig({
   consul: { address: ${JSON.stringify(opts.consulAddress)} },
   driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))} } },
   ${opts.extra ?? ""}
+  ${/\bapi\s*:/.test(opts.extra ?? "") ? "" : "api: { port: 0 }, // daemons in tests never compete for 8558"}
   tasks: [${opts.tasks.join(", ")}],
 });
 `,

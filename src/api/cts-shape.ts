@@ -1,0 +1,153 @@
+import { formatDuration, parseDuration } from "../config/duration.ts";
+import type { TaskView } from "../runtime/controller.ts";
+import type { TaskEvent, TaskStatus } from "../runtime/events.ts";
+import type { ModuleTaskSpec } from "../synth/task-ref.ts";
+import type { Condition, TaskInputs } from "../task/conditions.ts";
+
+/** A task in CTS's API JSON shape (plus `origin`, which says where the task was defined). */
+export interface CtsTask {
+  name: string;
+  description: string;
+  enabled: boolean;
+  /** Module source; for a task class, "(task class <Name>)". */
+  module: string;
+  version?: string;
+  variables: Record<string, unknown>;
+  providers: string[];
+  condition: Record<string, unknown>;
+  module_input: Record<string, unknown>;
+  buffer_period: { enabled: boolean; min: string; max: string } | Record<string, unknown>;
+  /** Beyond CTS: "config" (cts.config.ts) or "api" (created through the API). */
+  origin: "config" | "api";
+}
+
+/** A task's status entry, as `/v1/status/tasks` returns it. */
+export interface CtsTaskStatus {
+  task_name: string;
+  status: TaskStatus;
+  enabled: boolean;
+  events_url: string;
+  events?: TaskEvent[];
+}
+
+/** How the module field shows a task class (it has no module; this cannot be mistaken for one). */
+export function classModuleLabel(className: string): string {
+  return `(task class ${className || "anonymous"})`;
+}
+
+/** A condition in CTS's shape: `{ services: {...} }`, `{ catalog_services: {...} }`, `{ consul_kv: {...} }`, `{ schedule: {...} }`. */
+export function conditionToCts(c: Condition): Record<string, unknown> {
+  switch (c.kind) {
+    case "services": {
+      const q = c.query;
+      return {
+        services: {
+          ...(q.names?.length ? { names: [...q.names] } : { regexp: q.regexp ?? "" }),
+          datacenter: q.datacenter ?? "",
+          namespace: q.namespace ?? "",
+          filter: q.filter ?? "",
+          cts_user_defined_meta: { ...(q.userMeta ?? {}) },
+          use_as_module_input: true,
+        },
+      };
+    }
+    case "catalog-services":
+      return {
+        catalog_services: {
+          regexp: c.query.regexp,
+          datacenter: c.query.datacenter ?? "",
+          namespace: c.query.namespace ?? "",
+          node_meta: { ...(c.query.nodeMeta ?? {}) },
+          use_as_module_input: true,
+        },
+      };
+    case "consul-kv":
+      return {
+        consul_kv: {
+          path: c.query.path,
+          recurse: c.query.recurse ?? false,
+          datacenter: c.query.datacenter ?? "",
+          namespace: c.query.namespace ?? "",
+          use_as_module_input: true,
+        },
+      };
+    case "schedule":
+      return { schedule: { cron: c.cron } };
+  }
+}
+
+/** Module inputs in CTS's shape: `{ services?: {...}, consul_kv?: {...} }`. */
+export function inputsToCts(inputs: TaskInputs | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (inputs?.services) {
+    const { use_as_module_input: _, ...services } = conditionToCts(inputs.services).services as Record<string, unknown>;
+    out.services = services;
+  }
+  if (inputs?.kv) {
+    const { use_as_module_input: _, ...kv } = conditionToCts(inputs.kv).consul_kv as Record<string, unknown>;
+    out.consul_kv = kv;
+  }
+  return out;
+}
+
+/** A task as `GET /v1/tasks/{name}` returns it; the buffer period is the effective one. */
+export function taskToCts(v: TaskView): CtsTask {
+  const isModule = typeof v.module === "string";
+  return {
+    name: v.name,
+    description: v.description,
+    enabled: v.enabled,
+    module: isModule ? v.module! : classModuleLabel(v.className),
+    ...(isModule && v.version ? { version: v.version } : {}),
+    variables: { ...(v.variables ?? {}) },
+    providers: [],
+    condition: conditionToCts(v.condition as Condition),
+    module_input: inputsToCts(v.inputs as TaskInputs),
+    buffer_period: { enabled: v.bufferPeriod.enabled, min: formatDuration(v.bufferPeriod.min), max: formatDuration(v.bufferPeriod.max) },
+    origin: v.origin,
+  };
+}
+
+/** A module task's own spec in CTS's shape (what PATCH merges into): the buffer period as written. */
+export function specToCts(spec: ModuleTaskSpec): Record<string, unknown> {
+  const bp = spec.bufferPeriod;
+  const dur = (d: string | number | undefined) => (d === undefined ? undefined : typeof d === "number" ? formatDuration(d) : formatDuration(parseDuration(d) ?? 0));
+  return {
+    name: spec.name,
+    description: spec.description ?? "",
+    enabled: spec.enabled ?? true,
+    module: spec.module,
+    ...(spec.version ? { version: spec.version } : {}),
+    variables: { ...(spec.variables ?? {}) },
+    condition: conditionToCts(spec.condition),
+    module_input: inputsToCts(spec.inputs),
+    ...(bp === false
+      ? { buffer_period: { enabled: false } }
+      : bp
+        ? { buffer_period: { enabled: true, ...(bp.min !== undefined ? { min: dur(bp.min) } : {}), ...(bp.max !== undefined ? { max: dur(bp.max) } : {}) } }
+        : {}),
+  };
+}
+
+/** A task's status entry; `events_url` is empty while there are no events, as in CTS. */
+export function taskStatus(v: TaskView, events: TaskEvent[], includeEvents: boolean): CtsTaskStatus {
+  return {
+    task_name: v.name,
+    status: v.status,
+    enabled: v.enabled,
+    events_url: events.length ? `/v1/status/tasks/${encodeURIComponent(v.name)}?include=events` : "",
+    ...(includeEvents ? { events } : {}),
+  };
+}
+
+/** `GET /v1/status`'s summary. */
+export function overallStatus(views: TaskView[]): { task_summary: { status: Record<TaskStatus, number>; enabled: { true: number; false: number } } } {
+  const status: Record<TaskStatus, number> = { successful: 0, errored: 0, critical: 0, unknown: 0 };
+  const enabled = { true: 0, false: 0 };
+  for (const v of views) {
+    status[v.status]++;
+    if (v.enabled) enabled.true++;
+    else enabled.false++;
+  }
+  return { task_summary: { status, enabled } };
+}

@@ -1,0 +1,61 @@
+import type { ApiConfig } from "../config/types.ts";
+import { CtsError } from "../errors.ts";
+import type { Runtime } from "../runtime/compose.ts";
+import { consulProblem, registerSelf } from "../runtime/registration.ts";
+import type { ApiDeps } from "./handlers.ts";
+import { createApiServer, DEFAULT_API_ADDRESS, DEFAULT_API_PORT } from "./server.ts";
+
+/** Where the daemon's API listens: flags win over the config. */
+export interface DaemonApiOptions {
+  address?: string;
+  port?: number | string;
+  /** Skip self-registration in Consul (tests). */
+  register?: boolean;
+  /** Extra tags on the self-registration (high availability's cluster tag). */
+  tags?: string[];
+  /** High availability: the cluster status and the follower's refusal of task changes. */
+  cluster?: ApiDeps["cluster"];
+  beforeChange?: ApiDeps["beforeChange"];
+}
+
+/** A health probe that asks Consul at most once per `ttlMs`; concurrent callers share one probe. */
+export function cachedProbe(probe: () => Promise<string | undefined>, ttlMs = 1_000): () => Promise<string | undefined> {
+  let last: { at: number; value: Promise<string | undefined> } | undefined;
+  return () => {
+    if (!last || Date.now() - last.at > ttlMs) last = { at: Date.now(), value: probe() };
+    return last.value;
+  };
+}
+
+function portOf(value: number | string | undefined): number {
+  const port = typeof value === "string" ? Number(value) : (value ?? DEFAULT_API_PORT);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CtsError("API_PORT_INVALID", "usage", `API port '${String(value)}' is not 0-65535. Pass e.g. --api-port 8558.`);
+  return port;
+}
+
+/**
+ * Starts the daemon's API, then registers the instance in Consul (a failed registration is logged,
+ * not fatal). Returns the stop function: deregister first, so Consul stops routing to us, then close.
+ */
+export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined, opts: DaemonApiOptions = {}): Promise<{ url: string; stop: () => Promise<void> }> {
+  const log = rt.log.child("api");
+  const address = opts.address ?? config?.address ?? DEFAULT_API_ADDRESS;
+  const port = portOf(opts.port ?? config?.port);
+  const server = createApiServer({
+    controller: rt.controller,
+    log,
+    health: cachedProbe(() => consulProblem(rt.connection)),
+    ...(opts.cluster ? { cluster: opts.cluster } : {}),
+    ...(opts.beforeChange ? { beforeChange: opts.beforeChange } : {}),
+  });
+  const bound = await server.listen(port, address);
+  log.info(`api: listening on ${bound.url}`, { address: bound.address, port: bound.port });
+  const registration = opts.register === false ? undefined : await registerSelf(rt.connection, { id: rt.id, address: bound.address, port: bound.port, log, ...(opts.tags ? { tags: opts.tags } : {}) });
+  return {
+    url: bound.url,
+    async stop() {
+      await registration?.deregister();
+      await server.close();
+    },
+  };
+}

@@ -1,0 +1,203 @@
+import type { IncomingMessage } from "node:http";
+import { CtsError } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import type { Controller, RunOutcome } from "../runtime/controller.ts";
+import { overallStatus, specToCts, taskStatus, taskToCts, type CtsTaskStatus } from "./cts-shape.ts";
+import { ApiError, readJsonBody } from "./http-io.ts";
+import type { Match } from "./router.ts";
+import { parseCreateBody, parseTask } from "./task-request.ts";
+import { parsePatchBody, patchedTask } from "./task-patch.ts";
+
+/** The controller operations the API uses (a fake can stand in for unit tests). */
+export type ApiController = Pick<
+  Controller,
+  "taskNames" | "view" | "events" | "runNow" | "setEnabled" | "planTask" | "addModuleTask" | "dryRunModuleTask" | "deleteTask" | "replaceModuleTask"
+>;
+
+/** What the API server needs. */
+export interface ApiDeps {
+  controller: ApiController;
+  log: Logger;
+  /** Why the daemon is unhealthy (Consul unreachable…), or undefined when healthy. */
+  health?: () => Promise<string | undefined>;
+  /** Largest accepted request body in bytes (default 1 MiB). */
+  bodyLimitBytes?: number;
+  /** `GET /v1/status/cluster`'s body (high availability); without it the route answers 405. */
+  cluster?: () => Promise<Record<string, unknown>>;
+  /** Called before every task-changing call; throws to refuse it (an HA follower's redirect error). */
+  beforeChange?: () => void | Promise<void>;
+}
+
+/** A handler's answer. */
+export interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** Maps a CtsError from the runtime to an API error (`detail.status`, when set, wins). */
+export function apiErrorOf(err: CtsError): ApiError {
+  const status = err.detail.status;
+  if (typeof status === "number" && Number.isInteger(status) && status >= 400 && status <= 599) return new ApiError(status, err.message);
+  if (err.code === "TASK_NOT_FOUND") return new ApiError(404, err.message);
+  if (err.code === "TASK_EXISTS") return new ApiError(409, err.message);
+  return new ApiError(err.category === "usage" ? 400 : 500, err.message);
+}
+
+function failed(outcome: RunOutcome, what: string): ApiError {
+  const err = outcome.error ?? new CtsError("TASK_RUN_FAILED", "external", `${what} ${outcome.outcome}`, { task: outcome.task });
+  const api = apiErrorOf(err);
+  return new ApiError(api.status, `${what}: ${err.message}`);
+}
+
+function inspectOf(outcome: RunOutcome): { changes_present: boolean; plan: string } {
+  if (!outcome.ok) throw failed(outcome, `planning task '${outcome.task}' failed`);
+  return { changes_present: outcome.result?.changesPresent ?? false, plan: outcome.result?.output ?? "" };
+}
+
+function runOf(outcome: RunOutcome): Record<string, unknown> {
+  return { outcome: outcome.outcome, changes_present: outcome.result?.changesPresent ?? false, ...(outcome.result ? { summary: outcome.result.summary } : {}) };
+}
+
+/**
+ * One mutation per task at a time (CTS holds a mutex for the same reason): a PATCH arriving while
+ * a DELETE of the same task waits for its run must see the outcome, not interleave with it.
+ */
+class TaskLocks {
+  private readonly tails = new Map<string, Promise<unknown>>();
+  run<T>(task: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.tails.get(task) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.tails.set(task, tail);
+    void tail.then(() => {
+      if (this.tails.get(task) === tail) this.tails.delete(task);
+    });
+    return next;
+  }
+}
+
+/** Creates the request handler for matched routes. */
+export function createHandlers(deps: ApiDeps): (m: Match, req: IncomingMessage) => Promise<Answer> {
+  const { controller: ctrl, log } = deps;
+  const locks = new TaskLocks();
+  const limit = deps.bodyLimitBytes;
+  const existing = (name: string) => {
+    const v = ctrl.view(name);
+    if (!v) throw new ApiError(404, `no task named '${name}'. List tasks with GET /v1/tasks or \`cts task list\`.`);
+    return v;
+  };
+  const guard = async <T>(fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (err) {
+      throw err instanceof CtsError ? apiErrorOf(err) : err;
+    }
+  };
+
+  async function createTask(m: Match, req: IncomingMessage): Promise<Answer> {
+    const spec = parseCreateBody(await readJsonBody(req, limit));
+    const run = m.query.get("run");
+    return locks.run(spec.name, () =>
+      guard(async () => {
+        if (ctrl.view(spec.name)) throw new ApiError(409, `a task named '${spec.name}' already exists. Delete it first, or PATCH it.`);
+        if (run === "inspect") {
+          const inspect = inspectOf(await ctrl.dryRunModuleTask(spec));
+          // CTS answers `run`, its older PATCH answered `inspect`: both, so either client reads it.
+          return { status: 200, body: { task: { ...specToCts(spec), providers: [], origin: "api" }, inspect, run: inspect } };
+        }
+        ctrl.addModuleTask(spec);
+        log.info(`task '${spec.name}': created through the API`, { task: spec.name, module: spec.module });
+        const body: Record<string, unknown> = { task: taskToCts(existing(spec.name)) };
+        if (run === "now" && spec.enabled !== false) {
+          const outcome = await ctrl.runNow(spec.name);
+          if (!outcome.ok) throw failed(outcome, `task '${spec.name}' was created but its first run failed (fix it with PATCH or delete it)`);
+          body.run = runOf(outcome);
+        }
+        return { status: 201, body };
+      }),
+    );
+  }
+
+  async function patchTask(m: Match, req: IncomingMessage): Promise<Answer> {
+    const name = m.task!;
+    const patch = parsePatchBody(await readJsonBody(req, limit), name);
+    const run = m.query.get("run");
+    return locks.run(name, () =>
+      guard(async () => {
+        const v = existing(name);
+        if (Object.keys(patch.changes).length > 0) {
+          if (v.origin !== "api" || !v.spec)
+            throw new ApiError(400, `task '${name}' is defined in code (${v.className}); through the API only 'enabled' can change. Change it in cts.config.ts and restart.`);
+          const spec = parseTask(patchedTask(specToCts(v.spec), patch));
+          if (run === "inspect") return { status: 200, body: { inspect: inspectOf(await ctrl.dryRunModuleTask(spec)) } };
+          await ctrl.replaceModuleTask(name, spec);
+          log.info(`task '${name}': replaced through the API`, { task: name, fields: Object.keys(patch.changes).join(",") });
+          // A changed spec means changed infrastructure: without run=now it runs in the background.
+          if (run !== "now" && spec.enabled !== false) void ctrl.runNow(name).catch(() => undefined);
+        } else if (run === "inspect") {
+          if (patch.enabled === false) return { status: 200, body: { inspect: { changes_present: false, plan: `Disabling task '${name}' changes no infrastructure.` } } };
+          return { status: 200, body: { inspect: inspectOf(await ctrl.planTask(name)) } };
+        } else if (patch.enabled !== undefined) {
+          // With run=now the run below is the one that reports; no second, queued run.
+          await ctrl.setEnabled(name, patch.enabled, { run: run !== "now" });
+          log.info(`task '${name}': ${patch.enabled ? "enabled" : "disabled"} through the API`, { task: name });
+        }
+        const body: Record<string, unknown> = {};
+        if (run === "now" && existing(name).enabled) {
+          const outcome = await ctrl.runNow(name);
+          if (!outcome.ok) throw failed(outcome, `running task '${name}' failed`);
+          body.run = runOf(outcome);
+        }
+        return { status: 200, body: { ...body, task: taskToCts(existing(name)) } };
+      }),
+    );
+  }
+
+  async function deleteTask(m: Match): Promise<Answer> {
+    const name = m.task!;
+    const destroy = m.query.get("destroy") === "true";
+    return locks.run(name, () =>
+      guard(async () => {
+        existing(name);
+        log.info(`task '${name}': deleting through the API${destroy ? " (destroying its infrastructure first)" : ""}`, { task: name });
+        const outcome = await ctrl.deleteTask(name, { destroy });
+        return { status: 202, body: destroy ? { destroyed: outcome?.result?.summary.destroy ?? 0 } : {} };
+      }),
+    );
+  }
+
+  return async (m, req) => {
+    if (deps.beforeChange && (m.route === "tasks" || m.route === "task") && m.method !== "GET") await guard(async () => deps.beforeChange!());
+    switch (m.route) {
+      case "health": {
+        const problem = await deps.health?.();
+        if (problem) throw new ApiError(503, `unhealthy: ${problem}`);
+        return { status: 200, body: {} };
+      }
+      case "status-cluster":
+        if (!deps.cluster) throw new ApiError(405, "high availability is not configured on this instance, so there is no cluster status. Run cts with high availability to use this endpoint.");
+        return { status: 200, body: await guard(deps.cluster) };
+      case "status":
+        return { status: 200, body: overallStatus(ctrl.taskNames().flatMap((n) => ctrl.view(n) ?? [])) };
+      case "status-tasks": {
+        if (m.task) existing(m.task);
+        const include = m.query.get("include") === "events";
+        const filter = m.query.get("status");
+        const out: Record<string, CtsTaskStatus> = {};
+        for (const name of m.task ? [m.task] : ctrl.taskNames()) {
+          const v = ctrl.view(name);
+          if (!v || (filter && v.status !== filter)) continue;
+          out[name] = taskStatus(v, ctrl.events.list(name), include);
+        }
+        return { status: 200, body: out };
+      }
+      case "tasks":
+        if (m.method === "POST") return createTask(m, req);
+        return { status: 200, body: { tasks: ctrl.taskNames().flatMap((n) => ctrl.view(n) ?? []).map(taskToCts) } };
+      case "task":
+        if (m.method === "PATCH") return patchTask(m, req);
+        if (m.method === "DELETE") return deleteTask(m);
+        return { status: 200, body: { task: taskToCts(existing(m.task!)) } };
+    }
+  };
+}

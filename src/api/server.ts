@@ -1,0 +1,98 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { CtsError, messageOf } from "../errors.ts";
+import { apiErrorOf, createHandlers, type ApiDeps } from "./handlers.ts";
+import { ApiError, drain, sendError, sendJson } from "./http-io.ts";
+import { route, type RouteName } from "./router.ts";
+
+/** Default listen address: loopback only; all interfaces only when configured. */
+export const DEFAULT_API_ADDRESS = "127.0.0.1";
+/** CTS's default port. */
+export const DEFAULT_API_PORT = 8558;
+
+// CTS puts request_id in the body of task routes; status and health keep their exact CTS shapes.
+const BODY_REQUEST_ID = new Set<RouteName>(["tasks", "task", "status-cluster"]);
+
+/** A running API server. */
+export interface ApiServer {
+  /** Starts listening; resolves with the bound address and port (port 0 picks a free one). */
+  listen(port?: number, address?: string): Promise<{ address: string; port: number; url: string }>;
+  /** Stops accepting, lets requests in flight finish for up to `graceMs`, then drops connections. */
+  close(graceMs?: number): Promise<void>;
+  /** The node server (tests). */
+  readonly server: Server;
+}
+
+/** The CTS-compatible HTTP API on node:http. */
+export function createApiServer(deps: ApiDeps): ApiServer {
+  const handle = createHandlers(deps);
+  const log = deps.log;
+
+  async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const requestId = randomUUID();
+    const started = Date.now();
+    const method = req.method ?? "GET";
+    const path = (req.url ?? "/").split("?")[0]!.slice(0, 200);
+    let status = 500;
+    try {
+      const match = route(method, req.url ?? "/");
+      const answer = await handle(match, req);
+      drain(req);
+      status = answer.status;
+      const body = BODY_REQUEST_ID.has(match.route) ? { ...answer.body, request_id: requestId } : answer.body;
+      if (!res.headersSent && !res.destroyed) sendJson(res, answer.status, body, requestId);
+    } catch (err) {
+      drain(req);
+      const apiErr = err instanceof ApiError ? err : err instanceof CtsError ? apiErrorOf(err) : new ApiError(500, `internal error: ${messageOf(err)}`);
+      status = apiErr.status;
+      // 503 is the health endpoint's answer, not a server failure: health checks poll it often.
+      if (status >= 500 && status !== 503) log.error(`${method} ${path}: ${apiErr.message}`, { request_id: requestId });
+      if (!res.headersSent && !res.destroyed) sendError(res, apiErr, requestId);
+    } finally {
+      log.debug(`${method} ${path} ${status}`, { request_id: requestId, ms: Date.now() - started });
+    }
+  }
+
+  const server = createServer((req, res) => void onRequest(req, res));
+  // Bounds how long a client may take to SEND its request (not how long a run may take).
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 10_000;
+
+  return {
+    server,
+    listen(port = DEFAULT_API_PORT, address = DEFAULT_API_ADDRESS) {
+      return new Promise((resolve, reject) => {
+        const onError = (err: NodeJS.ErrnoException) => {
+          server.off("listening", onListening);
+          const why = err.code === "EADDRINUSE" ? "the port is in use (another cts?)" : err.code === "EADDRNOTAVAIL" ? "the address is not on this host" : err.message;
+          reject(
+            new CtsError("API_LISTEN_FAILED", "usage", `Cannot serve the API on ${address}:${port}: ${why}. Set api.port / api.address in the config (or --api-port / --api-address).`, {
+              cause: err,
+            }),
+          );
+        };
+        const onListening = () => {
+          server.off("error", onError);
+          const a = server.address() as AddressInfo;
+          const host = a.family === "IPv6" ? `[${a.address}]` : a.address;
+          resolve({ address: a.address, port: a.port, url: `http://${host}:${a.port}` });
+        };
+        server.once("error", onError);
+        server.once("listening", onListening);
+        server.listen(port, address);
+      });
+    },
+    async close(graceMs = 5_000) {
+      if (!server.listening) return;
+      const closed = new Promise<void>((r) => server.close(() => r()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+      try {
+        await closed;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { CtsError, messageOf } from "../errors.ts";
+
+/** Default address of a cts daemon's API (CTS's). */
+export const DEFAULT_HTTP_ADDR = "http://127.0.0.1:8558";
+
+/** Resolves the API base URL: flag, then CTS_ADDRESS, then the default. `host:port` gets http://. */
+export function resolveHttpAddr(flag: string | undefined, env: Record<string, string | undefined> = process.env): string {
+  const raw = (flag ?? (env.CTS_ADDRESS?.trim() || undefined) ?? DEFAULT_HTTP_ADDR).trim();
+  const source = flag !== undefined ? "--http-addr" : env.CTS_ADDRESS?.trim() ? "CTS_ADDRESS" : "the default address";
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`;
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    throw new CtsError("HTTP_ADDR_INVALID", "usage", `${source} '${raw}' is not an address. Use e.g. http://127.0.0.1:8558.`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new CtsError("HTTP_ADDR_INVALID", "usage", `${source} '${raw}' uses ${url.protocol}//. Use http:// or https://.`);
+  return url.origin;
+}
+
+/** A JSON answer from the API. */
+export type ApiBody = Record<string, any>;
+
+/** A small client for the cts HTTP API. Non-2xx answers become CtsErrors carrying the API's message. */
+export class ApiClient {
+  constructor(readonly base: string) {}
+
+  /**
+   * Calls the API; `query` values are added as URL parameters. Uses node:http rather than fetch:
+   * a run=now may apply for many minutes, and fetch gives up after 5 minutes without headers.
+   */
+  async call(method: string, path: string, opts: { body?: unknown; query?: Record<string, string | undefined> } = {}): Promise<ApiBody> {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) params.set(k, v);
+    const url = new URL(`${this.base}${path}${params.size ? `?${params}` : ""}`);
+    const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    let res: { status: number; text: string };
+    try {
+      res = await new Promise((resolve, reject) => {
+        const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(
+          url,
+          { method, headers: payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } },
+          (r) => {
+            let text = "";
+            r.setEncoding("utf8");
+            r.on("data", (d: string) => (text += d));
+            r.on("end", () => resolve({ status: r.statusCode ?? 0, text }));
+            r.on("error", reject);
+          },
+        );
+        req.on("error", reject);
+        req.end(payload);
+      });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? messageOf(err);
+      throw new CtsError(
+        "API_UNREACHABLE",
+        "external",
+        `Cannot reach cts at ${this.base} (${code}). Is \`cts watch\` running there? Point --http-addr or CTS_ADDRESS at it.`,
+        { cause: err },
+      );
+    }
+    let body: ApiBody = {};
+    try {
+      body = res.text.trim() ? (JSON.parse(res.text) as ApiBody) : {};
+    } catch {
+      if (res.status < 400) throw new CtsError("API_BAD_ANSWER", "external", `${method} ${url} answered ${res.status} with a body that is not JSON.`);
+    }
+    if (res.status >= 400 || res.status < 200) {
+      const message = typeof body?.error?.message === "string" ? body.error.message : res.text.slice(0, 300) || `HTTP ${res.status}`;
+      const id = typeof body?.request_id === "string" ? ` (request ${body.request_id})` : "";
+      throw new CtsError("API_REQUEST_FAILED", res.status < 500 ? "usage" : "external", `${message}${id}`, { detail: { status: res.status } });
+    }
+    return body;
+  }
+
+  /** Path of a task route with the name escaped. */
+  static taskPath(name: string, prefix = "/v1/tasks"): string {
+    return `${prefix}/${encodeURIComponent(name)}`;
+  }
+}

@@ -1,0 +1,51 @@
+import type { Command } from "commander";
+import { ApiClient, resolveHttpAddr, type ApiBody } from "./api-client.ts";
+import { printJson, table } from "./output.ts";
+import { apiOptions } from "./task.ts";
+
+interface StatusFlags {
+  httpAddr?: string;
+  json?: boolean;
+  events?: boolean;
+  status?: string;
+}
+
+/** `cts status [task]`: the daemon's task summary and each task's status (and events). */
+export function registerStatus(program: Command): void {
+  apiOptions(program.command("status"))
+    .description("Show the status of a running cts and its tasks (through its HTTP API)")
+    .argument("[task]", "one task (default: all)")
+    .option("--events", "include each task's recent events")
+    .option("--status <status>", "only tasks with this status: successful, errored, critical or unknown")
+    .action(async (name: string | undefined, flags: StatusFlags) => {
+      const api = new ApiClient(resolveHttpAddr(flags.httpAddr));
+      const query = { include: flags.events ? "events" : undefined, status: flags.status };
+      const [summary, tasks] = await Promise.all([
+        api.call("GET", "/v1/status"),
+        api.call("GET", name === undefined ? "/v1/status/tasks" : ApiClient.taskPath(name, "/v1/status/tasks"), { query }),
+      ]);
+      if (flags.json) return printJson({ ...summary, tasks });
+      const s = summary.task_summary as ApiBody;
+      process.stdout.write(
+        `Tasks: ${s.status.successful} successful, ${s.status.errored} errored, ${s.status.critical} critical, ${s.status.unknown} unknown; ` +
+          `${s.enabled.true} enabled, ${s.enabled.false} disabled\n\n`,
+      );
+      const list = Object.values(tasks) as ApiBody[];
+      process.stdout.write(
+        table([
+          ["TASK", "STATUS", "ENABLED", "LAST RUN", "RESULT"],
+          ...list.map((t) => {
+            const last = (t.events as ApiBody[] | undefined)?.[0];
+            return [t.task_name, t.status, String(t.enabled), last?.end_time ?? (t.events_url ? "(use --events)" : "-"), last ? (last.success ? (last.outcome ?? "ok") : "failed") : "-"];
+          }),
+        ]),
+      );
+      if (!flags.events) return;
+      for (const t of list) {
+        const events = (t.events as ApiBody[] | undefined) ?? [];
+        if (!events.length) continue;
+        process.stdout.write(`\n==> ${t.task_name}: last ${events.length} events (newest first)\n`);
+        for (const e of events) process.stdout.write(`  ${e.end_time}  ${e.success ? "ok    " : "FAILED"}  ${e.outcome ?? ""}${e.error ? `  ${e.error.message}` : ""}\n`);
+      }
+    });
+}

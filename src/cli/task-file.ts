@@ -1,0 +1,98 @@
+import { readFile } from "node:fs/promises";
+import { extname } from "node:path";
+import { CtsError, messageOf } from "../errors.ts";
+import { attributesOf, parseHcl, type HclBlock, type HclBody, type HclValue } from "./hcl.ts";
+
+type Json = Record<string, unknown>;
+
+const CONDITION_TYPES: Record<string, string> = {
+  services: "services",
+  "catalog-services": "catalog_services",
+  "consul-kv": "consul_kv",
+  schedule: "schedule",
+};
+const INPUT_TYPES: Record<string, string> = { services: "services", "consul-kv": "consul_kv" };
+const ATTRIBUTES = ["name", "description", "enabled", "module", "source", "version", "providers", "variables"];
+
+/**
+ * Reads a `--task-file`: JSON (`{"task":{...}}`, `{"task":[{...}]}` or a bare task, in the API's
+ * shape) or HCL with one CTS `task` block. Returns the task in the API's JSON shape; the API
+ * validates the fields.
+ */
+export async function readTaskFile(path: string): Promise<Json> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (err) {
+    throw new CtsError("TASK_FILE_INVALID", "usage", `Cannot read task file '${path}': ${messageOf(err)}.`);
+  }
+  const ext = extname(path).toLowerCase();
+  if (ext === ".json" || (ext !== ".hcl" && text.trimStart().startsWith("{"))) return fromJson(text, path);
+  return taskFromHcl(text, path);
+}
+
+function fromJson(text: string, path: string): Json {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new CtsError("TASK_FILE_INVALID", "usage", `${path}: not valid JSON: ${messageOf(err)}.`);
+  }
+  const isObj = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+  if (!isObj(doc)) throw new CtsError("TASK_FILE_INVALID", "usage", `${path}: must hold a JSON object like {"task":{...}}.`);
+  const task = doc.task === undefined ? doc : doc.task;
+  const list = Array.isArray(task) ? task : [task];
+  if (list.length !== 1 || !isObj(list[0])) throw new CtsError("TASK_FILE_INVALID", "usage", `${path}: must hold exactly one task (found ${list.length}).`);
+  return list[0];
+}
+
+/** Converts the one `task` block of a CTS HCL file to the API's JSON shape. */
+export function taskFromHcl(text: string, file: string): Json {
+  const root = parseHcl(text, file);
+  const fail = (line: number, msg: string): never => {
+    throw new CtsError("TASK_FILE_INVALID", "usage", `${file}:${line}: ${msg}`);
+  };
+  const tasks = root.blocks.filter((b) => b.type === "task");
+  const other = [...root.blocks.filter((b) => b.type !== "task"), ...[...root.attributes.entries()].map(([k, v]) => ({ type: k, line: v.line }))];
+  if (other.length) fail(other[0]!.line, `'${other[0]!.type}' is not allowed in a task file; it holds one task block only (providers and globals belong in the daemon's config).`);
+  if (tasks.length !== 1) fail(tasks[1]?.line ?? 1, `a task file holds exactly one task block (found ${tasks.length}).`);
+  const block = tasks[0]!;
+  if (block.labels.length > 1) fail(block.line, `a task block takes at most one label (its name).`);
+  const attrs = attributesOf(block.body);
+  for (const [k, v] of block.body.attributes) {
+    if (k === "variable_files") fail(v.line, "variable_files is not supported in task files. Put the values in a `variables = { name = \"value\" }` attribute.");
+    if (!ATTRIBUTES.includes(k)) fail(v.line, `'${k}' is not a task attribute. Use: ${ATTRIBUTES.join(", ")}.`);
+  }
+  const task: Json = {};
+  const label = block.labels[0];
+  if (label !== undefined && attrs.name !== undefined && attrs.name !== label) fail(block.line, `the task block's label ('${label}') and its name ('${String(attrs.name)}') differ. Keep one.`);
+  for (const [k, v] of Object.entries(attrs)) task[k === "source" ? "module" : k] = v;
+  if (label !== undefined) task.name = label;
+  const inputs: Json = {};
+  for (const b of block.body.blocks) {
+    if (b.type === "condition") {
+      if (task.condition) fail(b.line, "a task has one condition block.");
+      task.condition = { [typed(b, CONDITION_TYPES, fail)]: plain(b.body, b, fail) };
+    } else if (b.type === "module_input") {
+      const key = typed(b, INPUT_TYPES, fail);
+      if (inputs[key]) fail(b.line, `module_input "${b.labels[0]}" is given twice.`);
+      inputs[key] = plain(b.body, b, fail);
+    } else if (b.type === "buffer_period") {
+      if (b.labels.length) fail(b.line, "buffer_period takes no label.");
+      task.buffer_period = plain(b.body, b, fail);
+    } else fail(b.line, `'${b.type}' is not a block of a task. Use condition, module_input or buffer_period.`);
+  }
+  if (Object.keys(inputs).length) task.module_input = inputs;
+  return task;
+}
+
+function typed(b: HclBlock, types: Record<string, string>, fail: (line: number, msg: string) => never): string {
+  const kind = b.labels[0];
+  if (b.labels.length !== 1 || kind === undefined || !types[kind]) fail(b.line, `${b.type} needs one label: ${Object.keys(types).map((t) => `"${t}"`).join(", ")}.`);
+  return types[kind!]!;
+}
+
+function plain(body: HclBody, b: HclBlock, fail: (line: number, msg: string) => never): { [k: string]: HclValue } {
+  if (body.blocks.length) fail(body.blocks[0]!.line, `'${body.blocks[0]!.type}' is a block inside ${b.type}; write it as an attribute: ${body.blocks[0]!.type} = { ... }.`);
+  return attributesOf(body);
+}

@@ -1,0 +1,148 @@
+import type { Command } from "commander";
+import { CtsError } from "../errors.ts";
+import { ApiClient, resolveHttpAddr, type ApiBody } from "./api-client.ts";
+import { confirm } from "./confirm.ts";
+import { printJson, table } from "./output.ts";
+import { readTaskFile } from "./task-file.ts";
+
+interface TaskFlags {
+  httpAddr?: string;
+  json?: boolean;
+  autoApprove?: boolean;
+  destroy?: boolean;
+  taskFile?: string;
+}
+
+/** Adds --http-addr (and --json) to an API command. */
+export function apiOptions(cmd: Command): Command {
+  return cmd
+    .option("--http-addr <url>", "address of the cts API (default CTS_ADDRESS, then http://127.0.0.1:8558)")
+    .option("--json", "print the API's answer as JSON (for scripts)");
+}
+
+const client = (flags: TaskFlags) => new ApiClient(resolveHttpAddr(flags.httpAddr));
+// With --json, stdout carries only the JSON; plans and questions go to stderr.
+const human = (flags: TaskFlags) => (flags.json ? process.stderr : process.stdout);
+
+function showPlan(flags: TaskFlags, task: string, inspect: { changes_present?: boolean; plan?: string } | undefined): boolean {
+  const out = human(flags);
+  const changes = inspect?.changes_present === true;
+  out.write(`==> Inspecting task '${task}': ${changes ? "changes present" : "no changes"}\n`);
+  if (inspect?.plan) out.write(inspect.plan.trimEnd() + "\n");
+  out.write("\n");
+  return changes;
+}
+
+function runSummary(run: ApiBody | undefined): string {
+  if (!run) return "";
+  const s = run.summary as { add: number; change: number; destroy: number } | undefined;
+  return s ? `${run.outcome} (${s.add} added, ${s.change} changed, ${s.destroy} destroyed)` : String(run.outcome);
+}
+
+async function approve(flags: TaskFlags, what: string): Promise<void> {
+  const ok = await confirm(`Do you want to ${what}?`, what, { autoApprove: flags.autoApprove === true });
+  if (!ok) throw new CtsError("CANCELLED", "external", `Cancelled: nothing was changed (did not ${what}).`);
+}
+
+/** `cts task list|enable|disable|run|create|delete`: operate a running daemon through its API. */
+export function registerTask(program: Command): void {
+  const task = program.command("task").description("List and change the tasks of a running cts (through its HTTP API)");
+
+  apiOptions(task.command("list"))
+    .description("List tasks with their status")
+    .action(async (flags: TaskFlags) => {
+      const api = client(flags);
+      const [{ tasks }, statuses] = await Promise.all([api.call("GET", "/v1/tasks"), api.call("GET", "/v1/status/tasks")]);
+      const rows: ApiBody[] = (tasks as ApiBody[]).map((t) => ({ ...t, status: statuses[t.name]?.status ?? "unknown" }));
+      if (flags.json) return printJson({ tasks: rows });
+      process.stdout.write(
+        table([
+          ["NAME", "ENABLED", "STATUS", "ORIGIN", "MODULE", "CONDITION"],
+          ...rows.map((t) => [t.name, String(t.enabled), t.status, t.origin ?? "-", t.module, conditionText(t.condition)]),
+        ]),
+      );
+    });
+
+  apiOptions(task.command("enable"))
+    .description("Enable a task: shows the plan, asks, then enables and runs it")
+    .argument("<name>", "task name")
+    .option("--auto-approve", "do not ask before changing infrastructure")
+    .action(async (name: string, flags: TaskFlags) => {
+      const api = client(flags);
+      const current = (await api.call("GET", ApiClient.taskPath(name))).task as ApiBody;
+      if (current.enabled) {
+        if (flags.json) return printJson({ task: current, changed: false });
+        return void process.stdout.write(`Task '${name}' is already enabled.\n`);
+      }
+      const { inspect } = await api.call("PATCH", ApiClient.taskPath(name), { body: { enabled: true }, query: { run: "inspect" } });
+      if (showPlan(flags, name, inspect)) await approve(flags, `enable task '${name}' and apply these changes`);
+      const res = await api.call("PATCH", ApiClient.taskPath(name), { body: { enabled: true }, query: { run: "now" } });
+      if (flags.json) return printJson({ ...res, inspect, changed: true });
+      process.stdout.write(`Task '${name}' enabled and run: ${runSummary(res.run)}.\n`);
+    });
+
+  apiOptions(task.command("disable"))
+    .description("Disable a task (its infrastructure stays as it is)")
+    .argument("<name>", "task name")
+    .action(async (name: string, flags: TaskFlags) => {
+      const res = await client(flags).call("PATCH", ApiClient.taskPath(name), { body: { enabled: false } });
+      if (flags.json) return printJson(res);
+      process.stdout.write(`Task '${name}' disabled.\n`);
+    });
+
+  apiOptions(task.command("run"))
+    .description("Run an enabled task now and wait for the result")
+    .argument("<name>", "task name")
+    .action(async (name: string, flags: TaskFlags) => {
+      const api = client(flags);
+      const current = (await api.call("GET", ApiClient.taskPath(name))).task as ApiBody;
+      if (!current.enabled) throw new CtsError("TASK_DISABLED", "usage", `Task '${name}' is disabled. Enable it with \`cts task enable ${name}\`.`);
+      const res = await api.call("PATCH", ApiClient.taskPath(name), { body: { enabled: true }, query: { run: "now" } });
+      if (flags.json) return printJson(res);
+      process.stdout.write(`Task '${name}' ran: ${runSummary(res.run)}.\n`);
+    });
+
+  apiOptions(task.command("create"))
+    .description("Create a module task from a file (JSON, or HCL with one CTS task block): shows the plan, asks, then creates and runs it")
+    .requiredOption("--task-file <file>", "the task: JSON ({\"task\":{...}}) or HCL (task \"name\" { ... })")
+    .option("--auto-approve", "do not ask before changing infrastructure")
+    .action(async (flags: TaskFlags) => {
+      const spec = await readTaskFile(flags.taskFile!);
+      const api = client(flags);
+      const name = String(spec.name ?? "");
+      const dry = await api.call("POST", "/v1/tasks", { body: { task: spec }, query: { run: "inspect" } });
+      const inspect = dry.inspect ?? dry.run;
+      if (showPlan(flags, name, inspect)) await approve(flags, `create task '${name}' and apply these changes`);
+      const res = await api.call("POST", "/v1/tasks", { body: { task: spec }, query: { run: "now" } });
+      if (flags.json) return printJson({ ...res, inspect });
+      process.stdout.write(`Task '${name}' created${res.run ? ` and run: ${runSummary(res.run)}` : " (disabled, not run)"}.\n`);
+    });
+
+  apiOptions(task.command("delete"))
+    .description("Delete a task once it is not running; --destroy first destroys the infrastructure it manages")
+    .argument("<name>", "task name")
+    .option("--destroy", "destroy every resource in the task's Terraform state before deleting it")
+    .option("--auto-approve", "do not ask for confirmation")
+    .action(async (name: string, flags: TaskFlags) => {
+      const api = client(flags);
+      await api.call("GET", ApiClient.taskPath(name));
+      const out = human(flags);
+      if (flags.destroy) out.write(`Task '${name}': every resource in its Terraform state (workspace '${name}') will be DESTROYED, then the task is deleted.\n`);
+      else out.write(`Task '${name}' will be deleted. Its infrastructure is left as it is (use --destroy to destroy it).\n`);
+      await approve(flags, flags.destroy ? `destroy the infrastructure of task '${name}' and delete it` : `delete task '${name}'`);
+      const res = await api.call("DELETE", ApiClient.taskPath(name), { query: { destroy: flags.destroy ? "true" : undefined } });
+      if (flags.json) return printJson(res);
+      process.stdout.write(`Task '${name}' deleted${flags.destroy ? ` (${res.destroyed ?? 0} resources destroyed)` : ""}.\n`);
+    });
+}
+
+/** One-line summary of a condition in CTS's shape. */
+export function conditionText(condition: ApiBody | undefined): string {
+  const [kind, c] = Object.entries(condition ?? {})[0] ?? [];
+  if (!kind || !c) return "-";
+  if (kind === "services") return `services ${c.names ? c.names.join(",") : `regexp=${c.regexp}`}`;
+  if (kind === "catalog_services") return `catalog-services regexp=${c.regexp}`;
+  if (kind === "consul_kv") return `consul-kv ${c.path}${c.recurse ? " (recurse)" : ""}`;
+  if (kind === "schedule") return `schedule ${c.cron}`;
+  return kind;
+}

@@ -1,0 +1,134 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { PassThrough } from "node:stream";
+import { parseHcl } from "../../src/cli/hcl.ts";
+import { taskFromHcl } from "../../src/cli/task-file.ts";
+import { confirm } from "../../src/cli/confirm.ts";
+import { resolveHttpAddr, DEFAULT_HTTP_ADDR } from "../../src/cli/api-client.ts";
+import { parseTask } from "../../src/api/task-request.ts";
+import { selfServiceDefinition } from "../../src/runtime/registration.ts";
+import { CtsError } from "../../src/errors.ts";
+
+const usage = (fn: () => unknown, message: RegExp) =>
+  assert.throws(fn, (err: unknown) => err instanceof CtsError && err.category === "usage" && message.test(err.message));
+
+describe("the task file parser (CTS HCL subset)", () => {
+  it("converts a CTS task block with every supported block into the API's JSON", () => {
+    const task = taskFromHcl(
+      `
+      /* a task as CTS users write it */
+      task "web-lb" {
+        description = "lb for \\"web\\""
+        module      = "org/lb/aws"   # registry module
+        version     = "1.2.0"
+        enabled     = false
+        providers   = []
+        variables   = { port = 8080, "zone-id" = "Z1", tags = ["a", "b"], literal = "$\${not_a_template}" }
+        condition "services" {
+          names                 = ["web", "api"]
+          datacenter            = "dc1"
+          cts_user_defined_meta = { team = "net" }
+          use_as_module_input   = true
+        }
+        module_input "consul-kv" {
+          path    = "cfg/"
+          recurse = true
+        }
+        buffer_period {
+          enabled = true
+          min     = "2s"
+          max     = "8s"
+        }
+      }`,
+      "t.hcl",
+    );
+    assert.deepEqual(task, {
+      name: "web-lb",
+      description: 'lb for "web"',
+      module: "org/lb/aws",
+      version: "1.2.0",
+      enabled: false,
+      providers: [],
+      variables: { port: 8080, "zone-id": "Z1", tags: ["a", "b"], literal: "${not_a_template}" },
+      condition: { services: { names: ["web", "api"], datacenter: "dc1", cts_user_defined_meta: { team: "net" }, use_as_module_input: true } },
+      module_input: { consul_kv: { path: "cfg/", recurse: true } },
+      buffer_period: { enabled: true, min: "2s", max: "8s" },
+    });
+    assert.equal(parseTask(task).condition.kind, "services", "the API accepts what the file gives");
+  });
+
+  it("reads CTS's unlabelled `task { name = ... }` form and the other condition types", () => {
+    const cond = (block: string) => taskFromHcl(`task {\n name = "t"\n module = "m"\n ${block}\n}`, "t.hcl").condition;
+    assert.deepEqual(cond(`condition "catalog-services" {\n regexp = "^web"\n node_meta = { rack = "r1" }\n}`), { catalog_services: { regexp: "^web", node_meta: { rack: "r1" } } });
+    assert.deepEqual(cond(`condition "consul-kv" { path = "k" }`), { consul_kv: { path: "k" } });
+    assert.deepEqual(cond(`condition "schedule" { cron = "0 * * * *" }`), { schedule: { cron: "0 * * * *" } });
+  });
+
+  it("refuses what it does not support, naming the file, line and fix", () => {
+    usage(() => taskFromHcl(`task "t" {\n  variable_files = ["a.tfvars"]\n}`, "t.hcl"), /^t\.hcl:2: variable_files is not supported in task files/);
+    usage(() => taskFromHcl(`task "t" {\n  module = "\${var.x}"\n}`, "t.hcl"), /^t\.hcl:2:\d+: '\$\{' starts a template/);
+    usage(() => taskFromHcl(`task "a" {}\ntask "b" {}`, "t.hcl"), /exactly one task block \(found 2\)/);
+    usage(() => taskFromHcl(`consul { address = "x" }\ntask "a" {}`, "t.hcl"), /'consul' is not allowed in a task file/);
+    usage(() => taskFromHcl(`task "t" {\n  condition "nodes" {}\n}`, "t.hcl"), /condition needs one label: "services", "catalog-services", "consul-kv", "schedule"/);
+    usage(() => taskFromHcl(`task "t" {\n  module = foo\n}`, "t.hcl"), /'foo' is an expression; task files take literal values only/);
+    usage(() => taskFromHcl(`task "t" {\n  module = "m"\n`, "t.hcl"), /a block is not closed/);
+    usage(() => taskFromHcl(`task "t" {\n  description = <<EOT\nx\nEOT\n}`, "t.hcl"), /heredoc strings are not supported/);
+    usage(() => taskFromHcl(`task "t" {\n  name = "u"\n}`, "t.hcl"), /label \('t'\) and its name \('u'\) differ/);
+  });
+
+  it("parses numbers, booleans, null, nested lists and objects, and all comment styles", () => {
+    const body = parseHcl(`a = -1.5e2 // c1\nb = [true, false, null, [1, {x: "y"}],]\n# c2\nc = { "k" = { d = "e" } }`);
+    assert.deepEqual(Object.fromEntries([...body.attributes].map(([k, v]) => [k, v.value])), { a: -150, b: [true, false, null, [1, { x: "y" }]], c: { k: { d: "e" } } });
+  });
+});
+
+describe("asking before changing infrastructure", () => {
+  it("refuses without a terminal unless --auto-approve", async () => {
+    const input = Object.assign(new PassThrough(), { isTTY: false });
+    await assert.rejects(confirm("Go?", "enable task 'x'", { io: { input, output: new PassThrough() } }), /Refusing to enable task 'x' without approval: stdin is not a terminal.*--auto-approve/);
+    assert.equal(await confirm("Go?", "enable task 'x'", { autoApprove: true, io: { input, output: new PassThrough() } }), true);
+  });
+
+  it("accepts only 'yes' from a terminal", async () => {
+    const ask = async (answer: string) => {
+      const input = Object.assign(new PassThrough(), { isTTY: true });
+      const output = new PassThrough();
+      const pending = confirm("Apply?", "apply", { io: { input, output } });
+      input.write(answer + "\n");
+      return pending;
+    };
+    assert.equal(await ask("yes"), true);
+    assert.equal(await ask("y"), false);
+    assert.equal(await ask("no"), false);
+  });
+});
+
+describe("the CLI's API address and the self-registration", () => {
+  it("takes --http-addr, then CTS_ADDRESS, then http://127.0.0.1:8558, adding http:// to host:port", () => {
+    assert.equal(resolveHttpAddr(undefined, {}), DEFAULT_HTTP_ADDR);
+    assert.equal(resolveHttpAddr(undefined, { CTS_ADDRESS: "10.0.0.5:9000" }), "http://10.0.0.5:9000");
+    assert.equal(resolveHttpAddr("https://cts.example:8558/", { CTS_ADDRESS: "x:1" }), "https://cts.example:8558");
+    usage(() => resolveHttpAddr("ftp://x", {}), /--http-addr 'ftp:\/\/x' uses ftp:/);
+  });
+
+  it("registers as CTS does: service consul-terraform-sync, tag cts, HTTP check on /v1/health every 10 s", () => {
+    const def = selfServiceDefinition({ id: "cts-host1", address: "127.0.0.1", port: 8558 });
+    assert.equal(def.ID, "cts-host1");
+    assert.equal(def.Name, "consul-terraform-sync");
+    assert.deepEqual(def.Tags, ["cts"]);
+    assert.equal(def.Address, "127.0.0.1");
+    assert.equal(def.Port, 8558);
+    assert.deepEqual(def.Check, {
+      CheckID: "cts-host1-health",
+      Name: "CTS Health Status",
+      HTTP: "http://127.0.0.1:8558/v1/health",
+      Method: "GET",
+      Interval: "10s",
+      Timeout: "2s",
+      DeregisterCriticalServiceAfter: "30m",
+    });
+    const wild = selfServiceDefinition({ id: "x", address: "0.0.0.0", port: 1 });
+    assert.equal(wild.Address, undefined, "a wildcard listener advertises the node's address");
+    assert.equal((wild.Check as { HTTP: string }).HTTP, "http://127.0.0.1:1/v1/health");
+  });
+});

@@ -1,0 +1,159 @@
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createApiServer, type ApiServer } from "../../src/api/server.ts";
+import type { ApiController } from "../../src/api/handlers.ts";
+import { CtsError } from "../../src/errors.ts";
+import { createLogger } from "../../src/log.ts";
+import { EventStore, makeEvent } from "../../src/runtime/events.ts";
+import type { RunOutcome, TaskView } from "../../src/runtime/controller.ts";
+import type { ModuleTaskSpec } from "../../src/synth/task-ref.ts";
+import { services } from "../../src/task/conditions.ts";
+import { http } from "../support/api.ts";
+
+/** An in-memory controller behind the API's interface: records calls, runs nothing. */
+function fakeController() {
+  const events = new EventStore();
+  const calls: string[] = [];
+  const views = new Map<string, TaskView>();
+  const view = (name: string, extra: Partial<TaskView> = {}): TaskView => ({
+    name,
+    description: "",
+    enabled: true,
+    origin: "config",
+    status: events.status(name),
+    condition: services({ names: ["web"] }),
+    inputs: {},
+    bufferPeriod: { enabled: true, min: 5000, max: 20000 },
+    running: false,
+    className: "WebPool",
+    ...extra,
+  });
+  views.set("web", view("web"));
+  events.add(makeEvent("web", new Date(), { success: true }));
+  const ok = (task: string, outcome = "applied"): RunOutcome => ({ task, ok: true, outcome, result: { changesPresent: true, summary: { add: 1, change: 0, destroy: 0 }, output: "+ plan" } });
+  const ctrl: ApiController = {
+    events,
+    taskNames: () => [...views.keys()],
+    view: (n) => (views.has(n) ? { ...views.get(n)!, status: events.status(n) } : undefined),
+    runNow: async (n) => (calls.push(`run ${n}`), ok(n)),
+    setEnabled: async (n, e) => {
+      calls.push(`enable ${n} ${e}`);
+      views.set(n, { ...views.get(n)!, enabled: e });
+    },
+    planTask: async (n) => (calls.push(`plan ${n}`), ok(n, "planned")),
+    addModuleTask: (spec: ModuleTaskSpec) => {
+      calls.push(`add ${spec.name}`);
+      views.set(spec.name, view(spec.name, { origin: "api", module: spec.module, spec, className: "ModuleTask" }));
+      return undefined as never;
+    },
+    dryRunModuleTask: async (spec) => (calls.push(`dry ${spec.name}`), ok(spec.name, "planned")),
+    deleteTask: async (n) => {
+      calls.push(`delete ${n}`);
+      if (n === "stuck") throw new CtsError("TERRAFORM_FAILED", "external", "destroy failed", { task: n });
+      views.delete(n);
+      return undefined;
+    },
+    replaceModuleTask: async (n) => (calls.push(`replace ${n}`), undefined as never),
+  };
+  return { ctrl, calls, views, view };
+}
+
+describe("the API server (fake controller)", () => {
+  let server: ApiServer;
+  let url: string;
+  let fake: ReturnType<typeof fakeController>;
+  let healthProblem: string | undefined;
+
+  before(async () => {
+    fake = fakeController();
+    server = createApiServer({ controller: fake.ctrl, log: createLogger({ level: "error" }), health: async () => healthProblem, bodyLimitBytes: 1000 });
+    url = (await server.listen(0)).url;
+  });
+  after(() => server.close());
+
+  it("puts a fresh request id on every answer, in the header and in task bodies and errors", async () => {
+    const a = await http(url, "GET", "/v1/tasks");
+    const b = await http(url, "GET", "/v1/tasks/nope");
+    const c = await http(url, "GET", "/v1/status");
+    assert.equal(a.body.request_id, a.headers["x-request-id"]);
+    assert.equal(b.body.request_id, b.headers["x-request-id"]);
+    assert.ok(c.headers["x-request-id"]);
+    assert.equal(c.body.request_id, undefined, "status keeps CTS's exact shape");
+    assert.notEqual(a.body.request_id, b.body.request_id);
+    assert.deepEqual(Object.keys(b.body).sort(), ["error", "request_id"]);
+  });
+
+  it("refuses a body over the limit with 413, declared or streamed, and stays usable", async () => {
+    const big = JSON.stringify({ task: { name: "x", description: "y".repeat(2000) } });
+    assert.equal((await http(url, "POST", "/v1/tasks", big)).status, 413);
+    assert.equal((await http(url, "POST", "/v1/tasks", big, { "transfer-encoding": "chunked" })).status, 413);
+    assert.equal((await http(url, "GET", "/v1/health")).status, 200);
+  });
+
+  it("answers 503 with the reason while unhealthy, and {} when healthy", async () => {
+    healthProblem = "Consul at http://127.0.0.1:1 is unreachable";
+    const bad = await http(url, "GET", "/v1/health");
+    assert.equal(bad.status, 503);
+    assert.match(bad.body.error.message, /unhealthy: Consul at .* is unreachable/);
+    healthProblem = undefined;
+    assert.deepEqual((await http(url, "GET", "/v1/health")).body, {});
+  });
+
+  it("PATCH ?run=now enables without a second queued run, then runs once", async () => {
+    fake.calls.length = 0;
+    fake.views.set("web", { ...fake.views.get("web")!, enabled: false });
+    const res = await http(url, "PATCH", "/v1/tasks/web?run=now", { enabled: true });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(fake.calls, ["enable web true", "run web"]);
+    assert.equal(res.body.run.outcome, "applied");
+  });
+
+  it("PATCH ?run=inspect of disabling changes nothing and runs no Terraform", async () => {
+    fake.calls.length = 0;
+    const res = await http(url, "PATCH", "/v1/tasks/web?run=inspect", { enabled: false });
+    assert.deepEqual(res.body.inspect, { changes_present: false, plan: "Disabling task 'web' changes no infrastructure." });
+    assert.deepEqual(fake.calls, []);
+  });
+
+  it("POST creates, and maps runtime errors to 4xx/5xx with the runtime's message", async () => {
+    const body = { task: { name: "lb", module: "./m", condition: { services: { names: ["web"] } } } };
+    const created = await http(url, "POST", "/v1/tasks", body);
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.body.task.origin, "api");
+    assert.equal((await http(url, "POST", "/v1/tasks", body)).status, 409);
+    fake.views.set("stuck", fake.view("stuck"));
+    const failed = await http(url, "DELETE", "/v1/tasks/stuck?destroy=true");
+    assert.equal(failed.status, 500);
+    assert.match(failed.body.error.message, /Task 'stuck': destroy failed/);
+    assert.ok(fake.views.has("stuck"), "a failed destroy keeps the task");
+  });
+});
+
+describe("the API's high-availability extension points", () => {
+  it("serves the cluster status, and lets a follower refuse task changes while reads still work", async () => {
+    const fake = fakeController();
+    const server = createApiServer({
+      controller: fake.ctrl,
+      log: createLogger({ level: "error" }),
+      cluster: async () => ({ cluster_name: "c1", leader: { id: "a", address: "http://10.0.0.1:8558" }, members: [] }),
+      beforeChange: () => {
+        throw new CtsError("HA_NOT_LEADER", "usage", "this instance is not the leader. Redirect the request to the leader: id=a", { detail: { status: 400 } });
+      },
+    });
+    const { url } = await server.listen(0);
+    try {
+      const cluster = await http(url, "GET", "/v1/status/cluster");
+      assert.equal(cluster.status, 200);
+      assert.equal(cluster.body.cluster_name, "c1");
+      assert.equal(cluster.body.request_id, cluster.headers["x-request-id"]);
+      const refused = await http(url, "PATCH", "/v1/tasks/web", { enabled: false });
+      assert.equal(refused.status, 400);
+      assert.match(refused.body.error.message, /not the leader/);
+      assert.deepEqual(fake.calls, [], "nothing changed");
+      assert.equal((await http(url, "GET", "/v1/tasks/web")).status, 200);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
