@@ -3,6 +3,8 @@ import { CtsError } from "../errors.ts";
 import type { Runtime } from "../runtime/compose.ts";
 import { consulProblem, registerSelf } from "../runtime/registration.ts";
 import type { ApiDeps } from "./handlers.ts";
+import { apiToken } from "./auth.ts";
+import { redactSecret } from "../log.ts";
 import { createApiServer, DEFAULT_API_ADDRESS, DEFAULT_API_PORT } from "./server.ts";
 
 /** Where the daemon's API listens: flags win over the config. */
@@ -41,16 +43,21 @@ export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined,
   const log = rt.log.child("api");
   const address = opts.address ?? config?.address ?? DEFAULT_API_ADDRESS;
   const port = portOf(opts.port ?? config?.port);
+  const token = apiToken(config);
+  if (token) redactSecret(token);
   const server = createApiServer({
     controller: rt.controller,
     log,
     health: cachedProbe(() => consulProblem(rt.connection)),
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
     ...(opts.beforeChange ? { beforeChange: opts.beforeChange } : {}),
-  });
+  }, { ...(config?.tls ? { tls: config.tls } : {}), ...(token ? { token } : {}) });
   const bound = await server.listen(port, address);
   log.info(`api: listening on ${bound.url}`, { address: bound.address, port: bound.port });
-  const registration = opts.register === false ? undefined : await registerSelf(rt.connection, { id: rt.id, address: bound.address, port: bound.port, log, ...(opts.tags ? { tags: opts.tags } : {}) });
+  const registration =
+    opts.register === false
+      ? undefined
+      : await registerSelf(rt.connection, { id: rt.id, address: bound.address, port: bound.port, log, ...(opts.tags ? { tags: opts.tags } : {}), ...(config?.tls ? { https: true } : {}) });
   return {
     url: bound.url,
     async stop() {

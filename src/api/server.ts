@@ -1,10 +1,37 @@
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { CtsError, messageOf } from "../errors.ts";
 import { apiErrorOf, createHandlers, type ApiDeps } from "./handlers.ts";
 import { ApiError, drain, sendError, sendJson } from "./http-io.ts";
 import { route, type RouteName } from "./router.ts";
+import { checkBearer } from "./auth.ts";
+
+/** TLS for the API: a server certificate, and with `verifyIncoming` client certificates checked against `caFile`. */
+export interface ApiTlsOptions {
+  certFile: string;
+  keyFile: string;
+  caFile?: string;
+  /** Demand a client certificate signed by `caFile` (mutual TLS). */
+  verifyIncoming?: boolean;
+}
+
+/** Transport and access options of the API server. */
+export interface ApiServerOptions {
+  tls?: ApiTlsOptions;
+  /** Bearer token required on mutating routes. */
+  token?: string;
+}
+
+function readPem(file: string, field: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (cause) {
+    throw new CtsError("API_TLS_FILE", "usage", `cannot read api.tls.${field} '${file}': ${(cause as Error).message}. Fix the path.`, { cause });
+  }
+}
 
 /** Default listen address: loopback only; all interfaces only when configured. */
 export const DEFAULT_API_ADDRESS = "127.0.0.1";
@@ -25,7 +52,7 @@ export interface ApiServer {
 }
 
 /** The CTS-compatible HTTP API on node:http. */
-export function createApiServer(deps: ApiDeps): ApiServer {
+export function createApiServer(deps: ApiDeps, opts: ApiServerOptions = {}): ApiServer {
   const handle = createHandlers(deps);
   const log = deps.log;
 
@@ -37,6 +64,7 @@ export function createApiServer(deps: ApiDeps): ApiServer {
     let status = 500;
     try {
       const match = route(method, req.url ?? "/");
+      checkBearer(req, opts.token);
       const answer = await handle(match, req);
       drain(req);
       status = answer.status;
@@ -54,7 +82,21 @@ export function createApiServer(deps: ApiDeps): ApiServer {
     }
   }
 
-  const server = createServer((req, res) => void onRequest(req, res));
+  const tls = opts.tls;
+  if (tls?.verifyIncoming && !tls.caFile)
+    throw new CtsError("API_TLS_INVALID", "usage", "api.tls.verifyIncoming needs api.tls.caFile: the CA that signs the clients' certificates.");
+  const server: Server = tls
+    ? (createHttpsServer(
+        {
+          cert: readPem(tls.certFile, "certFile"),
+          key: readPem(tls.keyFile, "keyFile"),
+          ...(tls.caFile ? { ca: readPem(tls.caFile, "caFile") } : {}),
+          requestCert: tls.verifyIncoming === true,
+          rejectUnauthorized: tls.verifyIncoming === true,
+        },
+        (req, res) => void onRequest(req, res),
+      ) as unknown as Server)
+    : createServer((req, res) => void onRequest(req, res));
   // Bounds how long a client may take to SEND its request (not how long a run may take).
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
@@ -76,7 +118,7 @@ export function createApiServer(deps: ApiDeps): ApiServer {
           server.off("error", onError);
           const a = server.address() as AddressInfo;
           const host = a.family === "IPv6" ? `[${a.address}]` : a.address;
-          resolve({ address: a.address, port: a.port, url: `http://${host}:${a.port}` });
+          resolve({ address: a.address, port: a.port, url: `${tls ? "https" : "http"}://${host}:${a.port}` });
         };
         server.once("error", onError);
         server.once("listening", onListening);

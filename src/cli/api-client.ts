@@ -1,5 +1,6 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { readFileSync } from "node:fs";
 import { CtsError, messageOf } from "../errors.ts";
 
 /** Default address of a cts daemon's API (CTS's). */
@@ -24,9 +25,50 @@ export function resolveHttpAddr(flag: string | undefined, env: Record<string, st
 /** A JSON answer from the API. */
 export type ApiBody = Record<string, any>;
 
+/** TLS and credentials of API calls (flags, else CTS_CACERT, CTS_CLIENT_CERT, CTS_CLIENT_KEY, CTS_HTTP_TOKEN). */
+export interface ApiClientOptions {
+  caCert?: string;
+  clientCert?: string;
+  clientKey?: string;
+  token?: string;
+}
+
+/** Fills client options from the environment where flags left them out. */
+export function clientOptionsFrom(flags: ApiClientOptions, env: Record<string, string | undefined> = process.env): ApiClientOptions {
+  const pick = (v: string | undefined, name: string) => v ?? (env[name]?.trim() || undefined);
+  const out: ApiClientOptions = {};
+  const ca = pick(flags.caCert, "CTS_CACERT");
+  const cert = pick(flags.clientCert, "CTS_CLIENT_CERT");
+  const key = pick(flags.clientKey, "CTS_CLIENT_KEY");
+  const token = pick(flags.token, "CTS_HTTP_TOKEN");
+  if (ca) out.caCert = ca;
+  if (cert) out.clientCert = cert;
+  if (key) out.clientKey = key;
+  if (token) out.token = token;
+  return out;
+}
+
+function readPem(file: string, flag: string, env: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (cause) {
+    throw new CtsError("API_TLS_FILE", "usage", `cannot read ${flag} '${file}' (${(cause as NodeJS.ErrnoException).code ?? cause}). Fix ${flag} or ${env}.`, { cause });
+  }
+}
+
 /** A small client for the cts HTTP API. Non-2xx answers become CtsErrors carrying the API's message. */
 export class ApiClient {
-  constructor(readonly base: string) {}
+  private readonly tls: Record<string, Buffer>;
+  constructor(
+    readonly base: string,
+    private readonly opts: ApiClientOptions = {},
+  ) {
+    this.tls = {
+      ...(opts.caCert ? { ca: readPem(opts.caCert, "--ca-cert", "CTS_CACERT") } : {}),
+      ...(opts.clientCert ? { cert: readPem(opts.clientCert, "--client-cert", "CTS_CLIENT_CERT") } : {}),
+      ...(opts.clientKey ? { key: readPem(opts.clientKey, "--client-key", "CTS_CLIENT_KEY") } : {}),
+    };
+  }
 
   /**
    * Calls the API; `query` values are added as URL parameters. Uses node:http rather than fetch:
@@ -42,7 +84,14 @@ export class ApiClient {
       res = await new Promise((resolve, reject) => {
         const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(
           url,
-          { method, headers: payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } },
+          {
+            method,
+            headers: {
+              ...(payload === undefined ? {} : { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) }),
+              ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}),
+            },
+            ...(url.protocol === "https:" ? this.tls : {}),
+          },
           (r) => {
             let text = "";
             r.setEncoding("utf8");
@@ -56,6 +105,13 @@ export class ApiClient {
       });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? messageOf(err);
+      if (/CERT|SSL|TLS/i.test(code))
+        throw new CtsError(
+          "API_TLS_FAILED",
+          "external",
+          `TLS with cts at ${this.base} failed (${code}). Pass the CA with --ca-cert (CTS_CACERT) and, when the API demands one, a client certificate with --client-cert/--client-key (CTS_CLIENT_CERT/CTS_CLIENT_KEY).`,
+          { cause: err },
+        );
       throw new CtsError(
         "API_UNREACHABLE",
         "external",

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
-import { ApiClient, resolveHttpAddr, type ApiBody } from "./api-client.ts";
+import { ApiClient, type ApiBody } from "./api-client.ts";
 import { printJson, table } from "./output.ts";
-import { apiOptions } from "./task.ts";
+import { apiOptions, clientFor } from "./task.ts";
 
 interface StatusFlags {
   httpAddr?: string;
@@ -18,7 +18,7 @@ export function registerStatus(program: Command): void {
     .option("--events", "include each task's recent events")
     .option("--status <status>", "only tasks with this status: successful, errored, critical or unknown")
     .action(async (name: string | undefined, flags: StatusFlags) => {
-      const api = new ApiClient(resolveHttpAddr(flags.httpAddr));
+      const api = clientFor(flags);
       const query = { include: flags.events ? "events" : undefined, status: flags.status };
       const [summary, tasks] = await Promise.all([
         api.call("GET", "/v1/status"),

@@ -1,11 +1,11 @@
 import type { Command } from "commander";
 import { CtsError } from "../errors.ts";
-import { ApiClient, resolveHttpAddr, type ApiBody } from "./api-client.ts";
+import { ApiClient, clientOptionsFrom, resolveHttpAddr, type ApiBody, type ApiClientOptions } from "./api-client.ts";
 import { confirm } from "./confirm.ts";
 import { printJson, table } from "./output.ts";
 import { readTaskFile } from "./task-file.ts";
 
-interface TaskFlags {
+interface TaskFlags extends ApiClientOptions {
   httpAddr?: string;
   json?: boolean;
   autoApprove?: boolean;
@@ -17,10 +17,16 @@ interface TaskFlags {
 export function apiOptions(cmd: Command): Command {
   return cmd
     .option("--http-addr <url>", "address of the cts API (default CTS_ADDRESS, then http://127.0.0.1:8558)")
+    .option("--ca-cert <file>", "CA that signed the API's certificate (default CTS_CACERT)")
+    .option("--client-cert <file>", "client certificate for an API with mutual TLS (default CTS_CLIENT_CERT)")
+    .option("--client-key <file>", "key of the client certificate (default CTS_CLIENT_KEY)")
+    .option("--token <token>", "bearer token for task-changing calls (default CTS_HTTP_TOKEN)")
     .option("--json", "print the API's answer as JSON (for scripts)");
 }
 
-const client = (flags: TaskFlags) => new ApiClient(resolveHttpAddr(flags.httpAddr));
+/** The API client a command's flags describe. */
+export const clientFor = (flags: TaskFlags) => new ApiClient(resolveHttpAddr(flags.httpAddr), clientOptionsFrom(flags));
+const client = clientFor;
 // With --json, stdout carries only the JSON; plans and questions go to stderr.
 const human = (flags: TaskFlags) => (flags.json ? process.stderr : process.stdout);
 

@@ -42,6 +42,12 @@ export interface ApiConfig {
   address?: string;
   /** Port (default 8558; 0 picks a free one). */
   port?: number;
+  /** Serve HTTPS; with `verifyIncoming`, demand client certificates signed by `caFile` (mutual TLS). */
+  tls?: { certFile: string; keyFile: string; caFile?: string; verifyIncoming?: boolean };
+  /** Bearer token required on task-changing routes (else CTS_HTTP_TOKEN; none = open, as CTS). */
+  token?: string;
+  /** A file holding that token. */
+  tokenFile?: string;
 }
 
 /** Where a high-availability cluster keeps its lock and state in Consul KV. */

@@ -82,6 +82,8 @@ export interface SelfRegistrationOptions {
   version?: string;
   /** Tags added to `cts` (e.g. a high-availability cluster tag). */
   tags?: string[];
+  /** The API serves HTTPS (the health check uses https). */
+  https?: boolean;
   log: Logger;
 }
 
@@ -111,7 +113,9 @@ export function selfServiceDefinition(opts: Omit<SelfRegistrationOptions, "log">
     Check: {
       CheckID: `${opts.id}-health`,
       Name: "CTS Health Status",
-      HTTP: `http://${checkHost}:${opts.port}/v1/health`,
+      HTTP: `${opts.https ? "https" : "http"}://${checkHost}:${opts.port}/v1/health`,
+      // The agent cannot know cts's CA; the check asks for liveness, not identity.
+      ...(opts.https ? { TLSSkipVerify: true } : {}),
       Method: "GET",
       Interval: "10s",
       Timeout: "2s",

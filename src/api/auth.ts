@@ -1,0 +1,40 @@
+import { timingSafeEqual } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { IncomingMessage } from "node:http";
+import { CtsError } from "../errors.ts";
+import { ApiError } from "./http-io.ts";
+
+/** Methods that change tasks or infrastructure: the ones a bearer token guards. */
+const MUTATING = new Set(["POST", "PATCH", "PUT", "DELETE"]);
+
+/** The API's bearer token from `api.token`, `api.tokenFile` or CTS_HTTP_TOKEN (server side), if any. */
+export function apiToken(cfg: { token?: string; tokenFile?: string } | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (cfg?.token) return cfg.token;
+  if (cfg?.tokenFile) {
+    try {
+      const t = readFileSync(cfg.tokenFile, "utf8").trim();
+      if (t) return t;
+    } catch (cause) {
+      throw new CtsError("API_TOKEN_FILE", "usage", `cannot read api.tokenFile '${cfg.tokenFile}': ${(cause as Error).message}. Fix the path.`, { cause });
+    }
+    throw new CtsError("API_TOKEN_FILE", "usage", `api.tokenFile '${cfg.tokenFile}' is empty. Write the token into it.`);
+  }
+  return env.CTS_HTTP_TOKEN || undefined;
+}
+
+/**
+ * Refuses a mutating request without the right `Authorization: Bearer <token>` (401 when missing,
+ * 403 when wrong). Reads stay open, as in CTS, so health checks and dashboards need no secret.
+ */
+export function checkBearer(req: IncomingMessage, token: string | undefined): void {
+  if (!token || !MUTATING.has(req.method ?? "GET")) return;
+  const header = req.headers.authorization;
+  const m = typeof header === "string" ? /^Bearer\s+(.+)$/i.exec(header.trim()) : null;
+  if (!m)
+    throw new ApiError(401, "this route changes tasks and needs a bearer token: send `Authorization: Bearer <token>` (cts CLI: --token or CTS_HTTP_TOKEN)", {
+      "www-authenticate": 'Bearer realm="cts"',
+    });
+  const given = Buffer.from(m[1]!);
+  const want = Buffer.from(token);
+  if (given.length !== want.length || !timingSafeEqual(given, want)) throw new ApiError(403, "the bearer token is not valid for this cts");
+}
