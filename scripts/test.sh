@@ -19,7 +19,7 @@ if [ "${CTS_SKIP_INTEGRATION:-}" = "1" ]; then
 else
   echo "[test] preparing real Consul and OpenTofu (scripts/tools.sh)"
   eval "$(bash scripts/tools.sh --env)"
-  export CTS_TOFU_BIN CTS_CONSUL_BIN CTS_TF_CLI_CONFIG
+  export CTS_TOFU_BIN CTS_CONSUL_BIN CTS_TERRAFORM_BIN CTS_TF_CLI_CONFIG
   files+=(test/integration/*.test.ts)
 fi
 

@@ -11,6 +11,7 @@ CONSUL_VERSION=1.22.7
 CONSUL_COMMIT=c18bcb9
 LOCAL_VERSION=2.9.0
 LOCAL_COMMIT=3561e410f9fe1769a419c23adb8f1a9b89929b66
+TERRAFORM_VERSION=1.5.7   # the last MPL-2.0 release: proves the driver works with `terraform` too
 NULL_VERSION=3.3.1
 NULL_COMMIT=cd8ea3464380be767591b25b7cc09d8a02997073
 
@@ -63,6 +64,19 @@ build_tofu() {
     || die "building OpenTofu failed (see the Go output above)"
   mv "$dest/tofu.tmp" "$dest/tofu"
   log "OpenTofu: $(TF_CLI_CONFIG_FILE=/dev/null "$dest/tofu" version | head -n1)"
+}
+
+build_terraform() {
+  local dest="$TOOLS_DIR/terraform/$TERRAFORM_VERSION"
+  [ -x "$dest/terraform" ] && return 0
+  need_go
+  log "building Terraform v$TERRAFORM_VERSION (a cold build takes several minutes)…"
+  mkdir -p "$dest"
+  # Its go.mod has no replace directives, so `go install` of the tagged module works.
+  (cd "$TMP" && GOBIN="$TMP/terraform-bin" go install -trimpath -ldflags "-s -w" "github.com/hashicorp/terraform@v$TERRAFORM_VERSION") \
+    || die "building Terraform failed (see the Go output above)"
+  mv "$TMP/terraform-bin/terraform" "$dest/terraform"
+  log "Terraform: $(TF_CLI_CONFIG_FILE=/dev/null "$dest/terraform" version | head -n1)"
 }
 
 build_consul() {
@@ -161,12 +175,14 @@ main() {
   trap 'rm -rf "$TMP"' EXIT
   build_tofu
   build_consul
+  build_terraform
   build_provider local "$LOCAL_VERSION" "$LOCAL_COMMIT"
   build_provider null "$NULL_VERSION" "$NULL_COMMIT"
   write_cli_config
   if [ "${1:-}" = "--env" ]; then
     echo "export CTS_TOFU_BIN='$TOOLS_DIR/opentofu/$TOFU_VERSION/tofu'"
     echo "export CTS_CONSUL_BIN='$TOOLS_DIR/consul/$CONSUL_VERSION/consul'"
+    echo "export CTS_TERRAFORM_BIN='$TOOLS_DIR/terraform/$TERRAFORM_VERSION/terraform'"
     echo "export CTS_TF_CLI_CONFIG='$TOOLS_DIR/tofu.rc'"
   else
     log "ready in $TOOLS_DIR"

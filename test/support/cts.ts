@@ -25,6 +25,8 @@ export interface ConfigOptions {
   tasks: string[];
   /** Extra top-level config fields as TypeScript text (e.g. `bufferPeriod: false,`). */
   extra?: string;
+  /** The Terraform binary (default: the OpenTofu the tools script built). */
+  binary?: string;
 }
 
 /** Writes a cts.config.ts into `dir` that uses the real tofu and the offline provider mirror. */
@@ -39,7 +41,7 @@ import { MemberList, SlowMembers, FailingTask, MetaFiles, KvWithServices, Schedu
 void MemberList; void SlowMembers; void FailingTask; void MetaFiles; void KvWithServices; void ScheduledMembers; void SecretUser;
 export default defineConfig({
   consul: { address: ${JSON.stringify(opts.consulAddress)} },
-  driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))} } },
+  driver: { terraform: { binary: ${JSON.stringify(opts.binary ?? t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))} } },
   ${opts.extra ?? ""}
   ${/\bapi\s*:/.test(opts.extra ?? "") ? "" : "api: { port: 0 }, // daemons in tests never compete for 8558"}
   tasks: [${opts.tasks.join(", ")}],

@@ -6,6 +6,8 @@ import { fileURLToPath } from "node:url";
 export interface Tools {
   tofu: string;
   consul: string;
+  /** Terraform 1.5.7 (MPL-2.0), to prove the driver works with both binaries. */
+  terraform: string;
   /** CLI config that installs providers only from the offline mirror. */
   cliConfig: string;
 }
@@ -19,13 +21,13 @@ let cached: Tools | undefined;
 export function tools(): Tools {
   if (cached) return cached;
   let env: Record<string, string | undefined> = process.env;
-  if (!env.CTS_TOFU_BIN || !env.CTS_CONSUL_BIN || !env.CTS_TF_CLI_CONFIG) {
+  if (!env.CTS_TOFU_BIN || !env.CTS_CONSUL_BIN || !env.CTS_TF_CLI_CONFIG || !env.CTS_TERRAFORM_BIN) {
     const script = fileURLToPath(new URL("../../scripts/tools.sh", import.meta.url));
     const out = execFileSync("bash", [script, "--env"], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
     env = {};
     for (const m of out.matchAll(/^export (\w+)='(.*)'$/gm)) env[m[1]!] = m[2]!;
   }
-  const t = { tofu: env.CTS_TOFU_BIN!, consul: env.CTS_CONSUL_BIN!, cliConfig: env.CTS_TF_CLI_CONFIG! };
+  const t = { tofu: env.CTS_TOFU_BIN!, consul: env.CTS_CONSUL_BIN!, terraform: env.CTS_TERRAFORM_BIN!, cliConfig: env.CTS_TF_CLI_CONFIG! };
   for (const [name, path] of Object.entries(t)) {
     if (!path || !existsSync(path)) throw new Error(`test tool '${name}' not found at '${path}'. Run 'bash scripts/tools.sh'.`);
   }
