@@ -1,15 +1,2 @@
-import { createServer } from "node:net";
-
-/** A free TCP port on 127.0.0.1 (the OS picks it; the socket is closed before returning). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+/** Tests and the demo pick free ports the same way. */
+export { freePort } from "../../scripts/demo/ports.ts";
