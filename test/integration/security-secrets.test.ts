@@ -4,6 +4,7 @@ import { readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { startRuntime, tempDir, writeConfig } from "../support/cts.ts";
+import { startDaemonApi } from "../../src/api/daemon.ts";
 
 async function grepTree(dir: string, needle: string): Promise<string[]> {
   const hits: string[] = [];
@@ -54,6 +55,19 @@ describe("provider secrets", () => {
       assert.ok(!rt.lines.join("\n").includes(SECRET), "not in the logs");
       const events = JSON.stringify(["from-env", "from-file"].map((t) => rt.controller.events.list(t)));
       assert.ok(!events.includes(SECRET), "not in events");
+      const api = await startDaemonApi(rt, { port: 0 }, { register: false });
+      try {
+        for (const path of ["/v1/status", "/v1/status/tasks?include=events", "/v1/tasks", "/v1/tasks/from-env", "/v1/tasks/from-file", "/v1/status/tasks/from-env?include=events"]) {
+          const res = await fetch(api.url + path);
+          const text = await res.text();
+          assert.equal(res.status, 200, `${path}: ${text}`);
+          assert.ok(!text.includes(SECRET), `not in the answer to ${path}`);
+        }
+        const inspect = await fetch(api.url + "/v1/tasks/from-env?run=inspect", { method: "PATCH", body: JSON.stringify({ enabled: true }), headers: { "content-type": "application/json" } });
+        assert.ok(!(await inspect.text()).includes(SECRET), "not in an inspect answer");
+      } finally {
+        await api.stop();
+      }
       const json = await readFile(join(tmp.dir, "sync-tasks", "from-env", "main.tf.json"), "utf8");
       assert.match(json, /"sensitive": true/);
     } finally {
