@@ -18,6 +18,7 @@ export interface DaemonApiOptions {
   /** High availability: the cluster status and the follower's refusal of task changes. */
   cluster?: ApiDeps["cluster"];
   beforeChange?: ApiDeps["beforeChange"];
+  afterChange?: ApiDeps["afterChange"];
 }
 
 /** A health probe that asks Consul at most once per `ttlMs`; concurrent callers share one probe. */
@@ -51,6 +52,7 @@ export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined,
     health: cachedProbe(() => consulProblem(rt.connection)),
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
     ...(opts.beforeChange ? { beforeChange: opts.beforeChange } : {}),
+    ...(opts.afterChange ? { afterChange: opts.afterChange } : {}),
   }, { ...(config?.tls ? { tls: config.tls } : {}), ...(token ? { token } : {}) });
   const bound = await server.listen(port, address);
   log.info(`api: listening on ${bound.url}`, { address: bound.address, port: bound.port });

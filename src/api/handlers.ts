@@ -26,6 +26,8 @@ export interface ApiDeps {
   cluster?: () => Promise<Record<string, unknown>>;
   /** Called before every task-changing call; throws to refuse it (an HA follower's redirect error). */
   beforeChange?: () => void | Promise<void>;
+  /** Awaited after every task-changing call, before answering (HA: the change is stored in Consul). */
+  afterChange?: () => Promise<void>;
 }
 
 /** A handler's answer. */
@@ -166,8 +168,7 @@ export function createHandlers(deps: ApiDeps): (m: Match, req: IncomingMessage) 
     );
   }
 
-  return async (m, req) => {
-    if (deps.beforeChange && (m.route === "tasks" || m.route === "task") && m.method !== "GET") await guard(async () => deps.beforeChange!());
+  const dispatch = async (m: Match, req: IncomingMessage): Promise<Answer> => {
     switch (m.route) {
       case "health": {
         const problem = await deps.health?.();
@@ -198,6 +199,17 @@ export function createHandlers(deps: ApiDeps): (m: Match, req: IncomingMessage) 
         if (m.method === "PATCH") return patchTask(m, req);
         if (m.method === "DELETE") return deleteTask(m);
         return { status: 200, body: { task: taskToCts(existing(m.task!)) } };
+    }
+  };
+
+  return async (m, req) => {
+    const changing = (m.route === "tasks" || m.route === "task") && m.method !== "GET";
+    if (deps.beforeChange && changing) await guard(async () => deps.beforeChange!());
+    if (!changing || !deps.afterChange) return dispatch(m, req);
+    try {
+      return await dispatch(m, req);
+    } finally {
+      await deps.afterChange().catch(() => undefined);
     }
   };
 }

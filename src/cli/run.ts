@@ -6,7 +6,8 @@ import { createRuntime, type Runtime } from "../runtime/compose.ts";
 import type { RunOutcome } from "../runtime/controller.ts";
 import { printJson, table } from "./output.ts";
 import { HighAvailability } from "../ha/high-availability.ts";
-import { attachHighAvailability } from "../ha/registry.ts";
+import { attachHighAvailability, highAvailabilityOf } from "../ha/registry.ts";
+import { haApiOptions } from "../ha/api.ts";
 
 interface RunFlags {
   config?: string;
@@ -32,10 +33,13 @@ export const daemonHooks: Array<(rt: Runtime, flags: Record<string, unknown>, lo
 
 // The CTS-compatible API and the self-registration in Consul start with every daemon.
 daemonHooks.push(async (rt, flags, loaded) => {
+  const ha = highAvailabilityOf(rt.controller);
   const api = await startDaemonApi(rt, loaded.config.api, {
     ...(typeof flags.apiAddress === "string" ? { address: flags.apiAddress } : {}),
     ...(typeof flags.apiPort === "string" ? { port: flags.apiPort } : {}),
+    ...(ha ? haApiOptions(ha) : {}),
   });
+  ha?.setLocalAddress(api.url);
   return api.stop;
 });
 
@@ -84,6 +88,8 @@ export function registerRun(program: Command): void {
     .action(async (flags: RunFlags) => {
       const loaded = await loadConfig(flags.config);
       const rt = createRuntime(loaded, { mode: "once", log: logger(flags) });
+      if (loaded.config.highAvailability)
+        rt.log.warn("cts once runs every task itself, whatever the high-availability leader does; only the Terraform state lock keeps it from applying at the same time as the leader");
       try {
         const results = await rt.controller.once();
         report(results, flags.json);

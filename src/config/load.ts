@@ -6,6 +6,7 @@ import { CtsError, messageOf } from "../errors.ts";
 import { isTask } from "../task/task.ts";
 import { bufferProblems, taskProblems, throwProblems, type Problem } from "../task/validate.ts";
 import type { CtsConfig } from "./types.ts";
+import { haProblems } from "../ha/settings.ts";
 
 /** The config file names tried in order when none is given. */
 export const DEFAULT_CONFIG_FILES = ["cts.config.ts", "cts.config.mts", "cts.config.js", "cts.config.mjs"];
@@ -79,5 +80,6 @@ export function validateConfig(config: CtsConfig | undefined, file: string): ass
     problems.push({ field: "consul.address", message: `'${String(addr)}' is not host:port or a URL. Use e.g. "127.0.0.1:8500".` });
   const port = config.api?.port;
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) problems.push({ field: "api.port", message: `must be 0-65535 (got ${String(port)}).` });
+  problems.push(...haProblems(config));
   throwProblems(file, problems);
 }

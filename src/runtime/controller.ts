@@ -315,6 +315,13 @@ export class Controller {
       this.queue.forget(e.name);
     }
     for (const e of this.entries.values()) e.abort?.abort();
+    // Callers waiting for a run that was dropped from the queue get their answer now (a run in
+    // progress took its own waiters when it started).
+    for (const [name, waiters] of [...this.onceWaiters]) {
+      this.onceWaiters.delete(name);
+      const error = new CtsError("CTS_PAUSED", "external", "was not run: this instance stopped running tasks (it is not the high-availability leader).", { task: name });
+      for (const w of waiters) w({ task: name, ok: false, outcome: "cancelled", error });
+    }
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([this.queue.idle(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
     clearTimeout(timer);
@@ -345,6 +352,7 @@ export class Controller {
       if (rec?.spec && !rec.deleted) continue;
       if (rec?.deleted) {
         this.entries.delete(task.name);
+        this.events.delete(task.name);
         continue;
       }
       let e = this.entries.get(task.name);
@@ -371,7 +379,10 @@ export class Controller {
     }
     for (const e of [...this.entries.values()]) {
       const rec = stored.get(e.name);
-      if (e.origin === "api" && (!rec?.spec || rec.deleted)) this.entries.delete(e.name);
+      if (e.origin === "api" && (!rec?.spec || rec.deleted)) {
+        this.entries.delete(e.name);
+        this.events.delete(e.name);
+      }
     }
     for (const name of new Set([...this.entries.keys(), ...events.keys()])) {
       const list = events.get(name);

@@ -1,0 +1,391 @@
+import type { LoadedConfig } from "../config/load.ts";
+import type { ConsulConnection } from "../consul/connection.ts";
+import { watchTokenFile } from "../consul/token-file.ts";
+import { CtsError, messageOf } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import { consulConnectionFor, tokenFileFor } from "../runtime/compose.ts";
+import type { Controller, TaskChange } from "../runtime/controller.ts";
+import type { TaskEvent } from "../runtime/events.ts";
+import { buildClusterStatus, type ClusterStatus } from "./cluster.ts";
+import { createConsulHttp, isAbort } from "./consul-http.ts";
+import { HaKv } from "./kv.ts";
+import { StateLockRetry } from "./lock-retry.ts";
+import { MemberReporter } from "./member.ts";
+import { StateMirror } from "./mirror.ts";
+import { LeaderSession, type SessionLoss } from "./session.ts";
+import { COMPAT_INTERVAL_MS, durationText, resolveHaSettings, type HaSettings } from "./settings.ts";
+import { parseState, stateKeys, type StoredState, type StoredTask } from "./state.ts";
+import { StateWriter } from "./writer.ts";
+
+/** What high availability needs from the runtime (a subset of Runtime). */
+export interface HaRuntime {
+  controller: Controller;
+  connection: ConsulConnection;
+  log: Logger;
+}
+
+/** Options for tests and the CLI. */
+export interface HighAvailabilityOptions {
+  /** Clear the stored state when this instance first becomes leader (`cts watch --reset-storage`). */
+  resetStorage?: boolean;
+  /** Period of the compatibility check (default 5 minutes). */
+  compatIntervalMs?: number;
+  /** How long a leader that steps down waits for cancelled runs (default 10 s). */
+  stopGraceMs?: number;
+}
+
+/** The leader as the lock names it. */
+export interface LeaderInfo {
+  id: string;
+  address: string;
+  /** When it acquired the lock (ISO time). */
+  since?: string;
+}
+
+type Role = "idle" | "follower" | "leader" | "stopped";
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+
+function parseLeader(value: string): LeaderInfo | undefined {
+  try {
+    const v = JSON.parse(value) as Partial<LeaderInfo>;
+    return typeof v.id === "string" ? { id: v.id, address: typeof v.address === "string" ? v.address : "", ...(v.since ? { since: v.since } : {}) } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * High availability: every instance holds a Consul session and competes for the lock at
+ * `<parentPath>/leader`; the holder runs tasks, the others mirror the stored state (so read API
+ * calls answer the same everywhere) and wait for the lock. src/ha/README.md explains the timing.
+ */
+export class HighAvailability {
+  readonly settings: HaSettings;
+  private readonly controller: Controller;
+  private readonly log: Logger;
+  private readonly kv: HaKv;
+  private readonly writer: StateWriter;
+  private role: Role = "idle";
+  private session: LeaderSession | undefined;
+  private sessionAbort = new AbortController();
+  /** Ends every wait when the instance stops, so the process exits at once. */
+  private readonly stopping = new AbortController();
+  private leaderInfo: LeaderInfo | undefined;
+  private leaderSince: string | undefined;
+  private localAddress = "";
+  private resetPending: boolean;
+  private compatTimer: ReturnType<typeof setInterval> | undefined;
+  private lastState: StoredState | undefined;
+  private election: Promise<void> | undefined;
+  private readonly stopTokenWatch: (() => void) | undefined;
+  private readonly stopGraceMs: number;
+  private readonly mirror: StateMirror;
+  private readonly member: MemberReporter;
+  private readonly lockRetry: StateLockRetry;
+
+  constructor(
+    rt: HaRuntime,
+    private readonly loaded: LoadedConfig,
+    private readonly opts: HighAvailabilityOptions = {},
+  ) {
+    if (!loaded.config.highAvailability) throw new CtsError("CTS_INTERNAL", "internal", "HighAvailability needs highAvailability in the config");
+    this.settings = resolveHaSettings(loaded.config);
+    this.controller = rt.controller;
+    this.log = rt.log.child("ha");
+    this.resetPending = opts.resetStorage === true;
+    this.stopGraceMs = opts.stopGraceMs ?? 10_000;
+    // Renewals must follow a rotated token file like every other Consul call.
+    let connection = rt.connection;
+    const file = loaded.config.consul?.token === undefined ? tokenFileFor(loaded.config) : undefined;
+    this.stopTokenWatch = file ? watchTokenFile(file, connection.token ?? "", (token) => (connection = consulConnectionFor(loaded.config, token))) : undefined;
+    this.kv = new HaKv(createConsulHttp(() => connection, this.settings.namespace));
+    this.writer = new StateWriter(this.kv, this.settings.lockKey, this.log);
+    this.lockRetry = new StateLockRetry(this.controller, this.log, () => this.role === "leader");
+    this.mirror = new StateMirror(this.kv, this.settings.statePrefix, this.controller, this.log, {
+      applies: () => this.role === "follower",
+      onState: (state) => (this.lastState = state),
+      onApiTasksChanged: () => void this.member.check(false),
+    });
+    this.member = new MemberReporter(this.kv, this.settings, loaded, this.log, {
+      address: () => this.address,
+      otherLeader: () => (this.role === "leader" ? undefined : this.leaderInfo?.id),
+      apiTasks: () =>
+        [...(this.lastState?.tasks.values() ?? [])].filter((t) => t.origin === "api" && t.spec && !t.deleted).map((t) => ({ name: t.name, class: "ModuleTask", module: t.spec!.module })),
+      active: () => this.role !== "stopped",
+    });
+    // Nothing runs until this instance leads; API calls in the meantime are redirected.
+    void this.controller.pause(0);
+    this.controller.setHooks({ onEvent: (e) => this.persistEvent(e), onTaskChange: (c) => this.persistChange(c) });
+  }
+
+  // ---- what the API and CLI ask -------------------------------------------------------------
+
+  /** The API's own URL, advertised when `instance.address` is not configured. */
+  setLocalAddress(url: string): void {
+    this.localAddress = url;
+  }
+
+  /** How clients reach this instance. */
+  get address(): string {
+    return this.settings.instanceAddress ?? this.localAddress;
+  }
+
+  /** This instance's id. */
+  get id(): string {
+    return this.settings.id;
+  }
+
+  /** Whether this instance leads now. */
+  isLeader(): boolean {
+    return this.role === "leader";
+  }
+
+  /** The current leader, as far as this instance knows. */
+  leader(): LeaderInfo | undefined {
+    if (this.role === "leader") return { id: this.settings.id, address: this.address, ...(this.leaderSince ? { since: this.leaderSince } : {}) };
+    return this.leaderInfo;
+  }
+
+  /** Compatibility problems found by the last check. */
+  compatibility(): string[] {
+    return this.member.current();
+  }
+
+  /** The error a follower answers task-changing calls with (CTS's redirect). */
+  notLeaderError(): CtsError {
+    const l = this.leader();
+    if (!l)
+      return new CtsError(
+        "HA_NO_LEADER",
+        "external",
+        `this instance is not the leader, and no leader is elected right now (a failover takes up to twice the session TTL, ${durationText(this.settings.sessionTtlMs * 2)}). Retry in a few seconds, or ask GET /v1/status/cluster.`,
+        { detail: { status: 503 } },
+      );
+    return new CtsError("HA_NOT_LEADER", "usage", `this instance is not the leader. Redirect the request to the leader: id=${l.id}, address=${l.address || "(not configured)"}`, {
+      detail: { status: 400, leader_id: l.id, leader_address: l.address },
+    });
+  }
+
+  /** Waits until the leader's queued state writes reached Consul; false on timeout or when not leading. */
+  flush(timeoutMs = 5_000): Promise<boolean> {
+    return this.writer.flush(timeoutMs);
+  }
+
+  /** After a task-changing API call on the leader: waits (up to 5 s) until the change is stored in Consul. */
+  async flushForApi(): Promise<void> {
+    if (this.role !== "leader") return;
+    if (!(await this.writer.flush(5_000)) && this.role === "leader")
+      this.log.warn("ha: a task change is not stored in Consul yet (still retrying); it is lost if this leader fails before the write succeeds");
+  }
+
+  /** Members, their health and the leader, read from Consul (any member answers the same). */
+  clusterStatus(): Promise<ClusterStatus> {
+    return buildClusterStatus(this.kv, this.settings);
+  }
+
+  // ---- life cycle ---------------------------------------------------------------------------
+
+  /** Joins the cluster: mirrors the stored state, publishes the member record, competes for the lock. */
+  async start(): Promise<void> {
+    if (this.role !== "idle") return;
+    this.role = "follower";
+    const s = this.settings;
+    this.log.info(`ha: joining cluster '${s.clusterName}' as '${s.id}'`, { parent_path: s.parentPath, session_ttl: durationText(s.sessionTtlMs), lock_delay: durationText(s.lockDelayMs) });
+    this.mirror.start();
+    void this.member.check(true);
+    const every = this.opts.compatIntervalMs ?? COMPAT_INTERVAL_MS;
+    this.compatTimer = setInterval(() => void this.member.check(true), every);
+    this.compatTimer.unref();
+    this.election = this.electionLoop();
+  }
+
+  /** Leaves gracefully: stops running tasks, stores what is pending, releases the lock (no lock delay), ends the session. */
+  async stop(): Promise<void> {
+    if (this.role === "stopped") return;
+    const wasLeader = this.role === "leader";
+    this.role = "stopped";
+    this.stopping.abort();
+    this.lockRetry.clear();
+    if (this.compatTimer) clearInterval(this.compatTimer);
+    this.stopTokenWatch?.();
+    this.mirror.stop();
+    if (wasLeader) {
+      await this.controller.pause(this.stopGraceMs);
+      await this.writer.flush(3_000);
+    }
+    this.writer.setSession(undefined);
+    this.sessionAbort.abort();
+    const session = this.session;
+    this.session = undefined;
+    if (session) {
+      // Release first: a release has no lock delay, so a follower takes over at once.
+      // Bounded: a stop with Consul unreachable still ends within CTS's 10 s.
+      if (wasLeader) await this.kv.release(this.settings.lockKey, session.id, 2_000).catch((e) => this.log.warn(`ha: releasing the leader lock failed: ${messageOf(e)}`));
+      await session.destroy(2_000);
+    }
+    await this.member.remove();
+    const giveUp = new AbortController();
+    await Promise.race([this.election, sleep(3_000, giveUp.signal)]);
+    giveUp.abort();
+    if (wasLeader) this.log.info("ha: released leadership (graceful stop)");
+    this.kv.http.close();
+  }
+
+  // ---- election -----------------------------------------------------------------------------
+
+  /** The role now (a method, so checks after an await are not narrowed away by the compiler). */
+  private is(role: Role): boolean {
+    return this.role === role;
+  }
+
+  private async electionLoop(): Promise<void> {
+    const s = this.settings;
+    let index = 0n;
+    let failures = 0;
+    while (this.role !== "stopped") {
+      try {
+        if (!this.session) {
+          this.session = await LeaderSession.create(this.kv, s, this.log, (loss) => this.onSessionLost(loss));
+          if (this.is("stopped")) {
+            await this.session.destroy();
+            return;
+          }
+          this.sessionAbort = new AbortController();
+          index = 0n;
+        }
+        const session = this.session;
+        const signal = this.sessionAbort.signal;
+        const read = await this.kv.get(s.lockKey, { index, signal });
+        // An index that went backwards means Consul lost its data (a restarted dev agent): start over.
+        index = read.index < index ? 0n : read.index;
+        failures = 0;
+        const holder = read.data?.session;
+        const info = holder ? parseLeader(read.data!.value) : undefined;
+        if (info?.id !== this.leaderInfo?.id && this.role !== "leader") {
+          this.leaderInfo = info;
+          if (info) void this.member.check(false);
+        } else this.leaderInfo = info;
+        if (this.role === "leader") {
+          if (holder !== session.id) this.stepDown("the leader lock is no longer held by this instance's session (it was deleted or released in Consul)");
+          continue;
+        }
+        if (holder || this.role !== "follower") continue;
+        this.log.info(`ha: attempting to acquire leadership lock: lock_path=${s.lockKey}`);
+        const since = new Date().toISOString();
+        const acquired = await this.kv.acquire(s.lockKey, session.id, JSON.stringify({ id: s.id, address: this.address, since }));
+        if (acquired && this.session === session && session.alive && this.role === "follower") {
+          this.leaderSince = since;
+          await this.becomeLeader(session);
+        } else {
+          // Another instance won, or the lock delay of an invalidated session is still running.
+          index = 0n;
+          await sleep(Math.max(200, Math.min(1_000, s.lockDelayMs || 500)), signal);
+        }
+      } catch (err) {
+        if (this.is("stopped")) return;
+        if (isAbort(err)) continue;
+        failures++;
+        index = 0n;
+        if (failures === 1 || failures % 10 === 0) {
+          if (err instanceof CtsError && err.category === "usage") this.log.error(`ha: cannot take part in the election: ${err.message}`);
+          else this.log.warn(`ha: cannot take part in the election (attempt ${failures}): ${messageOf(err)}`);
+        }
+        await sleep(Math.min(5_000, s.renewRetryMs * 2 ** Math.min(failures, 6)) * (0.8 + Math.random() * 0.4), this.stopping.signal);
+      }
+    }
+  }
+
+  private onSessionLost(loss: SessionLoss): void {
+    const old = this.session;
+    if (!old) return;
+    this.session = undefined;
+    this.sessionAbort.abort();
+    old.abandon();
+    if (this.role === "leader") this.stepDown(loss.message);
+    else if (this.role === "follower") this.log.info(`ha: session ended (${loss.message}); a new one is created when Consul answers`);
+  }
+
+  private async becomeLeader(session: LeaderSession): Promise<void> {
+    const s = this.settings;
+    this.role = "leader";
+    this.log.info(`ha: acquired leadership lock: id=${s.id}`, { lock_path: s.lockKey });
+    this.mirror.stop();
+    this.writer.setSession(session.id);
+    try {
+      if (this.resetPending) {
+        // Fenced like every write: only the lock holder may clear the state.
+        const ok = await this.kv.txn([
+          { verb: "check-session", key: s.lockKey, session: session.id },
+          { verb: "delete-tree", key: s.statePrefix },
+        ]);
+        if (ok) {
+          this.resetPending = false;
+          this.log.info(`ha: --reset-storage: cleared the stored task state under ${s.statePrefix}`);
+        }
+      }
+      const read = await this.kv.list(s.statePrefix);
+      if (this.role !== "leader" || this.session !== session) return;
+      const state = parseState(s.statePrefix, read.data);
+      this.lastState = state;
+      for (const p of state.problems) this.log.warn(`ha: ignoring a stored entry that cannot be read: ${p}`);
+      for (const p of this.controller.restore(state.tasks.values(), state.events)) this.log.error(`ha: ${p}`);
+      void this.member.check(false);
+      this.log.info(`ha: leading: running every task once, then watching`, { tasks: this.controller.taskNames().length });
+      await this.controller.resume();
+    } catch (err) {
+      if (this.role !== "leader") return;
+      // Leading without the stored state would silently undo API changes: give the lock back.
+      this.log.error(`ha: could not read the stored state from Consul (${messageOf(err)}); releasing leadership to retry`);
+      this.stepDown("the stored state could not be read");
+      await this.kv.release(s.lockKey, session.id, 3_000).catch(() => undefined);
+    }
+  }
+
+  /** Stops running tasks at once (runs in progress are cancelled) and becomes a follower. */
+  private stepDown(reason: string): void {
+    if (this.role !== "leader") return;
+    this.role = "follower";
+    this.leaderSince = undefined;
+    this.writer.setSession(undefined);
+    this.lockRetry.clear();
+    this.log.warn(`ha: lost leadership: ${reason}. Stopped running tasks; this instance is now a follower`);
+    void this.controller.pause(this.stopGraceMs).then(() => {
+      if (this.role === "follower") this.mirror.start();
+    });
+  }
+
+  // ---- stored state -------------------------------------------------------------------------
+
+  private persistChange(change: TaskChange): void {
+    if (this.role !== "leader") return;
+    const p = this.settings.statePrefix;
+    const key = stateKeys.task(p, change.task);
+    if (change.kind === "deleted") {
+      const tombstone: StoredTask = { name: change.task, origin: "config", enabled: false, deleted: true, updated_at: new Date().toISOString() };
+      this.writer.set(key, change.origin === "config" ? JSON.stringify(tombstone) : null);
+      this.writer.set(stateKeys.events(p, change.task), null);
+      return;
+    }
+    const v = this.controller.view(change.task);
+    if (!v) return;
+    const record: StoredTask = { name: v.name, origin: v.origin, enabled: v.enabled, ...(v.spec ? { spec: v.spec } : {}), updated_at: new Date().toISOString() };
+    this.writer.set(key, JSON.stringify(record));
+  }
+
+  private persistEvent(event: TaskEvent): void {
+    if (this.role !== "leader") return;
+    this.lockRetry.onEvent(event);
+    this.writer.set(stateKeys.events(this.settings.statePrefix, event.task_name), JSON.stringify(this.controller.events.list(event.task_name)));
+  }
+
+}

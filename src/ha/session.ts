@@ -1,0 +1,140 @@
+import { performance } from "node:perf_hooks";
+import { messageOf } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import type { HaKv } from "./kv.ts";
+import { durationText, type HaSettings } from "./settings.ts";
+
+/** Why a session stopped being usable. */
+export type SessionLoss = { kind: "invalidated"; message: string } | { kind: "fenced"; message: string };
+
+/**
+ * One Consul session: renewed every TTL/2 (retried quickly after a failure). It reports itself
+ * lost when Consul says it is gone, or when no renewal succeeded for `fenceAfterMs` counted from
+ * when the last successful renewal was SENT — Consul cannot have expired it before TTL×2 after it
+ * received that renewal, so a leader that stops at this point stops before anyone else can lead.
+ */
+export class LeaderSession {
+  private renewTimer: ReturnType<typeof setTimeout> | undefined;
+  private fenceTimer: ReturnType<typeof setTimeout> | undefined;
+  private lastOkSentAt = 0;
+  private ended = false;
+  private failures = 0;
+
+  private constructor(
+    readonly id: string,
+    private readonly kv: HaKv,
+    private readonly settings: HaSettings,
+    private readonly log: Logger,
+    private readonly onLost: (loss: SessionLoss) => void,
+    createdSentAt: number,
+  ) {
+    this.lastOkSentAt = createdSentAt;
+    this.armFence();
+    this.schedule(settings.renewIntervalMs);
+  }
+
+  /** Creates a session in Consul and starts renewing it. */
+  static async create(kv: HaKv, settings: HaSettings, log: Logger, onLost: (loss: SessionLoss) => void): Promise<LeaderSession> {
+    const sentAt = performance.now();
+    const id = await kv.createSession(`cts-ha:${settings.clusterName}:${settings.id}`, settings.sessionTtlMs, settings.lockDelayMs);
+    log.debug(`ha: created session`, { session: id, ttl: durationText(settings.sessionTtlMs) });
+    return new LeaderSession(id, kv, settings, log, onLost, sentAt);
+  }
+
+  /** Milliseconds since the last successful renewal was sent. */
+  sinceRenewal(): number {
+    return performance.now() - this.lastOkSentAt;
+  }
+
+  /** Whether the session is still believed valid. */
+  get alive(): boolean {
+    return !this.ended;
+  }
+
+  private schedule(delay: number): void {
+    if (this.ended) return;
+    this.renewTimer = setTimeout(() => void this.renew(), delay);
+  }
+
+  private armFence(): void {
+    if (this.fenceTimer) clearTimeout(this.fenceTimer);
+    const left = this.settings.fenceAfterMs - this.sinceRenewal();
+    this.fenceTimer = setTimeout(() => {
+      if (this.ended) return;
+      // Timers may fire a little early against the monotonic clock: re-arm rather than give up.
+      if (this.sinceRenewal() < this.settings.fenceAfterMs) return this.armFence();
+      this.fence();
+    }, Math.max(1, Math.ceil(left)));
+  }
+
+  private fence(): void {
+    this.lose({
+      kind: "fenced",
+      message: `no session renewal succeeded for ${durationText(Math.round(this.sinceRenewal()))} (session TTL ${durationText(this.settings.sessionTtlMs)}); Consul may give the lock away soon`,
+    });
+  }
+
+  private async renew(): Promise<void> {
+    if (this.ended) return;
+    const sentAt = performance.now();
+    try {
+      const answer = await this.kv.renewSession(this.id, Math.max(200, Math.min(this.settings.renewIntervalMs, this.settings.fenceAfterMs - this.sinceRenewal())));
+      if (this.ended) return;
+      if (answer === "gone") {
+        this.lose({ kind: "invalidated", message: "Consul invalidated this instance's session" });
+        return;
+      }
+      if (this.failures > 0) this.log.info(`ha: session renewal works again after ${this.failures} failed attempt(s)`);
+      this.failures = 0;
+      this.lastOkSentAt = sentAt;
+      this.armFence();
+      this.schedule(this.settings.renewIntervalMs);
+    } catch (err) {
+      if (this.ended) return;
+      this.failures++;
+      if (this.sinceRenewal() >= this.settings.fenceAfterMs) return this.fence();
+      if (this.failures === 1 || this.failures % 10 === 0)
+        this.log.warn(`ha: renewing the session failed (attempt ${this.failures}): ${messageOf(err)}`, { since_renewal_ms: Math.round(this.sinceRenewal()) });
+      this.schedule(this.settings.renewRetryMs);
+    }
+  }
+
+  private lose(loss: SessionLoss): void {
+    if (this.ended) return;
+    this.stopTimers();
+    this.onLost(loss);
+  }
+
+  private stopTimers(): void {
+    this.ended = true;
+    if (this.renewTimer) clearTimeout(this.renewTimer);
+    if (this.fenceTimer) clearTimeout(this.fenceTimer);
+  }
+
+  /** Stops renewing and destroys the session in Consul (its locks are released). Never throws. */
+  async destroy(timeoutMs = 3_000): Promise<boolean> {
+    this.stopTimers();
+    try {
+      await this.kv.destroySession(this.id, timeoutMs);
+      return true;
+    } catch (err) {
+      this.log.debug(`ha: destroying session failed: ${messageOf(err)}`, { session: this.id });
+      return false;
+    }
+  }
+
+  /**
+   * Stops renewing and keeps trying to destroy the session in the background until Consul
+   * answers or the session must have expired anyway: a fenced leader that reaches Consul again
+   * frees the lock at once instead of making everyone wait for the TTL.
+   */
+  abandon(): void {
+    this.stopTimers();
+    const giveUpAt = performance.now() + this.settings.sessionTtlMs * 2 + 1_000;
+    const attempt = async () => {
+      if (await this.destroy(this.settings.renewRetryMs * 2)) return;
+      if (performance.now() < giveUpAt) setTimeout(() => void attempt(), this.settings.renewRetryMs).unref();
+    };
+    void attempt();
+  }
+}

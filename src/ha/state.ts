@@ -1,0 +1,69 @@
+import type { TaskEvent } from "../runtime/events.ts";
+import type { ModuleTaskSpec } from "../synth/task-ref.ts";
+import type { KvItem } from "./kv.ts";
+
+/**
+ * What the cluster remembers about one task beyond the config files: a task created through the
+ * API (with its spec), an enabled flag changed through the API, or a config task deleted through
+ * the API (a tombstone, so a new leader does not bring it back).
+ */
+export interface StoredTask {
+  name: string;
+  origin: "config" | "api";
+  enabled: boolean;
+  /** The plain-data declaration of a task created through the API. */
+  spec?: ModuleTaskSpec;
+  /** A config task deleted through the API. */
+  deleted?: true;
+  /** When the leader wrote it (ISO time). */
+  updated_at?: string;
+}
+
+/** The cluster's stored state, as read from KV. */
+export interface StoredState {
+  tasks: Map<string, StoredTask>;
+  events: Map<string, TaskEvent[]>;
+  /** Entries that could not be parsed (logged, ignored). */
+  problems: string[];
+}
+
+/** KV keys of the stored state under `<parentPath>/state/`. */
+export const stateKeys = {
+  task: (prefix: string, name: string) => `${prefix}tasks/${name}`,
+  events: (prefix: string, name: string) => `${prefix}events/${name}`,
+};
+
+/** Parses the entries of `<parentPath>/state/` (a recursive read). */
+export function parseState(prefix: string, entries: KvItem[]): StoredState {
+  const state: StoredState = { tasks: new Map(), events: new Map(), problems: [] };
+  for (const e of entries) {
+    if (!e.key.startsWith(prefix)) continue;
+    const rest = e.key.slice(prefix.length);
+    const slash = rest.indexOf("/");
+    if (slash < 0) continue;
+    const [kind, name] = [rest.slice(0, slash), rest.slice(slash + 1)];
+    if (!name) continue;
+    try {
+      const value = JSON.parse(e.value) as unknown;
+      if (kind === "tasks") {
+        const t = value as StoredTask;
+        if (!t || typeof t !== "object" || t.name !== name || (t.origin !== "config" && t.origin !== "api") || typeof t.enabled !== "boolean")
+          throw new Error("not a stored task");
+        if (t.origin === "api" && !t.deleted && (!t.spec || typeof t.spec !== "object")) throw new Error("an API task without its spec");
+        state.tasks.set(name, t);
+      } else if (kind === "events") {
+        if (!Array.isArray(value)) throw new Error("not a list of events");
+        state.events.set(name, (value as TaskEvent[]).filter((ev) => ev && typeof ev === "object" && ev.task_name === name));
+      }
+    } catch (err) {
+      state.problems.push(`'${e.key}': ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  return state;
+}
+
+/** A stable text of a stored task, to tell whether a mirror must change anything. */
+export function taskFingerprint(t: StoredTask | undefined): string {
+  if (!t) return "";
+  return JSON.stringify({ o: t.origin, e: t.enabled, d: t.deleted ?? false, s: t.spec ?? null });
+}

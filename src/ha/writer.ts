@@ -1,0 +1,90 @@
+import { messageOf } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import { TXN_MAX_OPS, type HaKv, type TxnOp } from "./kv.ts";
+
+/**
+ * Writes the leader's state to KV: the latest value per key wins (writes coalesce), and every
+ * write is a transaction that first checks this instance's session still holds the leader lock,
+ * so a deposed leader that has not noticed yet cannot overwrite what the new leader stores.
+ */
+export class StateWriter {
+  private readonly pending = new Map<string, string | null>();
+  private session: string | undefined;
+  private running: Promise<void> | undefined;
+  private readonly idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly kv: HaKv,
+    private readonly lockKey: string,
+    private readonly log: Logger,
+  ) {}
+
+  /** The session writes are fenced with (set while leading; undefined drops what is pending). */
+  setSession(session: string | undefined): void {
+    this.session = session;
+    if (!session) {
+      if (this.pending.size > 0) this.log.debug(`ha: not leading: ${this.pending.size} state write(s) dropped`);
+      this.pending.clear();
+      this.wakeIdle();
+    } else this.kick();
+  }
+
+  /** Queues a write of `value` (null deletes the key). */
+  set(key: string, value: string | null): void {
+    if (!this.session) return;
+    this.pending.delete(key);
+    this.pending.set(key, value);
+    this.kick();
+  }
+
+  /** Resolves true once everything queued is written, false after `timeoutMs` or when not leading. */
+  async flush(timeoutMs = 5_000): Promise<boolean> {
+    if (this.pending.size === 0 && !this.running) return this.session !== undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const done = await Promise.race([
+      new Promise<boolean>((r) => this.idleWaiters.push(() => r(true))),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    return done && this.session !== undefined;
+  }
+
+  private kick(): void {
+    if (this.running || this.pending.size === 0 || !this.session) return;
+    this.running = this.drain().finally(() => {
+      this.running = undefined;
+      if (this.pending.size > 0 && this.session) this.kick();
+      else this.wakeIdle();
+    });
+  }
+
+  private wakeIdle(): void {
+    if (this.running) return;
+    for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  private async drain(): Promise<void> {
+    let delay = 250;
+    while (this.pending.size > 0 && this.session) {
+      const session = this.session;
+      const batch = [...this.pending].slice(0, TXN_MAX_OPS - 1);
+      for (const [k] of batch) this.pending.delete(k);
+      const ops: TxnOp[] = [{ verb: "check-session", key: this.lockKey, session }, ...batch.map(([key, value]): TxnOp => (value === null ? { verb: "delete", key } : { verb: "set", key, value }))];
+      try {
+        if (await this.kv.txn(ops)) {
+          delay = 250;
+          continue;
+        }
+        this.log.warn(`ha: this instance no longer holds the leader lock: ${batch.length} state write(s) refused by Consul (the new leader's state stands)`);
+        this.pending.clear();
+        return;
+      } catch (err) {
+        // Put back what no newer write replaced, then retry while still leading.
+        for (const [k, v] of batch.reverse()) if (!this.pending.has(k)) this.pending.set(k, v);
+        this.log.warn(`ha: storing task state in Consul failed, retrying in ${delay} ms: ${messageOf(err)}`);
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 5_000);
+      }
+    }
+  }
+}

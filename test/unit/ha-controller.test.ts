@@ -1,0 +1,208 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { Controller, type TaskChange } from "../../src/runtime/controller.ts";
+import { CtsError } from "../../src/errors.ts";
+import { createLogger } from "../../src/log.ts";
+import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
+import type { Source, SourceData } from "../../src/consul/types.ts";
+import type { Subscription, SubscriptionListener, Watcher } from "../../src/watch/types.ts";
+import type { RunOptions, RunResult, TaskWorkspace } from "../../src/terraform/types.ts";
+import type { TaskEvent } from "../../src/runtime/events.ts";
+import type { ModuleTaskSpec } from "../../src/synth/task-ref.ts";
+import { services } from "../../src/task/conditions.ts";
+import { MemberList } from "../fixtures/tasks.ts";
+
+/** A watcher whose data the test sets and whose changes the test fires. */
+function fakeWatcher() {
+  let data: SourceData = [];
+  const listeners: SubscriptionListener[] = [];
+  const watcher: Watcher = {
+    subscribe<S extends Source>(_s: S, l: SubscriptionListener): Subscription<S> {
+      listeners.push(l);
+      return { ready: Promise.resolve(), current: () => data as never, close: () => listeners.splice(listeners.indexOf(l), 1) };
+    },
+    viewCount: () => 1,
+    close() {},
+  };
+  return {
+    watcher,
+    listeners,
+    set(ids: string[]) {
+      data = ids.map((id) => ({ id, name: "web", kind: "", address: "10.0.0.1", port: 80, meta: {}, tags: [], namespace: "", status: "passing", node: "n", nodeId: "", nodeAddress: "", nodeDatacenter: "", nodeTaggedAddresses: {}, nodeMeta: {}, ctsUserDefinedMeta: {} }));
+      for (const l of [...listeners]) l.onChange();
+    },
+  };
+}
+
+/** A driver whose applies can be held open; a held apply ends as Terraform does when cancelled. */
+function fakeDriver() {
+  const applied: string[] = [];
+  let gate: Promise<void> | undefined;
+  const ok: RunResult = { changesPresent: true, summary: { add: 1, change: 0, destroy: 0 }, output: "" };
+  return {
+    applied,
+    cancelled: 0,
+    hold() {
+      let release!: () => void;
+      gate = new Promise((r) => (release = r));
+      return () => {
+        gate = undefined;
+        release();
+      };
+    },
+    driver: {
+      taskDir: (t: string) => `/nonexistent/${t}`,
+      async apply(this: void, ws: TaskWorkspace, opts: RunOptions = {}) {
+        if (gate) {
+          const g = gate;
+          await new Promise<void>((resolve, reject) => {
+            void g.then(resolve);
+            opts.signal?.addEventListener("abort", () => reject(new CtsError("TERRAFORM_CANCELLED", "external", "cancelled")), { once: true });
+          });
+        }
+        const json = JSON.parse(ws.json);
+        applied.push(`${ws.task}:${json.resource?.local_file?.members?.content ?? "module"}`);
+        return ok;
+      },
+      async plan() {
+        return { ...ok, changesPresent: false };
+      },
+      async destroy() {
+        return ok;
+      },
+    },
+  };
+}
+
+function setup() {
+  const members = new MemberList("members", "/tmp/m.txt");
+  const other = new MemberList("other", "/tmp/o.txt");
+  const w = fakeWatcher();
+  const d = fakeDriver();
+  const controller = new Controller({
+    loaded: { config: { tasks: [members, other] }, file: "/x/cts.config.ts", dir: "/x" },
+    reader: { read: async () => [] as never },
+    driver: d.driver,
+    synthesizer: inProcessSynthesizer((name) => [members, other].find((t) => t.name === name)),
+    log: createLogger({ write: () => {} }),
+    watcher: w.watcher,
+    retries: 0,
+  });
+  return { controller, w, d };
+}
+
+const spec = (name: string, enabled = true): ModuleTaskSpec => ({ name, module: "./modules/echo", condition: services({ names: ["web"] }), enabled, variables: { path: `/tmp/${name}` } }) as ModuleTaskSpec;
+const event = (task: string, success: boolean): TaskEvent => ({ id: `${task}-${success}`, success, start_time: "", end_time: "", task_name: task, error: success ? null : { message: "x" }, config: {} });
+const tick = () => new Promise((r) => setTimeout(r, 20));
+
+describe("Controller under high availability", () => {
+  it("runs nothing while paused: data changes are ignored and runNow answers that it was not run", async () => {
+    const { controller, w, d } = setup();
+    await controller.pause(0);
+    w.set(["a"]);
+    const r = await controller.runNow("members");
+    assert.equal(r.ok, false);
+    assert.equal(r.outcome, "cancelled");
+    assert.match(r.error!.message, /not the high-availability leader/);
+    assert.deepEqual(d.applied, []);
+    assert.equal(w.listeners.length, 0, "nothing is watched while paused");
+    await controller.stop(100);
+  });
+
+  it("pause cancels the apply in progress at once; resume runs every task once, never skipped as a no-op", async () => {
+    const { controller, w, d } = setup();
+    w.set(["a"]);
+    await controller.watch();
+    await controller.idle();
+    assert.deepEqual(d.applied.sort(), ["members:a 10.0.0.1:80\n", "other:a 10.0.0.1:80\n"]);
+    const release = d.hold();
+    w.set(["b"]);
+    await tick();
+    const started = Date.now();
+    await controller.pause(5_000);
+    assert.ok(Date.now() - started < 1_000, "pause did not wait for the held apply");
+    assert.equal(controller.events.list("members")[0]!.outcome, "cancelled");
+    release();
+    // Same data as the last successful apply: a new leader still applies, another instance may have changed things.
+    w.set(["a"]);
+    d.applied.length = 0;
+    await controller.resume();
+    await controller.idle();
+    assert.deepEqual(d.applied.sort(), ["members:a 10.0.0.1:80\n", "other:a 10.0.0.1:80\n"]);
+    await controller.stop(100);
+  });
+
+  it("answers callers waiting for a queued run when it pauses", async () => {
+    const { controller, w, d } = setup();
+    w.set(["a"]);
+    const release = d.hold();
+    await controller.watch();
+    await tick();
+    const waiting = controller.runNow("members");
+    await controller.pause(1_000);
+    const r = await waiting;
+    assert.equal(r.ok, false);
+    release();
+    await controller.stop(100);
+  });
+
+  it("reports events and task changes to its hooks", async () => {
+    const { controller, w } = setup();
+    const changes: TaskChange[] = [];
+    const events: TaskEvent[] = [];
+    controller.setHooks({ onEvent: (e) => events.push(e), onTaskChange: (c) => changes.push(c) });
+    w.set(["a"]);
+    await controller.watch();
+    await controller.idle();
+    assert.deepEqual(events.map((e) => e.task_name).sort(), ["members", "other"]);
+    await controller.setEnabled("other", false);
+    controller.addModuleTask(spec("api-task", false));
+    await controller.replaceModuleTask("api-task", { ...spec("api-task", false), variables: { path: "/tmp/2" } } as ModuleTaskSpec);
+    await controller.deleteTask("api-task");
+    await controller.deleteTask("members");
+    assert.deepEqual(
+      changes.map((c) => `${c.kind}:${c.task}:${c.origin}`),
+      ["disabled:other:config", "created:api-task:api", "replaced:api-task:api", "deleted:api-task:api", "deleted:members:config"],
+    );
+    await controller.stop(100);
+  });
+
+  it("restores a stored state without running anything or calling hooks", async () => {
+    const { controller, d } = setup();
+    await controller.pause(0);
+    const changes: TaskChange[] = [];
+    controller.setHooks({ onTaskChange: (c) => changes.push(c), onEvent: () => changes.push({ kind: "created", task: "event!", origin: "api" }) });
+    const problems = controller.restore(
+      [
+        { name: "members", enabled: false },
+        { name: "other", enabled: false, deleted: true },
+        { name: "api-task", enabled: true, spec: spec("api-task") },
+        { name: "broken", enabled: true, spec: { name: "broken", module: "./m", condition: services({ names: [] }) } as unknown as ModuleTaskSpec },
+      ],
+      new Map([["members", [event("members", false), event("members", true)]], ["api-task", [event("api-task", true)]]]),
+    );
+    assert.equal(problems.length, 1);
+    assert.match(problems[0]!, /task 'broken' cannot be restored/);
+    assert.deepEqual(controller.taskNames().sort(), ["api-task", "members"]);
+    assert.equal(controller.view("members")!.enabled, false);
+    assert.equal(controller.view("members")!.status, "errored");
+    assert.equal(controller.view("api-task")!.origin, "api");
+    assert.equal(controller.events.list("api-task").length, 1);
+
+    // An emptied state (--reset-storage) brings the config back as written.
+    controller.restore([], new Map());
+    assert.deepEqual(controller.taskNames().sort(), ["members", "other"]);
+    assert.equal(controller.view("members")!.enabled, true);
+    assert.equal(controller.view("members")!.status, "unknown");
+    assert.deepEqual(changes, []);
+    assert.deepEqual(d.applied, []);
+    await controller.stop(100);
+  });
+
+  it("refuses to restore while it is watching", async () => {
+    const { controller } = setup();
+    await controller.watch();
+    assert.throws(() => controller.restore([], new Map()), /paused controller/);
+    await controller.stop(100);
+  });
+});
