@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# `npm run bench`: the benchmark suite (not part of `npm test`). Builds the real Consul and OpenTofu
+# with scripts/tools.sh the first time (reused after), then runs bench/run.ts, which writes
+# bench/results/latest.json and latest.md. Flags pass through: `npm run bench -- --quick`,
+# `--only=trigger,e2e`, `--trigger-sizes=1,100` (see bench/README.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -d node_modules ]; then
+  echo "[bench] node_modules missing: running npm ci"
+  npm ci --no-audit --no-fund
+fi
+
+echo "[bench] preparing real Consul and OpenTofu (scripts/tools.sh)" >&2
+eval "$(bash scripts/tools.sh --env)"
+export CTS_TOFU_BIN CTS_CONSUL_BIN CTS_TF_CLI_CONFIG
+
+exec node --import tsx bench/run.ts "$@"
