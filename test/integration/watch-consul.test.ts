@@ -186,7 +186,9 @@ describe("watching a real Consul", () => {
     await consul.register({ ID: "phoenix-2", Name: "phoenix", Port: 2 });
     await until(() => ids(sub.current()).join() === "phoenix-2", 5_000, "the registration after the restart");
     assert.equal(l.changes, changesAfterRestart + 1);
-    assert.ok(l.errors.length > 0 && l.errors.every((e) => !e.fatal), "the outage was reported as retryable");
+    // Whether the outage surfaced as an error depends on timing (a quick restart can fall between
+    // two requests); when it did, it must have been retryable.
+    assert.ok(l.errors.every((e) => !e.fatal), "the outage was reported as retryable");
     sub.close();
   });
 });
