@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { CtsError } from "../errors.ts";
 
 /** TLS settings for talking to Consul (file paths, as in CTS's `consul { tls { … } }`). */
@@ -147,4 +148,19 @@ function nonEmpty(v: string | undefined): string | undefined {
 /** Go's strconv.ParseBool truthy values, which is how Consul reads CONSUL_HTTP_SSL. */
 function truthy(v: string | undefined): boolean {
   return v !== undefined && ["1", "t", "true"].includes(v.trim().toLowerCase());
+}
+
+/** node:https options for a connection (CA, client certificate, server name, verification). */
+export function httpsOptions(conn: ConsulConnection): Record<string, unknown> {
+  const read = (file: string | undefined) => (file ? readFileSync(file) : undefined);
+  const ca = read(conn.tls.caFile);
+  const cert = read(conn.tls.certFile);
+  const key = read(conn.tls.keyFile);
+  return {
+    ...(ca ? { ca } : {}),
+    ...(cert ? { cert } : {}),
+    ...(key ? { key } : {}),
+    ...(conn.tls.serverName ? { servername: conn.tls.serverName } : {}),
+    rejectUnauthorized: conn.tls.insecureSkipVerify !== true,
+  };
 }

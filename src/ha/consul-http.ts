@@ -1,7 +1,6 @@
-import { readFileSync } from "node:fs";
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import type { ConsulConnection } from "../consul/connection.ts";
+import { httpsOptions, type ConsulConnection } from "../consul/connection.ts";
 import { CtsError, messageOf } from "../errors.ts";
 
 /** One Consul HTTP answer. */
@@ -49,7 +48,7 @@ export function createConsulHttp(connection: () => ConsulConnection, namespace?:
   const httpsAgent = new HttpsAgent({ keepAlive: true });
   let tlsFor: { conn: ConsulConnection; options: Record<string, unknown> } | undefined;
   const tls = (conn: ConsulConnection) => {
-    if (tlsFor?.conn !== conn) tlsFor = { conn, options: readTls(conn) };
+    if (tlsFor?.conn !== conn) tlsFor = { conn, options: httpsOptions(conn) };
     return tlsFor.options;
   };
 
@@ -126,19 +125,6 @@ export function createConsulHttp(connection: () => ConsulConnection, namespace?:
   };
 }
 
-function readTls(conn: ConsulConnection): Record<string, unknown> {
-  const read = (file: string | undefined) => (file ? readFileSync(file) : undefined);
-  const ca = read(conn.tls.caFile);
-  const cert = read(conn.tls.certFile);
-  const key = read(conn.tls.keyFile);
-  return {
-    ...(ca ? { ca } : {}),
-    ...(cert ? { cert } : {}),
-    ...(key ? { key } : {}),
-    ...(conn.tls.serverName ? { servername: conn.tls.serverName } : {}),
-    rejectUnauthorized: conn.tls.insecureSkipVerify !== true,
-  };
-}
 
 /** Whether an error is a cancellation. */
 export function isAbort(err: unknown): boolean {

@@ -1,7 +1,6 @@
-import { readFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
-import type { ConsulConnection } from "../consul/connection.ts";
+import { httpsOptions, type ConsulConnection } from "../consul/connection.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 
@@ -26,7 +25,7 @@ export function agentRequest(conn: ConsulConnection, method: string, path: strin
   const headers: Record<string, string> = {};
   if (conn.token) headers["x-consul-token"] = conn.token;
   if (payload !== undefined) headers["content-type"] = "application/json";
-  const tls = secure ? tlsOptions(conn) : {};
+  const tls = secure ? httpsOptions(conn) : {};
   return new Promise((resolve, reject) => {
     const req = (secure ? httpsRequest : httpRequest)(
       { host: conn.host, port: conn.port, method, path, headers, timeout: timeoutMs, ...tls },
@@ -44,19 +43,6 @@ export function agentRequest(conn: ConsulConnection, method: string, path: strin
   });
 }
 
-function tlsOptions(conn: ConsulConnection): Record<string, unknown> {
-  const read = (file: string | undefined) => (file ? readFileSync(file) : undefined);
-  const ca = read(conn.tls.caFile);
-  const cert = read(conn.tls.certFile);
-  const key = read(conn.tls.keyFile);
-  return {
-    ...(ca ? { ca } : {}),
-    ...(cert ? { cert } : {}),
-    ...(key ? { key } : {}),
-    ...(conn.tls.serverName ? { servername: conn.tls.serverName } : {}),
-    rejectUnauthorized: conn.tls.insecureSkipVerify !== true,
-  };
-}
 
 /** Why Consul cannot be used right now, or undefined when it has a leader. Never throws. */
 export async function consulProblem(conn: ConsulConnection, timeoutMs = 2_000): Promise<string | undefined> {
