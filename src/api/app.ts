@@ -76,7 +76,7 @@ export function createApiApp(deps: ApiDeps, opts: ApiAppOptions = {}): Hono<Env>
     if (c.env?.incoming && rawPath !== new URL(c.req.url).pathname)
       throw new ApiError(400, `the path '${rawPath.slice(0, 200)}' is not in normal form (dot segments, encoded dots). Send the plain path.`);
     c.set("match", match);
-    const problem = originProblem(c.req.method, c.req.header("origin"), opts) ?? contentTypeProblem(c.req.method, c.req.header("content-type"));
+    const problem = contentTypeProblem(c.req.method, c.req.header("content-type")) ?? originProblem(c.req.method, c.req.header("origin"), opts);
     if (problem) throw problem;
     checkBearer(c.req.method, c.req.header("authorization"), opts.token);
     await next();
