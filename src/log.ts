@@ -1,3 +1,5 @@
+import { knownSecrets } from "./secrets/redactor.ts";
+
 /** Log levels, quietest last. */
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error";
 const ORDER: Record<LogLevel, number> = { trace: 0, debug: 1, info: 2, warn: 3, error: 4 };
@@ -13,19 +15,14 @@ export interface Logger {
   child(component: string): Logger;
 }
 
-/** Secrets registered here are replaced by `[redacted]` in every log line. */
-const secrets = new Set<string>();
-
-/** Never log this value (tokens, keys). Values shorter than 4 characters are ignored. */
+/** Never log this value (tokens, keys): it joins the process's known secrets (src/secrets/redactor.ts). */
 export function redactSecret(value: string | undefined): void {
-  if (value && value.length >= 4) secrets.add(value);
+  knownSecrets.add(value);
 }
 
-/** Replaces every registered secret in `text`. */
+/** Replaces every known secret in `text` with `[redacted]`. */
 export function redact(text: string): string {
-  let out = text;
-  for (const s of secrets) if (out.includes(s)) out = out.split(s).join("[redacted]");
-  return out;
+  return knownSecrets.redact(text);
 }
 
 /** Options for createLogger. */

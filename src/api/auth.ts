@@ -1,11 +1,8 @@
 import { timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { IncomingMessage } from "node:http";
 import { CtsError } from "../errors.ts";
+import { CHANGING_METHODS } from "./browser-guard.ts";
 import { ApiError } from "./http-io.ts";
-
-/** Methods that change tasks or infrastructure: the ones a bearer token guards. */
-const MUTATING = new Set(["POST", "PATCH", "PUT", "DELETE"]);
 
 /** The API's bearer token from `api.token`, `api.tokenFile` or CTS_HTTP_TOKEN (server side), if any. */
 export function apiToken(cfg: { token?: string; tokenFile?: string } | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
@@ -26,9 +23,8 @@ export function apiToken(cfg: { token?: string; tokenFile?: string } | undefined
  * Refuses a mutating request without the right `Authorization: Bearer <token>` (401 when missing,
  * 403 when wrong). Reads stay open, as in CTS, so health checks and dashboards need no secret.
  */
-export function checkBearer(req: IncomingMessage, token: string | undefined): void {
-  if (!token || !MUTATING.has(req.method ?? "GET")) return;
-  const header = req.headers.authorization;
+export function checkBearer(method: string, header: string | undefined, token: string | undefined): void {
+  if (!token || !CHANGING_METHODS.has(method)) return;
   const m = typeof header === "string" ? /^Bearer\s+(.+)$/i.exec(header.trim()) : null;
   if (!m)
     throw new ApiError(401, "this route changes tasks and needs a bearer token: send `Authorization: Bearer <token>` (cts CLI: --token or CTS_HTTP_TOKEN)", {

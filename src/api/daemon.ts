@@ -53,7 +53,12 @@ export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined,
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
     ...(opts.beforeChange ? { beforeChange: opts.beforeChange } : {}),
     ...(opts.afterChange ? { afterChange: opts.afterChange } : {}),
-  }, { ...(config?.tls ? { tls: config.tls } : {}), ...(token ? { token } : {}) });
+  }, {
+    ...(config?.tls ? { tls: config.tls } : {}),
+    ...(token ? { token } : {}),
+    ...(config?.allowedHosts ? { allowedHosts: config.allowedHosts } : {}),
+    ...(config?.allowedOrigins ? { allowedOrigins: config.allowedOrigins } : {}),
+  });
   const bound = await server.listen(port, address);
   log.info(`api: listening on ${bound.url}`, { address: bound.address, port: bound.port });
   const registration =

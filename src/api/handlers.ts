@@ -1,9 +1,8 @@
-import type { IncomingMessage } from "node:http";
 import { CtsError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Controller, RunOutcome } from "../runtime/controller.ts";
 import { overallStatus, specToCts, taskStatus, taskToCts, type CtsTaskStatus } from "./cts-shape.ts";
-import { ApiError, readJsonBody } from "./http-io.ts";
+import { ApiError } from "./http-io.ts";
 import type { Match } from "./router.ts";
 import { parseCreateBody, parseTask } from "./task-request.ts";
 import { parsePatchBody, patchedTask } from "./task-patch.ts";
@@ -78,11 +77,13 @@ class TaskLocks {
   }
 }
 
+/** Reads the request's JSON body (size-limited by the server). */
+export type BodyReader = () => Promise<unknown>;
+
 /** Creates the request handler for matched routes. */
-export function createHandlers(deps: ApiDeps): (m: Match, req: IncomingMessage) => Promise<Answer> {
+export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => Promise<Answer> {
   const { controller: ctrl, log } = deps;
   const locks = new TaskLocks();
-  const limit = deps.bodyLimitBytes;
   const existing = (name: string) => {
     const v = ctrl.view(name);
     if (!v) throw new ApiError(404, `no task named '${name}'. List tasks with GET /v1/tasks or \`cts task list\`.`);
@@ -96,8 +97,8 @@ export function createHandlers(deps: ApiDeps): (m: Match, req: IncomingMessage) 
     }
   };
 
-  async function createTask(m: Match, req: IncomingMessage): Promise<Answer> {
-    const spec = parseCreateBody(await readJsonBody(req, limit));
+  async function createTask(m: Match, body: BodyReader): Promise<Answer> {
+    const spec = parseCreateBody(await body());
     const run = m.query.get("run");
     return locks.run(spec.name, () =>
       guard(async () => {
@@ -120,9 +121,9 @@ export function createHandlers(deps: ApiDeps): (m: Match, req: IncomingMessage) 
     );
   }
 
-  async function patchTask(m: Match, req: IncomingMessage): Promise<Answer> {
+  async function patchTask(m: Match, body: BodyReader): Promise<Answer> {
     const name = m.task!;
-    const patch = parsePatchBody(await readJsonBody(req, limit), name);
+    const patch = parsePatchBody(await body(), name);
     const run = m.query.get("run");
     return locks.run(name, () =>
       guard(async () => {
@@ -168,7 +169,7 @@ export function createHandlers(deps: ApiDeps): (m: Match, req: IncomingMessage) 
     );
   }
 
-  const dispatch = async (m: Match, req: IncomingMessage): Promise<Answer> => {
+  const dispatch = async (m: Match, body: BodyReader): Promise<Answer> => {
     switch (m.route) {
       case "health": {
         const problem = await deps.health?.();
@@ -193,21 +194,21 @@ export function createHandlers(deps: ApiDeps): (m: Match, req: IncomingMessage) 
         return { status: 200, body: out };
       }
       case "tasks":
-        if (m.method === "POST") return createTask(m, req);
+        if (m.method === "POST") return createTask(m, body);
         return { status: 200, body: { tasks: ctrl.taskNames().flatMap((n) => ctrl.view(n) ?? []).map(taskToCts) } };
       case "task":
-        if (m.method === "PATCH") return patchTask(m, req);
+        if (m.method === "PATCH") return patchTask(m, body);
         if (m.method === "DELETE") return deleteTask(m);
         return { status: 200, body: { task: taskToCts(existing(m.task!)) } };
     }
   };
 
-  return async (m, req) => {
+  return async (m, body) => {
     const changing = (m.route === "tasks" || m.route === "task") && m.method !== "GET";
     if (deps.beforeChange && changing) await guard(async () => deps.beforeChange!());
-    if (!changing || !deps.afterChange) return dispatch(m, req);
+    if (!changing || !deps.afterChange) return dispatch(m, body);
     try {
-      return await dispatch(m, req);
+      return await dispatch(m, body);
     } finally {
       await deps.afterChange().catch(() => undefined);
     }

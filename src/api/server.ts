@@ -1,13 +1,12 @@
-import { randomUUID } from "node:crypto";
+import { createAdaptorServer } from "@hono/node-server";
 import { readFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import { CtsError, messageOf } from "../errors.ts";
-import { apiErrorOf, createHandlers, type ApiDeps } from "./handlers.ts";
-import { ApiError, drain, sendError, sendJson } from "./http-io.ts";
-import { route, type RouteName } from "./router.ts";
-import { checkBearer } from "./auth.ts";
+import { CtsError } from "../errors.ts";
+import { createApiApp } from "./app.ts";
+import type { BoundAddress, BrowserGuardOptions } from "./browser-guard.ts";
+import type { ApiDeps } from "./handlers.ts";
 
 /** TLS for the API: a server certificate, and with `verifyIncoming` client certificates checked against `caFile`. */
 export interface ApiTlsOptions {
@@ -19,7 +18,7 @@ export interface ApiTlsOptions {
 }
 
 /** Transport and access options of the API server. */
-export interface ApiServerOptions {
+export interface ApiServerOptions extends BrowserGuardOptions {
   tls?: ApiTlsOptions;
   /** Bearer token required on mutating routes. */
   token?: string;
@@ -38,9 +37,6 @@ export const DEFAULT_API_ADDRESS = "127.0.0.1";
 /** CTS's default port. */
 export const DEFAULT_API_PORT = 8558;
 
-// CTS puts request_id in the body of task routes; status and health keep their exact CTS shapes.
-const BODY_REQUEST_ID = new Set<RouteName>(["tasks", "task", "status-cluster"]);
-
 /** A running API server. */
 export interface ApiServer {
   /** Starts listening; resolves with the bound address and port (port 0 picks a free one). */
@@ -51,52 +47,34 @@ export interface ApiServer {
   readonly server: Server;
 }
 
-/** The CTS-compatible HTTP API on node:http. */
+/** The CTS-compatible HTTP API: the Hono app (app.ts) on Node's HTTP or HTTPS server. */
 export function createApiServer(deps: ApiDeps, opts: ApiServerOptions = {}): ApiServer {
-  const handle = createHandlers(deps);
-  const log = deps.log;
-
-  async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const requestId = randomUUID();
-    const started = Date.now();
-    const method = req.method ?? "GET";
-    const path = (req.url ?? "/").split("?")[0]!.slice(0, 200);
-    let status = 500;
-    try {
-      const match = route(method, req.url ?? "/");
-      checkBearer(req, opts.token);
-      const answer = await handle(match, req);
-      drain(req);
-      status = answer.status;
-      const body = BODY_REQUEST_ID.has(match.route) ? { ...answer.body, request_id: requestId } : answer.body;
-      if (!res.headersSent && !res.destroyed) sendJson(res, answer.status, body, requestId);
-    } catch (err) {
-      drain(req);
-      const apiErr = err instanceof ApiError ? err : err instanceof CtsError ? apiErrorOf(err) : new ApiError(500, `internal error: ${messageOf(err)}`);
-      status = apiErr.status;
-      // 503 is the health endpoint's answer, not a server failure: health checks poll it often.
-      if (status >= 500 && status !== 503) log.error(`${method} ${path}: ${apiErr.message}`, { request_id: requestId });
-      if (!res.headersSent && !res.destroyed) sendError(res, apiErr, requestId);
-    } finally {
-      log.debug(`${method} ${path} ${status}`, { request_id: requestId, ms: Date.now() - started });
-    }
-  }
-
   const tls = opts.tls;
   if (tls?.verifyIncoming && !tls.caFile)
     throw new CtsError("API_TLS_INVALID", "usage", "api.tls.verifyIncoming needs api.tls.caFile: the CA that signs the clients' certificates.");
-  const server: Server = tls
-    ? (createHttpsServer(
-        {
-          cert: readPem(tls.certFile, "certFile"),
-          key: readPem(tls.keyFile, "keyFile"),
-          ...(tls.caFile ? { ca: readPem(tls.caFile, "caFile") } : {}),
-          requestCert: tls.verifyIncoming === true,
-          rejectUnauthorized: tls.verifyIncoming === true,
-        },
-        (req, res) => void onRequest(req, res),
-      ) as unknown as Server)
-    : createServer((req, res) => void onRequest(req, res));
+  let bound: BoundAddress | undefined;
+  const app = createApiApp(deps, {
+    ...(opts.token ? { token: opts.token } : {}),
+    ...(opts.allowedHosts ? { allowedHosts: opts.allowedHosts } : {}),
+    ...(opts.allowedOrigins ? { allowedOrigins: opts.allowedOrigins } : {}),
+    tls: tls !== undefined,
+    bound: () => bound,
+  });
+  const server = (
+    tls
+      ? createAdaptorServer({
+          fetch: app.fetch,
+          createServer: createHttpsServer,
+          serverOptions: {
+            cert: readPem(tls.certFile, "certFile"),
+            key: readPem(tls.keyFile, "keyFile"),
+            ...(tls.caFile ? { ca: readPem(tls.caFile, "caFile") } : {}),
+            requestCert: tls.verifyIncoming === true,
+            rejectUnauthorized: tls.verifyIncoming === true,
+          },
+        })
+      : createAdaptorServer({ fetch: app.fetch })
+  ) as Server;
   // Bounds how long a client may take to SEND its request (not how long a run may take).
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
@@ -117,6 +95,7 @@ export function createApiServer(deps: ApiDeps, opts: ApiServerOptions = {}): Api
         const onListening = () => {
           server.off("error", onError);
           const a = server.address() as AddressInfo;
+          bound = { address: a.address, port: a.port };
           const host = a.family === "IPv6" ? `[${a.address}]` : a.address;
           resolve({ address: a.address, port: a.port, url: `${tls ? "https" : "http"}://${host}:${a.port}` });
         };

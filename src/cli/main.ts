@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { CtsError } from "../errors.ts";
 import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";
+import { say } from "./output.ts";
 
 const program = new Command()
   .name("cts")
@@ -27,10 +28,10 @@ try {
   if (err instanceof CommanderError) {
     process.exitCode = err.exitCode === 0 ? 0 : 2;
   } else if (err instanceof CtsError) {
-    process.stderr.write(`error: ${err.message}\n`);
+    say(`error: ${err.message}\n`, process.stderr);
     process.exitCode = err.exitCode;
   } else {
-    process.stderr.write(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    say(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`, process.stderr);
     process.exitCode = 70;
   }
 }

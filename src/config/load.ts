@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { tsImport } from "tsx/esm/api";
+import { apiAccessProblems } from "../api/access-config.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import { isTask } from "../task/task.ts";
 import { bufferProblems, taskProblems, throwProblems, type Problem } from "../task/validate.ts";
@@ -80,6 +81,7 @@ export function validateConfig(config: CtsConfig | undefined, file: string): ass
     problems.push({ field: "consul.address", message: `'${String(addr)}' is not host:port or a URL. Use e.g. "127.0.0.1:8500".` });
   const port = config.api?.port;
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) problems.push({ field: "api.port", message: `must be 0-65535 (got ${String(port)}).` });
+  problems.push(...apiAccessProblems(config.api));
   problems.push(...haProblems(config));
   throwProblems(file, problems);
 }

@@ -48,6 +48,16 @@ export interface ApiConfig {
   token?: string;
   /** A file holding that token. */
   tokenFile?: string;
+  /**
+   * Browser origins (`"https://dash.example:8443"`) allowed to change tasks (default none: a
+   * task-changing request with an Origin header is refused, so a web page cannot drive the API).
+   */
+  allowedOrigins?: string[];
+  /**
+   * Extra names clients use in the Host header (`"cts.internal"`, `"cts.internal:8558"`), beyond the
+   * bound address and localhost/127.0.0.1/[::1] with the API's port; others are refused (DNS rebinding).
+   */
+  allowedHosts?: string[];
 }
 
 /** Where a high-availability cluster keeps its lock and state in Consul KV. */

@@ -13,6 +13,7 @@ import { createWatcher } from "../watch/watcher.ts";
 import { createTerraformDriver } from "../terraform/driver.ts";
 import type { LocalTerraformDriver } from "../terraform/types.ts";
 import { createLogger, redactSecret, type Logger } from "../log.ts";
+import { knownSecrets } from "../secrets/redactor.ts";
 import { inProcessSynthesizer, workerSynthesizer } from "../synth/synthesizer.ts";
 import { workingRoot } from "../synth/paths.ts";
 import { Controller } from "./controller.ts";
@@ -97,6 +98,8 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     env: terraformEnv,
     ...(tf.timeout !== undefined ? { defaultTimeoutMs: parseDuration(tf.timeout) ?? 30 * 60_000 } : {}),
     log: (task, line) => tfLog.info(`[${task}] ${line}`, { task }),
+    // One redaction at the source: no Terraform or provider text leaves the driver unscrubbed.
+    redact: (text) => knownSecrets.redact(text),
   });
   const watcher =
     opts.mode === "watch"

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { knownSecrets } from "../secrets/redactor.ts";
 
 /** One run of a task, in CTS's event shape (as the API returns it). */
 export interface TaskEvent {
@@ -24,10 +25,15 @@ export const EVENTS_KEPT = 5;
 /** The newest events of every task, newest first. */
 export class EventStore {
   private readonly byTask = new Map<string, TaskEvent[]>();
-  constructor(private readonly keep = EVENTS_KEPT) {}
+  constructor(
+    private readonly keep = EVENTS_KEPT,
+    /** Scrubs secrets from an event (defence in depth: the driver already redacts its texts). */
+    private readonly scrub: (e: TaskEvent) => TaskEvent = (e) => knownSecrets.redactDeep(e),
+  ) {}
 
-  /** Records an event, dropping the oldest past the limit. */
-  add(event: TaskEvent): void {
+  /** Records an event (secrets scrubbed), dropping the oldest past the limit. */
+  add(raw: TaskEvent): void {
+    const event = this.scrub(raw);
     const list = this.byTask.get(event.task_name) ?? [];
     list.unshift(event);
     if (list.length > this.keep) list.length = this.keep;
@@ -41,7 +47,7 @@ export class EventStore {
 
   /** Replaces a task's events (restoring stored state). */
   restore(task: string, events: TaskEvent[]): void {
-    this.byTask.set(task, events.slice(0, this.keep));
+    this.byTask.set(task, events.slice(0, this.keep).map(this.scrub));
   }
 
   /** Forgets a task. */

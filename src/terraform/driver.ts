@@ -6,6 +6,7 @@ import { failedError, needsReinit, textErrors } from "./failures.ts";
 import { initHash } from "./init-hash.ts";
 import { childPath, validateTaskName } from "./names.ts";
 import { Operation, type JsonResult } from "./operation.ts";
+import { redactedError, redactedResult } from "./redaction.ts";
 import { createKeyedSerializer } from "./serial.ts";
 import type { LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
 import { terraformVersion } from "./version.ts";
@@ -151,7 +152,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
 
   async function execute(kind: Kind, ws: TaskWorkspace, opts: RunOptions): Promise<RunResult> {
     const dir = await filesStep(ws.task, () => ensureTaskDir(root, ws.task));
-    const deps = { binary, killGraceMs, env: (workspace?: string) => envFor(ws.env, workspace), log: options.log };
+    const deps = { binary, killGraceMs, env: (workspace?: string) => envFor(ws.env, workspace), log: options.log, redact: options.redact };
     const op = new Operation(ws.task, dir, deps, opts, opts.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);
     const main = () => (kind === "plan" ? plan(op) : applyOrDestroy(op, kind));
     try {
@@ -178,7 +179,15 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     } catch (err) {
       return Promise.reject(err);
     }
-    return tasks.run(ws.task, () => execute(kind, ws, opts));
+    const done = tasks.run(ws.task, () => execute(kind, ws, opts));
+    const redact = options.redact;
+    // Provider errors can quote a secret (an invalid key, a URL with a token): scrub what leaves.
+    return redact
+      ? done.then(
+          (r) => redactedResult(r, redact),
+          (err: unknown) => Promise.reject(redactedError(err, redact)),
+        )
+      : done;
   };
 
   return {

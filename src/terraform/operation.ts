@@ -13,6 +13,8 @@ export interface OperationDeps {
   env(workspace?: string): Record<string, string>;
   /** The driver's log sink; gets the task name and one human line. */
   log?: (task: string, line: string) => void;
+  /** Scrubs secrets from each line before anyone sees it. */
+  redact?: (text: string) => string;
 }
 
 /** Result of a text-mode command (init, workspace, show). */
@@ -124,7 +126,8 @@ export class Operation {
     return res.exitCode;
   }
 
-  private emit(line: string): void {
+  private emit(raw: string): void {
+    const line = this.deps.redact ? this.deps.redact(raw) : raw;
     // A throwing listener must not break the output pipe of a command that is changing infrastructure.
     try {
       this.opts.onOutput?.(line);

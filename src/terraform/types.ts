@@ -70,6 +70,11 @@ export interface TerraformDriverOptions {
   killGraceMs?: number;
   /** Receives every human-readable line Terraform prints, per task (the caller adds the prefix). */
   log?: (task: string, line: string) => void;
+  /**
+   * Scrubs known secret values from a text. Applied to every output line before it reaches
+   * `log`/`onOutput`, and to the messages, details and plan text of what the driver returns/throws.
+   */
+  redact?: (text: string) => string;
 }
 
 /** The driver `createTerraformDriver` returns: the contract plus helpers for logs and tooling. */

@@ -1,0 +1,103 @@
+import { isIP } from "node:net";
+import { ApiError } from "./http-io.ts";
+
+/**
+ * Checks that keep a web page the operator happens to open from driving the API. With no token
+ * (CTS's default) the API is open to anything that can reach it, and a browser can reach
+ * 127.0.0.1: a page may POST `text/plain` cross-site without a preflight (a "simple" request), or
+ * rebind its own DNS name to 127.0.0.1 and then talk to us as its own origin.
+ */
+
+/** Methods that change tasks or infrastructure. */
+export const CHANGING_METHODS = new Set(["POST", "PATCH", "PUT", "DELETE"]);
+
+/** Where the API listens, as the Host check needs it. */
+export interface BoundAddress {
+  address: string;
+  port: number;
+}
+
+/** What the operator allows beyond the API's own address and loopback names. */
+export interface BrowserGuardOptions {
+  /** Host names (optionally `name:port`) clients use to reach the API, e.g. a DNS name of this machine. */
+  allowedHosts?: readonly string[];
+  /** Browser origins (`https://dash.example:8443`) allowed to change tasks. */
+  allowedOrigins?: readonly string[];
+}
+
+const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "::1"]);
+const WILDCARDS = new Set(["0.0.0.0", "::", ""]);
+
+/** Splits a Host header into a lower-case name (IPv6 without brackets) and a port (undefined when absent). */
+export function parseHost(header: string): { name: string; port: number | undefined } | undefined {
+  const m = /^(\[[0-9a-f:.]+\]|[^:[\]\s]+)(?::(\d{1,5}))?$/i.exec(header.trim());
+  if (!m) return undefined;
+  const name = m[1]!.replace(/^\[|\]$/g, "").toLowerCase().replace(/\.$/, "");
+  return { name, port: m[2] === undefined ? undefined : Number(m[2]) };
+}
+
+/**
+ * Refuses a request whose Host is not this API (DNS rebinding: the attacker's name resolving to
+ * us). Accepted: loopback names and the bound address with the bound port; with a wildcard bind
+ * any IP literal with the bound port (an IP in Host means no DNS name was rebound); names in
+ * `allowedHosts` (with any port, or the port they give).
+ */
+export function hostProblem(header: string | undefined, bound: BoundAddress, tls: boolean, opts: BrowserGuardOptions = {}): ApiError | undefined {
+  const refuse = (why: string) =>
+    new ApiError(
+      421,
+      `${why} This API answers only to its own address (${bound.address}:${bound.port}), localhost, 127.0.0.1 and [::1] with its port, and the names in api.allowedHosts: requests for other host names are refused so that a web page cannot reach it through DNS rebinding. Use one of those addresses, or add the name to api.allowedHosts.`,
+    );
+  if (!header) return refuse("the request has no Host header.");
+  const host = parseHost(header);
+  if (!host) return refuse(`the Host header '${header.slice(0, 100)}' is not a host name or address.`);
+  const port = host.port ?? (tls ? 443 : 80);
+  for (const entry of opts.allowedHosts ?? []) {
+    const allowed = parseHost(entry);
+    if (allowed && allowed.name === host.name && (allowed.port === undefined || allowed.port === port)) return undefined;
+  }
+  if (port === bound.port) {
+    const own = bound.address.replace(/^\[|\]$/g, "").toLowerCase();
+    if (LOOPBACK_NAMES.has(host.name) || host.name === own) return undefined;
+    if (WILDCARDS.has(own) && isIP(host.name)) return undefined;
+  }
+  return refuse(`the Host '${header.slice(0, 100)}' is not this API.`);
+}
+
+/** An origin as browsers serialize it: lower-case scheme and host, no default port, no path. */
+export function normalizeOrigin(origin: string): string | undefined {
+  try {
+    const u = new URL(origin);
+    return u.origin === "null" ? undefined : u.origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Refuses a task-changing request from a browser page whose origin is not in `allowedOrigins`. */
+export function originProblem(method: string, origin: string | undefined, opts: BrowserGuardOptions = {}): ApiError | undefined {
+  if (!CHANGING_METHODS.has(method) || origin === undefined) return undefined;
+  const given = normalizeOrigin(origin);
+  if (given && (opts.allowedOrigins ?? []).some((o) => normalizeOrigin(o) === given)) return undefined;
+  return new ApiError(
+    403,
+    `a web page at origin '${origin.slice(0, 100)}' may not change tasks: cross-site requests are refused. The cts CLI and curl send no Origin; to let a browser dashboard change tasks, add its origin to api.allowedOrigins.`,
+  );
+}
+
+/**
+ * Refuses a task-changing request whose body is not declared JSON (415). Browsers send `text/plain`,
+ * form and multipart bodies cross-site without asking first; `application/json` always needs a
+ * preflight, which this API does not grant to unknown origins. A DELETE without a body (what the
+ * CLI and curl send) needs no Content-Type: browsers preflight every cross-site DELETE.
+ */
+export function contentTypeProblem(method: string, contentType: string | undefined): ApiError | undefined {
+  if (!CHANGING_METHODS.has(method)) return undefined;
+  if (contentType === undefined && method === "DELETE") return undefined;
+  const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
+  if (mediaType === "application/json") return undefined;
+  return new ApiError(
+    415,
+    `${method} requests must send a JSON body with \`Content-Type: application/json\` (got ${contentType ? `'${contentType.slice(0, 100)}'` : "none"}). The cts CLI does; with curl add -H 'Content-Type: application/json'.`,
+  );
+}
