@@ -20,7 +20,7 @@ else
   echo "[test] preparing real Consul and OpenTofu (scripts/tools.sh)"
   eval "$(bash scripts/tools.sh --env)"
   export CTS_TOFU_BIN CTS_CONSUL_BIN CTS_TERRAFORM_BIN CTS_TF_CLI_CONFIG
-  files+=(test/integration/*.test.ts)
+  files+=(test/integration/*.test.ts test/faults/*.test.ts)
 fi
 
 # Integration tests start their own Consul agents on free ports, so files may run side by side.
