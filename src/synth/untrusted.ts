@@ -22,8 +22,10 @@
  * in any order with each other and task text. Not guaranteed when task code cuts a catalog string
  * (slice, split, trim, replace): a new edge carries no MARK. Cut `raw(v)` instead and pass each piece
  * through `untrusted()`. If an empty catalog string sits between a task `$` and a task `{`, the
- * resulting `${` is the task's own text. Numbers from Consul are ports and weights (integers), far
+ * resulting `${` is the task's own text. The only number from Consul is a port (an integer), far
  * from cdktf's numeric token range (~-1.9e289); parse catalog strings into numbers with a bound.
+ * Not covered here: cdktf writes the arguments of `Fn.join`, `Fn.format`, … as HCL string literals
+ * without escaping `"` or `\`, so a catalog string with a quote can end the literal there.
  */
 export const MARK = "\uE000";
 /** Prefixes a literal U+E000/U+E001 in catalog data. */
