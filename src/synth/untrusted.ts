@@ -21,9 +21,10 @@
  * Guaranteed for whole catalog strings (as the task received them, or from `untrusted()`) combined
  * in any order with each other and task text. Not guaranteed when task code cuts a catalog string
  * (slice, split, trim, replace): a new edge carries no MARK. Cut `raw(v)` instead and pass each piece
- * through `untrusted()`. If an empty catalog string sits between a task `$` and a task `{`, the
- * resulting `${` is the task's own text. The only number from Consul is a port (an integer), far
- * from cdktf's numeric token range (~-1.9e289); parse catalog strings into numbers with a bound.
+ * through `untrusted()`; parse JSON from `raw(v)` too. If an empty catalog string sits between a
+ * task `$` and a task `{`, the resulting `${` is the task's own text. The only number from Consul is
+ * a port (an integer), far from cdktf's numeric token range (~-1.9e289); parse catalog strings into
+ * numbers with a bound.
  * Not covered here: cdktf writes the arguments of `Fn.join`, `Fn.format`, … as HCL string literals
  * without escaping `"` or `\`, so a catalog string with a quote can end the literal there.
  */
@@ -48,9 +49,6 @@ export function encodeUntrusted(s: string): string {
   return out;
 }
 
-/** Marks text derived from catalog data (e.g. pieces of `raw(v).split(",")`) as untrusted again. */
-export const untrusted = encodeUntrusted;
-
 /** Recursively encodes every string (keys included) in plain data from Consul. */
 export function encodeData<T>(value: T): T {
   if (typeof value === "string") return encodeUntrusted(value) as T;
@@ -62,6 +60,12 @@ export function encodeData<T>(value: T): T {
   }
   return value;
 }
+
+/**
+ * Marks data derived from catalog strings as untrusted again: pieces of `raw(v).split(",")`, or
+ * `JSON.parse(raw(v))` (a JSON object in KV starts with `{`, which carries a MARK).
+ */
+export const untrusted: <T>(value: T) => T = encodeData;
 
 /** Turns an encoded string back into the original text (for task code that needs the raw value). */
 export function raw(s: string): string {

@@ -47,6 +47,14 @@ describe("untrusted catalog strings", () => {
     assert.equal(decodeForTerraform(pieces.join("")), "a$${b}");
   });
 
+  it("re-marks JSON parsed from a raw catalog value with untrusted()", () => {
+    const kv = encodeUntrusted('{"a$":"{x}"}');
+    assert.throws(() => JSON.parse(kv));
+    const parsed = untrusted(JSON.parse(raw(kv)) as Record<string, string>);
+    const [k, v] = Object.entries(parsed)[0]!;
+    assert.equal(decodeForTerraform(k + v), "a$${x}");
+  });
+
   it("encodes keys and nested values, leaving numbers and booleans alone", () => {
     const out = encodeData({ "${k}": ["${v}", 1, true, null] });
     assert.deepEqual(Object.keys(out), [`$${MARK}{k}`]);
