@@ -22,6 +22,6 @@ export { toCtsServices, ctsServiceKey, type CtsService } from "./task/cts-protoc
 export type { ServiceInstance, CatalogServices, KvPairs, ServicesQuery, CatalogServicesQuery, KvQuery } from "./consul/types.ts";
 export { defineConfig, type CtsConfig, type ConsulConfig, type ConsulTlsConfig, type TerraformDriverConfig, type ApiConfig } from "./config/types.ts";
 export { render, TEMPLATES_DIR } from "./render.ts";
-export { raw } from "./synth/untrusted.ts";
+export { raw, untrusted } from "./synth/untrusted.ts";
 export { Testing, type TestInput } from "./testing.ts";
 export { CtsError } from "./errors.ts";

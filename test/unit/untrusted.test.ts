@@ -1,15 +1,12 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { decodeForTerraform, encodeData, encodeUntrusted, raw, SENTINEL } from "../../src/synth/untrusted.ts";
+import { decodeForTerraform, encodeData, encodeUntrusted, ESC, MARK, raw, untrusted } from "../../src/synth/untrusted.ts";
 
 describe("untrusted catalog strings", () => {
-  const nasty = ['${file("/etc/hostname")}', "%{ if true }x%{ endif }", "${TfToken[TOKEN.1]}", "#{TfToken[TOKEN.2]}", "&{TfToken[TOKEN.3]}", "$${x}", "a" + SENTINEL + "b", SENTINEL + "{", "plain"];
+  const nasty = ['${file("/etc/hostname")}', "%{ if true }x%{ endif }", "${TfToken[TOKEN.1]}", "#{TfToken[TOKEN.2]}", "&{TfToken[TOKEN.3]}", "$${x}", "a" + MARK + "b", MARK + "{", ESC + MARK, "$", "{x}", "plain"];
 
   it("hides every interpolation and token opener from cdktf and Terraform", () => {
-    for (const s of nasty) {
-      const e = encodeUntrusted(s);
-      assert.doesNotMatch(e, /[$%#&]\{/, s);
-    }
+    for (const s of nasty) assert.doesNotMatch(encodeUntrusted(s), /[$%#&]\{/, s);
   });
 
   it("round-trips to the exact original with raw()", () => {
@@ -23,13 +20,48 @@ describe("untrusted catalog strings", () => {
     assert.equal(decodeForTerraform(encodeUntrusted("$${x}")), "$$${x}");
   });
 
-  it("encodes keys and nested values, leaving numbers and booleans alone", () => {
-    const out = encodeData({ "${k}": ["${v}", 1, true, null] });
-    assert.deepEqual(Object.keys(out), [`$${SENTINEL}{k}`]);
-    assert.deepEqual(Object.values(out)[0], [`$${SENTINEL}{v}`, 1, true, null]);
+  it("keeps a `$` ending one value and a `{` starting the next apart", () => {
+    const joined = encodeUntrusted("$") + encodeUntrusted('{file("/etc/hostname")}');
+    assert.doesNotMatch(joined, /\$\{/);
+    assert.equal(decodeForTerraform(joined), '$${file("/etc/hostname")}');
+    assert.equal(raw(joined), '${file("/etc/hostname")}');
   });
 
-  it("leaves strings without openers untouched (same object identity for speed is not required, equal value is)", () => {
-    assert.equal(encodeUntrusted("web-1 10.0.0.1 {ok} $ %"), "web-1 10.0.0.1 {ok} $ %");
+  it("escapes a value's trailing `$` before the task's own `{`, and the task's `$` before a value's `{`", () => {
+    assert.equal(decodeForTerraform(encodeUntrusted("a$") + "{b}"), "a$${b}");
+    assert.equal(decodeForTerraform("$$" + encodeUntrusted("{b}")), "$$${b}");
+  });
+
+  it("leaves the task's own interpolation live after a value ending in `$`", () => {
+    assert.equal(decodeForTerraform(encodeUntrusted("US$") + "${aws_instance.x.id}"), 'US${"$"}${aws_instance.x.id}');
+    assert.equal(decodeForTerraform(encodeUntrusted("US$") + "$${literal}"), "US$$${literal}");
+  });
+
+  it("escapes a literal marker so data cannot forge one", () => {
+    const forged = encodeUntrusted("$" + MARK) + "{x}";
+    assert.equal(decodeForTerraform(forged), "$" + MARK + "{x}");
+  });
+
+  it("re-marks pieces cut from raw text with untrusted()", () => {
+    const pieces = raw(encodeUntrusted("a$,{b}")).split(",").map(untrusted);
+    assert.equal(decodeForTerraform(pieces.join("")), "a$${b}");
+  });
+
+  it("re-marks JSON parsed from a raw catalog value with untrusted()", () => {
+    const kv = encodeUntrusted('{"a$":"{x}"}');
+    assert.throws(() => JSON.parse(kv));
+    const parsed = untrusted(JSON.parse(raw(kv)) as Record<string, string>);
+    const [k, v] = Object.entries(parsed)[0]!;
+    assert.equal(decodeForTerraform(k + v), "a$${x}");
+  });
+
+  it("encodes keys and nested values, leaving numbers and booleans alone", () => {
+    const out = encodeData({ "${k}": ["${v}", 1, true, null] });
+    assert.deepEqual(Object.keys(out), [`$${MARK}{k}`]);
+    assert.deepEqual(Object.values(out)[0], [`$${MARK}{v}`, 1, true, null]);
+  });
+
+  it("leaves strings without openers at their edges untouched", () => {
+    assert.equal(encodeUntrusted("web-1 10.0.0.1 {ok} $ % x"), "web-1 10.0.0.1 {ok} $ % x");
   });
 });
