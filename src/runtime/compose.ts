@@ -96,7 +96,10 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     pluginCacheDir: tf.pluginCacheDir ?? join(root, ".plugin-cache"),
     env: terraformEnv,
     ...(tf.timeout !== undefined ? { defaultTimeoutMs: parseDuration(tf.timeout) ?? 30 * 60_000 } : {}),
+    ...(tf.lockTimeout !== undefined ? { lockTimeoutMs: parseDuration(tf.lockTimeout) } : {}),
+    commandTimeouts: Object.fromEntries(Object.entries(tf.commandTimeouts ?? {}).map(([k, v]) => [k, v === undefined ? undefined : parseDuration(v)])),
     log: (task, line) => tfLog.info(`[${task}] ${line}`, { task }),
+    notice: (line) => tfLog.warn(line),
   });
   const watcher =
     opts.mode === "watch"
