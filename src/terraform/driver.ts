@@ -2,7 +2,7 @@ import { access, mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
 import { commandEnv } from "./env.ts";
-import { commandFailure, needsReinit, textErrors } from "./failures.ts";
+import { commandFailure, needsReinit, TERRAFORM_STATE_LOCKED, textErrors } from "./failures.ts";
 import { createGroupFile } from "./group-file.ts";
 import { initHash } from "./init-hash.ts";
 import { childPath, validateTaskName } from "./names.ts";
@@ -135,7 +135,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
         );
       }
     }
-    await ensureWorkspace(op);
+    await waitingOutLocks(op, () => ensureWorkspace(op));
     await writeFileSafely(join(op.dir, INIT_MARKER), hash);
     return true;
   }
@@ -186,6 +186,26 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     }
   }
 
+  /**
+   * Runs `step` again while it fails on a state lock, until the lock timeout. `-lock-timeout` alone
+   * is not enough: the consul backend locks a workspace's state once when loading it, without
+   * retrying, before the operation's own (retried) lock. A lock failure means nothing was changed,
+   * so running the command again is safe.
+   */
+  async function waitingOutLocks<T>(op: Operation, step: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + lockTimeoutMs;
+    for (let pause = 1_000; ; pause = Math.min(pause * 2, 8_000)) {
+      try {
+        return await step();
+      } catch (err) {
+        if (!(err instanceof CtsError) || err.code !== TERRAFORM_STATE_LOCKED || Date.now() + pause > deadline) throw err;
+        const who = (err.detail.lock as { Who?: string } | undefined)?.Who;
+        options.log?.(op.task, `the state is locked${who ? ` by ${who}` : ""}; waiting for it (trying again in ${pause / 1000}s)`);
+        await op.pause(pause);
+      }
+    }
+  }
+
   /** Turns a file-system failure while preparing the task folder into an error that says where. */
   async function filesStep<T>(task: string, step: () => Promise<T>): Promise<T> {
     try {
@@ -218,7 +238,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
       },
     };
     const op = new Operation(ws.task, dir, deps, opts, opts.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);
-    const main = () => (kind === "plan" ? plan(op) : applyOrDestroy(op, kind));
+    const main = () => waitingOutLocks(op, () => (kind === "plan" ? plan(op) : applyOrDestroy(op, kind)));
     try {
       op.throwIfAborted(op.commandName(kind === "destroy" ? ["apply", "-destroy"] : [kind]));
       await filesStep(ws.task, () => writeTaskFiles(dir, ws.task, ws.json, ws.files));

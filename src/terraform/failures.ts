@@ -107,6 +107,11 @@ export function needsReinit(errors: string): boolean {
   return REINIT_PATTERNS.some((p) => p.test(errors));
 }
 
+/** Error code of a run that failed because the task's state lock stayed held past the lock timeout. */
+export const TERRAFORM_STATE_LOCKED = "TERRAFORM_STATE_LOCKED";
+/** Error code of a command that hung twice (killed and retried once). */
+export const TERRAFORM_HUNG = "TERRAFORM_HUNG";
+
 /** How tofu and terraform say the state lock is held by someone else. */
 const STATE_LOCKED = /Error acquiring the state lock|Error locking state|failed to lock state/i;
 
@@ -151,7 +156,7 @@ export function stateLockedError(task: string, command: string, lockTimeoutMs: n
   const what = lock?.Operation ? ` (${lock.Operation}${lock.Created ? ` since ${lock.Created}` : ""})` : "";
   const unlock = lock?.ID ? `\`tofu force-unlock ${lock.ID}\`` : "`tofu force-unlock <lock ID>`";
   return new CtsError(
-    "TERRAFORM_STATE_LOCKED",
+    TERRAFORM_STATE_LOCKED,
     "external",
     `\`${command}\` could not take the Terraform state lock within ${formatDuration(lockTimeoutMs)}: the state is locked${holder}${what}. ` +
       `cts waits such locks out and runs the task again (a crashed run's Consul lock expires by itself within about a minute). ` +
@@ -163,7 +168,7 @@ export function stateLockedError(task: string, command: string, lockTimeoutMs: n
 /** TERRAFORM_HUNG: a command produced no exit within its time limit twice in a row. */
 export function hungError(task: string, command: string, limitMs: number): CtsError {
   return new CtsError(
-    "TERRAFORM_HUNG",
+    TERRAFORM_HUNG,
     "external",
     `Terraform hung in \`${command}\` (no exit within ${formatDuration(limitMs)}); it was killed and retried once, and hung again. ` +
       `This is usually the state backend not answering (for consul: check the agent and its leader) or a stuck provider; ` +

@@ -113,6 +113,21 @@ export class Operation {
     });
   }
 
+  /** Waits `ms`, or throws TERRAFORM_CANCELLED/TIMEOUT as soon as the operation is stopped. */
+  async pause(ms: number): Promise<void> {
+    const signal = this.controller.signal;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        signal.removeEventListener("abort", done);
+        resolve();
+      }
+      signal.addEventListener("abort", done, { once: true });
+    });
+    this.throwIfAborted("waiting for the state lock");
+  }
+
   /** Stops the deadline and forgets the caller's signal. */
   dispose(): void {
     clearTimeout(this.timer);
