@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
  * up to the grace period for the groups to go, then SIGKILLs what is left and exits. It ignores
  * INT/TERM/HUP so a Ctrl-C to the terminal's process group cannot take it down before the daemon.
  */
+// dash's kill knows no "--" and no "-s NAME -pgid": numeric signals before a negative pid only.
 const SCRIPT = `
 trap '' INT TERM HUP
 grace=$1
@@ -18,16 +19,16 @@ while IFS= read -r line; do
   esac
 done
 [ "$groups" = " " ] && exit 0
-for g in $groups; do kill -INT -- "-$g" 2>/dev/null; done
+for g in $groups; do kill -2 "-$g" 2>/dev/null; done
 waited=0
 while [ "$waited" -lt "$grace" ]; do
   alive=0
-  for g in $groups; do kill -0 -- "-$g" 2>/dev/null && alive=1; done
+  for g in $groups; do kill -0 "-$g" 2>/dev/null && alive=1; done
   [ "$alive" = 0 ] && exit 0
   sleep 0.2
   waited=$((waited + 200))
 done
-for g in $groups; do kill -KILL -- "-$g" 2>/dev/null; done
+for g in $groups; do kill -9 "-$g" 2>/dev/null; done
 exit 0
 `;
 
