@@ -178,7 +178,8 @@ export function hungError(task: string, command: string, limitMs: number): CtsEr
 }
 
 // A provider binary vanished or changed under a running command: the plugin cache or mirror, never the backend.
-const PROVIDER_BROKEN = /fork\/exec .*terraform-provider|failed to verify checksum|plugin-cache|Failed to (load|instantiate) provider|Could not load plugin|failed to instantiate provider/i;
+const PROVIDER_BROKEN =
+  /fork\/exec .*terraform-provider|failed to verify checksum|plugin-cache|failed to instantiate provider|Could not load plugin|could not read package directory|there is no package for .* cached in/i;
 export const PROVIDER_HINT =
   "A provider plugin could not be started or verified: its file in the plugin cache or provider mirror changed or vanished while the command ran. Check the driver's pluginCacheDir and the CLI config's provider_installation, then run the task again.";
 
