@@ -20,6 +20,8 @@ else
   echo "[test] preparing real Consul and OpenTofu (scripts/tools.sh)"
   eval "$(bash scripts/tools.sh --env)"
   export CTS_TOFU_BIN CTS_CONSUL_BIN CTS_TERRAFORM_BIN CTS_TF_CLI_CONFIG
+  # Each test process gets its own empty plugin cache (test/support/tools.ts), never the one in
+  # the tools cache's CLI config: Terraform's plugin cache is not safe across processes.
   files+=(test/integration/*.test.ts test/faults/*.test.ts)
 fi
 

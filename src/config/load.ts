@@ -7,6 +7,7 @@ import { CtsError, messageOf } from "../errors.ts";
 import { isTask } from "../task/task.ts";
 import { bufferProblems, taskProblems, throwProblems, type Problem } from "../task/validate.ts";
 import type { CtsConfig } from "./types.ts";
+import { parseDuration } from "./duration.ts";
 import { haProblems } from "../ha/settings.ts";
 
 /** The config file names tried in order when none is given. */
@@ -76,6 +77,10 @@ export function validateConfig(config: CtsConfig | undefined, file: string): ass
     problems.push({ field: "driver.terraform.binary", message: "must be \"tofu\", \"terraform\" or a path to one of them." });
   if (tf?.backend !== undefined && (typeof tf.backend !== "object" || Object.keys(tf.backend).length !== 1))
     problems.push({ field: "driver.terraform.backend", message: "must name exactly one backend, e.g. { consul: { path: \"consul-terraform-sync/terraform\" } }." });
+  for (const [field, value] of [["timeout", tf?.timeout], ["lockTimeout", tf?.lockTimeout], ...Object.entries(tf?.commandTimeouts ?? {}).map(([k, v]) => [`commandTimeouts.${k}`, v])] as const) {
+    if (value !== undefined && parseDuration(value as string | number) === undefined)
+      problems.push({ field: `driver.terraform.${field}`, message: `'${String(value)}' is not a duration. Use e.g. "90s" or "5m".` });
+  }
   const addr = config.consul?.address;
   if (addr !== undefined && (typeof addr !== "string" || !/^(https?:\/\/)?[^\s/]+(:\d+)?\/?$/.test(addr)))
     problems.push({ field: "consul.address", message: `'${String(addr)}' is not host:port or a URL. Use e.g. "127.0.0.1:8500".` });

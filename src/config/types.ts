@@ -30,8 +30,12 @@ export interface TerraformDriverConfig {
   cliConfigFile?: string;
   /** Shared provider plugin cache (default `<workingDir>/.plugin-cache`). */
   pluginCacheDir?: string;
-  /** Per-command timeout (default "30m"). */
+  /** Time limit of one plan/apply/destroy, init and workspace included (default "30m"). */
   timeout?: string | number;
+  /** How long a command waits for a state lock someone else holds (`-lock-timeout`, default "90s"). */
+  lockTimeout?: string | number;
+  /** Limits of the short commands, after which they count as hung, are killed and retried once (defaults: version "30s", workspace "60s", validate "60s", init "5m", show "5m"). */
+  commandTimeouts?: { version?: string | number; workspace?: string | number; validate?: string | number; init?: string | number; show?: string | number };
   /** Provider version constraints written instead of the cdktf bindings' exact pins. */
   providerVersions?: Record<string, string>;
 }

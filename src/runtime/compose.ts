@@ -97,9 +97,12 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     pluginCacheDir: tf.pluginCacheDir ?? join(root, ".plugin-cache"),
     env: terraformEnv,
     ...(tf.timeout !== undefined ? { defaultTimeoutMs: parseDuration(tf.timeout) ?? 30 * 60_000 } : {}),
+    ...(tf.lockTimeout !== undefined ? { lockTimeoutMs: parseDuration(tf.lockTimeout) } : {}),
+    commandTimeouts: Object.fromEntries(Object.entries(tf.commandTimeouts ?? {}).map(([k, v]) => [k, v === undefined ? undefined : parseDuration(v)])),
     log: (task, line) => tfLog.info(`[${task}] ${line}`, { task }),
     // One redaction at the source: no Terraform or provider text leaves the driver unscrubbed.
     redact: (text) => knownSecrets.redact(text),
+    notice: (line) => tfLog.warn(line),
   });
   const watcher =
     opts.mode === "watch"

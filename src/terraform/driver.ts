@@ -2,18 +2,32 @@ import { access, mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
 import { commandEnv } from "./env.ts";
-import { failedError, needsReinit, textErrors } from "./failures.ts";
+import { commandFailure, needsReinit, TERRAFORM_STATE_LOCKED, textErrors } from "./failures.ts";
+import { createGroupFile } from "./group-file.ts";
 import { initHash } from "./init-hash.ts";
 import { childPath, validateTaskName } from "./names.ts";
 import { Operation, type JsonResult } from "./operation.ts";
 import { redactedError, redactedResult } from "./redaction.ts";
+import { startReaper } from "./reaper.ts";
+import { recoverWorkingDir } from "./recovery.ts";
+import { createRwLock } from "./rw-lock.ts";
 import { createKeyedSerializer } from "./serial.ts";
-import type { LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
+import type { CommandTimeouts, LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
 import { terraformVersion } from "./version.ts";
 import { ensureTaskDir, INIT_MARKER, PLAN_FILE, readInitMarker, writeFileSafely, writeTaskFiles } from "./working-dir.ts";
 
 const DEFAULT_TIMEOUT_MS = 30 * 60_000;
 const DEFAULT_KILL_GRACE_MS = 10_000;
+/** Long enough for a crashed run's Consul lock to go: session TTL 15 s (invalidated within 2×TTL) + lock-delay. */
+export const DEFAULT_LOCK_TIMEOUT_MS = 90_000;
+/** Limits of the short commands; a hang there is a bug or a dead backend, never honest work. */
+export const DEFAULT_COMMAND_TIMEOUTS: Required<CommandTimeouts> = {
+  version: 30_000,
+  workspace: 60_000,
+  validate: 60_000,
+  init: 5 * 60_000,
+  show: 5 * 60_000,
+};
 const NO_CHANGES = "No changes. Your infrastructure matches the configuration.";
 
 type Kind = "apply" | "plan" | "destroy";
@@ -34,11 +48,34 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   const root = resolve(options.workingDir);
   const binary = options.binary;
   const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+  const lockArg = `-lock-timeout=${Math.max(0, Math.ceil(lockTimeoutMs / 1000))}s`;
+  const timeouts = { ...DEFAULT_COMMAND_TIMEOUTS, ...definedOnly(options.commandTimeouts) };
+  const notice = (line: string) => (options.notice ? options.notice(line) : options.log?.("driver", line));
   const tasks = createKeyedSerializer();
-  // One init at a time: Terraform documents its plugin cache as unsafe for concurrent installs.
-  const inits = createKeyedSerializer();
+  // init re-creates the plugin cache's entries, which break under a command of another task that
+  // is starting a provider from them (fork/exec: no such file, checksum mismatch). So init runs
+  // alone and every other command shares the cache; Terraform documents the cache as unsafe for
+  // concurrent installs, and this covers concurrent use as well.
+  const pluginCache = createRwLock();
+  // A companion process kills our process groups when this process dies, even by SIGKILL; the
+  // group file lets the next start clean up if the reaper was killed too.
+  const reaper = startReaper(killGraceMs, notice);
+  const groupFile = createGroupFile(root, notice);
+  let hung = 0;
+  let recovered: Promise<void> | undefined;
   let cacheReady: Promise<unknown> | undefined;
   let versionOnce: Promise<string> | undefined;
+  const track = (task: string, command: string) => ({
+    add(pgid: number) {
+      reaper.add(pgid);
+      groupFile.add({ pgid, task, command });
+    },
+    remove(pgid: number) {
+      reaper.remove(pgid);
+      groupFile.remove(pgid);
+    },
+  });
 
   const envFor = (task?: Record<string, string>, workspace?: string) =>
     commandEnv({
@@ -54,21 +91,28 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     // select, then new: portable across tofu and terraform (`select -or-create` is newer).
     const selected = await op.text(["workspace", "select", "-no-color", op.task], undefined, { quiet: true });
     if (selected.exitCode === 0) return;
-    const created = await op.text(["workspace", "new", "-no-color", op.task]);
+    const created = await op.text(["workspace", "new", "-no-color", lockArg, op.task]);
     if (created.exitCode === 0) return;
-    throw failedError(op.task, {
-      command: op.commandName(["workspace", "new"]),
-      exitCode: created.exitCode,
-      errors: textErrors(created.lines),
-      hint: "Check that the state backend is reachable (for the consul backend: CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN) and run the task again.",
-    });
+    // A `new` killed as hung may have created the workspace before it stuck.
+    if (created.lines.some((l) => /already exists/i.test(l))) return;
+    throw commandFailure(
+      op.task,
+      {
+        command: op.commandName(["workspace", "new"]),
+        exitCode: created.exitCode,
+        errors: textErrors(created.lines),
+        hint: "Check that the state backend is reachable (for the consul backend: CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN) and run the task again.",
+      },
+      created.lines.join("\n"),
+      lockTimeoutMs,
+    );
   }
 
   async function ensureInitialized(op: Operation, ws: TaskWorkspace, force: boolean): Promise<boolean> {
     const hash = initHash(ws.json, ws.files);
     if (!force && (await readInitMarker(op.dir)) === hash && (await exists(join(op.dir, ".terraform")))) return false;
     if (options.pluginCacheDir) await (cacheReady ??= mkdir(options.pluginCacheDir, { recursive: true }));
-    await inits.run("init", async () => {
+    {
       await rm(join(op.dir, INIT_MARKER), { force: true });
       // init asks which workspace to use when the selected one vanished from the backend (a
       // restarted dev Consul); starting from "default", which always exists, avoids the prompt.
@@ -79,30 +123,38 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
         res = await op.text(["init", "-input=false", "-no-color", "-upgrade"]);
       }
       if (res.exitCode !== 0) {
-        throw failedError(op.task, {
-          command: op.commandName(["init"]),
-          exitCode: res.exitCode,
-          errors: textErrors(res.lines),
-          hint: "Check the backend settings and that providers and modules can be installed (the CLI config's provider_installation, versions, network), then run the task again.",
-        });
+        throw commandFailure(
+          op.task,
+          {
+            command: op.commandName(["init"]),
+            exitCode: res.exitCode,
+            errors: textErrors(res.lines),
+            hint: "Check the backend settings and that providers and modules can be installed (the CLI config's provider_installation, versions, network), then run the task again.",
+          },
+          res.lines.join("\n"),
+          lockTimeoutMs,
+        );
       }
-    });
-    await ensureWorkspace(op);
+    }
+    await waitingOutLocks(op, () => ensureWorkspace(op));
     await writeFileSafely(join(op.dir, INIT_MARKER), hash);
     return true;
   }
 
   function jsonFailure(op: Operation, args: string[], res: JsonResult, hint: string): CtsError {
-    return failedError(op.task, {
+    const facts = {
       command: op.commandName(args),
       exitCode: res.exitCode,
       errors: res.stream.errorText() || textErrors(res.stderr) || textErrors(res.stream.lines),
       hint,
-    });
+    };
+    // The lock holder's "Lock Info" is in a diagnostic's detail, line by line.
+    const raw = [...res.stream.diagnostics.map((d) => `${d.summary}\n${d.detail}`), ...res.stderr].join("\n");
+    return commandFailure(op.task, facts, raw, lockTimeoutMs);
   }
 
   async function applyOrDestroy(op: Operation, kind: "apply" | "destroy"): Promise<Omit<RunResult, "initialized">> {
-    const args = ["apply", ...(kind === "destroy" ? ["-destroy"] : []), "-auto-approve", "-input=false", "-lock=true", "-json"];
+    const args = ["apply", ...(kind === "destroy" ? ["-destroy"] : []), "-auto-approve", "-input=false", "-lock=true", lockArg, "-json"];
     const res = await op.json(args, op.task);
     if (res.exitCode !== 0) {
       const hint =
@@ -116,7 +168,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   }
 
   async function plan(op: Operation): Promise<Omit<RunResult, "initialized">> {
-    const args = ["plan", "-detailed-exitcode", "-input=false", "-lock=true", "-json", `-out=${PLAN_FILE}`];
+    const args = ["plan", "-detailed-exitcode", "-input=false", "-lock=true", lockArg, "-json", `-out=${PLAN_FILE}`];
     try {
       const res = await op.json(args, op.task);
       if (res.exitCode !== 0 && res.exitCode !== 2) {
@@ -132,6 +184,26 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     } finally {
       // The plan file can hold sensitive values.
       await rm(join(op.dir, PLAN_FILE), { force: true });
+    }
+  }
+
+  /**
+   * Runs `step` again while it fails on a state lock, until the lock timeout. `-lock-timeout` alone
+   * is not enough: the consul backend locks a workspace's state once when loading it, without
+   * retrying, before the operation's own (retried) lock. A lock failure means nothing was changed,
+   * so running the command again is safe.
+   */
+  async function waitingOutLocks<T>(op: Operation, step: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + lockTimeoutMs;
+    for (let pause = 1_000; ; pause = Math.min(pause * 2, 8_000)) {
+      try {
+        return await step();
+      } catch (err) {
+        if (!(err instanceof CtsError) || err.code !== TERRAFORM_STATE_LOCKED || Date.now() + pause > deadline) throw err;
+        const who = (err.detail.lock as { Who?: string } | undefined)?.Who;
+        options.log?.(op.task, `the state is locked${who ? ` by ${who}` : ""}; waiting for it (trying again in ${pause / 1000}s)`);
+        await op.pause(pause);
+      }
     }
   }
 
@@ -152,9 +224,23 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
 
   async function execute(kind: Kind, ws: TaskWorkspace, opts: RunOptions): Promise<RunResult> {
     const dir = await filesStep(ws.task, () => ensureTaskDir(root, ws.task));
-    const deps = { binary, killGraceMs, env: (workspace?: string) => envFor(ws.env, workspace), log: options.log, redact: options.redact };
+    await (recovered ??= recoverWorkingDir(root, killGraceMs, notice).catch((err: unknown) => notice(`start-up clean-up failed: ${messageOf(err)}`)));
+    const deps = {
+      binary,
+      killGraceMs,
+      env: (workspace?: string) => envFor(ws.env, workspace),
+      ...(options.log ? { log: options.log } : {}),
+      ...(options.redact ? { redact: options.redact } : {}),
+      timeouts,
+      lockTimeoutMs,
+      pluginCache,
+      track,
+      onHung: () => {
+        hung++;
+      },
+    };
     const op = new Operation(ws.task, dir, deps, opts, opts.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);
-    const main = () => (kind === "plan" ? plan(op) : applyOrDestroy(op, kind));
+    const main = () => waitingOutLocks(op, () => (kind === "plan" ? plan(op) : applyOrDestroy(op, kind)));
     try {
       op.throwIfAborted(op.commandName(kind === "destroy" ? ["apply", "-destroy"] : [kind]));
       await filesStep(ws.task, () => writeTaskFiles(dir, ws.task, ws.json, ws.files));
@@ -195,15 +281,21 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     plan: (ws, opts) => run("plan", ws, opts),
     destroy: (ws, opts) => run("destroy", ws, opts),
     version: () => {
-      versionOnce ??= terraformVersion(binary, envFor()).catch((err: unknown) => {
+      versionOnce ??= terraformVersion(binary, envFor(), timeouts.version).catch((err: unknown) => {
         versionOnce = undefined;
         throw err;
       });
       return versionOnce;
     },
+    hungCommands: () => hung,
     taskDir: (task) => {
       validateTaskName(task);
       return childPath(root, task, task);
     },
   };
+}
+
+/** The keys of `o` whose value is set (so `{ init: undefined }` keeps the default). */
+function definedOnly<T extends object>(o: T | undefined): Partial<T> {
+  return Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

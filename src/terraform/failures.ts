@@ -41,10 +41,19 @@ export interface FailureFacts {
   hint: string;
 }
 
+/**
+ * The error for a failed command: TERRAFORM_STATE_LOCKED when its output (`raw`, every line it
+ * printed) says the state lock was held past the lock timeout, else TERRAFORM_FAILED.
+ */
+export function commandFailure(task: string, facts: FailureFacts, raw: string, lockTimeoutMs: number): CtsError {
+  if (isStateLocked(raw) || isStateLocked(facts.errors)) return stateLockedError(task, facts.command, lockTimeoutMs, parseLockInfo(raw), facts.errors);
+  return failedError(task, facts);
+}
+
 /** TERRAFORM_FAILED naming the task, the command, its exit code and Terraform's own errors. */
 export function failedError(task: string, facts: FailureFacts): CtsError {
   const errors = facts.errors.trim() || "no error details were printed";
-  const hint = ACL_DENIED.test(errors) ? ACL_HINT : facts.hint;
+  const hint = ACL_DENIED.test(errors) ? ACL_HINT : isProviderBroken(errors) ? PROVIDER_HINT : facts.hint;
   return new CtsError(
     "TERRAFORM_FAILED",
     "external",
@@ -96,4 +105,85 @@ const REINIT_PATTERNS = [
 /** True when an error text says the working dir needs `init` or the workspace is gone. */
 export function needsReinit(errors: string): boolean {
   return REINIT_PATTERNS.some((p) => p.test(errors));
+}
+
+/** Error code of a run that failed because the task's state lock stayed held past the lock timeout. */
+export const TERRAFORM_STATE_LOCKED = "TERRAFORM_STATE_LOCKED";
+/** Error code of a command that hung twice (killed and retried once). */
+export const TERRAFORM_HUNG = "TERRAFORM_HUNG";
+
+/** How tofu and terraform say the state lock is held by someone else. */
+const STATE_LOCKED = /Error acquiring the state lock|Error locking state|failed to lock state/i;
+
+/** The "Lock Info" Terraform prints about the holder of a state lock. */
+export interface LockInfo {
+  ID?: string;
+  Path?: string;
+  Operation?: string;
+  Who?: string;
+  Version?: string;
+  Created?: string;
+  Info?: string;
+}
+
+const LOCK_KEYS = ["ID", "Path", "Operation", "Who", "Version", "Created", "Info"] as const;
+
+/** Parses Terraform's "Lock Info:" block (one `Key: value` per line) out of its error text. */
+export function parseLockInfo(text: string): LockInfo | undefined {
+  const at = text.indexOf("Lock Info:");
+  if (at < 0) return undefined;
+  const info: LockInfo = {};
+  for (const raw of text.slice(at + "Lock Info:".length).split("\n")) {
+    const m = /^[\s│]*(ID|Path|Operation|Who|Version|Created|Info):\s*(.*)$/.exec(raw);
+    if (!m) {
+      if (raw.replace(/[\s│]/g, "") === "") continue;
+      break;
+    }
+    const value = m[2]!.trim();
+    if (value) info[m[1] as (typeof LOCK_KEYS)[number]] = value;
+  }
+  return Object.keys(info).length ? info : undefined;
+}
+
+/** True when a failed command's output says the state lock could not be taken. */
+export function isStateLocked(text: string): boolean {
+  return STATE_LOCKED.test(text);
+}
+
+/** TERRAFORM_STATE_LOCKED: the state stayed locked longer than the lock timeout. */
+export function stateLockedError(task: string, command: string, lockTimeoutMs: number, lock: LockInfo | undefined, errors: string): CtsError {
+  const holder = lock?.Who ? ` by ${lock.Who}` : "";
+  const what = lock?.Operation ? ` (${lock.Operation}${lock.Created ? ` since ${lock.Created}` : ""})` : "";
+  const unlock = lock?.ID ? `\`tofu force-unlock ${lock.ID}\`` : "`tofu force-unlock <lock ID>`";
+  return new CtsError(
+    TERRAFORM_STATE_LOCKED,
+    "external",
+    `\`${command}\` could not take the Terraform state lock within ${formatDuration(lockTimeoutMs)}: the state is locked${holder}${what}. ` +
+      `cts waits such locks out and runs the task again (a crashed run's Consul lock expires by itself within about a minute). ` +
+      `Only if no Terraform is running for this task anywhere, release it with ${unlock} in the task's working directory, as a last resort.`,
+    { task, detail: { command, lockTimeoutMs, lock: lock ?? {}, errors } },
+  );
+}
+
+/** TERRAFORM_HUNG: a command produced no exit within its time limit twice in a row. */
+export function hungError(task: string, command: string, limitMs: number): CtsError {
+  return new CtsError(
+    TERRAFORM_HUNG,
+    "external",
+    `Terraform hung in \`${command}\` (no exit within ${formatDuration(limitMs)}); it was killed and retried once, and hung again. ` +
+      `This is usually the state backend not answering (for consul: check the agent and its leader) or a stuck provider; ` +
+      `the task runs again on its next trigger. Raise driver.terraform.commandTimeouts if the command is merely slow.`,
+    { task, detail: { command, limitMs } },
+  );
+}
+
+// A provider binary vanished or changed under a running command: the plugin cache or mirror, never the backend.
+const PROVIDER_BROKEN =
+  /fork\/exec .*terraform-provider|failed to verify checksum|plugin-cache|failed to instantiate provider|Could not load plugin|could not read package directory|there is no package for .* cached in/i;
+export const PROVIDER_HINT =
+  "A provider plugin could not be started or verified: its file in the plugin cache or provider mirror changed or vanished while the command ran. Check the driver's pluginCacheDir and the CLI config's provider_installation, then run the task again.";
+
+/** True when an error text is about a provider plugin that could not be executed or verified. */
+export function isProviderBroken(errors: string): boolean {
+  return PROVIDER_BROKEN.test(errors);
 }

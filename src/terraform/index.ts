@@ -1,10 +1,12 @@
 /** The Terraform driver: what the rest of cts needs from `src/terraform`. */
-export { createTerraformDriver } from "./driver.ts";
+export { createTerraformDriver, DEFAULT_COMMAND_TIMEOUTS, DEFAULT_LOCK_TIMEOUT_MS } from "./driver.ts";
+export { parseLockInfo, TERRAFORM_HUNG, TERRAFORM_STATE_LOCKED, type LockInfo } from "./failures.ts";
 export { validateTaskName } from "./names.ts";
 export { initHash } from "./init-hash.ts";
 export { terraformVersion } from "./version.ts";
 export type {
   ChangeSummary,
+  CommandTimeouts,
   LocalTerraformDriver,
   RunOptions,
   RunResult,

@@ -1,9 +1,10 @@
 import { basename } from "node:path";
 import type { CtsError } from "../errors.ts";
-import { abortedError, notStartedError, type AbortReason } from "./failures.ts";
+import { abortedError, formatDuration, hungError, notStartedError, type AbortReason } from "./failures.ts";
 import { UiStream } from "./json-ui.ts";
 import { runProcess } from "./process.ts";
-import type { RunOptions } from "./types.ts";
+import type { RwLock } from "./rw-lock.ts";
+import type { CommandTimeouts, RunOptions } from "./types.ts";
 
 /** What an operation needs from the driver. */
 export interface OperationDeps {
@@ -15,6 +16,16 @@ export interface OperationDeps {
   log?: (task: string, line: string) => void;
   /** Scrubs secrets from each line before anyone sees it. */
   redact?: (text: string) => string;
+  /** Per-command limits of the short commands (plan/apply/destroy have only the operation's). */
+  timeouts: Required<CommandTimeouts>;
+  /** The `-lock-timeout` given to commands that lock; added to their limit. */
+  lockTimeoutMs: number;
+  /** `init` holds it exclusively, every other command shared: init rewrites the plugin cache. */
+  pluginCache: RwLock;
+  /** Told each process group started and ended (reaper, group file). */
+  track: (task: string, command: string) => { add(pgid: number): void; remove(pgid: number): void };
+  /** Called each time a command hung and was killed. */
+  onHung: () => void;
 }
 
 /** Result of a text-mode command (init, workspace, show). */
@@ -74,33 +85,49 @@ export class Operation {
    * ones reach the log, and none when `quiet` (an expected failure, or text the caller returns).
    */
   async text(args: string[], workspace?: string, { quiet = false }: { quiet?: boolean } = {}): Promise<TextResult> {
-    const lines: string[] = [];
-    const collect = (line: string) => {
-      const l = line.trimEnd();
-      lines.push(l);
-      if (!quiet && l.trim()) this.emit(l);
-    };
-    const exitCode = await this.spawn(args, workspace, collect, collect);
-    return { exitCode, lines };
+    return this.spawn(args, workspace, () => {
+      const lines: string[] = [];
+      const collect = (line: string) => {
+        const l = line.trimEnd();
+        lines.push(l);
+        if (!quiet && l.trim()) this.emit(l);
+      };
+      return { out: collect, err: collect, result: (exitCode) => ({ exitCode, lines }) };
+    });
   }
 
   /** Runs a `-json` command, turning its message stream into human lines as they come. */
   async json(args: string[], workspace?: string): Promise<JsonResult> {
-    const stream = new UiStream();
-    const stderr: string[] = [];
-    const exitCode = await this.spawn(
-      args,
-      workspace,
-      (line) => {
-        for (const l of stream.push(line)) this.emit(l);
-      },
-      (line) => {
-        if (!line.trim()) return;
-        stderr.push(line);
-        this.emit(line);
-      },
-    );
-    return { exitCode, stream, stderr };
+    return this.spawn(args, workspace, () => {
+      const stream = new UiStream();
+      const stderr: string[] = [];
+      return {
+        out: (line) => {
+          for (const l of stream.push(line)) this.emit(l);
+        },
+        err: (line) => {
+          if (!line.trim()) return;
+          stderr.push(line);
+          this.emit(line);
+        },
+        result: (exitCode) => ({ exitCode, stream, stderr }),
+      };
+    });
+  }
+
+  /** Waits `ms`, or throws TERRAFORM_CANCELLED/TIMEOUT as soon as the operation is stopped. */
+  async pause(ms: number): Promise<void> {
+    const signal = this.controller.signal;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        signal.removeEventListener("abort", done);
+        resolve();
+      }
+      signal.addEventListener("abort", done, { once: true });
+    });
+    this.throwIfAborted("waiting for the state lock");
   }
 
   /** Stops the deadline and forgets the caller's signal. */
@@ -109,21 +136,71 @@ export class Operation {
     this.unlink();
   }
 
-  private async spawn(args: string[], workspace: string | undefined, out: (l: string) => void, err: (l: string) => void): Promise<number | undefined> {
+  /** The time a command gets before it counts as hung, or undefined for plan/apply/destroy. */
+  private limitFor(args: readonly string[]): number | undefined {
+    const t = this.deps.timeouts;
+    const locks = args.some((a) => a.startsWith("-lock-timeout")) ? this.deps.lockTimeoutMs : 0;
+    switch (args[0]) {
+      case "version":
+        return t.version;
+      case "workspace":
+        return t.workspace + locks;
+      case "validate":
+        return t.validate;
+      case "init":
+        return t.init + locks;
+      case "show":
+        return t.show;
+      default:
+        return undefined;
+    }
+  }
+
+  /**
+   * Runs one command, with fresh collectors per attempt. A short command that does not exit
+   * within its limit is killed (SIGINT, then SIGKILL to its group) and run once more; hanging
+   * twice is TERRAFORM_HUNG.
+   */
+  private async spawn<R>(
+    args: string[],
+    workspace: string | undefined,
+    fresh: () => { out: (l: string) => void; err: (l: string) => void; result: (exitCode: number | undefined) => R },
+  ): Promise<R> {
     const command = this.commandName(args);
-    this.throwIfAborted(command);
-    const res = await runProcess(this.deps.binary, args, {
-      cwd: this.dir,
-      env: this.deps.env(workspace),
-      signal: this.controller.signal,
-      killGraceMs: this.deps.killGraceMs,
-      onStdout: out,
-      onStderr: err,
-    });
-    if (res.spawnError) throw notStartedError(this.task, this.deps.binary, res.spawnError);
-    // A command that finished successfully just as the signal fired keeps its result.
-    if (res.aborted && res.exitCode !== 0) throw this.abortError(command);
-    return res.exitCode;
+    const limit = this.limitFor(args);
+    const guard = args[0] === "init" ? this.deps.pluginCache.exclusive.bind(this.deps.pluginCache) : this.deps.pluginCache.shared.bind(this.deps.pluginCache);
+    for (let attempt = 1; ; attempt++) {
+      this.throwIfAborted(command);
+      const c = fresh();
+      const hang = new AbortController();
+      const res = await guard(async () => {
+        this.throwIfAborted(command);
+        const timer = limit === undefined ? undefined : setTimeout(() => hang.abort(), limit);
+        try {
+          return await runProcess(this.deps.binary, args, {
+            cwd: this.dir,
+            env: this.deps.env(workspace),
+            signal: AbortSignal.any([this.controller.signal, hang.signal]),
+            killGraceMs: this.deps.killGraceMs,
+            onStdout: c.out,
+            onStderr: c.err,
+            track: this.deps.track(this.task, command),
+          });
+        } finally {
+          clearTimeout(timer);
+        }
+      });
+      if (res.spawnError) throw notStartedError(this.task, this.deps.binary, res.spawnError);
+      if (hang.signal.aborted && !this.reason && res.exitCode !== 0) {
+        this.deps.onHung();
+        if (attempt >= 2) throw hungError(this.task, command, limit!);
+        this.emit(`Terraform hung in \`${command}\` (no exit within ${formatDuration(limit!)}); killed it, running it once more`);
+        continue;
+      }
+      // A command that finished successfully just as the signal fired keeps its result.
+      if (res.aborted && res.exitCode !== 0) throw this.abortError(command);
+      return c.result(res.exitCode);
+    }
   }
 
   private emit(raw: string): void {

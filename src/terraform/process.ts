@@ -10,6 +10,8 @@ export interface ProcessOptions {
   killGraceMs: number;
   onStdout: (line: string) => void;
   onStderr: (line: string) => void;
+  /** Told the process group id when the command starts and again when it ended (reaper, group file). */
+  track?: { add(pgid: number): void; remove(pgid: number): void };
 }
 
 /** How a command ended. */
@@ -77,7 +79,10 @@ export async function runProcess(binary: string, args: readonly string[], opts: 
     signalGroup(pid, "SIGINT");
     killTimer = setTimeout(() => signalGroup(pid, "SIGKILL"), opts.killGraceMs);
   };
-  if (pid !== undefined) liveGroups.add(pid);
+  if (pid !== undefined) {
+    liveGroups.add(pid);
+    opts.track?.add(pid);
+  }
   opts.signal.addEventListener("abort", onAbort, { once: true });
   try {
     const result = await child;
@@ -92,6 +97,7 @@ export async function runProcess(binary: string, args: readonly string[], opts: 
       liveGroups.delete(pid);
       // After a cancellation, whatever the interrupted command left in its group goes too.
       if (aborted) signalGroup(pid, "SIGKILL");
+      opts.track?.remove(pid);
     }
   }
 }

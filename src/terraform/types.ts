@@ -52,6 +52,20 @@ export interface TerraformDriver {
   destroy(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult>;
 }
 
+/** Time limits (ms) of the short commands; one that does not exit in time is killed and retried once. */
+export interface CommandTimeouts {
+  /** `version` (default 30 s). */
+  version?: number;
+  /** `workspace select/new` (default 60 s, plus the lock timeout for `new`). */
+  workspace?: number;
+  /** `validate` (default 60 s). */
+  validate?: number;
+  /** `init` (default 5 min). */
+  init?: number;
+  /** `show` of a saved plan (default 5 min). */
+  show?: number;
+}
+
 /** How a driver's Terraform child processes are run. */
 export interface TerraformDriverOptions {
   /** "tofu", "terraform" or a path to either binary. */
@@ -68,6 +82,15 @@ export interface TerraformDriverOptions {
   defaultTimeoutMs?: number;
   /** Time between SIGINT and SIGKILL when cancelling, in ms (default 10 s). */
   killGraceMs?: number;
+  /**
+   * How long a command waits for a state lock held by someone else (`-lock-timeout`), in ms
+   * (default 90 s: a crashed run's Consul lock session expires within about 35 s).
+   */
+  lockTimeoutMs?: number;
+  /** Limits of the short commands (version, workspace, validate, init, show); plan/apply keep `defaultTimeoutMs`. */
+  commandTimeouts?: CommandTimeouts;
+  /** Receives the driver's own notices (start-up clean-up, a reaper that failed); default: `log` with task "driver". */
+  notice?: (line: string) => void;
   /** Receives every human-readable line Terraform prints, per task (the caller adds the prefix). */
   log?: (task: string, line: string) => void;
   /**
@@ -81,6 +104,8 @@ export interface TerraformDriverOptions {
 export interface LocalTerraformDriver extends TerraformDriver {
   /** The binary's version ("1.12.6"), asked once and remembered. */
   version(): Promise<string>;
+  /** How many commands hung (did not exit within their limit) and were killed, since start. */
+  hungCommands(): number;
   /** Absolute working dir of a task (`<workingDir>/<task>`); throws TASK_NAME_INVALID for bad names. */
   taskDir(task: string): string;
 }

@@ -4,8 +4,8 @@ import { execa } from "execa";
  * The version of a tofu/terraform binary ("1.12.6"), from `version -json` (both print
  * `terraform_version`), falling back to the first version-looking word of the text output.
  */
-export async function terraformVersion(binary: string, env: Record<string, string>): Promise<string> {
-  const res = await execa(binary, ["version", "-json"], { env, extendEnv: false, reject: false, timeout: 30_000, stdin: "ignore" });
+export async function terraformVersion(binary: string, env: Record<string, string>, timeoutMs = 30_000): Promise<string> {
+  const res = await execa(binary, ["version", "-json"], { env, extendEnv: false, reject: false, timeout: timeoutMs, stdin: "ignore" });
   if (res.failed && res.exitCode === undefined) {
     throw res.cause instanceof Error ? res.cause : new Error(res.shortMessage);
   }

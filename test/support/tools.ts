@@ -1,5 +1,7 @@
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** Paths of the real binaries integration tests use. */
@@ -8,8 +10,10 @@ export interface Tools {
   consul: string;
   /** Terraform 1.5.7 (MPL-2.0), to prove the driver works with both binaries. */
   terraform: string;
-  /** CLI config that installs providers only from the offline mirror. */
+  /** CLI config that installs providers only from the offline mirror, with this test process's own plugin cache. */
   cliConfig: string;
+  /** The plugin cache of this test process (empty at start). */
+  pluginCache: string;
 }
 
 let cached: Tools | undefined;
@@ -31,6 +35,22 @@ export function tools(): Tools {
   for (const [name, path] of Object.entries(t)) {
     if (!path || !existsSync(path)) throw new Error(`test tool '${name}' not found at '${path}'. Run 'bash scripts/tools.sh'.`);
   }
-  cached = t;
-  return t;
+  cached = { ...t, ...ownPluginCache(t.cliConfig) };
+  return cached;
+}
+
+/**
+ * A copy of the tools' CLI config whose plugin cache belongs to this test process alone: test
+ * files run side by side, and Terraform's plugin cache is not safe for concurrent installs from
+ * several processes (one init re-links an entry while another command starts the provider).
+ */
+function ownPluginCache(sharedConfig: string): { cliConfig: string; pluginCache: string } {
+  const dir = mkdtempSync(join(tmpdir(), "cts-test-tf-"));
+  const pluginCache = join(dir, "plugin-cache");
+  mkdirSync(pluginCache);
+  const text = readFileSync(sharedConfig, "utf8").replace(/^\s*plugin_cache_dir\s*=.*$/m, "");
+  const cliConfig = join(dir, "tofu.rc");
+  writeFileSync(cliConfig, `${text}\nplugin_cache_dir = ${JSON.stringify(pluginCache)}\n`);
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return { cliConfig, pluginCache };
 }

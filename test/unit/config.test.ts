@@ -42,3 +42,15 @@ describe("loading cts.config.ts", () => {
     await assert.rejects(loadConfig(undefined, "/"), /No cts\.config\.ts in \/\. Pass --config <file> or run `cts init`/);
   });
 });
+
+describe("driver.terraform time limits", () => {
+  it("names a lock timeout or command timeout that is not a duration", async () => {
+    await assert.rejects(loadConfig(fixture("bad-driver-timeouts.ts")), (e: any) => {
+      assert.equal(e.code, "CONFIG_INVALID");
+      assert.match(e.message, /driver\.terraform\.lockTimeout 'a minute' is not a duration/);
+      assert.match(e.message, /driver\.terraform\.commandTimeouts\.workspace 'soon' is not a duration/);
+      assert.doesNotMatch(e.message, /commandTimeouts\.init/);
+      return true;
+    });
+  });
+});

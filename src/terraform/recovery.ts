@@ -1,0 +1,85 @@
+import { readdir, readFile, readlink, rm } from "node:fs/promises";
+import { join, sep } from "node:path";
+import { GROUPS_DIR, parseGroupFile, processStart, type GroupRecord } from "./group-file.ts";
+import { PLAN_FILE } from "./working-dir.ts";
+
+/** The members of a process group that work inside `root` (their cwd is the task folder). */
+async function membersUnder(pgid: number, root: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const name of await readdir("/proc").catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = await readFile(`/proc/${name}/stat`, "utf8");
+      const pgrp = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
+      if (pgrp !== pgid) continue;
+      const cwd = await readlink(`/proc/${name}/cwd`);
+      if (cwd === root || cwd.startsWith(root + sep)) found.push(Number(name));
+    } catch {
+      /* gone meanwhile, or not ours to read */
+    }
+  }
+  return found;
+}
+
+function signal(pgid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, sig);
+  } catch {
+    /* already gone */
+  }
+}
+
+const alive = (owner: { pid: number; start: string }) => owner.start !== "" && processStart(owner.pid) === owner.start;
+
+/**
+ * Cleans up what a crashed daemon left in the working dir: Terraform and provider processes of the
+ * groups it recorded (SIGINT, so Terraform saves state and releases the lock; SIGKILL after the
+ * grace period) and plan files (they may hold secrets). Files of a driver that is still running
+ * (this process included) are left alone, and so are plan files while one is. Never throws.
+ */
+export async function recoverWorkingDir(root: string, graceMs: number, log: (line: string) => void): Promise<void> {
+  const dir = join(root, GROUPS_DIR);
+  const names = await readdir(dir).catch(() => [] as string[]);
+  let otherOwnerLive = false;
+  const stale: GroupRecord[] = [];
+  for (const name of names.filter((n) => n.endsWith(".json"))) {
+    const file = parseGroupFile(await readFile(join(dir, name), "utf8").catch(() => ""));
+    if (file && alive(file.owner)) {
+      otherOwnerLive = true;
+      continue;
+    }
+    if (file) stale.push(...file.groups);
+    await rm(join(dir, name), { force: true });
+  }
+  const killed: GroupRecord[] = [];
+  for (const g of stale) {
+    const members = await membersUnder(g.pgid, root);
+    if (members.length === 0) continue;
+    log(`a previous run left \`${g.command}\` of task '${g.task}' running (process group ${g.pgid}, ${members.length} processes); stopping it`);
+    signal(g.pgid, "SIGINT");
+    killed.push(g);
+  }
+  const deadline = Date.now() + graceMs;
+  while (killed.length && Date.now() < deadline) {
+    const left = await Promise.all(killed.map((g) => membersUnder(g.pgid, root)));
+    if (left.every((m) => m.length === 0)) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  for (const g of killed) {
+    if ((await membersUnder(g.pgid, root)).length) {
+      log(`process group ${g.pgid} ignored SIGINT for ${graceMs} ms; killing it`);
+      signal(g.pgid, "SIGKILL");
+    }
+  }
+  if (otherOwnerLive) return;
+  for (const task of await readdir(root).catch(() => [] as string[])) {
+    if (task.startsWith(".")) continue;
+    const plan = join(root, task, PLAN_FILE);
+    try {
+      await rm(plan);
+      log(`removed the plan file a previous run left in '${task}'`);
+    } catch {
+      /* none */
+    }
+  }
+}

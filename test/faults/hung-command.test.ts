@@ -1,0 +1,86 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CtsError } from "../../src/errors.ts";
+import { createTerraformDriver, TERRAFORM_HUNG } from "../../src/terraform/index.ts";
+import type { LocalTerraformDriver } from "../../src/terraform/types.ts";
+import { startConsul, type ConsulAgent } from "../support/consul.ts";
+import { tools } from "../support/tools.ts";
+import { processesIn, slowFileConfig } from "./support.ts";
+
+/**
+ * A stand-in for tofu that runs the real one, except that `workspace new` hangs (ignoring SIGINT,
+ * as the deadlocked consul backend did) the first $HANGS times in a task folder.
+ */
+function standIn(real: string): string {
+  return `#!/bin/sh
+if [ "$1" = "workspace" ] && [ "$2" = "new" ]; then
+  n=$(cat .hangs-so-far 2>/dev/null || echo 0)
+  echo $((n + 1)) > .hangs-so-far
+  if [ "$n" -lt "\${HANGS:-0}" ]; then
+    trap '' INT
+    sleep 1000
+    exit 1
+  fi
+fi
+exec ${JSON.stringify(real)} "$@"
+`;
+}
+
+describe("a Terraform command that hangs (stand-in around the real OpenTofu, real Consul)", () => {
+  let consul: ConsulAgent;
+  let root: string;
+  let work: string;
+  let driver: LocalTerraformDriver;
+  const lines: string[] = [];
+
+  before(async () => {
+    consul = await startConsul();
+    root = await mkdtemp(join(tmpdir(), "cts-hang-"));
+    work = join(root, "sync-tasks");
+    await mkdir(join(root, "bin"));
+    const binary = join(root, "bin", "tofu");
+    await writeFile(binary, standIn(tools().tofu));
+    await chmod(binary, 0o755);
+    driver = createTerraformDriver({
+      binary,
+      workingDir: work,
+      cliConfigFile: tools().cliConfig,
+      env: { CONSUL_HTTP_ADDR: consul.address },
+      killGraceMs: 1_000,
+      lockTimeoutMs: 2_000,
+      commandTimeouts: { workspace: 3_000 },
+      log: (task, line) => lines.push(`${task}: ${line}`),
+    });
+  });
+  after(async () => {
+    await consul?.stop();
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  const task = (name: string, hangs: number) => ({ task: name, json: slowFileConfig(join(root, `${name}.txt`), name), env: { HANGS: String(hangs) } });
+
+  it("kills a command that hangs once and runs it again", async () => {
+    const res = await driver.apply(task("once", 1));
+    assert.equal(res.changesPresent, true);
+    assert.equal(await readFile(join(root, "once.txt"), "utf8"), "once");
+    assert.equal(driver.hungCommands(), 1);
+    assert.ok(lines.some((l) => /^once: Terraform hung in `tofu workspace new` \(no exit within 5s\); killed it, running it once more/.test(l)), lines.join("\n"));
+    assert.deepEqual(await processesIn(work), []);
+  });
+
+  it("fails with TERRAFORM_HUNG when the command hangs again, leaving nothing running", async () => {
+    const err = await driver.apply(task("twice", 2)).then(
+      () => assert.fail("the apply should fail"),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof CtsError, String(err));
+    assert.equal(err.code, TERRAFORM_HUNG);
+    assert.equal(err.category, "external");
+    assert.match(err.message, /Terraform hung in `tofu workspace new` \(no exit within 5s\); it was killed and retried once/);
+    assert.equal(driver.hungCommands(), 3);
+    assert.deepEqual(await processesIn(work), []);
+  });
+});

@@ -1,0 +1,92 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { commandFailure, isProviderBroken, parseLockInfo } from "../../src/terraform/failures.ts";
+import { parseGroupFile } from "../../src/terraform/group-file.ts";
+import { createRwLock } from "../../src/terraform/rw-lock.ts";
+
+const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("plugin cache lock", () => {
+  it("runs shared jobs side by side but an exclusive job alone", async () => {
+    const lock = createRwLock();
+    const events: string[] = [];
+    const job = (name: string, ms: number) => async () => {
+      events.push(`${name}+`);
+      await tick(ms);
+      events.push(`${name}-`);
+    };
+    await Promise.all([lock.shared(job("a", 20)), lock.shared(job("b", 20)), lock.exclusive(job("init", 5)), lock.shared(job("c", 1))]);
+    assert.deepEqual(events.slice(0, 2).sort(), ["a+", "b+"]);
+    const init = events.indexOf("init+");
+    assert.ok(events.indexOf("a-") < init && events.indexOf("b-") < init, events.join(" "));
+    assert.equal(events[init + 1], "init-");
+    assert.ok(events.indexOf("c+") > init, "a shared job that came after a waiting init runs after it");
+  });
+
+  it("releases the lock when a job fails", async () => {
+    const lock = createRwLock();
+    await assert.rejects(lock.exclusive(async () => Promise.reject(new Error("init failed"))), /init failed/);
+    assert.equal(await lock.shared(async () => 7), 7);
+  });
+});
+
+const LOCKED = `Error: Error acquiring the state lock
+
+Error message: Lock Info:
+  ID:        9a4c7c0e-1111-2222-3333-444455556666
+  Path:      consul-terraform-sync/terraform-env:web
+  Operation: OperationTypeApply
+  Who:       cts@host-a
+  Version:   1.12.6
+  Created:   2026-11-23 12:00:00.000000000 +0000 UTC
+  Info:      consul session: 1234
+
+OpenTofu acquires a state lock to protect the state from being written`;
+
+describe("state lock failures", () => {
+  it("reads who holds the lock from Terraform's Lock Info", () => {
+    assert.deepEqual(parseLockInfo(LOCKED), {
+      ID: "9a4c7c0e-1111-2222-3333-444455556666",
+      Path: "consul-terraform-sync/terraform-env:web",
+      Operation: "OperationTypeApply",
+      Who: "cts@host-a",
+      Version: "1.12.6",
+      Created: "2026-11-23 12:00:00.000000000 +0000 UTC",
+      Info: "consul session: 1234",
+    });
+  });
+
+  it("turns a lock failure into TERRAFORM_STATE_LOCKED that names the holder and force-unlock", () => {
+    const err = commandFailure("web", { command: "tofu apply", exitCode: 1, errors: "Error acquiring the state lock", hint: "Fix the task's configuration." }, LOCKED, 90_000);
+    assert.equal(err.code, "TERRAFORM_STATE_LOCKED");
+    assert.equal(err.category, "external");
+    assert.match(err.message, /locked by cts@host-a/);
+    assert.match(err.message, /tofu force-unlock 9a4c7c0e-1111-2222-3333-444455556666/);
+    assert.match(err.message, /within 1m30s/);
+    assert.doesNotMatch(err.message, /Fix the task's configuration/);
+    assert.equal((err.detail.lock as { Who: string }).Who, "cts@host-a");
+  });
+
+  it("keeps other failures TERRAFORM_FAILED", () => {
+    const err = commandFailure("web", { command: "tofu apply", exitCode: 1, errors: "Unsupported argument", hint: "Fix it." }, "Unsupported argument", 90_000);
+    assert.equal(err.code, "TERRAFORM_FAILED");
+  });
+});
+
+describe("provider failures", () => {
+  it("blames the plugin cache, not the state backend, when a provider cannot be started", () => {
+    const errors = "fork/exec /w/.terraform/providers/registry.opentofu.org/hashicorp/local/2.5.2/linux_amd64/terraform-provider-local_v2.9.0: no such file or directory";
+    assert.ok(isProviderBroken(errors));
+    const err = commandFailure("web", { command: "tofu workspace new", exitCode: 1, errors, hint: "Check that the state backend is reachable." }, errors, 90_000);
+    assert.doesNotMatch(err.message, /state backend/);
+    assert.match(err.message, /plugin cache/);
+  });
+});
+
+describe("process group records", () => {
+  it("keeps plausible groups and drops junk", () => {
+    const f = parseGroupFile(JSON.stringify({ owner: { pid: 12, start: "99" }, groups: [{ pgid: 400, task: "web", command: "tofu apply" }, { pgid: 1 }, { pgid: "x" }] }));
+    assert.deepEqual(f?.groups.map((g) => g.pgid), [400]);
+    assert.equal(parseGroupFile("not json"), undefined);
+  });
+});
