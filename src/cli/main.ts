@@ -1,12 +1,14 @@
+#!/usr/bin/env node
 import { Command, CommanderError } from "commander";
 import { CtsError } from "../errors.ts";
 import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";
+import { VERSION } from "../version.ts";
 
 const program = new Command()
   .name("cts")
   .description("Consul-Terraform-Sync with tasks as TypeScript classes")
-  .version("0.1.0")
+  .version(VERSION)
   .showHelpAfterError()
   .exitOverride();
 
