@@ -4,6 +4,7 @@ import { CtsError } from "../errors.ts";
 import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";
 import { VERSION } from "../version.ts";
+import { doctorHint } from "../doctor/check.ts";
 
 const program = new Command()
   .name("cts")
@@ -15,10 +16,16 @@ const program = new Command()
 // `cts task` and `cts status` only talk HTTP to a daemon: they skip loading the runtime, whose
 // cdktf import alone costs seconds of CPU on every call.
 if (!["task", "status"].includes(process.argv[2] ?? "")) {
-  const [{ registerSynth }, { registerInit }, { registerRun }] = await Promise.all([import("./synth.ts"), import("./init.ts"), import("./run.ts")]);
+  const [{ registerSynth }, { registerInit }, { registerRun }, { registerDoctor }] = await Promise.all([
+    import("./synth.ts"),
+    import("./init.ts"),
+    import("./run.ts"),
+    import("./doctor.ts"),
+  ]);
   registerSynth(program);
   registerInit(program);
   registerRun(program);
+  registerDoctor(program);
 }
 registerTask(program);
 registerStatus(program);
@@ -29,7 +36,7 @@ try {
   if (err instanceof CommanderError) {
     process.exitCode = err.exitCode === 0 ? 0 : 2;
   } else if (err instanceof CtsError) {
-    process.stderr.write(`error: ${err.message}\n`);
+    process.stderr.write(`error: ${err.message}${doctorHint(err)}\n`);
     process.exitCode = err.exitCode;
   } else {
     process.stderr.write(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
