@@ -5,7 +5,6 @@ import type { Command } from "commander";
 import { CtsError } from "../errors.ts";
 import { render } from "../render.ts";
 import { taskNameProblem } from "../task/validate.ts";
-import { DEFAULT_BINARIES, findExecutable } from "../doctor/executable.ts";
 import { completePackageJson, newPackageJson } from "./init-package.ts";
 
 interface InitFlags {
@@ -34,9 +33,7 @@ export function registerInit(program: Command): void {
 /** Writes the project files into `root`, skipping (and reporting) every file that already exists. */
 export async function scaffold(root: string, flags: InitFlags, say: (line: string) => void): Promise<void> {
   const className = flags.task.replace(/(^|[-_])(\w)/g, (_, __, c: string) => c.toUpperCase()).replace(/[^A-Za-z0-9]/g, "") + "Task";
-  let binary = "tofu";
-  for (const b of DEFAULT_BINARIES) if (await findExecutable(b)) { binary = b; break; }
-  const data = { className, fileName: flags.task, taskName: flags.task, service: flags.service, binary, workingDir: "sync-tasks" };
+  const data = { className, fileName: flags.task, taskName: flags.task, service: flags.service, workingDir: "sync-tasks" };
   const files: Array<[string, string]> = [
     ["tsconfig.json", "init/tsconfig.json.hbs"],
     ["cts.config.ts", "init/cts.config.ts.hbs"],
