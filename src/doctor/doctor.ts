@@ -17,7 +17,11 @@ import { checkConsulReachable, checkSession, checkStateWrite, checkTaskReads } f
 import { checkApiPort, checkProviders, checkTerraformBinary, checkWorkingDir } from "./local-checks.ts";
 
 /** Runs every check for a loaded config, in order; `onResult` sees each as it finishes. */
-export async function runDoctor(loaded: LoadedConfig, onResult: (r: CheckResult) => void = () => {}): Promise<CheckResult[]> {
+export async function runDoctor(
+  loaded: LoadedConfig,
+  onResult: (r: CheckResult) => void = () => {},
+  apiOverride: { address?: string; port?: number } = {},
+): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   const add = (r: CheckResult) => {
     results.push(r);
@@ -75,7 +79,7 @@ export async function runDoctor(loaded: LoadedConfig, onResult: (r: CheckResult)
     add(notes.length && r.ok ? { ...r, detail: `${r.detail} (${notes.join("; ")})` } : r);
   } else add(fail("providers", "not checked: no Terraform binary", "fix the terraform check first"));
 
-  add(await checkApiPort(config.api?.address ?? "127.0.0.1", config.api?.port ?? 8558));
+  add(await checkApiPort(apiOverride.address ?? config.api?.address ?? "127.0.0.1", apiOverride.port ?? config.api?.port ?? 8558));
   return results;
 }
 
