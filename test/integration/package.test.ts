@@ -3,7 +3,7 @@
 // Consul and OpenTofu. One installed project serves every step (installing is the slow part).
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
@@ -129,6 +129,27 @@ describe("the published package, installed into a new project", { timeout: 900_0
     assert.equal(r.code, 0, show(r));
     const file = join(project, "sync-tasks", "web-members", "web-members.txt");
     assert.equal(await waitFor(() => readFile(file, "utf8"), 10_000, "the applied file"), "10.1.1.1:8080 # web-1\n");
+  });
+
+  it("watches with its synthesis worker running from dist/, and applies a new instance", async () => {
+    const port = await freePort();
+    const child = spawn(join(project, "node_modules", ".bin", "cts"), ["watch", "--no-buffer", "--api-port", String(port)], {
+      cwd: project,
+      env: { ...userEnv, ...runtimeEnv },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (d: Buffer) => (output += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
+    try {
+      await consul.register({ ID: "web-2", Name: "web", Address: "10.1.1.2", Port: 8080 });
+      const file = join(project, "sync-tasks", "web-members", "web-members.txt");
+      await waitFor(async () => (await readFile(file, "utf8")).includes("10.1.1.2:8080 # web-2"), 120_000, `the watched change applied; output:\n${output}`);
+    } finally {
+      child.kill("SIGTERM");
+      assert.equal(await exited, 0, output);
+    }
   });
 
   it("points a run that cannot reach Consul at `cts doctor`", async () => {
