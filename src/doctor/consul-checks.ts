@@ -18,6 +18,11 @@ export async function checkConsulReachable(http: ConsulHttp): Promise<CheckResul
     if (res.status !== 200) return fail("consul", `${http.url()} answered HTTP ${res.status}: ${res.body.trim().slice(0, 120)}`, "check consul.address points at a Consul agent's HTTP API");
     const leader = JSON.parse(res.body) as string;
     if (!leader) return fail("consul", `${http.url()} answers but has no cluster leader`, "wait for the servers to elect a leader (or start the agent with -bootstrap-expect / -dev)");
+    // The leader answers any token; an unknown token shows on its own lookup. That lookup may be
+    // denied to a valid token (or ACLs may be off): only "not found" means the token is wrong.
+    const self = await http.call("GET", "/v1/acl/token/self", { timeoutMs: 5_000 });
+    if (self.status === 403 && /not found/i.test(self.body))
+      return fail("consul", `${http.url()} does not know the ACL token (${self.body.trim().slice(0, 80)})`, "set a valid ACL token in consul.token, consul.tokenFile or CONSUL_HTTP_TOKEN");
     return pass("consul", `reachable at ${http.url()} (leader ${leader})`);
   } catch (err) {
     return fail(

@@ -40,7 +40,7 @@ after(() => rm(tmp, { recursive: true, force: true }));
 
 describe("cts doctor checks", () => {
   it("passes Consul with a leader and names the address", async () => {
-    const r = await checkConsulReachable(fakeConsul(() => ({ body: '"127.0.0.1:8300"' })));
+    const r = await checkConsulReachable(fakeConsul((_m, path) => (path === "/v1/status/leader" ? { body: '"127.0.0.1:8300"' } : { status: 403, body: "Permission denied" })));
     assert.equal(formatCheck(r), "✓ consul: reachable at http://127.0.0.1:8500 (leader 127.0.0.1:8300)");
   });
 
@@ -50,9 +50,11 @@ describe("cts doctor checks", () => {
     assert.match(formatCheck(r), /^✗ consul: cannot reach .*ECONNREFUSED.*Fix: start a Consul agent .*CONSUL_HTTP_ADDR/);
   });
 
-  it("asks for a valid token when Consul refuses it", async () => {
+  it("asks for a valid token when Consul refuses or does not know it", async () => {
     const r = await checkConsulReachable(fakeConsul(() => ({ status: 403, body: "ACL not found" })));
     assert.match(formatCheck(r), /✗ consul: .*refused the token.*Fix: set a valid ACL token in consul\.token/);
+    const unknown = await checkConsulReachable(fakeConsul((_m, path) => (path === "/v1/status/leader" ? { body: '"127.0.0.1:8300"' } : { status: 403, body: "ACL not found" })));
+    assert.match(formatCheck(unknown), /✗ consul: .*does not know the ACL token.*Fix: set a valid ACL token/);
   });
 
   it("names the missing service:read and the policy rule when a task's read is denied", async () => {
