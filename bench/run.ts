@@ -111,7 +111,7 @@ function resolveSizes(flags: Map<string, string>, quick: boolean): { sizes: Size
 }
 
 function runChild(module: string, ctxFile: string, resultFile: string, limitMs: number, profileDir?: string): Promise<void> {
-  const args = ["--import", "tsx", "--max-old-space-size=4096", "--expose-gc"];
+  const args = ["--conditions=cts-source", "--import", "tsx", "--max-old-space-size=4096", "--expose-gc"];
   if (profileDir) args.push("--cpu-prof", `--cpu-prof-dir=${profileDir}`);
   args.push(join(HERE, "lib", "child.ts"), module, ctxFile, resultFile, ...(profileDir ? ["profile"] : []));
   return new Promise((resolve) => {

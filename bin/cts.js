@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// cts runs from its TypeScript sources through tsx, so there is no build step to forget.
-import { register } from "tsx/esm/api";
+// The CLI from this repository's TypeScript sources (development and tests; no build step).
+// The published package's `cts` is dist/cli/main.js, compiled by `npm run build`.
+import { registerSourceLoader } from "../src/source-loader.mjs";
 
-register();
+registerSourceLoader();
 await import("../src/cli/main.ts");

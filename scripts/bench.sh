@@ -15,4 +15,4 @@ echo "[bench] preparing real Consul and OpenTofu (scripts/tools.sh)" >&2
 eval "$(bash scripts/tools.sh --env)"
 export CTS_TOFU_BIN CTS_CONSUL_BIN CTS_TF_CLI_CONFIG
 
-exec node --import tsx bench/run.ts "$@"
+exec node --conditions=cts-source --import tsx bench/run.ts "$@"

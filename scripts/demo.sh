@@ -17,4 +17,4 @@ eval "$(bash scripts/tools.sh --env)"
 export CTS_TOFU_BIN CTS_CONSUL_BIN CTS_TF_CLI_CONFIG
 
 # exec: Ctrl-C and SIGTERM go straight to the driver, which stops what it started in order.
-exec node --import tsx scripts/demo/main.ts "$@"
+exec node --conditions=cts-source --import tsx scripts/demo/main.ts "$@"

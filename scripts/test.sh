@@ -26,4 +26,4 @@ else
 fi
 
 # Integration tests start their own Consul agents on free ports, so files may run side by side.
-exec node --import tsx --test --test-reporter=spec --test-concurrency="${CTS_TEST_CONCURRENCY:-2}" "${files[@]}"
+exec node --conditions=cts-source --import tsx --test --test-reporter=spec --test-concurrency="${CTS_TEST_CONCURRENCY:-2}" "${files[@]}"

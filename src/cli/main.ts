@@ -1,23 +1,32 @@
+#!/usr/bin/env node
 import { Command, CommanderError } from "commander";
 import { CtsError } from "../errors.ts";
 import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";
 import { say } from "./output.ts";
+import { VERSION } from "../version.ts";
+import { doctorHint } from "../doctor/check.ts";
 
 const program = new Command()
   .name("cts")
   .description("Consul-Terraform-Sync with tasks as TypeScript classes")
-  .version("0.1.0")
+  .version(VERSION)
   .showHelpAfterError()
   .exitOverride();
 
 // `cts task` and `cts status` only talk HTTP to a daemon: they skip loading the runtime, whose
 // cdktf import alone costs seconds of CPU on every call.
 if (!["task", "status"].includes(process.argv[2] ?? "")) {
-  const [{ registerSynth }, { registerInit }, { registerRun }] = await Promise.all([import("./synth.ts"), import("./init.ts"), import("./run.ts")]);
+  const [{ registerSynth }, { registerInit }, { registerRun }, { registerDoctor }] = await Promise.all([
+    import("./synth.ts"),
+    import("./init.ts"),
+    import("./run.ts"),
+    import("./doctor.ts"),
+  ]);
   registerSynth(program);
   registerInit(program);
   registerRun(program);
+  registerDoctor(program);
 }
 registerTask(program);
 registerStatus(program);
@@ -28,7 +37,7 @@ try {
   if (err instanceof CommanderError) {
     process.exitCode = err.exitCode === 0 ? 0 : 2;
   } else if (err instanceof CtsError) {
-    say(`error: ${err.message}\n`, process.stderr);
+    say(`error: ${err.message}${doctorHint(err)}\n`, process.stderr);
     process.exitCode = err.exitCode;
   } else {
     say(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`, process.stderr);

@@ -5,6 +5,7 @@ import { createLogger, type LogLevel } from "../log.ts";
 import { createRuntime, type Runtime } from "../runtime/compose.ts";
 import type { RunOutcome } from "../runtime/controller.ts";
 import { printJson, say, table } from "./output.ts";
+import { doctorHint } from "../doctor/check.ts";
 import { HighAvailability } from "../ha/high-availability.ts";
 import { attachHighAvailability, highAvailabilityOf } from "../ha/registry.ts";
 import { haApiOptions } from "../ha/api.ts";
@@ -113,7 +114,7 @@ export function registerRun(program: Command): void {
           for (const r of results) {
             say(`==> Task '${r.task}': ${r.ok ? (r.result?.changesPresent ? "changes present" : "no changes") : "error"}\n`);
             if (r.result?.output) say(r.result.output.trimEnd() + "\n");
-            if (r.error) say(`error: ${r.error.message}\n`);
+            if (r.error) say(`error: ${r.error.message}${doctorHint(r.error)}\n`);
             process.stdout.write("\n");
           }
         process.exitCode = results.some((r) => !r.ok) ? 1 : results.some((r) => r.result?.changesPresent) ? 2 : 0;
@@ -143,5 +144,5 @@ function report(results: RunOutcome[], json?: boolean): void {
       ...results.map((r) => [r.task, r.outcome, String(r.result?.summary.add ?? "-"), String(r.result?.summary.change ?? "-"), String(r.result?.summary.destroy ?? "-")]),
     ]),
   );
-  for (const r of results) if (r.error) say(`error: ${r.error.message}\n`, process.stderr);
+  for (const r of results) if (r.error) say(`error: ${r.error.message}${doctorHint(r.error)}\n`, process.stderr);
 }

@@ -4,7 +4,9 @@ import { pathToFileURL } from "node:url";
 import { tsImport } from "tsx/esm/api";
 import { apiAccessProblems } from "../api/access-config.ts";
 import { CtsError, messageOf } from "../errors.ts";
-import { isTask } from "../task/task.ts";
+import type { Task } from "../task/task.ts";
+import type { Condition, TaskInputs } from "../task/conditions.ts";
+import { className, duplicateNameProblems, shapeProblems } from "../task/shape.ts";
 import { bufferProblems, taskProblems, throwProblems, type Problem } from "../task/validate.ts";
 import type { CtsConfig } from "./types.ts";
 import { parseDuration } from "./duration.ts";
@@ -43,7 +45,7 @@ export async function loadConfig(path?: string, cwd = process.cwd()): Promise<Lo
   try {
     mod = await tsImport(pathToFileURL(file).href, import.meta.url);
   } catch (cause) {
-    throw new CtsError("CONFIG_LOAD_FAILED", "usage", `${file}: could not load: ${messageOf(cause)}. Fix the error in the file (it is TypeScript, loaded with tsx).`, { cause });
+    throw loadError(file, cause);
   }
   // A config outside an ESM package is loaded as CommonJS, whose default export arrives wrapped once more.
   let config = (mod.default ?? (mod as { config?: unknown }).config) as (CtsConfig & { default?: CtsConfig }) | undefined;
@@ -58,17 +60,13 @@ export function validateConfig(config: CtsConfig | undefined, file: string): ass
     throw new CtsError("CONFIG_INVALID", "usage", `${file}: has no default export. End it with \`export default defineConfig({ tasks: [...] })\`.`);
   const problems: Problem[] = [];
   if (!Array.isArray(config.tasks)) problems.push({ field: "tasks", message: "must be an array of tasks. Add `tasks: [new MyTask()]`." });
-  const names = new Map<string, number>();
-  (Array.isArray(config.tasks) ? config.tasks : []).forEach((task, i) => {
-    if (!isTask(task)) {
-      problems.push({ field: `tasks[${i}]`, message: "is not a task. Use an instance of a class extending Task (or ModuleTask)." });
-      return;
-    }
-    for (const p of taskProblems(task)) problems.push({ field: `tasks[${i}].${p.field}`, message: p.message });
-    const prev = names.get(task.name);
-    if (prev !== undefined) problems.push({ field: `tasks[${i}].name`, message: `'${task.name}' is also the name of tasks[${prev}]. Task names must be unique.` });
-    names.set(task.name, i);
+  const tasks = Array.isArray(config.tasks) ? config.tasks : [];
+  tasks.forEach((task, i) => {
+    const shape = shapeProblems(task);
+    for (const p of shape) problems.push({ field: p.field ? `tasks[${i}].${p.field}` : `tasks[${i}]`, message: p.message });
+    if (shape.length === 0) for (const p of taskProblems(task as Task<Condition, TaskInputs>)) problems.push({ field: `tasks[${i}].${p.field}`, message: `${p.message} (class ${className(task)})` });
   });
+  problems.push(...duplicateNameProblems(tasks));
   if (config.bufferPeriod) problems.push(...bufferProblems(config.bufferPeriod, "bufferPeriod"));
   if (config.concurrency !== undefined && (!Number.isInteger(config.concurrency) || config.concurrency < 1))
     problems.push({ field: "concurrency", message: `must be a whole number >= 1 (got ${String(config.concurrency)}).` });
@@ -89,4 +87,21 @@ export function validateConfig(config: CtsConfig | undefined, file: string): ass
   problems.push(...apiAccessProblems(config.api));
   problems.push(...haProblems(config));
   throwProblems(file, problems);
+}
+
+/** Why a config file did not load, with the fix: a missing package, a task class built wrongly, or an error in the file. */
+function loadError(file: string, cause: unknown): CtsError {
+  // The config gets its own copy of cts's modules (tsx loads it in a namespace): match errors by shape.
+  const c = cause as { code?: unknown; category?: unknown; message?: unknown } | undefined;
+  if (c && typeof c.code === "string" && /^[A-Z][A-Z_]+$/.test(c.code) && (c.category === "usage" || c.category === "external" || c.category === "internal"))
+    return new CtsError(c.code, c.category, `${file}: ${messageOf(cause)}`, { cause, detail: (cause as { detail?: Record<string, unknown> }).detail ?? {} });
+  const missing = c?.code === "ERR_MODULE_NOT_FOUND" ? /Cannot find package '([^']+)'/.exec(messageOf(cause))?.[1] : undefined;
+  if (missing)
+    return new CtsError(
+      "CONFIG_PACKAGE_MISSING",
+      "usage",
+      `${file}: imports '${missing}', which is not installed in that project. Run \`npm install ${missing}\` in ${dirname(file)} (cts resolves every package from the project of the config file).`,
+      { cause },
+    );
+  return new CtsError("CONFIG_LOAD_FAILED", "usage", `${file}: could not load: ${messageOf(cause)}. Fix the error in the file (it is TypeScript, loaded with tsx).`, { cause });
 }

@@ -17,6 +17,7 @@ import { knownSecrets } from "../secrets/redactor.ts";
 import { inProcessSynthesizer, workerSynthesizer } from "../synth/synthesizer.ts";
 import { workingRoot } from "../synth/paths.ts";
 import { Controller } from "./controller.ts";
+import { defaultTerraformBinary } from "../doctor/executable.ts";
 
 /** The token file a config names (consul.tokenFile, else CONSUL_HTTP_TOKEN_FILE), if any. */
 export function tokenFileFor(config: CtsConfig): string | undefined {
@@ -91,7 +92,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
   const root = workingRoot(loaded.dir, tf.workingDir);
   const tfLog = log.child("terraform");
   const driver = createTerraformDriver({
-    binary: tf.binary ?? "tofu",
+    binary: tf.binary ?? defaultTerraformBinary(),
     workingDir: root,
     ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
     pluginCacheDir: tf.pluginCacheDir ?? join(root, ".plugin-cache"),

@@ -3,6 +3,7 @@ import { request as httpsRequest } from "node:https";
 import { httpsOptions, type ConsulConnection } from "../consul/connection.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import { VERSION } from "../version.ts";
 
 /** The service name cts registers itself under (CTS's, lower-cased as the issue asks). */
 export const SELF_SERVICE_NAME = "consul-terraform-sync";
@@ -95,7 +96,7 @@ export function selfServiceDefinition(opts: Omit<SelfRegistrationOptions, "log">
     // Empty makes Consul advertise the node's address.
     ...(wildcard ? {} : { Address: opts.address }),
     Port: opts.port,
-    Meta: { version: opts.version ?? "0.1.0" },
+    Meta: { version: opts.version ?? VERSION },
     Check: {
       CheckID: `${opts.id}-health`,
       Name: "CTS Health Status",

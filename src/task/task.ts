@@ -1,6 +1,7 @@
 import type { TerraformStack } from "cdktf";
 import type { CatalogServices, KvPairs, ServiceInstance } from "../consul/types.ts";
 import type { SecretSource } from "./secrets.ts";
+import { missingOptionsError } from "./shape.ts";
 import type { Condition, ConsulKvCondition, CatalogServicesCondition, ServicesCondition, TaskInputs } from "./conditions.ts";
 
 /** The CDKTF stack a task builds its resources in (one stack per task). */
@@ -82,6 +83,8 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
   readonly secrets: Record<string, SecretSource>;
 
   constructor(options: TaskOptions<C, I>) {
+    // Configs are loaded without a type-check: a missing argument arrives here at run time.
+    if (!options || typeof options !== "object") throw missingOptionsError(this);
     this.name = options.name;
     this.description = options.description ?? "";
     this.enabled = options.enabled ?? true;

@@ -1,7 +1,7 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -43,20 +43,26 @@ describe("offline review with a snapshot (no Consul, no Terraform)", () => {
 
   it("the cdktf app in cdktf.json produces the same stack JSON as `cts synth`", async () => {
     const out = join(dir, "cdktf.out");
-    const app = await run(join(ROOT, "node_modules/.bin/tsx"), [join(ROOT, "src/cli/cdktf-app.ts")], { CTS_CONFIG: VALID, CTS_INPUT: snapshot, CDKTF_OUTDIR: out }, dir);
+    const app = await run(join(ROOT, "node_modules/.bin/tsx"), ["--conditions=cts-source", join(ROOT, "src/cli/cdktf-app.ts")], { CTS_CONFIG: VALID, CTS_INPUT: snapshot, CDKTF_OUTDIR: out }, dir);
     assert.equal(app.code, 0, app.stderr);
     const ours = await run("node", [CTS, "synth", "members", "--config", VALID, "--input", snapshot, "--stdout"]);
     assert.equal(await readFile(join(out, "stacks", "members", "cdk.tf.json"), "utf8"), ours.stdout);
     assert.ok(JSON.parse(await readFile(join(out, "manifest.json"), "utf8")).stacks.members);
   });
 
-  it("`cts init` scaffolds a config and a task class that synthesize", async () => {
+  it("`cts init` scaffolds a config and a task class that synthesize, and never overwrites on a second run", async () => {
     const project = join(dir, "project");
     const init = await run("node", [CTS, "init", project, "--service", "api", "--task", "api-members"]);
     assert.equal(init.code, 0, init.stderr);
-    const again = await run("node", [CTS, "init", project]);
-    assert.equal(again.code, 2);
-    assert.match(again.stderr, /already exists\. Pass --force/);
+    await writeFile(join(project, "tasks", "api-members.ts"), (await readFile(join(project, "tasks", "api-members.ts"), "utf8")) + "// edited by the user\n");
+    const again = await run("node", [CTS, "init", project, "--service", "api", "--task", "api-members"]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /skipped .*tasks\/api-members\.ts: it exists/);
+    assert.match(again.stdout, /skipped .*package\.json: it has everything cts needs/);
+    assert.match(await readFile(join(project, "tasks", "api-members.ts"), "utf8"), /edited by the user/, "re-running init keeps the user's file");
+    // The scaffold is its own package now: link this repository in as its installed cdktf-sync.
+    await mkdir(join(project, "node_modules"), { recursive: true });
+    await symlink(ROOT, join(project, "node_modules", "cdktf-sync"));
     await writeFile(snapshot + ".api", JSON.stringify({ services: [{ name: "api", id: "api-1", address: "10.9.9.9", port: 9000 }] }));
     const r = await run("node", [CTS, "synth", "--config", join(project, "cts.config.ts"), "--input", snapshot + ".api", "--stdout"]);
     assert.equal(r.code, 0, r.stderr);

@@ -1,0 +1,106 @@
+import { mkdir } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { LoadedConfig } from "../config/load.ts";
+import { consulEnvForTerraform, type ConsulConnection } from "../consul/connection.ts";
+import { messageOf } from "../errors.ts";
+import { createConsulHttp } from "../ha/consul-http.ts";
+import { consulConnectionFor, createConsulReader } from "../runtime/compose.ts";
+import { DEFAULT_BACKEND } from "../synth/backend.ts";
+import { workingRoot } from "../synth/paths.ts";
+import { synthesizeTask } from "../synth/synthesize.ts";
+import { fieldOf, allSources } from "../task/sources.ts";
+import type { AnyTaskInput } from "../task/task.ts";
+import { commandEnv } from "../terraform/env.ts";
+import { fail, pass, type CheckResult } from "./check.ts";
+import { checkConsulReachable, checkSession, checkStateWrite, checkTaskReads } from "./consul-checks.ts";
+import { checkApiPort, checkProviders, checkTerraformBinary, checkWorkingDir } from "./local-checks.ts";
+
+/** Runs every check for a loaded config, in order; `onResult` sees each as it finishes. */
+export async function runDoctor(
+  loaded: LoadedConfig,
+  onResult: (r: CheckResult) => void = () => {},
+  apiOverride: { address?: string; port?: number } = {},
+): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  const add = (r: CheckResult) => {
+    results.push(r);
+    onResult(r);
+  };
+  const { config } = loaded;
+  const tf = config.driver?.terraform ?? {};
+
+  let conn: ConsulConnection | undefined;
+  try {
+    conn = consulConnectionFor(config);
+  } catch (err) {
+    add(fail("consul", messageOf(err), "fix the consul settings in the config"));
+  }
+  if (conn) {
+    const http = createConsulHttp(() => conn!);
+    try {
+      const reachable = await checkConsulReachable(http);
+      add(reachable);
+      const backend = tf.backend ?? DEFAULT_BACKEND;
+      const consulBackend = backend.consul as { path?: string } | undefined;
+      if (!reachable.ok) {
+        for (const name of [...config.tasks.map((t) => `reads:${t.name}`), ...(consulBackend ? ["state", "session"] : [])])
+          add(fail(name, "not checked: Consul is not reachable", "fix the consul check first"));
+      } else {
+        const read = createConsulReader(config);
+        for (const task of config.tasks) add(await checkTaskReads(task, read));
+        if (consulBackend) {
+          add(await checkStateWrite(http, consulBackend.path ?? "consul-terraform-sync/terraform"));
+          add(await checkSession(http));
+        } else add(pass("state", `kept by the '${Object.keys(backend)[0]}' backend, not in Consul`));
+      }
+    } finally {
+      http.close();
+    }
+  }
+
+  const root = workingRoot(loaded.dir, tf.workingDir);
+  const dirCheck = await checkWorkingDir(root);
+  add(dirCheck);
+
+  const pluginCacheDir = tf.pluginCacheDir ?? join(root, ".plugin-cache");
+  const cacheUsable = dirCheck.ok && (await mkdir(pluginCacheDir, { recursive: true }).then(() => true, () => false));
+  const env = commandEnv({
+    inherited: process.env,
+    ...(conn ? { base: consulEnvForTerraform(conn) } : {}),
+    ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
+    ...(cacheUsable ? { pluginCacheDir } : {}),
+  });
+  const binary = await checkTerraformBinary(tf.binary, env);
+  add(binary.result);
+  if (binary.path) {
+    const { providers, notes } = requiredProviders(loaded);
+    const r = await checkProviders(binary.path, providers, { scratchRoot: dirCheck.ok ? root : tmpdir(), env });
+    add(notes.length && r.ok ? { ...r, detail: `${r.detail} (${notes.join("; ")})` } : r);
+  } else add(fail("providers", "not checked: no Terraform binary", "fix the terraform check first"));
+
+  add(await checkApiPort(apiOverride.address ?? config.api?.address ?? "127.0.0.1", apiOverride.port ?? config.api?.port ?? 8558));
+  return results;
+}
+
+/** The providers every task requires, from a synthesis with empty Consul data. */
+function requiredProviders(loaded: LoadedConfig): { providers: Record<string, unknown>; notes: string[] } {
+  const providers: Record<string, unknown> = {};
+  const notes: string[] = [];
+  for (const task of loaded.config.tasks) {
+    const input: AnyTaskInput = {};
+    for (const s of allSources(task)) (input as Record<string, unknown>)[fieldOf(s)] = s.kind === "services" ? [] : {};
+    try {
+      const json = JSON.parse(
+        synthesizeTask(task, input, {
+          configDir: loaded.dir,
+          ...(loaded.config.driver?.terraform?.providerVersions ? { providerVersions: loaded.config.driver.terraform.providerVersions } : {}),
+        }).json,
+      ) as { terraform?: { required_providers?: Record<string, unknown> } };
+      Object.assign(providers, json.terraform?.required_providers ?? {});
+    } catch (err) {
+      notes.push(`task '${task.name}' was not synthesized with empty data: ${messageOf(err).slice(0, 120)}`);
+    }
+  }
+  return { providers, notes };
+}

@@ -1,0 +1,95 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { execa } from "execa";
+import { messageOf } from "../errors.ts";
+import { terraformVersion } from "../terraform/version.ts";
+import { fail, pass, type CheckResult } from "./check.ts";
+import { DEFAULT_BINARIES, findExecutable } from "./executable.ts";
+
+const INSTALL = "install OpenTofu (https://opentofu.org/docs/intro/install/) or Terraform and put it on PATH";
+
+/** The Terraform binary the config names (or tofu, then terraform, on PATH) runs and prints its version. */
+export async function checkTerraformBinary(configured: string | undefined, env: Record<string, string>): Promise<{ result: CheckResult; path?: string }> {
+  const names = configured ? [configured] : DEFAULT_BINARIES;
+  for (const name of names) {
+    const path = await findExecutable(name, env);
+    if (!path) continue;
+    try {
+      const version = await terraformVersion(path, env);
+      return { result: pass("terraform", `${path} (version ${version})`), path };
+    } catch (err) {
+      return { result: fail("terraform", `${path} does not run: ${messageOf(err)}`, `reinstall it, or ${configured ? "fix driver.terraform.binary" : INSTALL}`) };
+    }
+  }
+  const fix = configured ? `fix driver.terraform.binary in the config (a command on PATH or a path), or ${INSTALL}` : `${INSTALL}, or set driver.terraform.binary to its path`;
+  return { result: fail("terraform", `${names.map((n) => `'${n}'`).join(" and ")} not found${configured?.includes("/") ? "" : " on PATH"}`, fix) };
+}
+
+/**
+ * Terraform can install the providers the tasks use: `init -backend=false` in a scratch dir with
+ * only their `required_providers`, the same CLI config and plugin cache as real runs.
+ */
+export async function checkProviders(
+  binary: string,
+  providers: Record<string, unknown>,
+  opts: { scratchRoot: string; env: Record<string, string>; timeoutMs?: number },
+): Promise<CheckResult> {
+  const names = Object.keys(providers);
+  if (names.length === 0) return pass("providers", "the tasks use no providers");
+  const dir = join(opts.scratchRoot, `.cts-doctor-${randomBytes(4).toString("hex")}`);
+  try {
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, "main.tf.json"), JSON.stringify({ terraform: { required_providers: providers } }));
+    const res = await execa(binary, ["init", "-backend=false", "-input=false", "-no-color"], {
+      cwd: dir,
+      env: opts.env,
+      extendEnv: false,
+      reject: false,
+      stdin: "ignore",
+      timeout: opts.timeoutMs ?? 300_000,
+    });
+    if (res.exitCode === 0) return pass("providers", `${names.join(", ")} can be installed${opts.env.TF_CLI_CONFIG_FILE ? ` (CLI config ${opts.env.TF_CLI_CONFIG_FILE})` : ""}`);
+    const error = /Error:[\s\S]*/.exec(String(res.stderr || res.stdout))?.[0].replace(/\s+/g, " ").slice(0, 400) ?? `exit ${res.exitCode}`;
+    return fail(
+      "providers",
+      `${binary} init could not install ${names.join(", ")}: ${error}`,
+      "let Terraform reach its registry (registry.opentofu.org / registry.terraform.io, proxies via HTTPS_PROXY), or point driver.terraform.cliConfigFile (TF_CLI_CONFIG_FILE) at a CLI config with a provider_installation mirror that holds them",
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The working dir can be created and written. */
+export async function checkWorkingDir(root: string): Promise<CheckResult> {
+  const probe = join(root, `.cts-doctor-${randomBytes(4).toString("hex")}`);
+  try {
+    await mkdir(root, { recursive: true });
+    await writeFile(probe, "cts doctor probe");
+    await rm(probe, { force: true });
+    return pass("working-dir", `${root} is writable`);
+  } catch (err) {
+    return fail("working-dir", `cannot write in ${root}: ${messageOf(err)}`, "set driver.terraform.workingDir to a directory this user may write, or fix its owner/permissions");
+  }
+}
+
+/** Nothing listens on the API's address and port yet. */
+export async function checkApiPort(address: string, port: number): Promise<CheckResult> {
+  if (port === 0) return pass("api-port", `${address}:0 picks a free port at start`);
+  const server = createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen({ host: address, port, exclusive: true }, resolve);
+    });
+    return pass("api-port", `${address}:${port} is free`);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === "EADDRINUSE" ? "is in use (a cts already running?)" : code === "EADDRNOTAVAIL" ? "is not an address of this host" : messageOf(err);
+    return fail("api-port", `${address}:${port} ${why}`, "stop what listens there, or set api.port (0 = any free port) / api.address in the config, or pass --api-port to cts watch");
+  } finally {
+    await new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
+  }
+}

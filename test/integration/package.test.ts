@@ -1,0 +1,160 @@
+// cts as a user gets it: `npm pack`, the tarball installed into a project OUTSIDE this repository,
+// `cts init`, a strict type-check, the scaffolded unit test, then synth/doctor/once against a real
+// Consul and OpenTofu. One installed project serves every step (installing is the slow part).
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { delimiter, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { startConsul, type ConsulAgent } from "../support/consul.ts";
+import { freePort } from "../support/ports.ts";
+import { tools } from "../support/tools.ts";
+import { waitFor } from "../support/cts.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+interface Ran {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+// The environment of a user's shell: none of the variables `npm test` and node's test runner set
+// for this package (NODE_TEST_CONTEXT would make the project's own `node --test` report to us).
+const userEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_(package|lifecycle)_|^INIT_CWD$|^NODE_TEST_CONTEXT$/.test(k))) as Record<string, string>;
+
+function run(cmd: string, args: string[], cwd: string, env: Record<string, string> = {}, timeoutMs = 300_000): Promise<Ran> {
+  return new Promise((resolve) =>
+    execFile(cmd, args, { cwd, env: { ...userEnv, ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof (err as { code?: unknown }).code === "number" ? ((err as { code: number }).code) : 1) : 0, stdout, stderr }),
+    ),
+  );
+}
+
+const show = (r: Ran) => `exit ${r.code}\n--- stdout ---\n${r.stdout.slice(-4000)}\n--- stderr ---\n${r.stderr.slice(-4000)}`;
+
+describe("the published package, installed into a new project", { timeout: 900_000 }, () => {
+  let work: string;
+  let project: string;
+  let tarball: string;
+  let packed: { files: Array<{ path: string }> };
+  let consul: ConsulAgent;
+  let runtimeEnv: Record<string, string>;
+
+  before(async () => {
+    work = await mkdtemp(join(tmpdir(), "cts-package-"));
+    assert.ok(!work.startsWith(ROOT), "the project lives outside the repository");
+    // `npm pack` runs prepack (the build) first.
+    const pack = await run("npm", ["pack", "--json", "--pack-destination", work], ROOT);
+    assert.equal(pack.code, 0, show(pack));
+    packed = (JSON.parse(pack.stdout.slice(pack.stdout.indexOf("["))) as Array<typeof packed & { filename: string }>)[0]!;
+    tarball = join(work, (packed as unknown as { filename: string }).filename);
+    project = join(work, "my-sync");
+    await run("mkdir", ["-p", project], work);
+    // As the README says: install the package, then let `cts init` write the rest.
+    const install = await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball], project);
+    assert.equal(install.code, 0, show(install));
+    const init = await run("npx", ["--no-install", "cts", "init"], project);
+    assert.equal(init.code, 0, show(init));
+    assert.match(init.stdout, /updated package\.json: added type, scripts\.test/);
+    const deps = await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund"], project);
+    assert.equal(deps.code, 0, show(deps));
+
+    const t = tools();
+    consul = await startConsul();
+    await consul.register({ ID: "web-1", Name: "web", Address: "10.1.1.1", Port: 8080 });
+    // tofu first on PATH (the config names no binary), the offline provider mirror, the test agent.
+    runtimeEnv = { PATH: `${dirname(t.tofu)}${delimiter}${process.env.PATH ?? ""}`, TF_CLI_CONFIG_FILE: t.cliConfig, CONSUL_HTTP_ADDR: consul.address };
+  });
+
+  after(async () => {
+    await consul?.stop();
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  it("ships dist, templates, modules, README and LICENSE, and nothing else", () => {
+    const paths = packed.files.map((f) => f.path);
+    const outside = paths.filter((p) => !/^(dist|templates|modules)\//.test(p) && !["package.json", "README.md", "LICENSE"].includes(p));
+    assert.deepEqual(outside, []);
+    for (const must of ["LICENSE", "README.md", "dist/index.js", "dist/index.d.ts", "dist/cli/main.js", "dist/synth/worker-boot.mjs", "templates/init/task.ts.hbs"])
+      assert.ok(paths.includes(must), `${must} is in the tarball`);
+    assert.ok(!paths.some((p) => p.endsWith(".ts") && !p.endsWith(".d.ts") && !p.startsWith("templates/")), "no TypeScript sources");
+  });
+
+  it("scaffolds a project that type-checks strictly (no skipLibCheck) and whose unit test passes", async () => {
+    const tsconfig = await readFile(join(project, "tsconfig.json"), "utf8");
+    assert.match(tsconfig, /"skipLibCheck": false/);
+    const tsc = await run("npx", ["--no-install", "tsc", "--noEmit"], project);
+    assert.equal(tsc.code, 0, show(tsc));
+    const test = await run("npm", ["test"], project);
+    assert.equal(test.code, 0, show(test));
+    assert.match(test.stdout, /^(ℹ|#) pass 1$/m, show(test));
+  });
+
+  it("refuses deep imports: the public surface is the package root", async () => {
+    for (const deep of ["cdktf-sync/src/index.ts", "cdktf-sync/dist/index.js", "cdktf-sync/package.json"]) {
+      const r = await run(process.execPath, ["--input-type=module", "-e", `await import(${JSON.stringify(deep)})`], project);
+      assert.notEqual(r.code, 0, `${deep} must not load`);
+      assert.match(r.stderr, /ERR_PACKAGE_PATH_NOT_EXPORTED/);
+    }
+    const root = await run(process.execPath, ["--input-type=module", "-e", `const m = await import("cdktf-sync"); console.log(typeof m.Task, typeof m.defineConfig)`], project);
+    assert.equal(root.stdout.trim(), "function function", show(root));
+  });
+
+  it("synthesizes the task from Consul's data", async () => {
+    const r = await run("npx", ["--no-install", "cts", "synth", "--stdout"], project, runtimeEnv);
+    assert.equal(r.code, 0, show(r));
+    const json = JSON.parse(r.stdout);
+    assert.equal(Object.values<{ content: string }>(json.resource.local_file)[0]!.content, "10.1.1.1:8080 # web-1\n");
+  });
+
+  it("passes every doctor check against the real Consul and OpenTofu", async () => {
+    const port = await freePort();
+    const r = await run("npx", ["--no-install", "cts", "doctor", "--api-port", String(port)], project, runtimeEnv);
+    assert.equal(r.code, 0, show(r));
+    for (const check of ["consul", "reads:web-members", "state", "session", "working-dir", "terraform", "providers", "api-port"])
+      assert.match(r.stdout, new RegExp(`^✓ ${check}: `, "m"), `${check} passed`);
+    assert.match(r.stdout, /✓ terraform: .*tofu \(version /);
+    const json = await run("npx", ["--no-install", "cts", "doctor", "--json", "--api-port", String(port)], project, { ...runtimeEnv, CONSUL_HTTP_ADDR: "127.0.0.1:1" });
+    assert.equal(json.code, 1, "a failed check exits 1");
+    const out = JSON.parse(json.stdout) as { ok: boolean; checks: Array<{ name: string; ok: boolean; fix?: string }> };
+    assert.equal(out.ok, false);
+    assert.match(out.checks.find((c) => c.name === "consul")!.fix!, /start a Consul agent/);
+  });
+
+  it("applies the task once with OpenTofu and writes the file", async () => {
+    const r = await run("npx", ["--no-install", "cts", "once"], project, runtimeEnv);
+    assert.equal(r.code, 0, show(r));
+    const file = join(project, "sync-tasks", "web-members", "web-members.txt");
+    assert.equal(await waitFor(() => readFile(file, "utf8"), 10_000, "the applied file"), "10.1.1.1:8080 # web-1\n");
+  });
+
+  it("watches with its synthesis worker running from dist/, and applies a new instance", async () => {
+    const port = await freePort();
+    const child = spawn(join(project, "node_modules", ".bin", "cts"), ["watch", "--no-buffer", "--api-port", String(port)], {
+      cwd: project,
+      env: { ...userEnv, ...runtimeEnv },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (d: Buffer) => (output += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
+    try {
+      await consul.register({ ID: "web-2", Name: "web", Address: "10.1.1.2", Port: 8080 });
+      const file = join(project, "sync-tasks", "web-members", "web-members.txt");
+      await waitFor(async () => (await readFile(file, "utf8")).includes("10.1.1.2:8080 # web-2"), 120_000, `the watched change applied; output:\n${output}`);
+    } finally {
+      child.kill("SIGTERM");
+      assert.equal(await exited, 0, output);
+    }
+  });
+
+  it("points a run that cannot reach Consul at `cts doctor`", async () => {
+    const r = await run("npx", ["--no-install", "cts", "once"], project, { ...runtimeEnv, CONSUL_HTTP_ADDR: "127.0.0.1:1" });
+    assert.equal(r.code, 1, show(r));
+    assert.match(r.stderr, /Run `cts doctor`/);
+  });
+});

@@ -1,0 +1,148 @@
+import { describe, it, after } from "node:test";
+import assert from "node:assert/strict";
+import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ConsulAnswer, ConsulHttp } from "../../src/ha/consul-http.ts";
+import { CtsError } from "../../src/errors.ts";
+import { consulKv, services, schedule, Task, type TaskScope } from "../../src/index.ts";
+import type { Condition, TaskInputs } from "../../src/task/conditions.ts";
+import { doctorHint, formatCheck } from "../../src/doctor/check.ts";
+import { checkConsulReachable, checkSession, checkStateWrite, checkTaskReads } from "../../src/doctor/consul-checks.ts";
+import { checkApiPort, checkProviders, checkTerraformBinary, checkWorkingDir } from "../../src/doctor/local-checks.ts";
+
+/** A Consul behind the ConsulHttp interface: `answer` decides per method and path. */
+function fakeConsul(answer: (method: string, path: string) => Partial<ConsulAnswer> | Error): ConsulHttp & { calls: string[] } {
+  const calls: string[] = [];
+  return {
+    calls,
+    url: () => "http://127.0.0.1:8500",
+    close() {},
+    async call(method, path) {
+      calls.push(`${method} ${path}`);
+      const a = answer(method, path);
+      if (a instanceof Error) throw a;
+      return { status: 200, index: 0n, body: "", ...a };
+    },
+  };
+}
+
+class Reader<C extends Condition> extends Task<C, TaskInputs> {
+  constructor(name: string, condition: C) {
+    super({ name, condition });
+  }
+  synthesize(_scope: TaskScope): void {}
+}
+
+const tmp = await mkdtemp(join(tmpdir(), "cts-doctor-"));
+after(() => rm(tmp, { recursive: true, force: true }));
+
+describe("cts doctor checks", () => {
+  it("passes Consul with a leader and names the address", async () => {
+    const r = await checkConsulReachable(fakeConsul((_m, path) => (path === "/v1/status/leader" ? { body: '"127.0.0.1:8300"' } : { status: 403, body: "Permission denied" })));
+    assert.equal(formatCheck(r), "✓ consul: reachable at http://127.0.0.1:8500 (leader 127.0.0.1:8300)");
+  });
+
+  it("tells how to start or point at Consul when it is unreachable", async () => {
+    const r = await checkConsulReachable(fakeConsul(() => new Error("connect ECONNREFUSED 127.0.0.1:8500")));
+    assert.equal(r.ok, false);
+    assert.match(formatCheck(r), /^✗ consul: cannot reach .*ECONNREFUSED.*Fix: start a Consul agent .*CONSUL_HTTP_ADDR/);
+  });
+
+  it("asks for a valid token when Consul refuses or does not know it", async () => {
+    const r = await checkConsulReachable(fakeConsul(() => ({ status: 403, body: "ACL not found" })));
+    assert.match(formatCheck(r), /✗ consul: .*refused the token.*Fix: set a valid ACL token in consul\.token/);
+    const unknown = await checkConsulReachable(fakeConsul((_m, path) => (path === "/v1/status/leader" ? { body: '"127.0.0.1:8300"' } : { status: 403, body: "ACL not found" })));
+    assert.match(formatCheck(unknown), /✗ consul: .*does not know the ACL token.*Fix: set a valid ACL token/);
+  });
+
+  it("names the missing service:read and the policy rule when a task's read is denied", async () => {
+    const denied = new CtsError("CONSUL_PERMISSION_DENIED", "external", "Consul filtered instances of service 'web' by ACLs");
+    const r = await checkTaskReads(new Reader("pool", services({ names: ["web"] })), async () => {
+      throw denied;
+    });
+    assert.equal(r.name, "reads:pool");
+    assert.match(formatCheck(r), /✗ reads:pool: cannot read services 'web': Consul filtered.*Fix: .*service_prefix "" \{ policy = "read" \} and node_prefix/);
+  });
+
+  it("names the KV rule for a denied KV read, and passes a task whose reads succeed", async () => {
+    const kvTask = new Reader("flags", consulKv({ path: "app/flags", recurse: true }));
+    const denied = await checkTaskReads(kvTask, async () => {
+      throw new CtsError("CONSUL_PERMISSION_DENIED", "external", "Consul denied reading KV (HTTP 403)");
+    });
+    assert.match(denied.fix!, /key_prefix "app\/flags" \{ policy = "read" \}/);
+    const ok = await checkTaskReads(kvTask, async () => ({}));
+    assert.equal(formatCheck(ok), "✓ reads:flags: may read KV 'app/flags' (recursive)");
+    const sched = await checkTaskReads(new Reader("nightly", schedule({ cron: "0 3 * * *" })), async () => assert.fail("schedule tasks read nothing"));
+    assert.ok(sched.ok);
+  });
+
+  it("writes then deletes a probe key under the state path, and names key_prefix write when denied", async () => {
+    const consul = fakeConsul(() => ({ body: "true" }));
+    assert.ok((await checkStateWrite(consul, "consul-terraform-sync/terraform")).ok);
+    assert.match(consul.calls[0]!, /^PUT \/v1\/kv\/consul-terraform-sync\/terraform\/cts-doctor-[0-9a-f]+$/);
+    assert.equal(consul.calls[1], consul.calls[0]!.replace("PUT", "DELETE"));
+    const r = await checkStateWrite(fakeConsul(() => ({ status: 403, body: "Permission denied" })), "consul-terraform-sync/terraform");
+    assert.match(formatCheck(r), /✗ state: cannot write KV .*HTTP 403.*Fix: grant the token key_prefix "consul-terraform-sync\/terraform" \{ policy = "write" \}/);
+  });
+
+  it("creates and destroys a session, and names session_prefix write when denied", async () => {
+    const consul = fakeConsul((_m, path) => ({ body: path === "/v1/session/create" ? '{"ID":"abc"}' : "true" }));
+    assert.ok((await checkSession(consul)).ok);
+    assert.deepEqual(consul.calls, ["PUT /v1/session/create", "PUT /v1/session/destroy/abc"]);
+    const r = await checkSession(fakeConsul(() => ({ status: 403, body: "Permission denied" })));
+    assert.match(r.fix!, /session_prefix "" \{ policy = "write" \}/);
+  });
+
+  it("reports a configured binary that is missing, with the install fix", async () => {
+    const { result } = await checkTerraformBinary(join(tmp, "no-such-tofu"), { PATH: "" });
+    assert.match(formatCheck(result), /✗ terraform: '.*no-such-tofu' not found\. Fix: fix driver\.terraform\.binary .*install OpenTofu/);
+    const none = await checkTerraformBinary(undefined, { PATH: tmp });
+    assert.match(formatCheck(none.result), /✗ terraform: 'tofu' and 'terraform' not found on PATH\. Fix: install OpenTofu/);
+  });
+
+  it("finds terraform on PATH when there is no tofu, and prints its version", async () => {
+    const bin = join(tmp, "terraform");
+    await writeFile(bin, '#!/bin/sh\necho \'{"terraform_version":"1.5.7"}\'\n');
+    await chmod(bin, 0o755);
+    const { result, path } = await checkTerraformBinary(undefined, { PATH: tmp });
+    assert.equal(path, bin);
+    assert.equal(formatCheck(result), `✓ terraform: ${bin} (version 1.5.7)`);
+  });
+
+  it("reports providers that cannot be installed with the registry/mirror fix", async () => {
+    const bin = join(tmp, "failing-tofu");
+    await writeFile(bin, "#!/bin/sh\necho 'Error: Failed to query available provider packages' >&2\nexit 1\n");
+    await chmod(bin, 0o755);
+    const r = await checkProviders(bin, { local: { source: "hashicorp/local", version: "2.6.1" } }, { scratchRoot: tmp, env: { PATH: "/usr/bin:/bin" } });
+    assert.match(formatCheck(r), /✗ providers: .* init could not install local: Error: Failed to query.*Fix: .*registry.*provider_installation mirror/);
+  });
+
+  it("reports a working dir that cannot be written", async () => {
+    const file = join(tmp, "a-file");
+    await writeFile(file, "");
+    const r = await checkWorkingDir(join(file, "sync-tasks"));
+    assert.match(formatCheck(r), /✗ working-dir: cannot write in .*ENOTDIR.*Fix: set driver\.terraform\.workingDir/);
+    assert.ok((await checkWorkingDir(join(tmp, "sync-tasks"))).ok);
+  });
+
+  it("reports an API port in use and how to pick another", async () => {
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const port = (server.address() as { port: number }).port;
+      const r = await checkApiPort("127.0.0.1", port);
+      assert.match(formatCheck(r), new RegExp(`✗ api-port: 127\\.0\\.0\\.1:${port} is in use.*Fix: .*set api\\.port`));
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it("points the errors doctor can explain at `cts doctor`, and no others", () => {
+    assert.match(doctorHint({ code: "CONSUL_UNREACHABLE" }), /Run `cts doctor`/);
+    assert.match(doctorHint({ code: "TERRAFORM_FAILED", detail: { command: "init -input=false" } }), /cts doctor/);
+    assert.equal(doctorHint({ code: "TERRAFORM_FAILED", detail: { command: "apply" } }), "");
+    assert.equal(doctorHint({ code: "CONFIG_INVALID" }), "");
+  });
+});
