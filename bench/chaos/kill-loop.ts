@@ -13,6 +13,7 @@ import { sleep } from "../lib/stats.ts";
 import { writeChaosConfig } from "./lib/config.ts";
 import { errorSamples, linesOf, mbRange, rssSampler, secs, tally, waitForFile } from "./lib/observe.ts";
 import { alive, describe, killAll, processesUnder, type FoundProcess } from "./lib/procs.ts";
+import { orphanLifetimes, stateLockWatch } from "./lib/trackers.ts";
 import type { ScenarioFn } from "./lib/types.ts";
 
 const SERVICE = "slow";
@@ -20,6 +21,8 @@ const SERVICE = "slow";
 const ROUND_LIMIT_MS = 60_000;
 /** No new round starts after this much time in the scenario (its own limit is 6 minutes). */
 const BUDGET_MS = 4.5 * 60_000;
+/** After the last round: how long to wait for the lock and orphans to go away on their own. */
+const LINGER_MS = 45_000;
 
 const line = (i: number) => `${SERVICE} ${SERVICE}-${i} 10.6.0.${i}:${7000 + i} passing`;
 const expected = (upTo: number) => Array.from({ length: upTo + 1 }, (_, i) => line(i));
@@ -35,6 +38,13 @@ function register(consul: ConsulAgent, i: number) {
 
 interface Round {
   round: number;
+  killedAt?: number;
+  /** Longest life after the kill per kind of orphan. */
+  orphanLives: string;
+  /** Kill → the state lock in Consul seen free (null: still held when the round ended). */
+  lockFreedMs: number | null;
+  /** How long this round's orphans outlived the kill (ms; null: still running at the end). */
+  orphanLifeMs: number | null;
   /** What ran under the working dir just before the kill. */
   beforeKill: string;
   orphans: number;
@@ -103,6 +113,10 @@ export const run: ScenarioFn = async (ctx) => {
     consulAddress: consul.address,
     tasks: [`new SlowMemberFile("slow", services({ names: [${lit(SERVICE)}] }), ${lit(out)}, ${killSleepSeconds})`],
   });
+  const lifetimes = orphanLifetimes();
+  ctx.onCleanup(() => lifetimes.stop());
+  const lock = stateLockWatch(consul, "consul-terraform-sync/");
+  ctx.onCleanup(() => lock.stop());
   let d = startDaemonProcess(file, { cwd: dir });
   ctx.onCleanup(() => d.stop());
   let t = tally(d);
@@ -113,7 +127,7 @@ export const run: ScenarioFn = async (ctx) => {
 
   const rounds: Round[] = [];
   const lines: string[] = [];
-  const orphanList: FoundProcess[] = [];
+  const orphanList: Array<FoundProcess & { round: number }> = [];
   for (let i = 1; i <= killLoops; i++) {
     if (performance.now() - started > BUDGET_MS) break;
     const before = t.counts();
@@ -121,7 +135,7 @@ export const run: ScenarioFn = async (ctx) => {
     // Mid-apply: the local-exec sleep of this change is running (unless the run fails first).
     const phase = await applyStarted(d, t, before.failedRuns, work);
     if (phase !== "running") {
-      rounds.push({ round: i, beforeKill: "–", orphans: 0, orphanKinds: "–", orphansAtRecovery: 0, recoveryMs: null, failedRuns: t.counts().failedRuns - before.failedRuns, retried: t.counts().retried - before.retried, outcome: `not killed: ${phase}` });
+      rounds.push({ round: i, orphanLives: "–", lockFreedMs: null, orphanLifeMs: null, beforeKill: "–", orphans: 0, orphanKinds: "–", orphansAtRecovery: 0, recoveryMs: null, failedRuns: t.counts().failedRuns - before.failedRuns, retried: t.counts().retried - before.retried, outcome: `not killed: ${phase}` });
       ctx.log(`round ${i}: not killed: ${phase}`);
       continue;
     }
@@ -132,7 +146,8 @@ export const run: ScenarioFn = async (ctx) => {
     const killedAt = performance.now();
     lines.push(...d.lines());
     await sleep(500);
-    const orphans = processesUnder(work);
+    // Only processes not counted in an earlier round (a leaked provider would otherwise count again).
+    const orphans = lifetimes.add(processesUnder(work), killedAt).map((p) => ({ ...p, round: i }));
     orphanList.push(...orphans);
     ctx.log(`round ${i}: kill -9 with ${beforeKill} under the working dir; 0.5 s later: ${describe(orphans)}`);
 
@@ -143,6 +158,10 @@ export const run: ScenarioFn = async (ctx) => {
     const atRecovery = processesUnder(work).filter((p) => orphans.some((o) => o.pid === p.pid));
     rounds.push({
       round: i,
+      killedAt,
+      orphanLives: "",
+      lockFreedMs: null,
+      orphanLifeMs: null,
       beforeKill,
       orphans: orphans.length,
       orphanKinds: describe(orphans),
@@ -156,6 +175,20 @@ export const run: ScenarioFn = async (ctx) => {
   }
   const mem = rss.stop();
   lines.push(...d.lines());
+  // Give the orphans and the state lock of the last kill time to go (bounded), then read how long they lasted.
+  const lastKill = Math.max(0, ...rounds.map((r) => r.killedAt ?? 0));
+  while (lastKill && (lock.isHeld() || lifetimes.running().some((p) => p.kind === "tofu")) && performance.now() - lastKill < LINGER_MS) await sleep(250);
+  for (const r of rounds) {
+    const mine = orphanList.filter((p) => p.round === r.round);
+    const life = lifetimes.longest(mine);
+    r.orphanLifeMs = Number.isFinite(life) ? life : null;
+    r.orphanLives = mine.length ? lifetimes.byKind(mine) : "–";
+    const freed = r.killedAt !== undefined ? lock.freedAfter(r.killedAt) : undefined;
+    r.lockFreedMs = freed !== undefined && r.killedAt !== undefined ? freed - r.killedAt : null;
+  }
+  const stillRunning = lifetimes.running();
+  const lockKeys = lock.keys();
+  const lockHeldAtEnd = lock.isHeld();
   await d.stop();
   const left = processesUnder(work);
   killAll(left);
@@ -171,7 +204,7 @@ export const run: ScenarioFn = async (ctx) => {
     ...(killed.length < rounds.length ? [`${rounds.length - killed.length} of ${rounds.length} changes failed before their apply started`] : []),
     ...(recovered.length < killed.length ? [`${killed.length - recovered.length} of ${killed.length} restarts did not converge`] : []),
     ...(failed ? [`${failed} failed attempts`] : []),
-    ...(left.length ? [`${left.length} processes left after the last stop`] : []),
+    ...(stillRunning.length ? [`${stillRunning.length} orphans still running at the end (${describe(stillRunning)})`] : []),
   ];
   return {
     title: "kill -9 of the daemon in the middle of an apply",
@@ -188,12 +221,25 @@ export const run: ScenarioFn = async (ctx) => {
     },
     tables: [
       {
-        columns: ["Round", "Running at kill", "Orphans 0.5 s after", "Still running at recovery", "Failed runs / retried attempts", "Kill → converged", "Outcome"],
-        rows: rounds.map((r) => [r.round, r.beforeKill, r.orphanKinds, r.orphansAtRecovery, `${r.failedRuns} / ${r.retried}`, r.recoveryMs !== null ? secs(r.recoveryMs) : "–", r.outcome]),
-        notes: ["RSS min–max is the first daemon's, from its first apply until its kill."],
+        columns: ["Round", "Running at kill", "New orphans 0.5 s after", "Orphans lived (after the kill)", "Kill → state lock free", "Failed runs / retried attempts", "Kill → converged", "Outcome"],
+        rows: rounds.map((r) => [
+          r.round,
+          r.beforeKill,
+          r.orphanKinds,
+          r.orphanLives,
+          r.beforeKill === "–" ? "–" : r.lockFreedMs === null ? `held at the end (> ${secs(performance.now() - r.killedAt!)})` : secs(r.lockFreedMs),
+          `${r.failedRuns} / ${r.retried}`,
+          r.recoveryMs !== null ? secs(r.recoveryMs) : "–",
+          r.outcome,
+        ]),
+        notes: [
+          "RSS min–max is the first daemon's, from its first apply until its kill.",
+          `State lock keys seen: ${lockKeys.join(", ") || "none"}; their sessions: ${lock.sessions().join("; ") || "none"}; held when the scenario ended: ${lockHeldAtEnd ? "yes" : "no"}.`,
+          `After the last round the scenario waits up to ${LINGER_MS / 1000} s after that kill for the lock and the orphan tofu to go, to measure how long they last.`,
+        ],
       },
     ],
     notes: [...errorSamples(lines, 6).map((s) => `log: ${s}`), ...orphanList.slice(0, 6).map((p) => `orphan: pid ${p.pid} (${p.kind}) ${p.cmd}`)],
-    data: { rounds, orphans: orphanList, rss: mem, leftAfterStop: left },
+    data: { rounds, orphans: orphanList, stillRunningAtEnd: stillRunning, lockKeys, lockHeldAtEnd, rss: mem, leftAfterStop: left },
   };
 };

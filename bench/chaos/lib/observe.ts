@@ -71,7 +71,7 @@ export function errorKinds(lines: string[]): string[] {
     const cause = (/`tofu ([a-z]+)[^`]*` failed \(exit \d+\): (.*)$/.exec(n) ?? [])
       .slice(1)
       .join(": ");
-    const kind = (cause || n.replace(/^.*?task '…': /, "")).slice(0, 90);
+    const kind = (cause || n.replace(/^.*?task '…': /, "")).replace(/\s*Fix the task's configuration.*$/, "").slice(0, 120);
     by.set(kind, (by.get(kind) ?? 0) + 1);
   }
   return [...by].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n}× ${k}`);
