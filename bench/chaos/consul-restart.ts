@@ -131,7 +131,10 @@ export const run: ScenarioFn = async (ctx) => {
         ],
       },
     ],
-    notes: errorSamples(lines).map((s) => `log: ${s}`),
+    notes: [
+      "The recovery time includes the watch's retry backoff while Consul was down (src/watch/view.ts: 250 ms doubling per failed read, jittered between half and all of it, capped at 30 s): after several failures the next read can come seconds after the agent is back.",
+      ...errorSamples(lines).map((s) => `log: ${s}`),
+    ],
     data: { downMs, aliveWhileDown, daemonAlive, warningsWhileDown, recoveryMs, registeredToAppliedMs: appliedAt !== undefined ? appliedAt - written : null, sawEmpty, secondChangeMs: secondMs, counts, rss: mem, leftAfterStop: left, error: why || undefined },
   };
 };

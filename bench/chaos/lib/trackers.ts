@@ -83,7 +83,7 @@ export function stateLockWatch(consul: ConsulAgent, prefix: string, everyMs = 25
     isHeld: () => held,
     keys: () => [...keys],
     /** The sessions that held a lock, with their TTL and lock-delay. */
-    sessions: () => [...sessions.values()],
+    sessions: () => [...new Set(sessions.values())],
     stop: async () => {
       stopped = true;
       await loop;
