@@ -196,11 +196,14 @@ export const run: ScenarioFn = async (ctx) => {
   const totalOrphans = rounds.reduce((a, r) => a + r.orphans, 0);
   const failed = rounds.reduce((a, r) => a + r.failedRuns + r.retried, 0);
   const killed = rounds.filter((r) => r.beforeKill !== "–");
+  const lingering = rounds.filter((r) => r.recoveryMs !== null && r.orphansAtRecovery > 0).length;
   const recovered = rounds.filter((r) => r.recoveryMs !== null);
   const worst = Math.max(...recovered.map((r) => r.recoveryMs!));
   const problems = [
     ...(rounds.length < killLoops ? [`only ${rounds.length} of ${killLoops} rounds fit the time budget`] : []),
-    ...(totalOrphans ? [`${totalOrphans} orphans after ${killed.length} kills`] : []),
+    // Processes that outlive a kill -9 for a moment are unavoidable (nothing runs in the dead
+    // daemon to stop them); what counts is whether they still run once a new daemon took over.
+    ...(lingering ? [`orphans of ${lingering} kills still ran when the new daemon had converged`] : []),
     ...(killed.length < rounds.length ? [`${rounds.length - killed.length} of ${rounds.length} changes failed before their apply started`] : []),
     ...(recovered.length < killed.length ? [`${killed.length - recovered.length} of ${killed.length} restarts did not converge`] : []),
     ...(failed ? [`${failed} failed attempts`] : []),
@@ -214,18 +217,19 @@ export const run: ScenarioFn = async (ctx) => {
       changes: `${rounds.length} changes, ${killed.length} kills`,
       runs: `${recovered.length}/${killed.length} restarts converged`,
       errors: String(failed),
-      orphans: `${totalOrphans}${totalOrphans ? ` (${describe(orphanList)})` : ""}`,
+      orphans: `${totalOrphans}${totalOrphans ? ` (${describe(orphanList)})` : ""} 0.5 s after; ${stillRunning.length} at the end`,
       rss: mbRange(mem),
       recovery: recovered.length ? `worst ${secs(worst)} after kill` : "never",
       verdict: problems.length ? `❌ ${problems.join("; ")}` : "✅ no orphans, every restart converged",
     },
     tables: [
       {
-        columns: ["Round", "Running at kill", "New orphans 0.5 s after", "Orphans lived (after the kill)", "Kill → state lock free", "Failed runs / retried attempts", "Kill → converged", "Outcome"],
+        columns: ["Round", "Running at kill", "New orphans 0.5 s after", "Still running at recovery", "Orphans lived (after the kill)", "Kill → state lock free", "Failed runs / retried attempts", "Kill → converged", "Outcome"],
         rows: rounds.map((r) => [
           r.round,
           r.beforeKill,
           r.orphanKinds,
+          r.beforeKill === "–" ? "–" : r.orphansAtRecovery,
           r.orphanLives,
           r.beforeKill === "–" ? "–" : r.lockFreedMs === null ? `held at the end (> ${secs(performance.now() - r.killedAt!)})` : secs(r.lockFreedMs),
           `${r.failedRuns} / ${r.retried}`,

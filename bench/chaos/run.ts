@@ -2,7 +2,7 @@
  * `npm run chaos`: failure scenarios against a real Consul, real OpenTofu and real `cts`
  * processes on 127.0.0.1; writes bench/results/chaos.json and chaos.md (see bench/README.md).
  *
- *   --quick                 short scenarios (about 3 minutes; writes bench/results/tmp/chaos-<time>.*)
+ *   --quick                 short scenarios (about 1.5 minutes; writes bench/results/tmp/chaos-<time>.*)
  *   --only=a,b / --skip=a,b scenarios by id: flapping, consul-restart, kill9, fresh-tasks
  *   --out=<prefix>          write <prefix>.json and <prefix>.md
  *   --label=<text>          a name for the run in the report's title (e.g. "pre-fix run")
