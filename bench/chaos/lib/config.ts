@@ -1,0 +1,44 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { tools } from "../../../test/support/tools.ts";
+import { BENCH_TASKS, PUBLIC_API } from "../../lib/config.ts";
+
+const CHAOS_TASKS = fileURLToPath(new URL("../tasks.ts", import.meta.url));
+
+/** A chaos config: `<dir>/cts.config.ts`, working dir `<dir>/sync-tasks`. */
+export interface ChaosConfigOptions {
+  dir: string;
+  consulAddress: string;
+  /** TypeScript expressions; MemberFile, SlowMemberFile and services() are in scope. */
+  tasks: string[];
+  /** A backend block (default: cts's default, Consul KV). */
+  backend?: Record<string, Record<string, unknown>>;
+  /** Extra top-level fields as TypeScript text, e.g. `concurrency: 8,`. */
+  extra?: string;
+}
+
+/** Writes the config (real OpenTofu, offline provider mirror, buffer off); returns its path. */
+export async function writeChaosConfig(o: ChaosConfigOptions): Promise<string> {
+  const t = tools();
+  const file = join(o.dir, "cts.config.ts");
+  await writeFile(
+    file,
+    `import { defineConfig, services } from ${JSON.stringify(PUBLIC_API)};
+import { MemberFile } from ${JSON.stringify(BENCH_TASKS)};
+import { SlowMemberFile } from ${JSON.stringify(CHAOS_TASKS)};
+void services; void MemberFile; void SlowMemberFile;
+export default defineConfig({
+  consul: { address: ${JSON.stringify(o.consulAddress)} },
+  driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(o.dir, "sync-tasks"))}${o.backend ? `, backend: ${JSON.stringify(o.backend)}` : ""} } },
+  bufferPeriod: false,
+  api: { port: 0 },
+  ${o.extra ?? ""}
+  tasks: [
+    ${o.tasks.join(",\n    ")}
+  ],
+});
+`,
+  );
+  return file;
+}
