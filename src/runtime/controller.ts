@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { rm } from "node:fs/promises";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
@@ -118,6 +119,18 @@ export class Controller implements TaskControl, HaControl, RunModes {
   /** Resolves when no run is queued or running. */
   idle(): Promise<void> {
     return this.runs.queue.idle();
+  }
+
+  /**
+   * Resolves when nothing is left to do until new data arrives: no run queued or running and no
+   * buffer period waiting to fire. (idle() only looks at the queue.)
+   */
+  async whenIdle(): Promise<void> {
+    for (;;) {
+      await this.runs.queue.idle();
+      if (!this.active || !this.tasks.all().some((e) => e.buffer?.pending)) return;
+      await once(this.activity, "run");
+    }
   }
 
   /** Runs finished so far (of one task, or of all). */

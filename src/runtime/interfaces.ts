@@ -116,6 +116,8 @@ export interface RunModes {
   inspect(names?: string[]): Promise<RunOutcome[]>;
   /** Resolves when no run is queued or running. */
   idle(): Promise<void>;
+  /** Resolves when no run is queued or running and no buffer period is waiting to fire. */
+  whenIdle(): Promise<void>;
   /** Runs finished so far (of one task, or of all), counting no-ops, failures and cancellations. */
   runCount(task?: string): number;
   /** Data changes that reached a task's triggers so far (identical data never counts). */
