@@ -4,8 +4,9 @@ import { loadConfig, type LoadedConfig } from "../../src/config/load.ts";
 import { createConsulApi } from "../../src/consul/client.ts";
 import { consulEnvForTerraform } from "../../src/consul/connection.ts";
 import { createLogger } from "../../src/log.ts";
-import { consulConnectionFor } from "../../src/runtime/compose.ts";
-import { Controller } from "../../src/runtime/controller.ts";
+import { consulConnectionFor } from "../../src/runtime/consul-setup.ts";
+import type { Controller } from "../../src/runtime/controller.ts";
+import { createController } from "../../src/runtime/compose.ts";
 import { workerSynthesizer, type Synthesizer } from "../../src/synth/synthesizer.ts";
 import { workingRoot } from "../../src/synth/paths.ts";
 import { createTerraformDriver } from "../../src/terraform/driver.ts";
@@ -190,7 +191,7 @@ export async function startBenchDaemon(configFile: string, opts: { driver: "fake
           rec,
         );
   const synthesizer = timedSynthesizer(workerSynthesizer(), rec);
-  const controller = new Controller({
+  const controller = createController({
     loaded,
     reader: createCatalogReader(consul),
     driver,

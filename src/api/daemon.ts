@@ -1,6 +1,6 @@
 import type { ApiConfig } from "../config/types.ts";
 import { CtsError } from "../errors.ts";
-import type { Runtime } from "../runtime/compose.ts";
+import type { Runtime } from "../runtime/interfaces.ts";
 import { consulProblem, registerSelf } from "../runtime/registration.ts";
 import type { ApiDeps } from "./handlers.ts";
 import { apiToken } from "./auth.ts";

@@ -1,14 +1,10 @@
 import type { Command } from "commander";
-import { startDaemonApi } from "../api/daemon.ts";
-import { loadConfig, type LoadedConfig } from "../config/load.ts";
+import { loadConfig } from "../config/load.ts";
 import { createLogger, type LogLevel } from "../log.ts";
-import { createRuntime, type Runtime } from "../runtime/compose.ts";
-import type { RunOutcome } from "../runtime/controller.ts";
+import { createRuntime, startDaemon } from "../runtime/compose.ts";
+import type { RunOutcome } from "../runtime/interfaces.ts";
 import { printJson, say, table } from "./output.ts";
 import { doctorHint } from "../doctor/check.ts";
-import { HighAvailability } from "../ha/high-availability.ts";
-import { attachHighAvailability, highAvailabilityOf } from "../ha/registry.ts";
-import { haApiOptions } from "../ha/api.ts";
 
 interface RunFlags {
   config?: string;
@@ -29,21 +25,6 @@ function common(cmd: Command): Command {
     .option("--log-json", "one JSON object per log line");
 }
 
-/** Hooks invoked after the daemon starts (the API server registers itself here). */
-export const daemonHooks: Array<(rt: Runtime, flags: Record<string, unknown>, loaded: LoadedConfig) => Promise<() => Promise<void>>> = [];
-
-// The CTS-compatible API and the self-registration in Consul start with every daemon.
-daemonHooks.push(async (rt, flags, loaded) => {
-  const ha = highAvailabilityOf(rt.controller);
-  const api = await startDaemonApi(rt, loaded.config.api, {
-    ...(typeof flags.apiAddress === "string" ? { address: flags.apiAddress } : {}),
-    ...(typeof flags.apiPort === "string" ? { port: flags.apiPort } : {}),
-    ...(ha ? haApiOptions(ha) : {}),
-  });
-  ha?.setLocalAddress(api.url);
-  return api.stop;
-});
-
 /** `cts watch`, `cts once`, `cts inspect`. */
 export function registerRun(program: Command): void {
   common(program.command("watch"))
@@ -55,24 +36,19 @@ export function registerRun(program: Command): void {
     .action(async (flags: RunFlags & Record<string, unknown>) => {
       const log = logger(flags);
       const loaded = await loadConfig(flags.config);
-      const rt = createRuntime(loaded, { mode: "watch", bufferOff: flags.buffer === false, log });
-      // With high availability only the leader watches and runs tasks; the rest wait for the lock.
-      const ha = loaded.config.highAvailability ? new HighAvailability(rt, loaded, { resetStorage: flags.resetStorage === true }) : undefined;
-      if (ha) attachHighAvailability(rt.controller, ha);
-      else if (flags.resetStorage) log.warn("--reset-storage does nothing without highAvailability in the config");
-      const stops: Array<() => Promise<void>> = [];
-      for (const hook of daemonHooks) stops.push(await hook(rt, flags, loaded));
-      if (ha) await ha.start();
-      else await rt.controller.watch();
+      const daemon = await startDaemon(loaded, {
+        log,
+        bufferOff: flags.buffer === false,
+        resetStorage: flags.resetStorage === true,
+        ...(typeof flags.apiAddress === "string" ? { apiAddress: flags.apiAddress } : {}),
+        ...(typeof flags.apiPort === "string" ? { apiPort: flags.apiPort } : {}),
+      });
       await new Promise<void>((resolve) => {
         const stop = async (signal: string) => {
           log.info(`received ${signal}, stopping`);
           process.off("SIGINT", onInt);
           process.off("SIGTERM", onTerm);
-          // The leader stops its runs and releases the lock first, so a follower takes over at once.
-          await ha?.stop().catch((e) => log.warn(`stopping high availability: ${String(e)}`));
-          for (const s of stops.reverse()) await s().catch((e) => log.warn(`stopping: ${String(e)}`));
-          await rt.close();
+          await daemon.stop();
           log.info("stopped");
           resolve();
         };

@@ -10,7 +10,7 @@ import { assembleInput } from "../task/sources.ts";
 import type { Source, SourceData } from "../consul/types.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import type { Task } from "../task/task.ts";
-import { createConsulReader } from "../runtime/compose.ts";
+import { createConsulReader } from "../runtime/consul-setup.ts";
 import { printJson, table } from "./output.ts";
 
 interface SynthFlags {

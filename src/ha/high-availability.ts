@@ -3,13 +3,13 @@ import type { ConsulConnection } from "../consul/connection.ts";
 import { watchTokenFile } from "../consul/token-file.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { consulConnectionFor, tokenFileFor } from "../runtime/compose.ts";
-import type { Controller, TaskChange } from "../runtime/controller.ts";
+import { consulConnectionFor, tokenFileFor } from "../runtime/consul-setup.ts";
+import type { HaControl, RetryNotice, TaskChange } from "../runtime/interfaces.ts";
+import { TERRAFORM_STATE_LOCKED } from "../runtime/retry.ts";
 import type { TaskEvent } from "../runtime/events.ts";
 import { buildClusterStatus, type ClusterStatus } from "./cluster.ts";
 import { createConsulHttp, isAbort } from "./consul-http.ts";
 import { HaKv } from "./kv.ts";
-import { StateLockRetry } from "./lock-retry.ts";
 import { MemberReporter } from "./member.ts";
 import { StateMirror } from "./mirror.ts";
 import { LeaderSession, type SessionLoss } from "./session.ts";
@@ -19,7 +19,7 @@ import { StateWriter } from "./writer.ts";
 
 /** What high availability needs from the runtime (a subset of Runtime). */
 export interface HaRuntime {
-  controller: Controller;
+  controller: HaControl;
   connection: ConsulConnection;
   log: Logger;
 }
@@ -71,7 +71,7 @@ function parseLeader(value: string): LeaderInfo | undefined {
  */
 export class HighAvailability {
   readonly settings: HaSettings;
-  private readonly controller: Controller;
+  private readonly controller: HaControl;
   private readonly log: Logger;
   private readonly kv: HaKv;
   private readonly writer: StateWriter;
@@ -91,7 +91,6 @@ export class HighAvailability {
   private readonly stopGraceMs: number;
   private readonly mirror: StateMirror;
   private readonly member: MemberReporter;
-  private readonly lockRetry: StateLockRetry;
 
   constructor(
     rt: HaRuntime,
@@ -110,7 +109,6 @@ export class HighAvailability {
     this.stopTokenWatch = file ? watchTokenFile(file, connection.token ?? "", (token) => (connection = consulConnectionFor(loaded.config, token))) : undefined;
     this.kv = new HaKv(createConsulHttp(() => connection, this.settings.namespace));
     this.writer = new StateWriter(this.kv, this.settings.lockKey, this.log);
-    this.lockRetry = new StateLockRetry(this.controller, this.log, () => this.role === "leader");
     this.mirror = new StateMirror(this.kv, this.settings.statePrefix, this.controller, this.log, {
       applies: () => this.role === "follower",
       onState: (state) => (this.lastState = state),
@@ -125,7 +123,9 @@ export class HighAvailability {
     });
     // Nothing runs until this instance leads; API calls in the meantime are redirected.
     void this.controller.pause(0);
-    this.controller.setHooks({ onEvent: (e) => this.persistEvent(e), onTaskChange: (c) => this.persistChange(c) });
+    // Retries (a state lock left by the previous leader) run inside the runtime; a paused runtime
+    // cancels them, so only the leader retries. HA only explains the lock in its own words.
+    this.controller.setHooks({ onEvent: (e) => this.persistEvent(e), onTaskChange: (c) => this.persistChange(c), onRetry: (n) => this.explainRetry(n) });
   }
 
   // ---- what the API and CLI ask -------------------------------------------------------------
@@ -215,7 +215,6 @@ export class HighAvailability {
     const wasLeader = this.role === "leader";
     this.role = "stopped";
     this.stopping.abort();
-    this.lockRetry.clear();
     if (this.compatTimer) clearInterval(this.compatTimer);
     this.stopTokenWatch?.();
     this.mirror.stop();
@@ -357,7 +356,6 @@ export class HighAvailability {
     this.role = "follower";
     this.leaderSince = undefined;
     this.writer.setSession(undefined);
-    this.lockRetry.clear();
     this.log.warn(`ha: lost leadership: ${reason}. Stopped running tasks; this instance is now a follower`);
     void this.controller.pause(this.stopGraceMs).then(() => {
       if (this.role === "follower") this.mirror.start();
@@ -384,8 +382,14 @@ export class HighAvailability {
 
   private persistEvent(event: TaskEvent): void {
     if (this.role !== "leader") return;
-    this.lockRetry.onEvent(event);
     this.writer.set(stateKeys.events(this.settings.statePrefix, event.task_name), JSON.stringify(this.controller.events.list(event.task_name)));
   }
 
+  private explainRetry(notice: RetryNotice): void {
+    if (this.role !== "leader" || notice.code !== TERRAFORM_STATE_LOCKED) return;
+    this.log.warn(
+      `ha: task '${notice.task}': its Terraform state is locked (most likely the previous leader's apply is still finishing or its lock has not expired); running it again in ${Math.round(notice.delayMs / 100) / 10} s`,
+      { attempt: notice.attempt },
+    );
+  }
 }

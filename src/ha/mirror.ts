@@ -1,6 +1,6 @@
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import type { Controller } from "../runtime/controller.ts";
+import type { HaControl } from "../runtime/interfaces.ts";
 import type { HaKv } from "./kv.ts";
 import { parseState, taskFingerprint, type StoredState } from "./state.ts";
 
@@ -15,7 +15,7 @@ export class StateMirror {
   constructor(
     private readonly kv: HaKv,
     private readonly prefix: string,
-    private readonly controller: Controller,
+    private readonly controller: HaControl,
     private readonly log: Logger,
     private readonly hooks: {
       /** Whether a read may still be applied (this instance is a follower). */

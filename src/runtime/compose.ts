@@ -1,48 +1,107 @@
 import { hostname } from "node:os";
 import { join } from "node:path";
-import type { CtsConfig } from "../config/types.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import { parseDuration } from "../config/duration.ts";
-import type { Source, SourceData } from "../consul/types.ts";
-import { createConsulApi, type ConsulApi } from "../consul/client.ts";
 import { createReloadingConsulApi } from "../consul/reloading-api.ts";
-import { readTokenFile, watchTokenFile } from "../consul/token-file.ts";
-import { consulEnvForTerraform, resolveConsulConnection, type ConsulConnection } from "../consul/connection.ts";
+import { watchTokenFile } from "../consul/token-file.ts";
+import { consulEnvForTerraform } from "../consul/connection.ts";
 import { createCatalogReader } from "../consul/reader.ts";
 import { createWatcher } from "../watch/watcher.ts";
+import type { CatalogReader, Watcher } from "../watch/types.ts";
 import { createTerraformDriver } from "../terraform/driver.ts";
 import type { LocalTerraformDriver } from "../terraform/types.ts";
 import { createLogger, redactSecret, type Logger } from "../log.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
-import { inProcessSynthesizer, workerSynthesizer } from "../synth/synthesizer.ts";
+import { inProcessSynthesizer, workerSynthesizer, type Synthesizer } from "../synth/synthesizer.ts";
 import { workingRoot } from "../synth/paths.ts";
+import { startDaemonApi } from "../api/daemon.ts";
+import { HighAvailability } from "../ha/high-availability.ts";
+import { haApiOptions } from "../ha/api.ts";
+import { consulConnectionFor, tokenFileFor } from "./consul-setup.ts";
 import { Controller } from "./controller.ts";
 import { defaultTerraformBinary } from "../doctor/executable.ts";
+import { Activity, EventStore } from "./events.ts";
+import type { Runtime } from "./interfaces.ts";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.ts";
+import { runAttempt, type RunDriver } from "./run.ts";
+import { TaskRuns } from "./runs.ts";
+import { taskInputSource } from "./task-input.ts";
+import { TaskRegistry } from "./tasks.ts";
+import { Triggers } from "./triggers.ts";
 
-/** The token file a config names (consul.tokenFile, else CONSUL_HTTP_TOKEN_FILE), if any. */
-export function tokenFileFor(config: CtsConfig): string | undefined {
-  return config.consul?.tokenFile ?? (process.env.CONSUL_HTTP_TOKEN_FILE || undefined);
+export { consulConnectionFor, createConsulReader, tokenFileFor } from "./consul-setup.ts";
+export type { Runtime } from "./interfaces.ts";
+
+// The composition root: the one place that knows every part of a running cts and wires them.
+// Everything else receives what it needs through the small interfaces in interfaces.ts.
+
+/** What a controller is built from. */
+export interface ControllerDeps {
+  loaded: LoadedConfig;
+  reader: CatalogReader;
+  driver: RunDriver;
+  synthesizer: Synthesizer;
+  log: Logger;
+  /** Present in daemon mode. */
+  watcher?: Watcher;
+  /** Turns every buffer period off (`--no-buffer`, tests). */
+  bufferOff?: boolean;
+  /** Retries after a failed apply (default 2, as CTS); delays double from retryDelayMs. */
+  retries?: number;
+  retryDelayMs?: number;
+  /** How long a locked Terraform state is waited for (default 5 min). */
+  lockWaitMs?: number;
+  /** Events kept per task (default 5). */
+  eventsKept?: number;
 }
 
-/** The Consul connection a config describes (env fallbacks as CTS: CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN…). */
-export function consulConnectionFor(config: CtsConfig, tokenOverride?: string): ConsulConnection {
-  const c = config.consul ?? {};
-  const file = tokenFileFor(config);
-  const token = tokenOverride ?? c.token ?? (file ? readTokenFile(file) : undefined);
-  const conn = resolveConsulConnection({
-    ...(c.address !== undefined ? { address: c.address } : {}),
-    ...(token !== undefined ? { token } : {}),
-    ...(c.tls ? { tls: c.tls } : {}),
+/** Wires the runtime's parts: registry → triggers → queue → run (input → synth → driver) → events. */
+export function createController(deps: ControllerDeps): Controller {
+  const { loaded, log } = deps;
+  const events = new EventStore(deps.eventsKept);
+  const activity = new Activity();
+  const policy: RetryPolicy = {
+    ...DEFAULT_RETRY_POLICY,
+    ...(deps.retries !== undefined ? { retries: deps.retries } : {}),
+    ...(deps.retryDelayMs !== undefined ? { delayMs: deps.retryDelayMs } : {}),
+    ...(deps.lockWaitMs !== undefined ? { lockWaitMs: deps.lockWaitMs } : {}),
+  };
+  const runDeps = { loaded, driver: deps.driver, synthesizer: deps.synthesizer, inputs: taskInputSource(deps.reader), log };
+  // The controller is made last, but the parts call back into it (is it paused? record an event).
+  let controller!: Controller;
+  const runs = new TaskRuns({
+    runnable: (name) => controller.runnable(name),
+    attempt: (e, mode, signal) => runAttempt(runDeps, e, mode, signal),
+    policy,
+    concurrency: loaded.config.concurrency ?? 4,
+    log,
+    activity,
+    record: (event) => controller.record(event),
+    retrying: (notice) => controller.hooks.onRetry?.(notice),
   });
-  redactSecret(conn.token);
-  return conn;
+  const triggers = new Triggers({
+    ...(deps.watcher ? { watcher: deps.watcher } : {}),
+    log,
+    globalBuffer: loaded.config.bufferPeriod,
+    ...(deps.bufferOff ? { bufferOff: true } : {}),
+    enqueue: (name) => runs.enqueue(name),
+    active: () => controller.active,
+    changed: (name) => activity.changed(name),
+    fatal: (name, err) => controller.watchFailed(name, err),
+  });
+  controller = new Controller({
+    tasks: new TaskRegistry(loaded),
+    triggers,
+    runs,
+    events,
+    activity,
+    taskDir: (task) => deps.driver.taskDir(task),
+    close: () => deps.synthesizer.close(),
+    log,
+  });
+  return controller;
 }
 
-/** A one-shot reader of Consul data built from the config (for `cts synth`). */
-export function createConsulReader(config: CtsConfig): (source: Source) => Promise<SourceData> {
-  const reader = createCatalogReader(createConsulApi(consulConnectionFor(config)));
-  return (source) => reader.read(source);
-}
 
 /** How the runtime is put together for one command. */
 export interface RuntimeOptions {
@@ -55,19 +114,8 @@ export interface RuntimeOptions {
   /** Retries after a failed apply (default 2) and the first delay (default 1 s). */
   retries?: number;
   retryDelayMs?: number;
-}
-
-/** Everything a running cts holds, for the CLI and the API. */
-export interface Runtime {
-  controller: Controller;
-  consul: ConsulApi;
-  /** The connection as first resolved (a rotated token replaces it inside the client). */
-  connection: ConsulConnection;
-  driver: LocalTerraformDriver;
-  log: Logger;
-  /** This instance's id. */
-  id: string;
-  close(): Promise<void>;
+  /** How long a locked Terraform state is waited for (default 5 min). */
+  lockWaitMs?: number;
 }
 
 /** The composition root: real Consul client, watcher, Terraform driver and synthesizer. */
@@ -114,7 +162,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
       : undefined;
   const synthesizer =
     opts.mode === "watch" ? workerSynthesizer() : inProcessSynthesizer((name) => config.tasks.find((t) => t.name === name));
-  const controller = new Controller({
+  const controller = createController({
     loaded,
     reader: createCatalogReader(consul),
     driver,
@@ -124,6 +172,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     ...(opts.bufferOff ? { bufferOff: true } : {}),
     ...(opts.retries !== undefined ? { retries: opts.retries } : {}),
     ...(opts.retryDelayMs !== undefined ? { retryDelayMs: opts.retryDelayMs } : {}),
+    ...(opts.lockWaitMs !== undefined ? { lockWaitMs: opts.lockWaitMs } : {}),
   });
   return {
     controller,
@@ -137,6 +186,54 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
       await controller.stop();
       watcher?.close();
       consul.close();
+    },
+  };
+}
+
+/** Where the daemon's API listens and what high availability is asked (`cts watch` flags). */
+export interface DaemonOptions {
+  bufferOff?: boolean;
+  log: Logger;
+  apiAddress?: string;
+  apiPort?: string;
+  resetStorage?: boolean;
+}
+
+/** A running daemon: the runtime, its API, and high availability when configured. */
+export interface Daemon {
+  runtime: Runtime;
+  ha?: HighAvailability;
+  apiUrl: string;
+  /** Leader first steps down and releases the lock (a follower takes over at once), then the API, then the runtime. */
+  stop(): Promise<void>;
+}
+
+/**
+ * `cts watch`: the runtime, the CTS-compatible API with its self-registration in Consul, and — with
+ * highAvailability in the config — the election; without it, the runtime starts watching at once.
+ */
+export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Promise<Daemon> {
+  const { log } = opts;
+  const runtime = createRuntime(loaded, { mode: "watch", ...(opts.bufferOff ? { bufferOff: true } : {}), log });
+  // With high availability only the leader watches and runs tasks; the rest wait for the lock.
+  const ha = loaded.config.highAvailability ? new HighAvailability(runtime, loaded, { resetStorage: opts.resetStorage === true }) : undefined;
+  if (!ha && opts.resetStorage) log.warn("--reset-storage does nothing without highAvailability in the config");
+  const api = await startDaemonApi(runtime, loaded.config.api, {
+    ...(opts.apiAddress !== undefined ? { address: opts.apiAddress } : {}),
+    ...(opts.apiPort !== undefined ? { port: opts.apiPort } : {}),
+    ...(ha ? haApiOptions(ha) : {}),
+  });
+  ha?.setLocalAddress(api.url);
+  if (ha) await ha.start();
+  else await runtime.controller.watch();
+  return {
+    runtime,
+    ...(ha ? { ha } : {}),
+    apiUrl: api.url,
+    async stop() {
+      await ha?.stop().catch((e) => log.warn(`stopping high availability: ${String(e)}`));
+      await api.stop().catch((e) => log.warn(`stopping the API: ${String(e)}`));
+      await runtime.close();
     },
   };
 }

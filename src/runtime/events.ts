@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { knownSecrets } from "../secrets/redactor.ts";
+import { EventEmitter } from "node:events";
 
 /** One run of a task, in CTS's event shape (as the API returns it). */
 export interface TaskEvent {
@@ -50,6 +51,11 @@ export class EventStore {
     this.byTask.set(task, events.slice(0, this.keep).map(this.scrub));
   }
 
+  /** Tasks with stored events. */
+  names(): string[] {
+    return [...this.byTask.keys()];
+  }
+
   /** Forgets a task. */
   delete(task: string): void {
     this.byTask.delete(task);
@@ -76,4 +82,38 @@ export function makeEvent(task: string, start: Date, fields: Partial<TaskEvent> 
     config: {},
     ...fields,
   };
+}
+
+/**
+ * Counts what the runtime did, per task: finished runs (every outcome) and data changes that reached
+ * a task's triggers. Emits "run" and "change" with the task name, so tests and benchmarks wait for
+ * these instead of sleeping.
+ */
+export class Activity extends EventEmitter<{ run: [task: string]; change: [task: string] }> {
+  private readonly runs = new Map<string, number>();
+  private readonly changes = new Map<string, number>();
+  private total = 0;
+
+  /** A run of `task` finished. */
+  ran(task: string): void {
+    this.runs.set(task, (this.runs.get(task) ?? 0) + 1);
+    this.total++;
+    this.emit("run", task);
+  }
+
+  /** Watched data of `task` changed. */
+  changed(task: string): void {
+    this.changes.set(task, (this.changes.get(task) ?? 0) + 1);
+    this.emit("change", task);
+  }
+
+  /** Finished runs of a task, or of all tasks. */
+  runCount(task?: string): number {
+    return task === undefined ? this.total : (this.runs.get(task) ?? 0);
+  }
+
+  /** Data changes seen by a task's triggers. */
+  changeCount(task: string): number {
+    return this.changes.get(task) ?? 0;
+  }
 }

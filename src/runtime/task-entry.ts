@@ -1,6 +1,10 @@
+import { CtsError } from "../errors.ts";
+import type { LoadedConfig } from "../config/load.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
+import { ModuleTask } from "../task/module-task.ts";
 import type { Task } from "../task/task.ts";
-import type { TaskRef } from "../synth/task-ref.ts";
+import { taskProblems, throwProblems } from "../task/validate.ts";
+import type { ModuleTaskSpec, TaskRef } from "../synth/task-ref.ts";
 import type { Subscription } from "../watch/types.ts";
 import type { BufferPeriod } from "../watch/buffer.ts";
 import type { Source } from "../consul/types.ts";
@@ -21,8 +25,25 @@ export interface TaskEntry {
   subs: Array<{ field: "services" | "catalogServices" | "kv"; source: Source; sub: Subscription }>;
   buffer?: BufferPeriod;
   cronTimer?: ReturnType<typeof setTimeout>;
-  /** Cancels the run in progress. */
+  /** Cancels the run in progress (and its retry waits). */
   abort?: AbortController;
   /** Set while the task is being deleted. */
   deleting?: boolean;
+}
+
+/** The entry of a task declared in the config file. */
+export function configEntry(loaded: LoadedConfig, task: Task<Condition, TaskInputs>): TaskEntry {
+  return { name: task.name, task, ref: { kind: "config", configFile: loaded.file, name: task.name }, origin: "config", enabled: task.enabled, subs: [] };
+}
+
+/** The entry of a module task from the API (or a stored state); throws TASK_INVALID with every problem. */
+export function moduleEntry(spec: ModuleTaskSpec, enabled?: boolean): TaskEntry {
+  const task = new ModuleTask(spec);
+  throwProblems(`task '${spec.name}'`, taskProblems(task), "TASK_INVALID");
+  return { name: spec.name, task, ref: { kind: "module", spec }, origin: "api", enabled: enabled ?? task.enabled, subs: [] };
+}
+
+/** TASK_NOT_FOUND, with the command that lists tasks. */
+export function notFound(name: string): CtsError {
+  return new CtsError("TASK_NOT_FOUND", "usage", `no task named '${name}'. List tasks with \`cts task list\`.`);
 }

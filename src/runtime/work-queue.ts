@@ -8,6 +8,7 @@ export class WorkQueue {
   private readonly pending = new Set<string>();
   private readonly waiting: string[] = [];
   private readonly idleWaiters: Array<() => void> = [];
+  private readonly settleWaiters = new Map<string, Array<() => void>>();
   private closed = false;
 
   constructor(
@@ -48,6 +49,7 @@ export class WorkQueue {
     this.pending.delete(task);
     const i = this.waiting.indexOf(task);
     if (i >= 0) this.waiting.splice(i, 1);
+    this.notify(task);
   }
 
   /** Resolves when nothing runs and nothing waits. */
@@ -57,15 +59,25 @@ export class WorkQueue {
   }
 
   /** Resolves when `task` has no run queued or running. */
-  async settled(task: string): Promise<void> {
-    while (this.isBusy(task)) await new Promise((r) => setTimeout(r, 50));
+  settled(task: string): Promise<void> {
+    if (!this.isBusy(task)) return Promise.resolve();
+    return new Promise((r) => this.settleWaiters.set(task, [...(this.settleWaiters.get(task) ?? []), r]));
   }
 
   /** Stops taking work (running runs finish). */
   close(): void {
     this.closed = true;
+    const dropped = [...this.waiting, ...this.pending];
     this.waiting.length = 0;
     this.pending.clear();
+    for (const t of dropped) this.notify(t);
+  }
+
+  private notify(task: string): void {
+    if (this.isBusy(task)) return;
+    const waiters = this.settleWaiters.get(task);
+    this.settleWaiters.delete(task);
+    for (const w of waiters ?? []) w();
   }
 
   private pump(): void {
@@ -80,6 +92,7 @@ export class WorkQueue {
           this.running.delete(task);
           if (this.pending.delete(task) && !this.closed) this.waiting.push(task);
           this.pump();
+          this.notify(task);
           if (this.running.size === 0 && this.waiting.length === 0) for (const w of this.idleWaiters.splice(0)) w();
         });
     }

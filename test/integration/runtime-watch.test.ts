@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
-import { startCountingProxy } from "../support/counting-proxy.ts";
+import { startCountingProxy, type CountingProxy } from "../support/counting-proxy.ts";
 import { startRuntime, tempDir, waitFor, writeConfig, type TestRuntime } from "../support/cts.ts";
 
 const web = (id: string, port = 80, extra: Record<string, unknown> = {}) => ({ Name: "web", ID: id, Address: `10.0.0.${id.replace(/\D/g, "") || 9}`, Port: port, ...extra });
@@ -13,18 +13,21 @@ const ids = (text: string) => text.trim().split("\n").filter(Boolean).map((l) =>
 
 describe("the daemon keeps infrastructure in sync with the catalog (real Consul, real OpenTofu)", () => {
   let consul: ConsulAgent;
+  let proxy: CountingProxy;
   let tmp: { dir: string; cleanup(): Promise<void> };
   let rt: TestRuntime;
   let members: string;
 
   before(async () => {
     consul = await startConsul();
+    // The runtime reaches Consul through a counting proxy, so a test can see which index the watch has reached.
+    proxy = await startCountingProxy(consul.url);
     tmp = await tempDir();
     members = join(tmp.dir, "members.txt");
     await consul.register(web("web-1"));
     await consul.register({ Name: "db", ID: "db-1", Port: 5432 });
     const file = await writeConfig(tmp.dir, {
-      consulAddress: consul.address,
+      consulAddress: proxy.address,
       tasks: [`new MemberList("members", ${JSON.stringify(members)})`, `new FailingTask("failing", ${JSON.stringify(join(tmp.dir, "blocker"))}, "db")`],
     });
     await writeFile(join(tmp.dir, "blocker"), "a regular file");
@@ -33,6 +36,7 @@ describe("the daemon keeps infrastructure in sync with the catalog (real Consul,
   });
   after(async () => {
     await rt?.close();
+    await proxy?.stop();
     await consul?.stop();
     await tmp?.cleanup();
   });
@@ -51,8 +55,17 @@ describe("the daemon keeps infrastructure in sync with the catalog (real Consul,
   it("does not run Terraform when a re-registration leaves the data identical", async () => {
     await rt.controller.idle();
     const before = rt.lines.length;
+    const changes = rt.controller.changeCount("members");
     await consul.register(web("web-1"));
-    await new Promise((r) => setTimeout(r, 2_000));
+    // Wait until the watch has taken Consul's answer for the re-registration: its next blocking
+    // query asks for an index at or past the catalog's index after the write.
+    const res = await fetch(`${consul.url}/v1/health/service/web`);
+    const index = BigInt(res.headers.get("x-consul-index") ?? "0");
+    await res.arrayBuffer();
+    const seen = () => proxy.requests().some((r) => r.path === "/v1/health/service/web" && BigInt(new URLSearchParams(r.query).get("index") ?? "0") >= index);
+    await waitFor(seen, 20_000, "the watch to reach the re-registration's index");
+    await rt.controller.whenIdle();
+    assert.equal(rt.controller.changeCount("members"), changes, "the identical data reached no trigger");
     const runs = rt.lines.slice(before).filter((l) => /task 'members': (applied|no-op)/.test(l));
     assert.deepEqual(runs, [], "no run for identical data");
   });
@@ -109,8 +122,8 @@ describe("buffering and the work queue", () => {
         await new Promise((r) => setTimeout(r, 150));
       }
       await waitFor(async () => ids(await read(members)).length === 6, 20_000, "all six instances");
-      await new Promise((r) => setTimeout(r, 2_000));
-      await rt.controller.idle();
+      // Nothing queued, running or waiting in a buffer: no further run can come without new data.
+      await rt.controller.whenIdle();
       assert.equal(applies(rt, "buffered") - before, 1, "exactly one apply for the burst");
     } finally {
       await rt.close();
@@ -133,8 +146,7 @@ describe("buffering and the work queue", () => {
       await consul.register(web("web-8"));
       await consul.register(web("web-9"));
       await waitFor(async () => (await read(members)).includes("web-9"), 40_000, "the latest data applied");
-      await rt.controller.idle();
-      await new Promise((r) => setTimeout(r, 1_000));
+      await rt.controller.whenIdle();
       assert.equal(applies(rt, "slow") - before, 2, "one run for web-7, exactly one more for web-8 and web-9");
     } finally {
       await rt.close();

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { Controller } from "../../src/runtime/controller.ts";
+import { createController } from "../../src/runtime/compose.ts";
 import { createLogger } from "../../src/log.ts";
 import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
 import type { Source, SourceData } from "../../src/consul/types.ts";
@@ -67,7 +67,7 @@ function setup() {
   const task = new MemberList("members", "/tmp/m.txt");
   const w = fakeWatcher();
   const d = fakeDriver();
-  const controller = new Controller({
+  const controller = createController({
     loaded: { config: { tasks: [task] }, file: "/x/cts.config.ts", dir: "/x" },
     reader: { read: async () => [] as never },
     driver: d.driver,

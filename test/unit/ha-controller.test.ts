@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { Controller, type TaskChange } from "../../src/runtime/controller.ts";
+import type { TaskChange } from "../../src/runtime/controller.ts";
+import { createController } from "../../src/runtime/compose.ts";
 import { CtsError } from "../../src/errors.ts";
 import { createLogger } from "../../src/log.ts";
 import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
@@ -79,7 +80,7 @@ function setup() {
   const other = new MemberList("other", "/tmp/o.txt");
   const w = fakeWatcher();
   const d = fakeDriver();
-  const controller = new Controller({
+  const controller = createController({
     loaded: { config: { tasks: [members, other] }, file: "/x/cts.config.ts", dir: "/x" },
     reader: { read: async () => [] as never },
     driver: d.driver,

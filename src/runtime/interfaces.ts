@@ -1,0 +1,139 @@
+import type { CtsError } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import type { ConsulApi } from "../consul/client.ts";
+import type { ConsulConnection } from "../consul/connection.ts";
+import type { LocalTerraformDriver, RunResult } from "../terraform/types.ts";
+import type { SynthResult } from "../synth/synthesize.ts";
+import type { ModuleTaskSpec } from "../synth/task-ref.ts";
+import type { EventStore, TaskEvent, TaskStatus } from "./events.ts";
+
+// The shapes the API, high availability and the CLI see of the runtime. They depend on nothing
+// inside it, so those callers never reach past these into how a run is made.
+
+/** What a run did. */
+export interface RunOutcome {
+  task: string;
+  ok: boolean;
+  /** applied | no-op | planned | destroyed | failed | cancelled | disabled | deleted */
+  outcome: string;
+  result?: RunResult;
+  synth?: SynthResult;
+  error?: CtsError;
+}
+
+/** A task as the API and CLI see it. */
+export interface TaskView {
+  name: string;
+  description: string;
+  enabled: boolean;
+  origin: "config" | "api";
+  status: TaskStatus;
+  condition: unknown;
+  inputs: unknown;
+  module?: string;
+  version?: string;
+  variables?: Record<string, unknown>;
+  bufferPeriod: { enabled: boolean; min: number; max: number };
+  running: boolean;
+  /** The task's class name (what the API shows instead of a module for task classes). */
+  className: string;
+  /** The plain-data spec of a module task created through the API (PATCH replaces it). */
+  spec?: ModuleTaskSpec;
+}
+
+/** A change made to a task at run time (API), for whoever persists them (high availability). */
+export interface TaskChange {
+  kind: "created" | "replaced" | "enabled" | "disabled" | "deleted";
+  task: string;
+  origin: "config" | "api";
+}
+
+/** A failed attempt that will be tried again (logged by the runtime; HA explains lock waits). */
+export interface RetryNotice {
+  task: string;
+  /** The failure's CtsError code (TERRAFORM_STATE_LOCKED, TERRAFORM_HUNG, TERRAFORM_FAILED…). */
+  code: string;
+  /** 1 for the first retry. */
+  attempt: number;
+  delayMs: number;
+  message: string;
+}
+
+/** Observers of the runtime (high availability persists through these). Called synchronously. */
+export interface ControllerHooks {
+  /** A run (or a fatal watch error) recorded an event. */
+  onEvent?(event: TaskEvent): void;
+  /** A task was created, replaced, enabled, disabled or deleted. */
+  onTaskChange?(change: TaskChange): void;
+  /** A run failed and is retried after a delay. */
+  onRetry?(notice: RetryNotice): void;
+}
+
+/** One task of a stored state (high availability): an enabled override, a tombstone, or an API task. */
+export interface RestoredTask {
+  name: string;
+  enabled: boolean;
+  /** The spec of a task created through the API. */
+  spec?: ModuleTaskSpec;
+  /** A config task that was deleted through the API. */
+  deleted?: boolean;
+}
+
+/** What the API (and `cts task …` through it) may do with tasks. */
+export interface TaskControl {
+  taskNames(): string[];
+  view(name: string): TaskView | undefined;
+  readonly events: EventStore;
+  /** Queues a run now (skips the buffer); resolves with the outcome of a run that started after the call. */
+  runNow(name: string): Promise<RunOutcome>;
+  setEnabled(name: string, enabled: boolean, opts?: { run?: boolean }): Promise<void>;
+  planTask(name: string): Promise<RunOutcome>;
+  /** Adds a module task; throws TASK_EXISTS or TASK_INVALID. */
+  addModuleTask(spec: ModuleTaskSpec): void;
+  /** Replaces an API task's spec once it is not running; queues no run. */
+  replaceModuleTask(name: string, spec: ModuleTaskSpec): Promise<void>;
+  /** Plans a module task that is not kept; its working dir is removed afterwards. */
+  dryRunModuleTask(spec: ModuleTaskSpec): Promise<RunOutcome>;
+  deleteTask(name: string, opts?: { destroy?: boolean }): Promise<RunOutcome | undefined>;
+}
+
+/** What high availability does with the runtime: pause while following, restore, resume when leading. */
+export interface HaControl {
+  readonly isPaused: boolean;
+  pause(graceMs?: number): Promise<void>;
+  resume(): Promise<void>;
+  restore(tasks: Iterable<RestoredTask>, events: ReadonlyMap<string, TaskEvent[]>): string[];
+  setHooks(hooks: ControllerHooks): void;
+  taskNames(): string[];
+  view(name: string): TaskView | undefined;
+  readonly events: EventStore;
+}
+
+/** The CLI's run modes, and the idle/run-count signals tests and benchmarks wait on. */
+export interface RunModes {
+  watch(): Promise<void>;
+  once(): Promise<RunOutcome[]>;
+  inspect(names?: string[]): Promise<RunOutcome[]>;
+  /** Resolves when no run is queued or running. */
+  idle(): Promise<void>;
+  /** Resolves when no run is queued or running and no buffer period is waiting to fire. */
+  whenIdle(): Promise<void>;
+  /** Runs finished so far (of one task, or of all), counting no-ops, failures and cancellations. */
+  runCount(task?: string): number;
+  /** Data changes that reached a task's triggers so far (identical data never counts). */
+  changeCount(task: string): number;
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Everything a running cts holds, for the CLI, the API and high availability. */
+export interface Runtime {
+  controller: TaskControl & HaControl & RunModes;
+  consul: ConsulApi;
+  /** The connection as first resolved (a rotated token replaces it inside the client). */
+  connection: ConsulConnection;
+  driver: LocalTerraformDriver;
+  log: Logger;
+  /** This instance's id. */
+  id: string;
+  close(): Promise<void>;
+}

@@ -1,0 +1,85 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { CtsError } from "../errors.ts";
+
+/**
+ * The driver's code for "another Terraform holds this task's state lock" (an apply still running
+ * elsewhere, or the lock session of a cut-off one not yet expired). The one place the runtime names it.
+ */
+export const TERRAFORM_STATE_LOCKED = "TERRAFORM_STATE_LOCKED";
+/** The driver's code for a Terraform that stopped making progress and was killed. */
+export const TERRAFORM_HUNG = "TERRAFORM_HUNG";
+
+/** When a failed run is tried again. Every mode (watch, once, inspect, high availability) uses it. */
+export interface RetryPolicy {
+  /** Retries after a failed apply (CTS: 2); the delay starts at `delayMs` and doubles. */
+  retries: number;
+  delayMs: number;
+  /** How long a locked state is waited for, from the first locked attempt (default 5 min). */
+  lockWaitMs: number;
+  /** Longest wait between two attempts on a locked state (default 15 s). */
+  lockMaxDelayMs: number;
+  /** Retries of a hung Terraform (default 1). */
+  hungRetries: number;
+}
+
+/** CTS's retries, plus waiting out a state lock for 5 minutes and one retry of a hung Terraform. */
+export const DEFAULT_RETRY_POLICY: RetryPolicy = { retries: 2, delayMs: 1_000, lockWaitMs: 5 * 60_000, lockMaxDelayMs: 15_000, hungRetries: 1 };
+
+/** What the attempts so far ran into. */
+export interface RetryHistory {
+  failed: number;
+  locked: number;
+  hung: number;
+  /** When the first locked attempt ended (ms since the epoch). */
+  lockedSince?: number;
+}
+
+/**
+ * The delay before the next attempt, or undefined to give up. `applies` is false for plans and
+ * destroys, which retry only a lock or a hang (a failed plan says the same thing twice).
+ */
+export function nextDelay(policy: RetryPolicy, error: CtsError, history: RetryHistory, applies: boolean, now = Date.now()): number | undefined {
+  if (error.code === "TERRAFORM_CANCELLED" || error.category === "usage") return undefined;
+  if (error.code === TERRAFORM_STATE_LOCKED) {
+    history.lockedSince ??= now;
+    const delay = Math.min(policy.lockMaxDelayMs, policy.delayMs * 2 ** history.locked);
+    if (now + delay - history.lockedSince > policy.lockWaitMs) return undefined;
+    history.locked++;
+    return jitter(delay);
+  }
+  if (error.code === TERRAFORM_HUNG) {
+    if (history.hung >= policy.hungRetries) return undefined;
+    history.hung++;
+    return jitter(policy.delayMs);
+  }
+  if (!applies || history.failed >= policy.retries) return undefined;
+  return jitter(policy.delayMs * 2 ** history.failed++);
+}
+
+const jitter = (ms: number) => Math.round(ms * (0.8 + Math.random() * 0.4));
+
+/**
+ * Runs `attempt` until it succeeds or `decide` gives up (undefined), waiting the delay it returns
+ * in between. The wait ends early when `signal` aborts; the last error is then thrown at once.
+ */
+export async function withRetries<T>(
+  attempt: () => Promise<T>,
+  decide: (err: unknown) => number | undefined,
+  signal: AbortSignal,
+  onRetry?: (err: unknown, delayMs: number, attempt: number) => void,
+): Promise<T> {
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      const delay = signal.aborted ? undefined : decide(err);
+      if (delay === undefined) throw err;
+      onRetry?.(err, delay, n);
+      try {
+        await sleep(delay, undefined, { signal });
+      } catch {
+        throw err;
+      }
+    }
+  }
+}

@@ -1,0 +1,31 @@
+import type { AnyTaskInput } from "../task/task.ts";
+import { allSources, fieldOf } from "../task/sources.ts";
+import type { CatalogReader } from "../watch/types.ts";
+import type { TaskEntry } from "./task-entry.ts";
+
+/** Where a run's input comes from: one interface, whether the task is watched or read once. */
+export interface TaskInputSource {
+  /** The task's input as of now, one field per source (services, catalogServices, kv). */
+  inputOf(e: TaskEntry, signal: AbortSignal): Promise<AnyTaskInput>;
+}
+
+/**
+ * Watched tasks take the data their subscriptions hold (the latest blocking-query answer); tasks
+ * that are not watched (once, inspect, dry runs, a paused instance) read Consul once per run.
+ */
+export function taskInputSource(reader: CatalogReader): TaskInputSource {
+  return {
+    async inputOf(e, signal) {
+      const input: Record<string, unknown> = {};
+      if (e.subs.length > 0) {
+        for (const s of e.subs) {
+          await s.sub.ready;
+          input[s.field] = s.sub.current();
+        }
+      } else {
+        for (const source of allSources(e.task)) input[fieldOf(source)] = await reader.read(source, signal);
+      }
+      return input as AnyTaskInput;
+    },
+  };
+}

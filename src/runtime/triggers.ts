@@ -1,0 +1,105 @@
+import type { CtsError } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import { allSources, fieldOf } from "../task/sources.ts";
+import { BufferPeriod, DEFAULT_BUFFER_PERIOD, normalizeBufferPeriod, type BufferPeriodConfig, type BufferPeriodSettings } from "../watch/buffer.ts";
+import type { Watcher } from "../watch/types.ts";
+import { parseCron, type Cron } from "./cron.ts";
+import type { TaskEntry } from "./task-entry.ts";
+
+/** What the triggers feed and ask. */
+export interface TriggerDeps {
+  /** Present in daemon mode. */
+  watcher?: Watcher;
+  log: Logger;
+  /** The config's global buffer period (false: off). */
+  globalBuffer: BufferPeriodConfig | false | undefined;
+  /** Turns every buffer period off (`--no-buffer`, tests). */
+  bufferOff?: boolean;
+  /** Asks for a run of a task (the work queue). */
+  enqueue(name: string): void;
+  /** Whether triggers may fire now (not stopped, not paused). */
+  active(): boolean;
+  /** Watched data of a task changed (counted for tests). */
+  changed(name: string): void;
+  /** A watch failed in a way retrying will not fix (an ACL, a bad query): recorded as a failed event. */
+  fatal(name: string, err: CtsError): void;
+}
+
+/**
+ * A task's triggers: its Consul subscriptions (the condition's source triggers, module inputs only
+ * refresh data), its cron schedule, and its buffer period, all ending in a request to the queue.
+ */
+export class Triggers {
+  private readonly global: BufferPeriodSettings;
+
+  constructor(private readonly deps: TriggerDeps) {
+    const g = deps.globalBuffer;
+    this.global = g === false ? { ...DEFAULT_BUFFER_PERIOD, enabled: false } : normalizeBufferPeriod(g, "bufferPeriod");
+  }
+
+  /** The buffer period a task runs with (schedule tasks never buffer, as in CTS). */
+  bufferFor(e: TaskEntry): BufferPeriodSettings {
+    const own = e.task.bufferPeriod;
+    if (this.deps.bufferOff || e.task.condition.kind === "schedule" || own === false) return { ...this.global, enabled: false };
+    return own ? normalizeBufferPeriod(own, `tasks.${e.name}.bufferPeriod`, { ...this.global, enabled: true }) : this.global;
+  }
+
+  /** Starts watching a task's sources (no-op when watching already). */
+  start(e: TaskEntry): void {
+    const watcher = this.deps.watcher;
+    if (!watcher || e.subs.length > 0) return;
+    const cond = e.task.condition;
+    allSources(e.task).forEach((source, i) => {
+      const triggers = i === 0 && cond.kind !== "schedule";
+      const sub = watcher.subscribe(source, {
+        onChange: () => {
+          if (triggers) this.fire(e);
+        },
+        onError: (err, fatal) => {
+          if (fatal) this.deps.fatal(e.name, err);
+          else this.deps.log.warn(`task '${e.name}': watching Consul: ${err.message}`, { task: e.name });
+        },
+      });
+      e.subs.push({ field: fieldOf(source), source, sub });
+    });
+    if (cond.kind === "schedule") this.schedule(e, parseCron(cond.cron));
+    const b = this.bufferFor(e);
+    if (b.enabled) e.buffer = new BufferPeriod(b, () => this.deps.enqueue(e.name));
+  }
+
+  /** Stops a task's subscriptions, buffer and schedule. */
+  stop(e: TaskEntry): void {
+    for (const s of e.subs) s.sub.close();
+    e.subs = [];
+    e.buffer?.cancel();
+    e.buffer = undefined;
+    if (e.cronTimer) clearTimeout(e.cronTimer);
+    e.cronTimer = undefined;
+  }
+
+  private fire(e: TaskEntry): void {
+    if (!e.enabled || e.deleting || !this.deps.active()) return;
+    this.deps.changed(e.name);
+    this.deps.log.debug(`task '${e.name}': watched data changed`, { task: e.name });
+    if (e.buffer) e.buffer.trigger();
+    else this.deps.enqueue(e.name);
+  }
+
+  private schedule(e: TaskEntry, cron: Cron): void {
+    const target = cron.next(new Date()).getTime();
+    const arm = () => {
+      // setTimeout cannot wait past ~24.8 days, so long waits are chained.
+      e.cronTimer = setTimeout(
+        () => {
+          if (!this.deps.active() || !e.enabled) return;
+          if (Date.now() + 5 < target) return arm();
+          this.deps.enqueue(e.name);
+          this.schedule(e, cron);
+        },
+        Math.min(Math.max(0, target - Date.now()), 2 ** 31 - 1),
+      );
+      e.cronTimer.unref?.();
+    };
+    arm();
+  }
+}

@@ -1,0 +1,128 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { createController } from "../../src/runtime/compose.ts";
+import { CtsError } from "../../src/errors.ts";
+import { createLogger } from "../../src/log.ts";
+import { APPLIED_HASH_FILE } from "../../src/synth/paths.ts";
+import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
+import type { ModuleTaskSpec } from "../../src/synth/task-ref.ts";
+import { services } from "../../src/task/conditions.ts";
+import type { RunResult, TaskWorkspace } from "../../src/terraform/types.ts";
+import { tempDir } from "../support/cts.ts";
+import { MemberList } from "../fixtures/tasks.ts";
+
+const ok: RunResult = { changesPresent: true, summary: { add: 1, change: 0, destroy: 0 }, output: "" };
+const exists = (p: string) => stat(p).then(() => true, () => false);
+const spec = (name: string): ModuleTaskSpec => ({ name, module: "./modules/echo", condition: services({ names: ["web"] }), variables: { path: `/tmp/${name}` } }) as ModuleTaskSpec;
+
+/** A controller whose driver works in real dirs under `root` (it writes main.tf.json, as the real one does). */
+function setup(root: string) {
+  const task = new MemberList("members", "/tmp/m.txt");
+  let fail = false;
+  const seenDuringApply: boolean[] = [];
+  const dirOf = (t: string) => join(root, t);
+  const driver = {
+    taskDir: dirOf,
+    async apply(ws: TaskWorkspace) {
+      await mkdir(dirOf(ws.task), { recursive: true });
+      seenDuringApply.push(await exists(join(dirOf(ws.task), APPLIED_HASH_FILE)));
+      if (fail) throw new CtsError("TERRAFORM_FAILED", "external", "apply failed", { task: ws.task });
+      return ok;
+    },
+    async plan(ws: TaskWorkspace) {
+      await mkdir(dirOf(ws.task), { recursive: true });
+      await writeFile(join(dirOf(ws.task), "main.tf.json"), ws.json);
+      return ok;
+    },
+    destroy: async () => ok,
+  };
+  const controller = createController({
+    loaded: { config: { tasks: [task] }, file: "/x/cts.config.ts", dir: "/x" },
+    reader: { read: async () => [] as never },
+    driver,
+    synthesizer: inProcessSynthesizer(() => task),
+    log: createLogger({ write: () => {} }),
+    retries: 0,
+  });
+  return { controller, dirOf, seenDuringApply, failNext: (v: boolean) => (fail = v) };
+}
+
+describe("the applied hash (the no-op skip) survives only a finished apply", () => {
+  it("is removed before an apply starts and written after it succeeds; a failed apply leaves none", async () => {
+    const tmp = await tempDir();
+    try {
+      const { controller, dirOf, seenDuringApply, failNext } = setup(tmp.dir);
+      const hashFile = join(dirOf("members"), APPLIED_HASH_FILE);
+      const [first] = await controller.once();
+      assert.equal(first!.outcome, "applied");
+      assert.equal((await readFile(hashFile, "utf8")).trim(), first!.synth!.hash);
+      // A changed JSON applies: the hash of the previous apply is gone while Terraform runs.
+      await writeFile(hashFile, "stale\n");
+      await controller.restore([], new Map());
+      await controller.resume();
+      await controller.idle();
+      assert.deepEqual(seenDuringApply, [false, false], "no hash on disk during either apply");
+      failNext(true);
+      await controller.pause(1_000);
+      await controller.resume();
+      await controller.idle();
+      assert.equal(await exists(hashFile), false, "a failed apply (or a crash during one) leaves no hash: the next start applies");
+      await controller.stop(100);
+    } finally {
+      await tmp.cleanup();
+    }
+  });
+});
+
+describe("working dirs of tasks that are gone", () => {
+  it("removes a deleted task's working dir once its run is over", async () => {
+    const tmp = await tempDir();
+    try {
+      const { controller, dirOf } = setup(tmp.dir);
+      await controller.once();
+      assert.ok(await exists(dirOf("members")));
+      await controller.deleteTask("members");
+      assert.equal(await exists(dirOf("members")), false);
+      await controller.stop(100);
+    } finally {
+      await tmp.cleanup();
+    }
+  });
+
+  it("removes the working dir of an inspect-only task, and keeps a kept task's dir", async () => {
+    const tmp = await tempDir();
+    try {
+      const { controller, dirOf } = setup(tmp.dir);
+      const planned = await controller.dryRunModuleTask(spec("just-looking"));
+      assert.equal(planned.outcome, "planned");
+      assert.equal(await exists(dirOf("just-looking")), false, "the dry run's dir is gone");
+      controller.addModuleTask(spec("kept"));
+      await controller.planTask("kept");
+      await controller.dryRunModuleTask({ ...spec("kept"), variables: { path: "/tmp/other" } } as ModuleTaskSpec);
+      assert.ok(await exists(join(dirOf("kept"), "main.tf.json")), "inspecting a kept task's new spec leaves its dir");
+      await controller.stop(100);
+    } finally {
+      await tmp.cleanup();
+    }
+  });
+});
+
+describe("what the runtime says about itself", () => {
+  it("counts finished runs per task and overall", async () => {
+    const tmp = await tempDir();
+    try {
+      const { controller } = setup(tmp.dir);
+      assert.equal(controller.runCount(), 0);
+      await controller.once();
+      await controller.runNow("members");
+      assert.equal(controller.runCount("members"), 2);
+      assert.equal(controller.runCount(), 2);
+      await controller.whenIdle();
+      await controller.stop(100);
+    } finally {
+      await tmp.cleanup();
+    }
+  });
+});
