@@ -1,13 +1,14 @@
 import type { LoadedConfig } from "../config/load.ts";
+import { isAbortError } from "../consul/api-error.ts";
 import type { ConsulConnection } from "../consul/connection.ts";
 import { watchTokenFile } from "../consul/token-file.ts";
+import { createConsulTransport } from "../consul/transport.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { consulConnectionFor, tokenFileFor } from "../runtime/compose.ts";
 import type { Controller, TaskChange } from "../runtime/controller.ts";
 import type { TaskEvent } from "../runtime/events.ts";
 import { buildClusterStatus, type ClusterStatus } from "./cluster.ts";
-import { createConsulHttp, isAbort } from "./consul-http.ts";
 import { HaKv } from "./kv.ts";
 import { StateLockRetry } from "./lock-retry.ts";
 import { MemberReporter } from "./member.ts";
@@ -105,10 +106,10 @@ export class HighAvailability {
     this.resetPending = opts.resetStorage === true;
     this.stopGraceMs = opts.stopGraceMs ?? 10_000;
     // Renewals must follow a rotated token file like every other Consul call.
-    let connection = rt.connection;
+    const transport = createConsulTransport(rt.connection);
     const file = loaded.config.consul?.token === undefined ? tokenFileFor(loaded.config) : undefined;
-    this.stopTokenWatch = file ? watchTokenFile(file, connection.token ?? "", (token) => (connection = consulConnectionFor(loaded.config, token))) : undefined;
-    this.kv = new HaKv(createConsulHttp(() => connection, this.settings.namespace));
+    this.stopTokenWatch = file ? watchTokenFile(file, rt.connection.token ?? "", (token) => transport.setConnection(consulConnectionFor(loaded.config, token))) : undefined;
+    this.kv = new HaKv(transport, this.settings.namespace);
     this.writer = new StateWriter(this.kv, this.settings.lockKey, this.log);
     this.lockRetry = new StateLockRetry(this.controller, this.log, () => this.role === "leader");
     this.mirror = new StateMirror(this.kv, this.settings.statePrefix, this.controller, this.log, {
@@ -238,7 +239,7 @@ export class HighAvailability {
     await Promise.race([this.election, sleep(3_000, giveUp.signal)]);
     giveUp.abort();
     if (wasLeader) this.log.info("ha: released leadership (graceful stop)");
-    this.kv.http.close();
+    this.kv.close();
   }
 
   // ---- election -----------------------------------------------------------------------------
@@ -293,7 +294,7 @@ export class HighAvailability {
         }
       } catch (err) {
         if (this.is("stopped")) return;
-        if (isAbort(err)) continue;
+        if (isAbortError(err)) continue;
         failures++;
         index = 0n;
         if (failures === 1 || failures % 10 === 0) {
