@@ -67,6 +67,11 @@ export class Duration {
     return Duration.ofMs(this.ms * factor);
   }
 
+  /** This rounded to a multiple of `unit` (e.g. whole seconds for a log line). */
+  round(unit: Duration): Duration {
+    return unit.ms > 0 ? new Duration(Math.round(this.ms / unit.ms) * unit.ms) : this;
+  }
+
   /**
    * Go-like text without zero parts: "0s", "800ms", "1.5s", "1m30s", "30m", "2h".
    * Whole-second lengths read exactly as CTS prints them; sub-ms precision is dropped.

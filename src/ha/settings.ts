@@ -110,7 +110,8 @@ export function consulDuration(ms: number): string {
   return Duration.ofMs(ms).toConsul();
 }
 
-/** Human text for logs. */
+/** Human text for logs: whole seconds from 1s up ("1s", "2m30s"), ms below. */
 export function durationText(ms: number): string {
-  return Duration.ofMs(ms).toString();
+  const d = Duration.ofMs(ms);
+  return (ms < 1000 ? d : d.round(Duration.ofMs(1000))).toString();
 }
