@@ -59,6 +59,7 @@ export interface HealthServiceRequest {
 export interface CatalogServicesRequest {
   datacenter?: string;
   namespace?: string;
+  partition?: string;
   nodeMeta?: Record<string, string>;
 }
 
