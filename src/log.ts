@@ -56,7 +56,12 @@ function textLine(rec: Record<string, unknown>): string {
     .filter(([k, v]) => !RESERVED.has(k) && v !== undefined)
     .map(([k, v]) => `${k}=${typeof v === "string" && v !== "" && !/\s/.test(v) ? v : JSON.stringify(v)}`);
   if (typeof rec.task === "string") fields.unshift(`task=${rec.task}`);
-  const head = `${String(rec.time)} [${String(rec.level).toUpperCase()}] ${rec.component ? `${String(rec.component)}: ` : ""}${String(rec.message ?? "")}`;
+  const message = String(rec.message ?? "");
+  // Many messages already start as CTS writes them ("ha: acquired leadership lock"): the component
+  // is not repeated then, so the line reads exactly as CTS's.
+  const component = rec.component ? String(rec.component) : "";
+  const prefix = component && !message.startsWith(`${component}: `) && !message.startsWith(`${component.split(".").pop()}: `) ? `${component}: ` : "";
+  const head = `${String(rec.time)} [${String(rec.level).toUpperCase()}] ${prefix}${message}`;
   return fields.length ? `${head} ${fields.join(" ")}` : head;
 }
 

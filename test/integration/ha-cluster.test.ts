@@ -87,7 +87,7 @@ describe("high availability with three cts processes (real Consul, real OpenTofu
       if (p !== first) assert.doesNotMatch(p.logs(), /executing all tasks once through|\[members\]/, `${p.name} ran nothing`);
     }
     assert.equal(await lockHolder(consul), leaderId);
-    assert.match(first.logs(), /\[INFO\] ha: ha: attempting to acquire leadership lock: lock_path=consul-terraform-sync\/ha-test\/leader/);
+    assert.match(first.logs(), /\[INFO\] ha: attempting to acquire leadership lock: lock_path=consul-terraform-sync\/ha-test\/leader/);
   });
 
   it("followers redirect task-changing calls to the leader and answer reads from the stored state", async () => {

@@ -15,6 +15,14 @@ describe("logger", () => {
     assert.match(lines[0]!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \[INFO\] ctrl: task 'web': applied task=web add=1 note="two words"$/);
   });
 
+  it("does not repeat a component the message already starts with, as CTS's lines read", () => {
+    const { lines, log } = capture(false);
+    log.child("ha").info("ha: acquired leadership lock", { id: "cts-01" });
+    log.child("ctrl").child("ha").info("ha: renewed");
+    assert.match(lines[0]!, /\[INFO\] ha: acquired leadership lock id=cts-01$/);
+    assert.match(lines[1]!, /\[INFO\] ha: renewed$/);
+  });
+
   it("writes one parseable JSON object per line carrying task and component", () => {
     const { lines, log } = capture(true);
     log.child("ctrl").child("runner", { task: "web" }).warn("retrying", { attempt: 2 });
