@@ -214,8 +214,8 @@ describe("high availability with three cts processes (real Consul, real OpenTofu
     const file = await config("cts-d", { module: false, tasks: [`new AppendMembers("members", ${JSON.stringify(members)}, ${JSON.stringify(applies)})`] });
     const d = startCtsProcess(file, { name: "cts-d" });
     procs.set("cts-d", d);
-    await d.waitForLine(/\[ERROR\] \(ha\.compat\) compatibility check failure: stat \.\/modules\/echo: no such file or directory/, 60_000);
-    await d.waitForLine(/\(ha\.compat\) compatibility check failure: task 'idle' \(class MemberList\) is in the config of leader/, 10_000);
+    await d.waitForLine(/\[ERROR\] ha\.compat: compatibility check failure: stat \.\/modules\/echo: no such file or directory/, 60_000);
+    await d.waitForLine(/ha\.compat: compatibility check failure: task 'idle' \(class MemberList\) is in the config of leader/, 10_000);
     const member = await waitFor(
       async () => (await api(leaderId, "GET", "/v1/status/cluster")).body.members.find((m: any) => m.id === "cts-d" && m.compatible === false),
       10_000,
