@@ -1,3 +1,5 @@
+import { createRequire } from "node:module";
+import { Language, Parser, type Node } from "web-tree-sitter";
 import { CtsError } from "../errors.ts";
 
 /** A literal HCL value (no expressions: task files hold data, not code). */
@@ -17,174 +19,173 @@ export interface HclBody {
   blocks: HclBlock[];
 }
 
-type TokenKind = "ident" | "string" | "number" | "punct" | "eof";
-interface Token {
-  kind: TokenKind;
-  text: string;
-  value?: string | number;
-  line: number;
-  col: number;
+// The grammar (tree-sitter-hcl, the one editors and GitHub use) is loaded once, on first use.
+let parser: Promise<Parser> | undefined;
+function hclParser(): Promise<Parser> {
+  parser ??= (async () => {
+    await Parser.init();
+    const wasm = createRequire(import.meta.url).resolve("@tree-sitter-grammars/tree-sitter-hcl/tree-sitter-hcl.wasm");
+    const p = new Parser();
+    p.setLanguage(await Language.load(wasm));
+    return p;
+  })();
+  return parser;
 }
 
 /**
- * Parses the subset of HCL that CTS task blocks use: attributes with literal values (strings,
- * numbers, booleans, null, lists, objects), blocks with labels, and comments. Interpolation,
- * functions, operators and heredocs are refused with the line they are on.
+ * Parses HCL (a CTS task file; later whole CTS configs) into attributes and labelled blocks with
+ * their line numbers. Values must be literals (strings, numbers, booleans, null, lists, objects,
+ * heredocs): references, functions, operators and `${…}` templates are refused with their place.
  */
-export function parseHcl(text: string, file = "task file"): HclBody {
-  const tokens = tokenize(text, file);
-  let pos = 0;
-  const peek = (o = 0) => tokens[Math.min(pos + o, tokens.length - 1)]!;
-  const next = () => tokens[pos++]!;
-  const fail = (t: Token, msg: string): never => {
-    throw new CtsError("TASK_FILE_INVALID", "usage", `${file}:${t.line}:${t.col}: ${msg}`);
-  };
-  const expect = (text: string) => {
-    const t = next();
-    if (t.kind !== "punct" || t.text !== text) fail(t, `expected '${text}' but found ${describe(t)}.`);
-  };
+export async function parseHcl(text: string, file = "task file"): Promise<HclBody> {
+  const tree = (await hclParser()).parse(text);
+  if (!tree) throw new CtsError("TASK_FILE_INVALID", "usage", `${file}: could not be parsed as HCL.`);
+  try {
+    const fail = (n: Node, msg: string): never => {
+      throw new CtsError("TASK_FILE_INVALID", "usage", `${file}:${n.startPosition.row + 1}:${n.startPosition.column + 1}: ${msg}`);
+    };
+    if (tree.rootNode.hasError) syntaxError(tree.rootNode, fail);
+    const body = named(tree.rootNode).find((n) => n.type === "body");
+    return body ? readBody(body, fail) : { attributes: new Map(), blocks: [] };
+  } finally {
+    tree.delete();
+  }
+}
 
-  function body(closing: boolean): HclBody {
-    const out: HclBody = { attributes: new Map(), blocks: [] };
-    for (;;) {
-      const t = peek();
-      if (t.kind === "eof") {
-        if (closing) fail(t, "a block is not closed: a '}' is missing.");
-        return out;
+type Fail = (n: Node, msg: string) => never;
+
+const named = (n: Node): Node[] => n.namedChildren.filter((c): c is Node => c !== null && c.type !== "comment");
+
+/** Reports the first ERROR or MISSING node, in document order. */
+function syntaxError(root: Node, fail: Fail): never {
+  const walk = (n: Node): Node | undefined => {
+    if (n.isMissing || n.isError) return n;
+    for (const c of n.children) {
+      if (c && (c.hasError || c.isMissing || c.isError)) {
+        const found = walk(c);
+        if (found) return found;
       }
-      if (t.kind === "punct" && t.text === "}") {
-        if (!closing) fail(t, "unexpected '}' (no block is open).");
-        next();
-        return out;
-      }
-      if (t.kind !== "ident") fail(t, `expected an attribute or block name but found ${describe(t)}.`);
-      next();
-      const after = peek();
-      if (after.kind === "punct" && after.text === "=") {
-        next();
-        if (out.attributes.has(t.text)) fail(t, `'${t.text}' is set twice.`);
-        out.attributes.set(t.text, { value: value(), line: t.line });
-        continue;
-      }
-      const labels: string[] = [];
-      while (peek().kind === "string" || (peek().kind === "ident" && !(peek(1).kind === "punct" && peek(1).text === "="))) {
-        const label = next();
-        labels.push(label.kind === "string" ? String(label.value) : label.text);
-      }
-      expect("{");
-      out.blocks.push({ type: t.text, labels, body: body(true), line: t.line });
+    }
+    return undefined;
+  };
+  const bad = walk(root) ?? root;
+  if (bad.isMissing) {
+    const what = bad.type;
+    return fail(bad, what === "}" || what === "block_end" ? "a block is not closed: a '}' is missing." : `'${what}' is missing here.`);
+  }
+  const shown = bad.text.trim().split("\n")[0]!.slice(0, 30);
+  if (shown.startsWith("<<")) return fail(bad, "this heredoc is not closed: its end marker must stand alone on a line.");
+  return fail(bad, shown ? `unexpected '${shown}': this is not valid HCL here.` : "this is not valid HCL here.");
+}
+
+function readBody(body: Node, fail: Fail): HclBody {
+  const out: HclBody = { attributes: new Map(), blocks: [] };
+  for (const n of named(body)) {
+    const line = n.startPosition.row + 1;
+    if (n.type === "attribute") {
+      const [name, expr] = named(n);
+      const key = name!.text;
+      if (out.attributes.has(key)) fail(name!, `'${key}' is set twice.`);
+      out.attributes.set(key, { value: readValue(expr!, fail), line });
+    } else if (n.type === "block") {
+      const parts = named(n);
+      const labels = parts.slice(1).filter((p) => p.type === "string_lit" || p.type === "identifier").map((p) => (p.type === "identifier" ? p.text : readString(p, fail)));
+      const inner = parts.find((p) => p.type === "body");
+      out.blocks.push({ type: parts[0]!.text, labels, body: inner ? readBody(inner, fail) : { attributes: new Map(), blocks: [] }, line });
     }
   }
+  return out;
+}
 
-  function value(): HclValue {
-    const t = next();
-    if (t.kind === "string" || t.kind === "number") return t.value!;
-    if (t.kind === "ident") {
-      if (t.text === "true") return true;
-      if (t.text === "false") return false;
-      if (t.text === "null") return null;
-      return fail(t, `'${t.text}' is an expression; task files take literal values only (quote strings: "${t.text}").`);
-    }
-    if (t.text === "[") {
-      const list: HclValue[] = [];
-      while (!(peek().kind === "punct" && peek().text === "]")) {
-        list.push(value());
-        if (peek().kind === "punct" && peek().text === ",") next();
-        else if (!(peek().kind === "punct" && peek().text === "]")) fail(peek(), `expected ',' or ']' in a list but found ${describe(peek())}.`);
-      }
-      next();
-      return list;
-    }
-    if (t.text === "{") {
+function readValue(expr: Node, fail: Fail): HclValue {
+  const n = expr.type === "expression" ? named(expr)[0]! : expr;
+  switch (n.type) {
+    case "literal_value":
+      return readLiteral(named(n)[0]!, fail);
+    case "collection_value": {
+      const c = named(n)[0]!;
+      if (c.type === "tuple") return named(c).filter((e) => e.type === "expression").map((e) => readValue(e, fail));
       const obj: { [key: string]: HclValue } = {};
-      while (!(peek().kind === "punct" && peek().text === "}")) {
-        const k = next();
-        if (k.kind !== "ident" && k.kind !== "string") fail(k, `expected an object key but found ${describe(k)}.`);
-        const sep = next();
-        if (sep.kind !== "punct" || (sep.text !== "=" && sep.text !== ":")) fail(sep, `expected '=' after the key '${k.text}' but found ${describe(sep)}.`);
-        obj[String(k.value ?? k.text)] = value();
-        if (peek().kind === "punct" && peek().text === ",") next();
+      for (const elem of named(c).filter((e) => e.type === "object_elem")) {
+        const key = objectKey(elem.childForFieldName("key")!, fail);
+        obj[key] = readValue(elem.childForFieldName("val")!, fail);
       }
-      next();
       return obj;
     }
-    return fail(t, `expected a value but found ${describe(t)}.`);
+    case "operation": {
+      // A negative number is a unary minus on a literal; every other operation is code.
+      const u = named(n)[0]!;
+      const operand = u.type === "unary_operation" && u.text.startsWith("-") ? named(u)[0] : undefined;
+      const lit = operand?.type === "literal_value" ? named(operand)[0] : undefined;
+      if (lit?.type === "numeric_lit") return -Number(lit.text);
+      return fail(n, `'${n.text.slice(0, 40)}' is an expression; task files take literal values only.`);
+    }
+    case "template_expr":
+      return readTemplate(named(n)[0]!, fail);
+    case "variable_expr":
+      return fail(n, `'${n.text}' is an expression; task files take literal values only (quote strings: "${n.text}").`);
+    default:
+      return fail(n, `'${n.text.slice(0, 40)}' is an expression; task files take literal values only.`);
   }
-
-  return body(false);
 }
 
-function describe(t: Token): string {
-  return t.kind === "eof" ? "the end of the file" : `'${t.text.slice(0, 30)}'`;
+function readLiteral(n: Node, fail: Fail): HclValue {
+  switch (n.type) {
+    case "numeric_lit":
+      return Number(n.text);
+    case "bool_lit":
+      return n.text === "true";
+    case "null_lit":
+      return null;
+    case "string_lit":
+      return readString(n, fail);
+    default:
+      return fail(n, `'${n.text.slice(0, 40)}' is not a literal value.`);
+  }
 }
 
-function tokenize(text: string, file: string): Token[] {
-  const tokens: Token[] = [];
-  let i = 0;
-  let line = 1;
-  let lineStart = 0;
-  const fail = (msg: string, at = i): never => {
-    throw new CtsError("TASK_FILE_INVALID", "usage", `${file}:${line}:${at - lineStart + 1}: ${msg}`);
-  };
-  while (i < text.length) {
-    const c = text[i]!;
-    const col = i - lineStart + 1;
-    if (c === "\n") {
-      line++;
-      lineStart = ++i;
-    } else if (/\s/.test(c)) i++;
-    else if (c === "#" || (c === "/" && text[i + 1] === "/")) while (i < text.length && text[i] !== "\n") i++;
-    else if (c === "/" && text[i + 1] === "*") {
-      const end = text.indexOf("*/", i + 2);
-      if (end < 0) fail("a /* comment is not closed.");
-      for (; i < end + 2; i++) {
-        if (text[i] !== "\n") continue;
-        line++;
-        lineStart = i + 1;
-      }
-    } else if (c === '"') {
-      let s = "";
-      const startLine = line;
-      for (i++; ; i++) {
-        const d = text[i];
-        if (d === undefined || d === "\n") fail(`a string starting on line ${startLine} is not closed.`);
-        if (d === '"') break;
-        if (d === "\\") {
-          const e = text[++i];
-          const map: Record<string, string> = { n: "\n", t: "\t", r: "\r", '"': '"', "\\": "\\" };
-          if (e === "u") {
-            const hex = text.slice(i + 1, i + 5);
-            if (!/^[0-9a-fA-F]{4}$/.test(hex)) fail("a \\u escape needs 4 hex digits.");
-            s += String.fromCharCode(parseInt(hex, 16));
-            i += 4;
-          } else if (e !== undefined && map[e] !== undefined) s += map[e];
-          else fail(`unknown escape '\\${e ?? ""}' in a string.`);
-        } else if ((d === "$" || d === "%") && text[i + 1] === "{") {
-          fail(`'${d}{' starts a template, which task files do not support. Write '${d}${d}{' for a literal '${d}{'.`);
-        } else if ((d === "$" || d === "%") && text[i + 1] === d && text[i + 2] === "{") {
-          s += `${d}{`;
-          i += 2;
-        } else s += d;
-      }
-      i++;
-      tokens.push({ kind: "string", text: s, value: s, line, col });
-    } else if (c === "<" && text[i + 1] === "<") fail("heredoc strings are not supported in task files. Use a quoted string with \\n.");
-    else if (/[-0-9]/.test(c)) {
-      const m = /^-?\d+(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i));
-      if (!m) fail(`unexpected '${c}'.`);
-      tokens.push({ kind: "number", text: m![0], value: Number(m![0]), line, col });
-      i += m![0].length;
-    } else if (/[A-Za-z_]/.test(c)) {
-      const m = /^[A-Za-z_][A-Za-z0-9_-]*/.exec(text.slice(i))!;
-      tokens.push({ kind: "ident", text: m[0], line, col });
-      i += m[0].length;
-    } else if ("={}[],:".includes(c)) {
-      tokens.push({ kind: "punct", text: c, line, col });
-      i++;
-    } else fail(`unexpected '${c}'. Task files take literal values only.`);
+/** An object key: a bare name or a quoted string. */
+function objectKey(key: Node, fail: Fail): string {
+  const n = key.type === "expression" ? named(key)[0]! : key;
+  if (n.type === "variable_expr" && named(n).length === 1) return n.text;
+  if (n.type === "literal_value" && named(n)[0]?.type === "string_lit") return readString(named(n)[0]!, fail);
+  return fail(n, `'${n.text.slice(0, 40)}' cannot be an object key here; use a name or a quoted string.`);
+}
+
+/** A quoted string without interpolation, its escapes decoded. */
+function readString(n: Node, fail: Fail): string {
+  const lit = named(n).find((c) => c.type === "template_literal");
+  return lit ? unescape(lit, fail) : "";
+}
+
+function readTemplate(t: Node, fail: Fail): string {
+  const interp = named(t).find((c) => c.type === "template_interpolation" || c.type === "template_directive");
+  if (interp) {
+    const d = interp.text.startsWith("%") ? "%" : "$";
+    return fail(interp, `'${d}{' starts a template, which task files do not support. Write '${d}${d}{' for a literal '${d}{'.`);
   }
-  tokens.push({ kind: "eof", text: "", line, col: i - lineStart + 1 });
-  return tokens;
+  if (t.type === "quoted_template") return readString(t, fail);
+  // A heredoc holds the lines between its markers, the last newline included; `<<-` strips the
+  // indentation common to them, as HCL does.
+  const text = t.text;
+  const raw = text.slice(text.indexOf("\n") + 1, text.lastIndexOf("\n") + 1).replace(/\$\$\{/g, "${").replace(/%%\{/g, "%{");
+  if (!text.startsWith("<<-")) return raw;
+  const lines = raw.split("\n");
+  const indents = lines.filter((l) => l.trim() !== "").map((l) => /^[ \t]*/.exec(l)![0].length);
+  const cut = indents.length ? Math.min(...indents) : 0;
+  return lines.map((l) => l.slice(cut)).join("\n");
+}
+
+const ESCAPES: Record<string, string> = { n: "\n", t: "\t", r: "\r", '"': '"', "\\": "\\" };
+
+/** Decodes HCL's string escapes and the `$${` / `%%{` literal markers. */
+function unescape(lit: Node, fail: Fail): string {
+  return lit.text.replace(/\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)|\$\$\{|%%\{/g, (m, e: string | undefined) => {
+    if (m === "$${") return "${";
+    if (m === "%%{") return "%{";
+    if (e!.length > 1) return String.fromCodePoint(parseInt(e!.slice(1), 16));
+    return ESCAPES[e!] ?? fail(lit, `unknown escape '\\${e}' in a string.`);
+  });
 }
 
 /** A body as plain JSON: attributes as they are, blocks as `{type: {label: {...}}}` objects (for errors and tests). */

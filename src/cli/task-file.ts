@@ -47,8 +47,8 @@ function fromJson(text: string, path: string): Json {
 }
 
 /** Converts the one `task` block of a CTS HCL file to the API's JSON shape. */
-export function taskFromHcl(text: string, file: string): Json {
-  const root = parseHcl(text, file);
+export async function taskFromHcl(text: string, file: string): Promise<Json> {
+  const root = await parseHcl(text, file);
   const fail = (line: number, msg: string): never => {
     throw new CtsError("TASK_FILE_INVALID", "usage", `${file}:${line}: ${msg}`);
   };

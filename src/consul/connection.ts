@@ -150,12 +150,25 @@ function truthy(v: string | undefined): boolean {
   return v !== undefined && ["1", "t", "true"].includes(v.trim().toLowerCase());
 }
 
-/** node:https options for a connection (CA, client certificate, server name, verification). */
+/**
+ * node:https options for a connection (CA, client certificate, server name, verification): the one
+ * TLS builder every Consul call uses. An unreadable file fails naming the setting to fix.
+ */
 export function httpsOptions(conn: ConsulConnection): Record<string, unknown> {
-  const read = (file: string | undefined) => (file ? readFileSync(file) : undefined);
-  const ca = read(conn.tls.caFile);
-  const cert = read(conn.tls.certFile);
-  const key = read(conn.tls.keyFile);
+  const read = (file: string | undefined, field: string, env: string): Buffer | undefined => {
+    if (!file) return undefined;
+    try {
+      return readFileSync(file);
+    } catch (cause) {
+      throw new CtsError("CONSUL_TLS_FILE", "usage", `Cannot read ${field} '${file}' (${(cause as NodeJS.ErrnoException).code ?? cause}). Fix consul.tls.${field} or ${env}.`, {
+        cause,
+        detail: { field: `consul.tls.${field}`, file },
+      });
+    }
+  };
+  const ca = read(conn.tls.caFile, "caFile", "CONSUL_CACERT");
+  const cert = read(conn.tls.certFile, "certFile", "CONSUL_CLIENT_CERT");
+  const key = read(conn.tls.keyFile, "keyFile", "CONSUL_CLIENT_KEY");
   return {
     ...(ca ? { ca } : {}),
     ...(cert ? { cert } : {}),

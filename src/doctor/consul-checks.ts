@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { ConsulHttp } from "../ha/consul-http.ts";
+import type { ConsulProbe } from "./consul-probe.ts";
 import type { Source } from "../consul/types.ts";
 import { messageOf } from "../errors.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
@@ -10,7 +10,7 @@ import { fail, pass, type CheckResult } from "./check.ts";
 const POLICY_HINT = "see examples/acl/cts-policy.hcl in the cts repository for a complete least-privilege policy";
 
 /** Consul answers: the agent is up and has a leader. */
-export async function checkConsulReachable(http: ConsulHttp): Promise<CheckResult> {
+export async function checkConsulReachable(http: ConsulProbe): Promise<CheckResult> {
   try {
     const res = await http.call("GET", "/v1/status/leader", { timeoutMs: 5_000 });
     if (res.status === 403)
@@ -64,7 +64,7 @@ export async function checkTaskReads(task: Task<Condition, TaskInputs>, read: (s
 }
 
 /** The token may write and delete Terraform state under the backend's KV path. */
-export async function checkStateWrite(http: ConsulHttp, path: string): Promise<CheckResult> {
+export async function checkStateWrite(http: ConsulProbe, path: string): Promise<CheckResult> {
   const key = `${path.replace(/\/+$/, "")}/cts-doctor-${randomBytes(4).toString("hex")}`;
   const fix = `grant the token key_prefix "${path.replace(/\/+$/, "")}" { policy = "write" } (${POLICY_HINT})`;
   try {
@@ -79,7 +79,7 @@ export async function checkStateWrite(http: ConsulHttp, path: string): Promise<C
 }
 
 /** The token may create and destroy a session (the consul backend locks state with one). */
-export async function checkSession(http: ConsulHttp): Promise<CheckResult> {
+export async function checkSession(http: ConsulProbe): Promise<CheckResult> {
   const fix = `grant the token session_prefix "" { policy = "write" } (${POLICY_HINT})`;
   try {
     const created = await http.call("PUT", "/v1/session/create", { body: { Name: "cts-doctor", TTL: "10s", Behavior: "delete" }, timeoutMs: 5_000 });

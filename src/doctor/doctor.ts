@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { LoadedConfig } from "../config/load.ts";
 import { consulEnvForTerraform, type ConsulConnection } from "../consul/connection.ts";
 import { messageOf } from "../errors.ts";
-import { createConsulHttp } from "../ha/consul-http.ts";
+import { createConsulProbe } from "./consul-probe.ts";
 import { consulConnectionFor, createConsulReader } from "../runtime/compose.ts";
 import { DEFAULT_BACKEND } from "../synth/backend.ts";
 import { workingRoot } from "../synth/paths.ts";
@@ -37,7 +37,7 @@ export async function runDoctor(
     add(fail("consul", messageOf(err), "fix the consul settings in the config"));
   }
   if (conn) {
-    const http = createConsulHttp(() => conn!);
+    const http = createConsulProbe(conn);
     try {
       const reachable = await checkConsulReachable(http);
       add(reachable);

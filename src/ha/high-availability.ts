@@ -1,6 +1,8 @@
 import type { LoadedConfig } from "../config/load.ts";
+import { isAbortError } from "../consul/api-error.ts";
 import type { ConsulConnection } from "../consul/connection.ts";
 import { watchTokenFile } from "../consul/token-file.ts";
+import { createConsulTransport } from "../consul/transport.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { consulConnectionFor, tokenFileFor } from "../runtime/consul-setup.ts";
@@ -8,7 +10,6 @@ import type { HaControl, RetryNotice, TaskChange } from "../runtime/interfaces.t
 import { TERRAFORM_STATE_LOCKED } from "../runtime/retry.ts";
 import type { TaskEvent } from "../runtime/events.ts";
 import { buildClusterStatus, type ClusterStatus } from "./cluster.ts";
-import { createConsulHttp, isAbort } from "./consul-http.ts";
 import { HaKv } from "./kv.ts";
 import { MemberReporter } from "./member.ts";
 import { StateMirror } from "./mirror.ts";
@@ -104,10 +105,10 @@ export class HighAvailability {
     this.resetPending = opts.resetStorage === true;
     this.stopGraceMs = opts.stopGraceMs ?? 10_000;
     // Renewals must follow a rotated token file like every other Consul call.
-    let connection = rt.connection;
+    const transport = createConsulTransport(rt.connection);
     const file = loaded.config.consul?.token === undefined ? tokenFileFor(loaded.config) : undefined;
-    this.stopTokenWatch = file ? watchTokenFile(file, connection.token ?? "", (token) => (connection = consulConnectionFor(loaded.config, token))) : undefined;
-    this.kv = new HaKv(createConsulHttp(() => connection, this.settings.namespace));
+    this.stopTokenWatch = file ? watchTokenFile(file, rt.connection.token ?? "", (token) => transport.setConnection(consulConnectionFor(loaded.config, token))) : undefined;
+    this.kv = new HaKv(transport, this.settings.namespace);
     this.writer = new StateWriter(this.kv, this.settings.lockKey, this.log);
     this.mirror = new StateMirror(this.kv, this.settings.statePrefix, this.controller, this.log, {
       applies: () => this.role === "follower",
@@ -237,7 +238,7 @@ export class HighAvailability {
     await Promise.race([this.election, sleep(3_000, giveUp.signal)]);
     giveUp.abort();
     if (wasLeader) this.log.info("ha: released leadership (graceful stop)");
-    this.kv.http.close();
+    this.kv.close();
   }
 
   // ---- election -----------------------------------------------------------------------------
@@ -292,7 +293,7 @@ export class HighAvailability {
         }
       } catch (err) {
         if (this.is("stopped")) return;
-        if (isAbort(err)) continue;
+        if (isAbortError(err)) continue;
         failures++;
         index = 0n;
         if (failures === 1 || failures % 10 === 0) {

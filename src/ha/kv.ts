@@ -1,5 +1,7 @@
-import { CtsError } from "../errors.ts";
-import type { ConsulAnswer, ConsulHttp } from "./consul-http.ts";
+import { CtsError, messageOf } from "../errors.ts";
+import type { CallDescription } from "../consul/api-error.ts";
+import { withBody, type TxnOperation } from "../consul/package.ts";
+import { replyOf, statusOf, type CallOptions, type ConsulTransport } from "../consul/transport.ts";
 import { consulDuration } from "./settings.ts";
 
 /** One KV entry, value decoded to UTF-8. */
@@ -28,83 +30,99 @@ export type TxnOp =
 export const BLOCKING_WAIT_MS = 60_000;
 /** Consul's default limit on the operations of one transaction. */
 export const TXN_MAX_OPS = 64;
+/** A cut-off agent must not hang a renewal past the fence: every exchange is bounded. */
+const PLAIN_TIMEOUT_MS = 10_000;
 
-const encode = (k: string) => k.split("/").map(encodeURIComponent).join("/");
-
-function fail(what: string, res: ConsulAnswer, http: ConsulHttp): CtsError {
-  const reply = res.body.trim().slice(0, 300);
-  const permission = res.status === 403 ? " The token needs key:write on the HA prefix and session:write on this node (see src/ha/README.md)." : "";
-  return new CtsError("HA_CONSUL_FAILED", "external", `Consul at ${http.url()} answered ${res.status} to ${what}${reply ? `: ${reply}` : ""}.${permission}`, {
-    detail: { status: res.status },
-  });
+/** HA's own error codes for Consul failures (HA_CONSUL_FAILED with the status, timeout, unreachable). */
+function haError(timeoutMs: number) {
+  return (err: unknown, call: CallDescription): CtsError => {
+    if (err instanceof CtsError) return err;
+    const status = statusOf(err);
+    if (status !== undefined) {
+      const reply = replyOf(err);
+      if (/Invalid Session TTL/i.test(reply))
+        return new CtsError(
+          "HA_SESSION_TTL",
+          "usage",
+          `Consul refused the session TTL: ${reply}. Raise highAvailability.cluster.storage.sessionTtl (Consul's minimum is 10s unless the agent sets session_ttl_min).`,
+          { cause: err, detail: { status } },
+        );
+      const permission = status === 403 ? " The token needs key:write on the HA prefix and session:write on this node (see src/ha/README.md)." : "";
+      return new CtsError("HA_CONSUL_FAILED", "external", `Consul at ${call.url} answered ${status} to ${call.what}${reply ? `: ${reply}` : ""}.${permission}`, {
+        cause: err,
+        detail: { status },
+      });
+    }
+    if ((err as { isTimeout?: boolean }).isTimeout)
+      return new CtsError("HA_CONSUL_TIMEOUT", "external", `Consul at ${call.url} did not answer ${call.what} within ${timeoutMs} ms`, { cause: err });
+    return new CtsError("HA_CONSUL_UNREACHABLE", "external", `Consul at ${call.url} is unreachable (${call.what}): ${messageOf(err)}`, { cause: err });
+  };
 }
 
-function items(body: string): KvItem[] {
-  const raw = JSON.parse(body || "[]") as Array<{ Key: string; Value: string | null; Session?: string; ModifyIndex: number }>;
-  return raw.map((e) => ({
-    key: e.Key,
-    value: e.Value ? Buffer.from(e.Value, "base64").toString("utf8") : "",
-    ...(e.Session ? { session: e.Session } : {}),
-    modifyIndex: BigInt(e.ModifyIndex),
-  }));
+function toItem(e: { Key: string; Value: string | null; Session?: string; ModifyIndex: number }): KvItem {
+  return { key: e.Key, value: e.Value ?? "", ...(e.Session ? { session: e.Session } : {}), modifyIndex: BigInt(e.ModifyIndex) };
 }
 
-/** KV, session and transaction calls on one ConsulHttp. */
+/** KV, session and transaction calls of high availability, on the one Consul transport. */
 export class HaKv {
-  constructor(readonly http: ConsulHttp) {}
+  private readonly scope: { namespace?: string };
 
-  private blocking(index: bigint | undefined, signal?: AbortSignal) {
-    const wait = BLOCKING_WAIT_MS;
-    const block = index !== undefined && index > 0n;
-    return {
-      query: block ? { index: String(index), wait: `${wait}ms` } : {},
-      timeoutMs: block ? wait + wait / 16 + 10_000 : 10_000,
-      ...(signal ? { signal } : {}),
-    };
+  constructor(
+    readonly transport: ConsulTransport,
+    namespace?: string,
+  ) {
+    this.scope = namespace ? { namespace } : {};
+  }
+
+  private opts(o: { index?: bigint; signal?: AbortSignal; timeoutMs?: number }): CallOptions {
+    const block = o.index !== undefined && o.index > 0n;
+    return { ...(block ? { index: o.index, wait: BLOCKING_WAIT_MS } : {}), ...(o.signal ? { signal: o.signal } : {}), timeoutMs: o.timeoutMs ?? PLAIN_TIMEOUT_MS };
+  }
+
+  private desc(what: string): Omit<CallDescription, "url"> {
+    return { what, permission: "key:write on the HA prefix and session:write on this node" };
   }
 
   /** Reads one key; blocks while its index is `index`. A missing key is `undefined`. */
   async get(key: string, opts: { index?: bigint; signal?: AbortSignal } = {}): Promise<KvRead<KvItem | undefined>> {
-    const b = this.blocking(opts.index, opts.signal);
-    const res = await this.http.call("GET", `/v1/kv/${encode(key)}`, b);
-    if (res.status === 404) return { data: undefined, index: res.index };
-    if (res.status !== 200) throw fail(`reading '${key}'`, res, this.http);
-    return { data: items(res.body)[0], index: res.index };
+    const o = this.opts(opts);
+    const r = await this.transport.call(this.desc(`reading '${key}'`), this.scope, o, (c, common) => c.kv.get({ key, ...common }), haError(o.timeoutMs!));
+    const e = Array.isArray(r.data) ? r.data[0] : r.data;
+    return { data: e ? toItem(e) : undefined, index: r.index };
   }
 
   /** Reads every key under a prefix; blocks while the prefix's index is `index`. */
   async list(prefix: string, opts: { index?: bigint; signal?: AbortSignal } = {}): Promise<KvRead<KvItem[]>> {
-    const b = this.blocking(opts.index, opts.signal);
-    const res = await this.http.call("GET", `/v1/kv/${encode(prefix)}`, { ...b, query: { ...b.query, recurse: "true" } });
-    if (res.status === 404) return { data: [], index: res.index };
-    if (res.status !== 200) throw fail(`reading '${prefix}'`, res, this.http);
-    return { data: items(res.body), index: res.index };
+    const o = this.opts(opts);
+    const r = await this.transport.call(this.desc(`reading '${prefix}'`), this.scope, o, (c, common) => c.kv.get({ key: prefix, recurse: true, ...common }), haError(o.timeoutMs!));
+    const list = r.data === undefined || r.data === null ? [] : Array.isArray(r.data) ? r.data : [r.data];
+    return { data: list.map(toItem), index: r.index };
   }
 
   /** Writes a key (no session). */
   async put(key: string, value: string): Promise<void> {
-    const res = await this.http.call("PUT", `/v1/kv/${encode(key)}`, { body: value });
-    if (res.status !== 200) throw fail(`writing '${key}'`, res, this.http);
+    const o = this.opts({});
+    await this.transport.call(this.desc(`writing '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value, ...common }), haError(o.timeoutMs!));
   }
 
   /** Deletes a key, or a whole prefix with `recurse`. */
   async delete(key: string, recurse = false, timeoutMs?: number): Promise<void> {
-    const res = await this.http.call("DELETE", `/v1/kv/${encode(key)}`, { ...(recurse ? { query: { recurse: "true" } } : {}), ...(timeoutMs ? { timeoutMs } : {}) });
-    if (res.status !== 200) throw fail(`deleting '${key}'`, res, this.http);
+    const o = this.opts({ ...(timeoutMs ? { timeoutMs } : {}) });
+    await this.transport.call(this.desc(`deleting '${key}'`), this.scope, o, (c, common) => c.kv.del({ key, ...(recurse ? { recurse } : {}), ...common }), haError(o.timeoutMs!));
   }
 
   /** Tries to take the lock `key` with `session`; true when this session holds it now. */
   async acquire(key: string, session: string, value: string, timeoutMs?: number): Promise<boolean> {
-    const res = await this.http.call("PUT", `/v1/kv/${encode(key)}`, { query: { acquire: session }, body: value, ...(timeoutMs ? { timeoutMs } : {}) });
-    if (res.status !== 200) throw fail(`acquiring the lock '${key}'`, res, this.http);
-    return res.body.trim() === "true";
+    const o = this.opts({ ...(timeoutMs ? { timeoutMs } : {}) });
+    const r = await this.transport.call(this.desc(`acquiring the lock '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value, acquire: session, ...common }), haError(o.timeoutMs!));
+    return r.data === true;
   }
 
   /** Releases the lock `key` held by `session` (no lock delay applies to a release). */
   async release(key: string, session: string, timeoutMs?: number): Promise<boolean> {
-    const res = await this.http.call("PUT", `/v1/kv/${encode(key)}`, { query: { release: session }, ...(timeoutMs ? { timeoutMs } : {}) });
-    if (res.status !== 200) throw fail(`releasing the lock '${key}'`, res, this.http);
-    return res.body.trim() === "true";
+    const o = this.opts({ ...(timeoutMs ? { timeoutMs } : {}) });
+    const r = await this.transport.call(this.desc(`releasing the lock '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value: "", release: session, ...common }), haError(o.timeoutMs!));
+    return r.data === true;
   }
 
   /**
@@ -112,7 +130,7 @@ export class HaKv {
    * session no longer holds the lock: nothing was written.
    */
   async txn(ops: TxnOp[]): Promise<boolean> {
-    const body = ops.map((op) => {
+    const body: TxnOperation[] = ops.map((op) => {
       switch (op.verb) {
         case "set":
           return { KV: { Verb: "set", Key: op.key, Value: Buffer.from(op.value, "utf8").toString("base64") } };
@@ -123,52 +141,70 @@ export class HaKv {
           return { KV: { Verb: "check-session", Key: op.key, Session: op.session } };
       }
     });
-    const res = await this.http.call("PUT", "/v1/txn", { body });
-    if (res.status === 200) return true;
-    if (res.status === 409) return false;
-    throw fail("a KV transaction", res, this.http);
+    const o = this.opts({});
+    try {
+      await this.transport.call(this.desc("a KV transaction"), this.scope, o, (c, common) => c.transaction.create(body, common), haError(o.timeoutMs!));
+      return true;
+    } catch (err) {
+      if (err instanceof CtsError && err.detail.status === 409) return false;
+      throw err;
+    }
   }
 
   /**
    * Creates a session tied to no health check: only its TTL (or an explicit destroy) ends it,
-   * which is what makes the fencing arithmetic in the README hold.
+   * which is what makes the fencing arithmetic in the README hold. The package's session.create
+   * drops NodeChecks/ServiceChecks (Consul would then tie the session to serfHealth), so this one
+   * call goes through the package's own request machinery (papi's PUT) with Consul's body.
    */
   async createSession(name: string, ttlMs: number, lockDelayMs: number): Promise<string> {
-    const res = await this.http.call("PUT", "/v1/session/create", {
-      body: { Name: name, TTL: consulDuration(ttlMs), LockDelay: consulDuration(lockDelayMs), Behavior: "release", NodeChecks: [], ServiceChecks: [] },
-    });
-    if (res.status !== 200) {
-      if (/Invalid Session TTL/i.test(res.body))
-        throw new CtsError(
-          "HA_SESSION_TTL",
-          "usage",
-          `Consul refused the session TTL ${consulDuration(ttlMs)}: ${res.body.trim()}. Raise highAvailability.cluster.storage.sessionTtl (Consul's minimum is 10s unless the agent sets session_ttl_min).`,
-        );
-      throw fail("creating a session", res, this.http);
-    }
-    return (JSON.parse(res.body) as { ID: string }).ID;
+    const o = this.opts({});
+    const r = await this.transport.call(
+      this.desc(`creating a session (TTL ${consulDuration(ttlMs)})`),
+      this.scope,
+      o,
+      (c, common) =>
+        c._put({
+          name: "session.create",
+          path: "/session/create",
+          type: "json",
+          body: { Name: name, TTL: consulDuration(ttlMs), LockDelay: consulDuration(lockDelayMs), Behavior: "release", NodeChecks: [], ServiceChecks: [] },
+          ctx: common.ctx,
+          timeout: common.timeout,
+        }, withBody),
+      haError(o.timeoutMs!),
+    );
+    return (r.data as { ID: string }).ID;
   }
 
   /** Renews a session: "ok", or "gone" when Consul no longer knows it (it was invalidated). */
   async renewSession(id: string, timeoutMs: number): Promise<"ok" | "gone"> {
-    const res = await this.http.call("PUT", `/v1/session/renew/${encodeURIComponent(id)}`, { timeoutMs });
-    if (res.status === 404) return "gone";
-    if (res.status !== 200) throw fail("renewing the session", res, this.http);
-    const list = JSON.parse(res.body || "null") as unknown[] | null;
-    return list && list.length > 0 ? "ok" : "gone";
+    const o = this.opts({ timeoutMs });
+    try {
+      const r = await this.transport.call(this.desc("renewing the session"), this.scope, o, (c, common) => c.session.renew({ id, ...common }), haError(timeoutMs));
+      return Array.isArray(r.data) && r.data.length > 0 ? "ok" : "gone";
+    } catch (err) {
+      if (err instanceof CtsError && err.detail.status === 404) return "gone";
+      throw err;
+    }
   }
 
   /** Destroys a session (its locks are released; lock delay applies to them). */
   async destroySession(id: string, timeoutMs = 5_000): Promise<void> {
-    const res = await this.http.call("PUT", `/v1/session/destroy/${encodeURIComponent(id)}`, { timeoutMs });
-    if (res.status !== 200) throw fail("destroying the session", res, this.http);
+    const o = this.opts({ timeoutMs });
+    await this.transport.call(this.desc("destroying the session"), this.scope, o, (c, common) => c.session.destroy({ id, ...common }), haError(timeoutMs));
   }
 
   /** Instances of a service with a tag, with their checks (non-blocking). */
   async healthService(service: string, tag: string): Promise<Array<{ Service: { ID: string; Address: string; Port: number; Tags: string[] | null }; Node: { Address: string }; Checks: Array<{ Status: string }> }>> {
+    const o = this.opts({});
     // Self-registrations live in the agent's namespace, not the HA storage namespace.
-    const res = await this.http.call("GET", `/v1/health/service/${encodeURIComponent(service)}`, { query: { tag }, namespace: false });
-    if (res.status !== 200) throw fail(`reading the health of '${service}'`, res, this.http);
-    return JSON.parse(res.body || "[]");
+    const r = await this.transport.call(this.desc(`reading the health of '${service}'`), {}, o, (c, common) => c.health.service({ service, tag, ...common }), haError(o.timeoutMs!));
+    return (r.data ?? []) as Awaited<ReturnType<HaKv["healthService"]>>;
+  }
+
+  /** Closes the transport's sockets. */
+  close(): void {
+    this.transport.close();
   }
 }

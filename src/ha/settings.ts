@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { formatDuration, parseDuration } from "../config/duration.ts";
+import { Duration, parseDuration } from "../config/duration.ts";
 import type { CtsConfig, HighAvailabilityConfig } from "../config/types.ts";
 import type { Problem } from "../task/validate.ts";
 
@@ -107,10 +107,11 @@ export function resolveHaSettings(config: Pick<CtsConfig, "id" | "highAvailabili
 
 /** Consul's duration text for a TTL or delay ("15s", "0s", "1500ms"). */
 export function consulDuration(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+  return Duration.ofMs(ms).toConsul();
 }
 
-/** Human text for logs. */
+/** Human text for logs: whole seconds from 1s up ("1s", "2m30s"), ms below. */
 export function durationText(ms: number): string {
-  return ms === 0 ? "0s" : ms < 1000 ? `${ms}ms` : formatDuration(ms);
+  const d = Duration.ofMs(ms);
+  return (ms < 1000 ? d : d.round(Duration.ofMs(1000))).toString();
 }

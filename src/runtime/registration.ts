@@ -1,6 +1,7 @@
-import { request as httpRequest } from "node:http";
-import { request as httpsRequest } from "node:https";
-import { httpsOptions, type ConsulConnection } from "../consul/connection.ts";
+import type { CallDescription } from "../consul/api-error.ts";
+import type { ConsulConnection } from "../consul/connection.ts";
+import type { Answer, CommonCallOptions, PackageClient } from "../consul/package.ts";
+import { createConsulTransport, replyOf, statusOf } from "../consul/transport.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { VERSION } from "../version.ts";
@@ -10,50 +11,34 @@ export const SELF_SERVICE_NAME = "consul-terraform-sync";
 /** The tag on the registration. */
 export const SELF_SERVICE_TAG = "cts";
 
-/** What one agent call answered. */
-export interface AgentAnswer {
-  status: number;
-  body: string;
+/** Agent failures as short sentences ("the agent answered 403: …"); the caller adds what to do. */
+function agentError(code: string) {
+  return (err: unknown, call: CallDescription): CtsError => {
+    const status = statusOf(err);
+    const reply = replyOf(err);
+    const message = status !== undefined ? `the agent answered ${status}${reply ? `: ${reply}` : ""}` : `Consul at ${call.url} is unreachable: ${messageOf(err)}`;
+    return new CtsError(code, "external", message, { cause: err, ...(status !== undefined ? { detail: { status } } : {}) });
+  };
 }
 
-/**
- * One plain (non-blocking) call to the Consul agent with the connection's token and TLS files. The
- * catalog client has no agent endpoints, and the health probe needs a short, hard timeout.
- */
-export function agentRequest(conn: ConsulConnection, method: string, path: string, body?: unknown, timeoutMs = 5_000): Promise<AgentAnswer> {
-  const secure = conn.scheme === "https";
-  const payload = body === undefined ? undefined : JSON.stringify(body);
-  const headers: Record<string, string> = {};
-  if (conn.token) headers["x-consul-token"] = conn.token;
-  if (payload !== undefined) headers["content-type"] = "application/json";
-  const tls = secure ? httpsOptions(conn) : {};
-  return new Promise((resolve, reject) => {
-    const req = (secure ? httpsRequest : httpRequest)(
-      { host: conn.host, port: conn.port, method, path, headers, timeout: timeoutMs, ...tls },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (d: string) => (text += d));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
-        res.on("error", reject);
-      },
-    );
-    req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on("error", reject);
-    req.end(payload);
-  });
+/** One plain agent call on a short-lived transport, with a hard timeout. */
+async function agentCall<T>(conn: ConsulConnection, what: string, code: string, timeoutMs: number, run: (c: PackageClient, common: CommonCallOptions) => Promise<Answer<T>>) {
+  const transport = createConsulTransport(conn);
+  try {
+    return await transport.call({ what, permission: `service:write on "${SELF_SERVICE_NAME}"` }, {}, { timeoutMs }, run, agentError(code));
+  } finally {
+    transport.close();
+  }
 }
-
 
 /** Why Consul cannot be used right now, or undefined when it has a leader. Never throws. */
 export async function consulProblem(conn: ConsulConnection, timeoutMs = 2_000): Promise<string | undefined> {
   try {
-    const res = await agentRequest(conn, "GET", "/v1/status/leader", undefined, timeoutMs);
-    if (res.status !== 200) return `Consul at ${conn.url} answered ${res.status} to /v1/status/leader`;
-    const leader = JSON.parse(res.body || '""') as unknown;
-    return typeof leader === "string" && leader !== "" ? undefined : `Consul at ${conn.url} has no leader`;
+    const res = await agentCall(conn, "reading /v1/status/leader", "CONSUL_UNREACHABLE", timeoutMs, (c, common) => c.status.leader(common));
+    return typeof res.data === "string" && res.data !== "" ? undefined : `Consul at ${conn.url} has no leader`;
   } catch (err) {
-    return `Consul at ${conn.url} is unreachable: ${messageOf(err)}`;
+    const status = err instanceof CtsError ? err.detail.status : undefined;
+    return status !== undefined ? `Consul at ${conn.url} answered ${status} to /v1/status/leader` : messageOf(err);
   }
 }
 
@@ -119,8 +104,7 @@ export async function registerSelf(conn: ConsulConnection, opts: SelfRegistratio
   const { log } = opts;
   const definition = selfServiceDefinition(opts);
   try {
-    const res = await agentRequest(conn, "PUT", "/v1/agent/service/register", definition);
-    if (res.status !== 200) throw new CtsError("CONSUL_REGISTER_FAILED", "external", `the agent answered ${res.status}: ${res.body.trim().slice(0, 300)}`);
+    await agentCall(conn, "registering this instance", "CONSUL_REGISTER_FAILED", 5_000, (c, common) => c.agent.service.register({ ...definition, ...common }));
     log.info(`registered service '${SELF_SERVICE_NAME}' with id '${opts.id}' in Consul`, { id: opts.id });
   } catch (err) {
     log.warn(
@@ -133,8 +117,7 @@ export async function registerSelf(conn: ConsulConnection, opts: SelfRegistratio
     registered: true,
     async deregister() {
       try {
-        const res = await agentRequest(conn, "PUT", `/v1/agent/service/deregister/${encodeURIComponent(opts.id)}`);
-        if (res.status !== 200) throw new Error(`the agent answered ${res.status}: ${res.body.trim().slice(0, 300)}`);
+        await agentCall(conn, "deregistering this instance", "CONSUL_REGISTER_FAILED", 5_000, (c, common) => c.agent.service.deregister({ id: opts.id, ...common }));
         log.info(`deregistered service id '${opts.id}' from Consul`, { id: opts.id });
       } catch (err) {
         log.warn(`could not deregister service id '${opts.id}' from Consul: ${messageOf(err)}`, { id: opts.id });

@@ -145,9 +145,14 @@ export function parseLockInfo(text: string): LockInfo | undefined {
   return Object.keys(info).length ? info : undefined;
 }
 
-/** True when a failed command's output says the state lock could not be taken. */
+/**
+ * True when a failed command's output says the state lock is held by someone else. A lock refused
+ * by Consul's ACLs ("Permission denied", 403) prints the same "Error acquiring the state lock"
+ * headline but never frees itself: that is a plain failure with the ACL hint, not a lock to wait out.
+ */
 export function isStateLocked(text: string): boolean {
-  return STATE_LOCKED.test(text);
+  if (text.includes("Lock Info:")) return true;
+  return STATE_LOCKED.test(text) && !ACL_DENIED.test(text);
 }
 
 /** TERRAFORM_STATE_LOCKED: the state stayed locked longer than the lock timeout. */

@@ -1,3 +1,4 @@
+import { Duration } from "../config/duration.ts";
 import { CtsError } from "../errors.ts";
 
 /** Time, behind an interface so buffer tests run on a fake clock instead of sleeping. */
@@ -42,46 +43,18 @@ export function normalizeBufferPeriod(
 ): BufferPeriodSettings {
   if (!cfg) return { ...parent };
   const enabled = cfg.enabled ?? (cfg.min !== undefined || cfg.max !== undefined ? true : parent.enabled);
-  const min = cfg.min !== undefined ? parseDuration(cfg.min, `${field}.min`) : parent.min;
-  const max = cfg.max !== undefined ? parseDuration(cfg.max, `${field}.max`) : cfg.min !== undefined ? 4 * min : parent.max;
+  const min = cfg.min !== undefined ? Duration.parse(cfg.min, `${field}.min`).ms : parent.min;
+  const max = cfg.max !== undefined ? Duration.parse(cfg.max, `${field}.max`).ms : cfg.min !== undefined ? 4 * min : parent.max;
   if (!enabled) return { enabled: false, min, max };
   if (min > max) {
     throw new CtsError(
       "BUFFER_PERIOD_INVALID",
       "usage",
-      `${field}.min (${formatMs(min)}) is greater than ${field}.max (${formatMs(max)}). Make min at most max, or set only min (max becomes 4×min).`,
+      `${field}.min must be ≤ ${field}.max, but ${field}.min is ${Duration.ofMs(min)} and ${field}.max is ${Duration.ofMs(max)}. Make min at most max, or set only min (max becomes 4×min).`,
       { detail: { field: `${field}.min` } },
     );
   }
   return { enabled, min, max };
-}
-
-/** Parses ms or a Go duration string ("1m30s", "250ms"); rejects negatives, naming the field. */
-export function parseDuration(value: number | string, field: string): number {
-  const bad = (why: string) =>
-    new CtsError("DURATION_INVALID", "usage", `${field} '${value}' ${why}. Use milliseconds or a duration like "5s", "500ms" or "1m30s".`, {
-      detail: { field },
-    });
-  if (typeof value === "number") {
-    if (!Number.isFinite(value) || value < 0) throw bad("is not a non-negative number");
-    return value;
-  }
-  const units: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-  const text = value.trim();
-  if (text === "0") return 0;
-  const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
-  let total = 0;
-  let consumed = 0;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    total += Number(m[1]) * units[m[2]!]!;
-    consumed = re.lastIndex;
-  }
-  if (text === "" || consumed !== text.length) throw bad("is not a duration");
-  return total;
-}
-
-function formatMs(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }
 
 /**
@@ -99,7 +72,7 @@ export class BufferPeriod {
 
   constructor(period: { min: number; max: number }, onFire: () => void, clock: Clock = systemClock) {
     if (period.min > period.max) {
-      throw new CtsError("BUFFER_PERIOD_INVALID", "usage", `bufferPeriod.min (${period.min} ms) is greater than bufferPeriod.max (${period.max} ms). Make min at most max.`, {
+      throw new CtsError("BUFFER_PERIOD_INVALID", "usage", `bufferPeriod.min must be ≤ bufferPeriod.max, but bufferPeriod.min is ${Duration.ofMs(period.min)} and bufferPeriod.max is ${Duration.ofMs(period.max)}. Make min at most max.`, {
         detail: { field: "bufferPeriod.min" },
       });
     }

@@ -87,7 +87,7 @@ describe("high availability with three cts processes (real Consul, real OpenTofu
       if (p !== first) assert.doesNotMatch(p.logs(), /executing all tasks once through|\[members\]/, `${p.name} ran nothing`);
     }
     assert.equal(await lockHolder(consul), leaderId);
-    assert.match(first.logs(), /\(ha\) ha: attempting to acquire leadership lock: lock_path=consul-terraform-sync\/ha-test\/leader/);
+    assert.match(first.logs(), /\[INFO\] ha: attempting to acquire leadership lock: lock_path=consul-terraform-sync\/ha-test\/leader/);
   });
 
   it("followers redirect task-changing calls to the leader and answer reads from the stored state", async () => {
@@ -214,8 +214,8 @@ describe("high availability with three cts processes (real Consul, real OpenTofu
     const file = await config("cts-d", { module: false, tasks: [`new AppendMembers("members", ${JSON.stringify(members)}, ${JSON.stringify(applies)})`] });
     const d = startCtsProcess(file, { name: "cts-d" });
     procs.set("cts-d", d);
-    await d.waitForLine(/\[ERROR\] \(ha\.compat\) compatibility check failure: stat \.\/modules\/echo: no such file or directory/, 60_000);
-    await d.waitForLine(/\(ha\.compat\) compatibility check failure: task 'idle' \(class MemberList\) is in the config of leader/, 10_000);
+    await d.waitForLine(/\[ERROR\] ha\.compat: compatibility check failure: stat \.\/modules\/echo: no such file or directory/, 60_000);
+    await d.waitForLine(/ha\.compat: compatibility check failure: task 'idle' \(class MemberList\) is in the config of leader/, 10_000);
     const member = await waitFor(
       async () => (await api(leaderId, "GET", "/v1/status/cluster")).body.members.find((m: any) => m.id === "cts-d" && m.compatible === false),
       10_000,

@@ -9,12 +9,13 @@ import { parseTask } from "../../src/api/task-request.ts";
 import { selfServiceDefinition } from "../../src/runtime/registration.ts";
 import { CtsError } from "../../src/errors.ts";
 
-const usage = (fn: () => unknown, message: RegExp) =>
-  assert.throws(fn, (err: unknown) => err instanceof CtsError && err.category === "usage" && message.test(err.message));
+const isUsage = (message: RegExp) => (err: unknown) => err instanceof CtsError && err.category === "usage" && message.test(err.message);
+const usage = (fn: () => unknown, message: RegExp) => assert.throws(fn, isUsage(message));
+const rejectsUsage = (fn: () => Promise<unknown>, message: RegExp) => assert.rejects(fn, isUsage(message));
 
 describe("the task file parser (CTS HCL subset)", () => {
-  it("converts a CTS task block with every supported block into the API's JSON", () => {
-    const task = taskFromHcl(
+  it("converts a CTS task block with every supported block into the API's JSON", async () => {
+    const task = await taskFromHcl(
       `
       /* a task as CTS users write it */
       task "web-lb" {
@@ -57,27 +58,37 @@ describe("the task file parser (CTS HCL subset)", () => {
     assert.equal(parseTask(task).condition.kind, "services", "the API accepts what the file gives");
   });
 
-  it("reads CTS's unlabelled `task { name = ... }` form and the other condition types", () => {
-    const cond = (block: string) => taskFromHcl(`task {\n name = "t"\n module = "m"\n ${block}\n}`, "t.hcl").condition;
-    assert.deepEqual(cond(`condition "catalog-services" {\n regexp = "^web"\n node_meta = { rack = "r1" }\n}`), { catalog_services: { regexp: "^web", node_meta: { rack: "r1" } } });
-    assert.deepEqual(cond(`condition "consul-kv" { path = "k" }`), { consul_kv: { path: "k" } });
-    assert.deepEqual(cond(`condition "schedule" { cron = "0 * * * *" }`), { schedule: { cron: "0 * * * *" } });
+  it("reads CTS's unlabelled `task { name = ... }` form and the other condition types", async () => {
+    const cond = async (block: string) => (await taskFromHcl(`task {\n name = "t"\n module = "m"\n ${block}\n}`, "t.hcl")).condition;
+    assert.deepEqual(await cond(`condition "catalog-services" {\n regexp = "^web"\n node_meta = { rack = "r1" }\n}`), { catalog_services: { regexp: "^web", node_meta: { rack: "r1" } } });
+    assert.deepEqual(await cond(`condition "consul-kv" { path = "k" }`), { consul_kv: { path: "k" } });
+    assert.deepEqual(await cond(`condition "schedule" { cron = "0 * * * *" }`), { schedule: { cron: "0 * * * *" } });
   });
 
-  it("refuses what it does not support, naming the file, line and fix", () => {
-    usage(() => taskFromHcl(`task "t" {\n  variable_files = ["a.tfvars"]\n}`, "t.hcl"), /^t\.hcl:2: variable_files is not supported in task files/);
-    usage(() => taskFromHcl(`task "t" {\n  module = "\${var.x}"\n}`, "t.hcl"), /^t\.hcl:2:\d+: '\$\{' starts a template/);
-    usage(() => taskFromHcl(`task "a" {}\ntask "b" {}`, "t.hcl"), /exactly one task block \(found 2\)/);
-    usage(() => taskFromHcl(`consul { address = "x" }\ntask "a" {}`, "t.hcl"), /'consul' is not allowed in a task file/);
-    usage(() => taskFromHcl(`task "t" {\n  condition "nodes" {}\n}`, "t.hcl"), /condition needs one label: "services", "catalog-services", "consul-kv", "schedule"/);
-    usage(() => taskFromHcl(`task "t" {\n  module = foo\n}`, "t.hcl"), /'foo' is an expression; task files take literal values only/);
-    usage(() => taskFromHcl(`task "t" {\n  module = "m"\n`, "t.hcl"), /a block is not closed/);
-    usage(() => taskFromHcl(`task "t" {\n  description = <<EOT\nx\nEOT\n}`, "t.hcl"), /heredoc strings are not supported/);
-    usage(() => taskFromHcl(`task "t" {\n  name = "u"\n}`, "t.hcl"), /label \('t'\) and its name \('u'\) differ/);
+  it("refuses what it does not support, naming the file, line and fix", async () => {
+    await rejectsUsage(() => taskFromHcl(`task "t" {\n  variable_files = ["a.tfvars"]\n}`, "t.hcl"), /^t\.hcl:2: variable_files is not supported in task files/);
+    await rejectsUsage(() => taskFromHcl(`task "t" {\n  module = "\${var.x}"\n}`, "t.hcl"), /^t\.hcl:2:\d+: '\$\{' starts a template/);
+    await rejectsUsage(() => taskFromHcl(`task "a" {}\ntask "b" {}`, "t.hcl"), /exactly one task block \(found 2\)/);
+    await rejectsUsage(() => taskFromHcl(`consul { address = "x" }\ntask "a" {}`, "t.hcl"), /'consul' is not allowed in a task file/);
+    await rejectsUsage(() => taskFromHcl(`task "t" {\n  condition "nodes" {}\n}`, "t.hcl"), /condition needs one label: "services", "catalog-services", "consul-kv", "schedule"/);
+    await rejectsUsage(() => taskFromHcl(`task "t" {\n  module = foo\n}`, "t.hcl"), /'foo' is an expression; task files take literal values only/);
+    await rejectsUsage(() => taskFromHcl(`task "t" {\n  module = "m"\n`, "t.hcl"), /a block is not closed/);
+    await rejectsUsage(() => taskFromHcl(`task "t" {\n  name = "u"\n}`, "t.hcl"), /label \('t'\) and its name \('u'\) differ/);
   });
 
-  it("parses numbers, booleans, null, nested lists and objects, and all comment styles", () => {
-    const body = parseHcl(`a = -1.5e2 // c1\nb = [true, false, null, [1, {x: "y"}],]\n# c2\nc = { "k" = { d = "e" } }`);
+  it("reads heredocs (indented ones trimmed) and string escapes as literal strings", async () => {
+    const body = await parseHcl(`a = <<EOT\nline 1\n  line 2\nEOT\nb = <<-EOT\n    x\n      y\n    EOT\nc = "tab\\there \\u00e9 \\"q\\" $\${x} %%{y}"\n`);
+    assert.deepEqual(Object.fromEntries([...body.attributes].map(([k, v]) => [k, v.value])), { a: "line 1\n  line 2\n", b: "x\n  y\n", c: 'tab\there \u00e9 "q" \${x} %{y}' });
+  });
+
+  it("reports syntax errors and repeated attributes with file, line and column", async () => {
+    await rejectsUsage(() => parseHcl(`task "t" {\n  module = \n}`, "t.hcl"), /^t\.hcl:\d+:\d+: /);
+    await rejectsUsage(() => parseHcl(`a = 1\na = 2\n`, "t.hcl"), /^t\.hcl:2:1: 'a' is set twice/);
+    await rejectsUsage(() => parseHcl(`a = [1, 2\n`, "t.hcl"), /^t\.hcl:\d+:\d+: /);
+  });
+
+  it("parses numbers, booleans, null, nested lists and objects, and all comment styles", async () => {
+    const body = await parseHcl(`a = -1.5e2 // c1\nb = [true, false, null, [1, {x: "y"}],]\n# c2\nc = { "k" = { d = "e" } }`);
     assert.deepEqual(Object.fromEntries([...body.attributes].map(([k, v]) => [k, v.value])), { a: -150, b: [true, false, null, [1, { x: "y" }]], c: { k: { d: "e" } } });
   });
 });

@@ -4,7 +4,7 @@ import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ConsulAnswer, ConsulHttp } from "../../src/ha/consul-http.ts";
+import type { ProbeAnswer as ConsulAnswer, ConsulProbe as ConsulHttp } from "../../src/doctor/consul-probe.ts";
 import { CtsError } from "../../src/errors.ts";
 import { consulKv, services, schedule, Task, type TaskScope } from "../../src/index.ts";
 import type { Condition, TaskInputs } from "../../src/task/conditions.ts";
@@ -23,7 +23,7 @@ function fakeConsul(answer: (method: string, path: string) => Partial<ConsulAnsw
       calls.push(`${method} ${path}`);
       const a = answer(method, path);
       if (a instanceof Error) throw a;
-      return { status: 200, index: 0n, body: "", ...a };
+      return { status: 200, body: "", ...a };
     },
   };
 }

@@ -67,6 +67,14 @@ describe("state lock failures", () => {
     assert.equal((err.detail.lock as { Who: string }).Who, "cts@host-a");
   });
 
+  it("does not wait out a state lock that Consul's ACLs refused: it is TERRAFORM_FAILED with the ACL hint", () => {
+    const errors =
+      "Error acquiring the state lock: Error lock state: Unexpected response code: 403 (Permission denied: token with AccessorID 'x' lacks permission 'key:write' on \"consul-terraform-sync/terraform-env:web/.lock\")";
+    const err = commandFailure("web", { command: "tofu workspace new", exitCode: 1, errors, hint: "Check the backend." }, errors, 90_000);
+    assert.equal(err.code, "TERRAFORM_FAILED");
+    assert.match(err.message, /ACL token/);
+  });
+
   it("keeps other failures TERRAFORM_FAILED", () => {
     const err = commandFailure("web", { command: "tofu apply", exitCode: 1, errors: "Unsupported argument", hint: "Fix it." }, "Unsupported argument", 90_000);
     assert.equal(err.code, "TERRAFORM_FAILED");

@@ -1,7 +1,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { CtsError } from "../../src/errors.ts";
-import { BufferPeriod, normalizeBufferPeriod, parseDuration, type Clock } from "../../src/watch/buffer.ts";
+import { Duration } from "../../src/config/duration.ts";
+import { BufferPeriod, normalizeBufferPeriod, type Clock } from "../../src/watch/buffer.ts";
+
+const parseDuration = (value: number | string, field: string) => Duration.parse(value, field).ms;
 
 /** A clock that only moves when the test says so. */
 function fakeClock(): Clock & { advance(ms: number): void; pending(): number } {
