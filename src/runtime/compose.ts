@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { join } from "node:path";
-import type { CtsConfig } from "../config/types.ts";
+import type { CtsConfig, TerraformDriverConfig } from "../config/types.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import { parseDuration } from "../config/duration.ts";
 import type { Source, SourceData } from "../consul/types.ts";
@@ -11,7 +11,7 @@ import { consulEnvForTerraform, resolveConsulConnection, type ConsulConnection }
 import { createCatalogReader } from "../consul/reader.ts";
 import { createWatcher } from "../watch/watcher.ts";
 import { createTerraformDriver } from "../terraform/driver.ts";
-import type { LocalTerraformDriver } from "../terraform/types.ts";
+import type { LocalTerraformDriver, WarmProviderOptions } from "../terraform/types.ts";
 import { createLogger, redactSecret, type Logger } from "../log.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { inProcessSynthesizer, workerSynthesizer } from "../synth/synthesizer.ts";
@@ -104,6 +104,8 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     // One redaction at the source: no Terraform or provider text leaves the driver unscrubbed.
     redact: (text) => knownSecrets.redact(text),
     notice: (line) => tfLog.warn(line),
+    debugLog: (task, line) => tfLog.debug(`[${task}] ${line}`, { task }),
+    warmProviders: warmProviderOptions(tf.warmProviders),
   });
   const watcher =
     opts.mode === "watch"
@@ -137,6 +139,21 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
       await controller.stop();
       watcher?.close();
       consul.close();
+      // Warm provider processes end with the runtime (stop, SIGTERM, `once` finishing).
+      await driver.close();
     },
+  };
+}
+
+/** `driver.terraform.warmProviders` in the driver's terms (durations in ms). */
+function warmProviderOptions(warm: TerraformDriverConfig["warmProviders"]): false | WarmProviderOptions {
+  if (warm === false) return false;
+  if (!warm) return {};
+  const idle = warm.idleTimeout === undefined ? undefined : parseDuration(warm.idleTimeout);
+  return {
+    ...(warm.maxProcesses !== undefined ? { maxProcesses: warm.maxProcesses } : {}),
+    ...(warm.maxRunsPerProcess !== undefined ? { maxRunsPerProcess: warm.maxRunsPerProcess } : {}),
+    ...(idle !== undefined ? { idleTimeoutMs: idle } : {}),
+    ...(warm.maxRssMb !== undefined ? { maxRssMb: warm.maxRssMb } : {}),
   };
 }
