@@ -2,7 +2,7 @@
  * 2. End to end: a registration → `tofu apply` finished, for a one-resource task, against the same
  * `tofu apply` run by hand on the same files. Also: what skipping `init` and the no-op skip save.
  */
-import { readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startConsul } from "../test/support/consul.ts";
 import { runTofu } from "../test/support/tofu.ts";
@@ -110,7 +110,53 @@ async function bench(ctx: BenchContext, samples: number, initSamples: number, wi
   return { ours, hand, noop, handNoop, cold, handInit, problems: d.problems };
 }
 
+/**
+ * Change → applied with warm providers off and on, in one run: a fresh daemon and working dir
+ * for each (same Consul agent), the same registrations; also the pool's resident memory.
+ */
+async function warmComparison(ctx: BenchContext, samples: number) {
+  const consul = await startConsul();
+  ctx.onCleanup(() => consul.stop());
+  await consul.register({ Name: "warm", ID: "warm-0", Address: "10.5.5.5", Port: 5000 });
+  const out: Record<"off" | "on", number[]> = { off: [], on: [] };
+  let poolRssMb: number | undefined;
+  let poolProcesses = 0;
+  for (const mode of ["off", "on"] as const) {
+    const dir = join(ctx.tmp, `warm-${mode}`);
+    await mkdir(dir, { recursive: true });
+    const file = await writeBenchConfig({
+      dir,
+      consulAddress: consul.address,
+      backendPath: `cts-bench/warm-${mode}`,
+      tasks: [`new MemberFile({ name: ${lit(TASK)}, path: ${lit(join(dir, "members.txt"))}, condition: services({ names: ["warm"] }) })`],
+    });
+    const d = await startBenchDaemon(file, { driver: "real", warmProviders: mode === "on" });
+    try {
+      const first = await d.rec.next(TASK, "outcome", () => true, 120_000);
+      if (first.outcome !== "applied") throw new Error(`warm ${mode}: the first run ended '${first.outcome}': ${d.problems.join("; ")}`);
+      for (let i = 1; i <= samples; i++) {
+        await sleep(200);
+        const id = `warm-${mode}-${i}`;
+        const applied = d.rec.next(TASK, "applied", (m) => (m.json ?? "").includes(` ${id} `), 60_000);
+        const t0 = performance.now();
+        await consul.register({ Name: "warm", ID: id, Address: "10.5.5.5", Port: 5000 + i });
+        out[mode].push((await applied).t - t0);
+      }
+      if (mode === "on") {
+        const procs = d.warmProcesses();
+        poolProcesses = procs.length;
+        poolRssMb = procs.reduce((sum, p) => sum + (p.rssMb ?? 0), 0);
+        if (procs.length === 0) throw new Error("warm providers on, but no warm provider process is running");
+      }
+    } finally {
+      await d.close();
+    }
+  }
+  return { off: summarize(out.off), on: summarize(out.on), poolRssMb, poolProcesses };
+}
+
 export const run: BenchFn = async (ctx) => {
+  const warm = await warmComparison(ctx, ctx.sizes.e2eSamples);
   const { ours, hand, noop, handNoop, cold, handInit, problems } = await bench(ctx, ctx.sizes.e2eSamples, ctx.sizes.e2eInitSamples, true);
   const total = summarize(ours.map((o) => o.total));
   const handS = summarize(hand);
@@ -151,8 +197,21 @@ export const run: BenchFn = async (ctx) => {
   if (r > RATIO_TARGET) targets[0]!.why = `cts adds ${ms(total.p50 - handS.p50)} to the apply: ${ms(median(ours.map((o) => o.trigger)))} until the driver has the JSON, the rest in the driver (files, \`-json\` output parsing); see the profile.`;
   return {
     title: "End to end",
-    method: `One MemberFile task (one local_file) with the real driver and the Consul state backend. Each round registers one more instance and times the write → \`tofu apply\` finished (the driver's promise resolves); then, in the same working dir, workspace and CLI config, it writes the previous JSON back and times \`tofu apply -auto-approve -input=false -lock=true\` by hand (the same replace of one file). ${ctx.sizes.e2eSamples} rounds; ${ctx.sizes.e2eInitSamples} cold runs with the init marker removed.`,
-    tables: [main, skips],
+    method: `One MemberFile task (one local_file) with the real driver and the Consul state backend (warm providers off for the comparison with the hand-run apply; the warm table runs a fresh daemon with them off, then on). Each round registers one more instance and times the write → \`tofu apply\` finished (the driver's promise resolves); then, in the same working dir, workspace and CLI config, it writes the previous JSON back and times \`tofu apply -auto-approve -input=false -lock=true\` by hand (the same replace of one file). ${ctx.sizes.e2eSamples} rounds; ${ctx.sizes.e2eInitSamples} cold runs with the init marker removed.`,
+    tables: [
+      main,
+      skips,
+      {
+        title: "Warm providers: change → applied (one local_file replaced), off and on in one run",
+        columns: ["warmProviders", "n", "p50", "p99", "max"],
+        rows: [
+          ["off (Terraform launches hashicorp/local every run)", warm.off.n, ms(warm.off.p50), ms(warm.off.p99), ms(warm.off.max)],
+          ["on (reattached through TF_REATTACH_PROVIDERS)", warm.on.n, ms(warm.on.p50), ms(warm.on.p99), ms(warm.on.max)],
+          ["**saved per run (p50)**", "", ms(warm.off.p50 - warm.on.p50), "", ""],
+          [`pool: ${warm.poolProcesses} process(es), resident memory`, "", `${warm.poolRssMb ?? "?"} MB`, "", ""],
+        ],
+      },
+    ],
     targets,
     notes: [
       "cts runs `apply -json` (it reads the JSON event stream for the summary); by hand is the human-readable form.",
@@ -169,6 +228,10 @@ export const run: BenchFn = async (ctx) => {
       initAndSelectByHand: rounded(handInitS),
       noopSkip: rounded(noopS),
       noopApplyByHand: rounded(handNoopS),
+      warmOff: rounded(warm.off),
+      warmOn: rounded(warm.on),
+      warmPoolRssMb: warm.poolRssMb,
+      warmPoolProcesses: warm.poolProcesses,
     },
   };
 };

@@ -10,6 +10,7 @@ import { createController } from "../../src/runtime/compose.ts";
 import { workerSynthesizer, type Synthesizer } from "../../src/synth/synthesizer.ts";
 import { workingRoot } from "../../src/synth/paths.ts";
 import { createTerraformDriver } from "../../src/terraform/driver.ts";
+import type { WarmProcessInfo } from "../../src/terraform/warm-pool.ts";
 import type { LocalTerraformDriver, RunResult, TerraformDriver } from "../../src/terraform/types.ts";
 import { createCatalogReader, createWatcher, type ConsulWatcher } from "../../src/watch/watcher.ts";
 
@@ -152,6 +153,8 @@ export interface BenchDaemon {
   rec: Recorder;
   /** Warnings and errors the daemon logged. */
   problems: string[];
+  /** The real driver's warm provider processes (none with the recording driver). */
+  warmProcesses(): WarmProcessInfo[];
   close(): Promise<void>;
 }
 
@@ -160,7 +163,7 @@ export interface BenchDaemon {
  * blocking-query watcher, recycled worker synthesizer, work queue), with either the real Terraform
  * driver (timed) or a recording driver. Runs every task once, as the daemon does.
  */
-export async function startBenchDaemon(configFile: string, opts: { driver: "fake" | "real" }): Promise<BenchDaemon> {
+export async function startBenchDaemon(configFile: string, opts: { driver: "fake" | "real"; warmProviders?: boolean }): Promise<BenchDaemon> {
   const loaded = await loadConfig(configFile);
   const rec = new Recorder();
   const problems: string[] = [];
@@ -177,19 +180,18 @@ export async function startBenchDaemon(configFile: string, opts: { driver: "fake
   const watcher = createWatcher(consul, { warn: (m) => log.warn(m) });
   const tf = loaded.config.driver?.terraform ?? {};
   const root = workingRoot(loaded.dir, tf.workingDir);
-  const driver =
+  const real =
     opts.driver === "fake"
-      ? recordingDriver(root, rec)
-      : timedDriver(
-          createTerraformDriver({
-            binary: tf.binary ?? "tofu",
-            workingDir: root,
-            ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
-            pluginCacheDir: tf.pluginCacheDir ?? join(root, ".plugin-cache"),
-            env: consulEnvForTerraform(connection),
-          }),
-          rec,
-        );
+      ? undefined
+      : createTerraformDriver({
+          binary: tf.binary ?? "tofu",
+          workingDir: root,
+          ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
+          pluginCacheDir: tf.pluginCacheDir ?? join(root, ".plugin-cache"),
+          env: consulEnvForTerraform(connection),
+          warmProviders: opts.warmProviders === true ? {} : false,
+        });
+  const driver = real ? timedDriver(real, rec) : recordingDriver(root, rec);
   const synthesizer = timedSynthesizer(workerSynthesizer(), rec);
   const controller = createController({
     loaded,
@@ -208,11 +210,13 @@ export async function startBenchDaemon(configFile: string, opts: { driver: "fake
     watcher,
     rec,
     problems,
+    warmProcesses: () => real?.warmProcesses() ?? [],
     async close() {
       rec.cancelAll();
       await controller.stop(5_000);
       watcher.close();
       consul.close();
+      await real?.close();
     },
   };
 }

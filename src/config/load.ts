@@ -79,6 +79,7 @@ export function validateConfig(config: CtsConfig | undefined, file: string): ass
     if (value !== undefined && parseDuration(value as string | number) === undefined)
       problems.push({ field: `driver.terraform.${field}`, message: `'${String(value)}' is not a duration. Use e.g. "90s" or "5m".` });
   }
+  problems.push(...warmProviderProblems(tf?.warmProviders));
   const addr = config.consul?.address;
   if (addr !== undefined && (typeof addr !== "string" || !/^(https?:\/\/)?[^\s/]+(:\d+)?\/?$/.test(addr)))
     problems.push({ field: "consul.address", message: `'${String(addr)}' is not host:port or a URL. Use e.g. "127.0.0.1:8500".` });
@@ -87,6 +88,25 @@ export function validateConfig(config: CtsConfig | undefined, file: string): ass
   problems.push(...apiAccessProblems(config.api));
   problems.push(...haProblems(config));
   throwProblems(file, problems);
+}
+
+/** What is wrong with `driver.terraform.warmProviders`. */
+function warmProviderProblems(warm: unknown): Problem[] {
+  if (warm === undefined || warm === false) return [];
+  const field = "driver.terraform.warmProviders";
+  if (typeof warm !== "object" || warm === null || Array.isArray(warm))
+    return [{ field, message: "must be false or { maxProcesses, maxRunsPerProcess, idleTimeout, maxRssMb }." }];
+  const problems: Problem[] = [];
+  const w = warm as Record<string, unknown>;
+  for (const [k, v] of Object.entries(w)) {
+    if (k === "idleTimeout") {
+      if (v !== undefined && parseDuration(v as string | number) === undefined) problems.push({ field: `${field}.idleTimeout`, message: `'${String(v)}' is not a duration. Use e.g. "5m".` });
+    } else if (k === "maxProcesses" || k === "maxRunsPerProcess" || k === "maxRssMb") {
+      if (v !== undefined && (!Number.isInteger(v) || (v as number) < (k === "maxProcesses" ? 0 : 1)))
+        problems.push({ field: `${field}.${k}`, message: `must be a whole number >= ${k === "maxProcesses" ? 0 : 1} (got ${String(v)}).` });
+    } else problems.push({ field: `${field}.${k}`, message: "is not a setting. Use maxProcesses, maxRunsPerProcess, idleTimeout or maxRssMb." });
+  }
+  return problems;
 }
 
 /** Why a config file did not load, with the fix: a missing package, a task class built wrongly, or an error in the file. */

@@ -36,6 +36,13 @@ export interface TerraformDriverConfig {
   lockTimeout?: string | number;
   /** Limits of the short commands, after which they count as hung, are killed and retried once (defaults: version "30s", workspace "60s", validate "60s", init "5m", show "5m"). */
   commandTimeouts?: { version?: string | number; workspace?: string | number; validate?: string | number; init?: string | number; show?: string | number };
+  /**
+   * Keep provider plugin processes running between plan/apply/destroy runs and reattach Terraform
+   * to them (TF_REATTACH_PROVIDERS), saving the launch and handshake of every run (default on).
+   * `false` turns it off. Limits: `maxProcesses` (8), `maxRunsPerProcess` (100), `idleTimeout`
+   * ("5m"), `maxRssMb` (512).
+   */
+  warmProviders?: false | { maxProcesses?: number; maxRunsPerProcess?: number; idleTimeout?: string | number; maxRssMb?: number };
   /** Provider version constraints written instead of the cdktf bindings' exact pins. */
   providerVersions?: Record<string, string>;
 }

@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import { join } from "node:path";
+import type { TerraformDriverConfig } from "../config/types.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import { parseDuration } from "../config/duration.ts";
 import { createReloadingConsulApi } from "../consul/reloading-api.ts";
@@ -9,7 +10,7 @@ import { createCatalogReader } from "../consul/reader.ts";
 import { createWatcher } from "../watch/watcher.ts";
 import type { CatalogReader, Watcher } from "../watch/types.ts";
 import { createTerraformDriver } from "../terraform/driver.ts";
-import type { LocalTerraformDriver } from "../terraform/types.ts";
+import type { LocalTerraformDriver, WarmProviderOptions } from "../terraform/types.ts";
 import { createLogger, redactSecret, type Logger } from "../log.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { inProcessSynthesizer, workerSynthesizer, type Synthesizer } from "../synth/synthesizer.ts";
@@ -152,6 +153,8 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     // One redaction at the source: no Terraform or provider text leaves the driver unscrubbed.
     redact: (text) => knownSecrets.redact(text),
     notice: (line) => tfLog.warn(line),
+    debugLog: (task, line) => tfLog.debug(`[${task}] ${line}`, { task }),
+    warmProviders: warmProviderOptions(tf.warmProviders),
   });
   const watcher =
     opts.mode === "watch"
@@ -186,6 +189,8 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
       await controller.stop();
       watcher?.close();
       consul.close();
+      // Warm provider processes end with the runtime (stop, SIGTERM, `once` finishing).
+      await driver.close();
     },
   };
 }
@@ -235,5 +240,18 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
       await api.stop().catch((e) => log.warn(`stopping the API: ${String(e)}`));
       await runtime.close();
     },
+  };
+}
+
+/** `driver.terraform.warmProviders` in the driver's terms (durations in ms). */
+function warmProviderOptions(warm: TerraformDriverConfig["warmProviders"]): false | WarmProviderOptions {
+  if (warm === false) return false;
+  if (!warm) return {};
+  const idle = warm.idleTimeout === undefined ? undefined : parseDuration(warm.idleTimeout);
+  return {
+    ...(warm.maxProcesses !== undefined ? { maxProcesses: warm.maxProcesses } : {}),
+    ...(warm.maxRunsPerProcess !== undefined ? { maxRunsPerProcess: warm.maxRunsPerProcess } : {}),
+    ...(idle !== undefined ? { idleTimeoutMs: idle } : {}),
+    ...(warm.maxRssMb !== undefined ? { maxRssMb: warm.maxRssMb } : {}),
   };
 }

@@ -14,6 +14,9 @@ import { createRwLock } from "./rw-lock.ts";
 import { createKeyedSerializer } from "./serial.ts";
 import type { CommandTimeouts, LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
 import { terraformVersion } from "./version.ts";
+import { providerLauncher } from "./provider-process.ts";
+import { createWarmPool, DEFAULT_WARM_LIMITS, type WarmPool } from "./warm-pool.ts";
+import { createWarmProviders } from "./warm-providers.ts";
 import { ensureTaskDir, INIT_MARKER, PLAN_FILE, readInitMarker, writeFileSafely, writeTaskFiles } from "./working-dir.ts";
 
 const DEFAULT_TIMEOUT_MS = 30 * 60_000;
@@ -76,6 +79,18 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
       groupFile.remove(pgid);
     },
   });
+
+  const debugLog = (task: string, line: string) => options.debugLog?.(task, options.redact ? options.redact(line) : line);
+  const pool: WarmPool | undefined =
+    options.warmProviders === false
+      ? undefined
+      : createWarmPool({
+          limits: { ...DEFAULT_WARM_LIMITS, ...definedOnly(options.warmProviders) },
+          launcher: providerLauncher({ killGraceMs: Math.min(killGraceMs, 5_000), track, output: (task, line) => debugLog(task, `provider: ${line}`) }),
+          log: notice,
+        });
+  const warm = pool && createWarmProviders(pool);
+  let closed = false;
 
   const envFor = (task?: Record<string, string>, workspace?: string) =>
     commandEnv({
@@ -153,9 +168,9 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     return commandFailure(op.task, facts, raw, lockTimeoutMs);
   }
 
-  async function applyOrDestroy(op: Operation, kind: "apply" | "destroy"): Promise<Omit<RunResult, "initialized">> {
+  async function applyOrDestroy(op: Operation, kind: "apply" | "destroy", extraEnv?: Record<string, string>): Promise<Omit<RunResult, "initialized">> {
     const args = ["apply", ...(kind === "destroy" ? ["-destroy"] : []), "-auto-approve", "-input=false", "-lock=true", lockArg, "-json"];
-    const res = await op.json(args, op.task);
+    const res = await op.json(args, op.task, extraEnv);
     if (res.exitCode !== 0) {
       const hint =
         kind === "destroy"
@@ -167,10 +182,10 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     return { changesPresent: summary.add + summary.change + summary.destroy > 0, summary, output: res.stream.lines.join("\n") };
   }
 
-  async function plan(op: Operation): Promise<Omit<RunResult, "initialized">> {
+  async function plan(op: Operation, extraEnv?: Record<string, string>): Promise<Omit<RunResult, "initialized">> {
     const args = ["plan", "-detailed-exitcode", "-input=false", "-lock=true", lockArg, "-json", `-out=${PLAN_FILE}`];
     try {
-      const res = await op.json(args, op.task);
+      const res = await op.json(args, op.task, extraEnv);
       if (res.exitCode !== 0 && res.exitCode !== 2) {
         throw jsonFailure(op, args, res, `Fix the task's configuration and inspect again.`);
       }
@@ -240,7 +255,25 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
       },
     };
     const op = new Operation(ws.task, dir, deps, opts, opts.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);
-    const main = () => waitingOutLocks(op, () => (kind === "plan" ? plan(op) : applyOrDestroy(op, kind)));
+    const command = (extraEnv?: Record<string, string>) =>
+      waitingOutLocks(op, () => (kind === "plan" ? plan(op, extraEnv) : applyOrDestroy(op, kind, extraEnv)));
+    // With warm providers: point the command at pooled provider processes; if one of them fails
+    // the run (crashed, unreachable), run the command once more with a normal launch.
+    const main = async () => {
+      const checkout = warm && !closed ? await pluginCache.shared(() => warm.checkout(ws.task, dir, envFor(ws.env, ws.task))) : undefined;
+      if (!checkout) return command();
+      let broken = false;
+      try {
+        return await command(checkout.env);
+      } catch (err) {
+        broken = checkout.isWarmFailure(err);
+        if (!broken) throw err;
+        options.log?.(ws.task, `a warm provider process failed this run (${messageOf(err)}); running it once more with providers launched the normal way`);
+      } finally {
+        checkout.release(broken);
+      }
+      return command();
+    };
     try {
       op.throwIfAborted(op.commandName(kind === "destroy" ? ["apply", "-destroy"] : [kind]));
       await filesStep(ws.task, () => writeTaskFiles(dir, ws.task, ws.json, ws.files));
@@ -288,6 +321,14 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
       return versionOnce;
     },
     hungCommands: () => hung,
+    warmProcesses: () => pool?.processes() ?? [],
+    coolDown: async (task) => {
+      await pool?.cool(task === undefined ? undefined : childPath(root, task, task));
+    },
+    close: async () => {
+      closed = true;
+      await pool?.close();
+    },
     taskDir: (task) => {
       validateTaskName(task);
       return childPath(root, task, task);

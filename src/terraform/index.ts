@@ -13,4 +13,5 @@ export type {
   TaskWorkspace,
   TerraformDriver,
   TerraformDriverOptions,
+  WarmProviderOptions,
 } from "./types.ts";

@@ -85,7 +85,7 @@ export class Operation {
    * ones reach the log, and none when `quiet` (an expected failure, or text the caller returns).
    */
   async text(args: string[], workspace?: string, { quiet = false }: { quiet?: boolean } = {}): Promise<TextResult> {
-    return this.spawn(args, workspace, () => {
+    return this.spawn(args, workspace, undefined, () => {
       const lines: string[] = [];
       const collect = (line: string) => {
         const l = line.trimEnd();
@@ -96,9 +96,9 @@ export class Operation {
     });
   }
 
-  /** Runs a `-json` command, turning its message stream into human lines as they come. */
-  async json(args: string[], workspace?: string): Promise<JsonResult> {
-    return this.spawn(args, workspace, () => {
+  /** Runs a `-json` command, turning its message stream into human lines as they come; `extraEnv` goes on top of the command's env. */
+  async json(args: string[], workspace?: string, extraEnv?: Record<string, string>): Promise<JsonResult> {
+    return this.spawn(args, workspace, extraEnv, () => {
       const stream = new UiStream();
       const stderr: string[] = [];
       return {
@@ -164,6 +164,7 @@ export class Operation {
   private async spawn<R>(
     args: string[],
     workspace: string | undefined,
+    extraEnv: Record<string, string> | undefined,
     fresh: () => { out: (l: string) => void; err: (l: string) => void; result: (exitCode: number | undefined) => R },
   ): Promise<R> {
     const command = this.commandName(args);
@@ -179,7 +180,7 @@ export class Operation {
         try {
           return await runProcess(this.deps.binary, args, {
             cwd: this.dir,
-            env: this.deps.env(workspace),
+            env: extraEnv ? { ...this.deps.env(workspace), ...extraEnv } : this.deps.env(workspace),
             signal: AbortSignal.any([this.controller.signal, hang.signal]),
             killGraceMs: this.deps.killGraceMs,
             onStdout: c.out,

@@ -28,6 +28,17 @@ export interface ProcessResult {
 const liveGroups = new Set<number>();
 let exitHookInstalled = false;
 
+/** Adds a long-lived process group of ours (a warm provider) to the ones ended when this process exits. */
+export function rememberLiveGroup(pgid: number): void {
+  installExitHook();
+  liveGroups.add(pgid);
+}
+
+/** Forgets a group `rememberLiveGroup` added, once it is gone. */
+export function forgetLiveGroup(pgid: number): void {
+  liveGroups.delete(pgid);
+}
+
 function signalGroup(pid: number, sig: NodeJS.Signals): void {
   try {
     process.kill(-pid, sig);

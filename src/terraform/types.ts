@@ -1,3 +1,5 @@
+import type { WarmProcessInfo } from "./warm-pool.ts";
+
 /** Counts of what a plan or apply changes. */
 export interface ChangeSummary {
   add: number;
@@ -66,6 +68,18 @@ export interface CommandTimeouts {
   show?: number;
 }
 
+/** Limits of the warm provider pool (`driver.terraform.warmProviders`). */
+export interface WarmProviderOptions {
+  /** Provider processes alive at once (default 8). */
+  maxProcesses?: number;
+  /** Terraform commands one process serves before it is replaced (default 100). */
+  maxRunsPerProcess?: number;
+  /** An idle process ends after this many ms (default 5 min). */
+  idleTimeoutMs?: number;
+  /** A process above this resident size after a run is replaced (default 512 MB). */
+  maxRssMb?: number;
+}
+
 /** How a driver's Terraform child processes are run. */
 export interface TerraformDriverOptions {
   /** "tofu", "terraform" or a path to either binary. */
@@ -98,6 +112,10 @@ export interface TerraformDriverOptions {
    * `log`/`onOutput`, and to the messages, details and plan text of what the driver returns/throws.
    */
   redact?: (text: string) => string;
+  /** The warm provider pool's limits, or false to let Terraform launch providers on every run (default on). */
+  warmProviders?: false | WarmProviderOptions;
+  /** Receives what warm provider processes print (their warnings and errors), per task, for the log's debug level. */
+  debugLog?: (task: string, line: string) => void;
 }
 
 /** The driver `createTerraformDriver` returns: the contract plus helpers for logs and tooling. */
@@ -106,6 +124,12 @@ export interface LocalTerraformDriver extends TerraformDriver {
   version(): Promise<string>;
   /** How many commands hung (did not exit within their limit) and were killed, since start. */
   hungCommands(): number;
+  /** The warm provider processes alive now (tests, benchmark). */
+  warmProcesses(): WarmProcessInfo[];
+  /** Ends the idle warm providers of one task (deleted) or of all tasks (leadership lost); busy ones end when their command does. */
+  coolDown(task?: string): Promise<void>;
+  /** Ends every warm provider process; later runs launch providers the normal way. */
+  close(): Promise<void>;
   /** Absolute working dir of a task (`<workingDir>/<task>`); throws TASK_NAME_INVALID for bad names. */
   taskDir(task: string): string;
 }

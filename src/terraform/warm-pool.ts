@@ -1,0 +1,240 @@
+/** The JSON Terraform reads from TF_REATTACH_PROVIDERS for one provider (as `-debug` prints it). */
+export interface ReattachConfig {
+  Protocol: string;
+  ProtocolVersion: number;
+  Pid: number;
+  Test: boolean;
+  Addr: { Network: string; String: string };
+}
+
+/** A provider plugin running in debug mode, serving one Terraform command at a time. */
+export interface ProviderServer {
+  readonly pid: number;
+  readonly reattach: ReattachConfig;
+  /** Resident memory in MB, undefined once it is gone. */
+  rssMb(): number | undefined;
+  /** True once the process exited (for whatever reason). */
+  readonly exited: boolean;
+  /** Called once when the process exits. */
+  onExit(listener: () => void): void;
+  /** Ends the process (SIGTERM, SIGKILL after a grace period); resolves when it is gone. */
+  stop(): Promise<void>;
+}
+
+/** What one warm provider process is started for: the binary init installed, in a task's folder and env. */
+export interface LaunchSpec {
+  /** Real path of the provider binary `init` installed. */
+  binary: string;
+  /** Working dir the provider runs in (relative paths in resources resolve against it, as with a normal launch). */
+  cwd: string;
+  /** The environment Terraform would hand the provider. */
+  env: Record<string, string>;
+  /** Hash of `env`, part of the pool key: a process never serves a command with other credentials. */
+  envHash: string;
+  /** For logs. */
+  task: string;
+}
+
+/** Starts provider processes; rejects when the binary cannot serve reattach. */
+export interface ProviderLauncher {
+  launch(spec: LaunchSpec): Promise<ProviderServer>;
+}
+
+/** Limits of the pool. */
+export interface WarmLimits {
+  /** Processes alive at once, busy and idle together. */
+  maxProcesses: number;
+  /** Terraform commands one process serves before it is replaced. */
+  maxRunsPerProcess: number;
+  /** An idle process is ended after this many ms. */
+  idleTimeoutMs: number;
+  /** A process above this resident size (MB) after a run is replaced. */
+  maxRssMb: number;
+}
+
+/** Defaults of `driver.terraform.warmProviders`. */
+export const DEFAULT_WARM_LIMITS: WarmLimits = { maxProcesses: 8, maxRunsPerProcess: 100, idleTimeoutMs: 5 * 60_000, maxRssMb: 512 };
+
+/** A process checked out for one command; give it back exactly once. */
+export interface Lease {
+  readonly server: ProviderServer;
+  /** "ok": back to the pool (or recycled); "broken": ended, and its binary is not warmed again. */
+  release(outcome: "ok" | "broken"): void;
+}
+
+/** What the pool holds, for tests and the benchmark. */
+export interface WarmProcessInfo {
+  pid: number;
+  binary: string;
+  cwd: string;
+  busy: boolean;
+  runs: number;
+  rssMb: number | undefined;
+  reattach: ReattachConfig;
+}
+
+interface Entry {
+  key: string;
+  spec: LaunchSpec;
+  server?: ProviderServer;
+  busy: boolean;
+  runs: number;
+  lastUsed: number;
+  idleTimer?: NodeJS.Timeout;
+  stopping: boolean;
+  /** End it when its command gives it back (task deleted, pool cooled while busy). */
+  retire: boolean;
+}
+
+/**
+ * A bounded pool of warm provider processes keyed by (binary, working dir, env). Checkout is
+ * exclusive: one process serves one Terraform command at a time. A checkout that finds nothing
+ * free and no room returns undefined, and the command launches its providers the normal way.
+ */
+export function createWarmPool(deps: { launcher: ProviderLauncher; limits: WarmLimits; log?: (line: string) => void; now?: () => number }) {
+  const { launcher, limits } = deps;
+  const now = deps.now ?? Date.now;
+  const entries = new Set<Entry>();
+  const cold = new Map<string, string>();
+  const stops = new Set<Promise<void>>();
+  const launches = new Set<Promise<unknown>>();
+  let closed = false;
+
+  const keyOf = (s: LaunchSpec) => `${s.binary}\0${s.cwd}\0${s.envHash}`;
+
+  function end(e: Entry): void {
+    clearTimeout(e.idleTimer);
+    // Still starting: it is ended as soon as its launch settles.
+    if (!e.server) return void (e.retire = true);
+    if (e.stopping) return;
+    e.stopping = true;
+    entries.delete(e);
+    const p = e.server.stop().finally(() => stops.delete(p));
+    stops.add(p);
+  }
+
+  function markCold(binary: string, why: string): void {
+    if (cold.has(binary)) return;
+    cold.set(binary, why);
+    deps.log?.(`warm providers: not warming ${binary} any more (${why}); its runs launch it the normal way`);
+  }
+
+  function park(e: Entry): void {
+    e.busy = false;
+    e.lastUsed = now();
+    clearTimeout(e.idleTimer);
+    e.idleTimer = setTimeout(() => end(e), limits.idleTimeoutMs);
+    e.idleTimer.unref?.();
+  }
+
+  /** Makes room for one more process by ending the least recently used idle one; false when all are busy. */
+  function makeRoom(): boolean {
+    if (entries.size < limits.maxProcesses) return true;
+    let oldest: Entry | undefined;
+    for (const e of entries) if (!e.busy && e.server && (!oldest || e.lastUsed < oldest.lastUsed)) oldest = e;
+    if (!oldest) return false;
+    end(oldest);
+    return true;
+  }
+
+  async function checkout(spec: LaunchSpec): Promise<Lease | undefined> {
+    if (closed || limits.maxProcesses < 1 || cold.has(spec.binary)) return undefined;
+    const key = keyOf(spec);
+    for (const e of entries) {
+      if (e.key !== key || e.busy || !e.server) continue;
+      if (e.server.exited) {
+        end(e);
+        continue;
+      }
+      e.busy = true;
+      clearTimeout(e.idleTimer);
+      return lease(e);
+    }
+    if (!makeRoom()) return undefined;
+    // Counted while it starts, so parallel checkouts cannot overshoot the bound.
+    const e: Entry = { key, spec, busy: true, runs: 0, lastUsed: now(), stopping: false, retire: false };
+    entries.add(e);
+    let server: ProviderServer;
+    const launching = launcher.launch(spec);
+    launches.add(launching);
+    try {
+      server = await launching;
+    } catch (err) {
+      entries.delete(e);
+      markCold(spec.binary, err instanceof Error ? err.message : String(err));
+      return undefined;
+    } finally {
+      launches.delete(launching);
+    }
+    e.server = server;
+    server.onExit(() => {
+      // An exit we did not ask for is a crash (or someone killed it): do not trust this binary warm again.
+      if (!e.stopping) markCold(spec.binary, `process ${server.pid} exited unexpectedly`);
+      entries.delete(e);
+      clearTimeout(e.idleTimer);
+    });
+    if (closed || e.retire || server.exited) {
+      end(e);
+      return undefined;
+    }
+    return lease(e);
+  }
+
+  function lease(e: Entry): Lease {
+    let released = false;
+    return {
+      server: e.server!,
+      release(outcome) {
+        if (released) return;
+        released = true;
+        e.runs++;
+        if (outcome === "broken") {
+          markCold(e.spec.binary, "a run through it failed with a transport error");
+          return end(e);
+        }
+        if (closed || e.retire || e.server!.exited) return end(e);
+        const rss = e.server!.rssMb();
+        if (e.runs >= limits.maxRunsPerProcess) {
+          deps.log?.(`warm providers: recycling pid ${e.server!.pid} after ${e.runs} runs`);
+          return end(e);
+        }
+        if (rss !== undefined && rss > limits.maxRssMb) {
+          deps.log?.(`warm providers: recycling pid ${e.server!.pid}: ${rss} MB resident is above ${limits.maxRssMb} MB`);
+          return end(e);
+        }
+        park(e);
+      },
+    };
+  }
+
+  return {
+    checkout,
+    markCold,
+    /** Why a binary is not warmed, or undefined when it is. */
+    coldReason: (binary: string) => cold.get(binary),
+    /** Ends the idle processes working in `cwd` (a deleted task), or every idle one. Busy ones end when released. */
+    cool(cwd?: string): Promise<void> {
+      for (const e of entries) {
+        if (cwd !== undefined && e.spec.cwd !== cwd) continue;
+        if (e.busy) e.retire = true;
+        else end(e);
+      }
+      return Promise.all([...stops]).then(() => undefined);
+    },
+    /** Ends every process and launches no more; resolves when they are gone. */
+    async close(): Promise<void> {
+      closed = true;
+      for (const e of [...entries]) end(e);
+      // A process still starting is ended as soon as its launch settles (checkout sees `closed`).
+      while (launches.size || stops.size) await Promise.allSettled([...launches, ...stops]);
+    },
+    processes(): WarmProcessInfo[] {
+      return [...entries]
+        .filter((e) => e.server)
+        .map((e) => ({ pid: e.server!.pid, binary: e.spec.binary, cwd: e.spec.cwd, busy: e.busy, runs: e.runs, rssMb: e.server!.rssMb(), reattach: e.server!.reattach }));
+    },
+  };
+}
+
+/** The pool `createWarmPool` returns. */
+export type WarmPool = ReturnType<typeof createWarmPool>;
