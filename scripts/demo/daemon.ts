@@ -32,8 +32,9 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
-// `(ctrl) task 'web-lb': applied add=1 change=0 destroy=1` and `(ctrl) task 'web-lb': <error>` (at ERROR).
-const RUN_LINE = /^(\S+) \[(INFO|ERROR)\] \(ctrl\) task '([^']+)': (.*)$/;
+// `ctrl: task 'web-lb': applied task=web-lb add=1 change=0 destroy=1` and `ctrl: task 'web-lb': <error>`
+// (at ERROR); the component was once written `(ctrl)`.
+const RUN_LINE = /^(\S+) \[(INFO|ERROR)\]\s+(?:\(ctrl\)|ctrl:) task '([^']+)': (.*)$/;
 const OUTCOMES = new Set(["applied", "no-op", "cancelled"]);
 
 /** Turns one daemon log line into a run event, or undefined when it is not one. */

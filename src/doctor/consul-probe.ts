@@ -47,8 +47,9 @@ export function createConsulProbe(conn: ConsulConnection): ConsulProbe {
   };
 }
 
+/** The answer as Consul wrote it: the package has already decoded JSON, so encode it back. */
 function bodyText(data: unknown): string {
   if (data === undefined || data === null) return "";
   if (Buffer.isBuffer(data)) return data.toString("utf8");
-  return typeof data === "string" ? data : JSON.stringify(data);
+  return JSON.stringify(data);
 }
