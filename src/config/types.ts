@@ -79,7 +79,7 @@ export interface HaStorageConfig {
   sessionTtl?: string | number;
   /** Consul namespace of the KV entries and sessions (Consul Enterprise). */
   namespace?: string;
-  /** Consul lock-delay of the leader session (default "0s"; src/ha/README.md says why). */
+  /** Consul lock-delay of the leader session (default "0s"; README "High availability" says why). */
   lockDelay?: string | number;
 }
 

@@ -68,7 +68,7 @@ function parseLeader(value: string): LeaderInfo | undefined {
 /**
  * High availability: every instance holds a Consul session and competes for the lock at
  * `<parentPath>/leader`; the holder runs tasks, the others mirror the stored state (so read API
- * calls answer the same everywhere) and wait for the lock. src/ha/README.md explains the timing.
+ * calls answer the same everywhere) and wait for the lock. README "High availability" explains the timing.
  */
 export class HighAvailability {
   readonly settings: HaSettings;
