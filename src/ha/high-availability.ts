@@ -1,3 +1,4 @@
+import { pause } from "../pause.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import { isAbortError } from "../consul/api-error.ts";
 import type { ConsulConnection } from "../consul/connection.ts";
@@ -45,16 +46,7 @@ export interface LeaderInfo {
 
 type Role = "idle" | "follower" | "leader" | "stopped";
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
+const sleep = pause;
 
 function parseLeader(value: string): LeaderInfo | undefined {
   try {

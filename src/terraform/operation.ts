@@ -1,3 +1,4 @@
+import { pause } from "../pause.ts";
 import { basename } from "node:path";
 import type { CtsError } from "../errors.ts";
 import { abortedError, formatDuration, hungError, notStartedError, type AbortReason } from "./failures.ts";
@@ -117,16 +118,7 @@ export class Operation {
 
   /** Waits `ms`, or throws TERRAFORM_CANCELLED/TIMEOUT as soon as the operation is stopped. */
   async pause(ms: number): Promise<void> {
-    const signal = this.controller.signal;
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(done, ms);
-      function done() {
-        clearTimeout(t);
-        signal.removeEventListener("abort", done);
-        resolve();
-      }
-      signal.addEventListener("abort", done, { once: true });
-    });
+    await pause(ms, this.controller.signal);
     this.throwIfAborted("waiting for the state lock");
   }
 
