@@ -1,3 +1,7 @@
+import { ERROR_CATALOGUE, type ErrorCode } from "./error-catalogue.ts";
+
+export { ERROR_CATALOGUE, isErrorCode, type ErrorCode } from "./error-catalogue.ts";
+
 /** How a failure should be treated: usage → exit 2, external → exit 1, internal → exit 70. */
 export type ErrorCategory = "usage" | "external" | "internal";
 
@@ -16,18 +20,19 @@ export interface CtsErrorOptions {
  * message says what happened, why and how to fix it.
  */
 export class CtsError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly category: ErrorCategory;
   readonly task: string | undefined;
   readonly detail: Record<string, unknown>;
 
-  constructor(code: string, category: ErrorCategory, message: string, options: CtsErrorOptions = {}) {
+  /** `category` restates the catalogue's for the reader; the catalogue's is the one kept. */
+  constructor(code: ErrorCode, category: ErrorCategory, message: string, options: CtsErrorOptions = {}) {
     super(options.task && !message.startsWith(`Task '${options.task}'`) ? `Task '${options.task}': ${message}` : message, {
       cause: options.cause,
     });
     this.name = "CtsError";
     this.code = code;
-    this.category = category;
+    this.category = ERROR_CATALOGUE[code]?.category ?? category;
     this.task = options.task;
     this.detail = options.detail ?? {};
   }
@@ -39,7 +44,7 @@ export class CtsError extends Error {
 }
 
 /** Wraps anything thrown into a CtsError, keeping CtsErrors as they are. */
-export function toCtsError(err: unknown, code = "CTS_INTERNAL", task?: string): CtsError {
+export function toCtsError(err: unknown, code: ErrorCode = "CTS_INTERNAL", task?: string): CtsError {
   if (err instanceof CtsError) return err;
   const message = err instanceof Error ? err.message : String(err);
   return new CtsError(code, "internal", message, { cause: err, ...(task ? { task } : {}) });

@@ -128,7 +128,7 @@ export class ApiClient {
     if (res.status >= 400 || res.status < 200) {
       const message = typeof body?.error?.message === "string" ? body.error.message : res.text.slice(0, 300) || `HTTP ${res.status}`;
       const id = typeof body?.request_id === "string" ? ` (request ${body.request_id})` : "";
-      throw new CtsError("API_REQUEST_FAILED", res.status < 500 ? "usage" : "external", `${message}${id}`, { detail: { status: res.status } });
+      throw new CtsError(res.status < 500 ? "API_REQUEST_REFUSED" : "API_REQUEST_FAILED", res.status < 500 ? "usage" : "external", `${message}${id}`, { detail: { status: res.status } });
     }
     return body;
   }

@@ -3,7 +3,7 @@ import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { tsImport } from "tsx/esm/api";
 import { apiAccessProblems } from "../api/access-config.ts";
-import { CtsError, messageOf } from "../errors.ts";
+import { CtsError, isErrorCode, messageOf } from "../errors.ts";
 import type { Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { className, duplicateNameProblems, shapeProblems } from "../task/shape.ts";
@@ -113,7 +113,7 @@ function warmProviderProblems(warm: unknown): Problem[] {
 function loadError(file: string, cause: unknown): CtsError {
   // The config gets its own copy of cts's modules (tsx loads it in a namespace): match errors by shape.
   const c = cause as { code?: unknown; category?: unknown; message?: unknown } | undefined;
-  if (c && typeof c.code === "string" && /^[A-Z][A-Z_]+$/.test(c.code) && (c.category === "usage" || c.category === "external" || c.category === "internal"))
+  if (c && typeof c.code === "string" && isErrorCode(c.code) && (c.category === "usage" || c.category === "external" || c.category === "internal"))
     return new CtsError(c.code, c.category, `${file}: ${messageOf(cause)}`, { cause, detail: (cause as { detail?: Record<string, unknown> }).detail ?? {} });
   const missing = c?.code === "ERR_MODULE_NOT_FOUND" ? /Cannot find package '([^']+)'/.exec(messageOf(cause))?.[1] : undefined;
   if (missing)

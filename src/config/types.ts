@@ -35,7 +35,7 @@ export interface TerraformDriverConfig {
   /** How long a command waits for a state lock someone else holds (`-lock-timeout`, default "90s"). */
   lockTimeout?: string | number;
   /** Limits of the short commands, after which they count as hung, are killed and retried once (defaults: version "30s", workspace "60s", validate "60s", init "5m", show "5m"). */
-  commandTimeouts?: { version?: string | number; workspace?: string | number; validate?: string | number; init?: string | number; show?: string | number };
+  commandTimeouts?: { version?: string | number; workspace?: string | number; validate?: string | number; init?: string | number; show?: string | number; silence?: string | number };
   /**
    * Keep provider plugin processes running between plan/apply/destroy runs and reattach Terraform
    * to them (TF_REATTACH_PROVIDERS), saving the launch and handshake of every run (default on).
@@ -79,7 +79,7 @@ export interface HaStorageConfig {
   sessionTtl?: string | number;
   /** Consul namespace of the KV entries and sessions (Consul Enterprise). */
   namespace?: string;
-  /** Consul lock-delay of the leader session (default "0s"; src/ha/README.md says why). */
+  /** Consul lock-delay of the leader session (default "0s"; README "High availability" says why). */
   lockDelay?: string | number;
 }
 

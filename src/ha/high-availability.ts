@@ -1,3 +1,4 @@
+import { pause } from "../pause.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import { isAbortError } from "../consul/api-error.ts";
 import type { ConsulConnection } from "../consul/connection.ts";
@@ -45,16 +46,7 @@ export interface LeaderInfo {
 
 type Role = "idle" | "follower" | "leader" | "stopped";
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
+const sleep = pause;
 
 function parseLeader(value: string): LeaderInfo | undefined {
   try {
@@ -68,7 +60,7 @@ function parseLeader(value: string): LeaderInfo | undefined {
 /**
  * High availability: every instance holds a Consul session and competes for the lock at
  * `<parentPath>/leader`; the holder runs tasks, the others mirror the stored state (so read API
- * calls answer the same everywhere) and wait for the lock. src/ha/README.md explains the timing.
+ * calls answer the same everywhere) and wait for the lock. README "High availability" explains the timing.
  */
 export class HighAvailability {
   readonly settings: HaSettings;

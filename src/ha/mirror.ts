@@ -1,3 +1,4 @@
+import { pause } from "../pause.ts";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { HaControl } from "../runtime/interfaces.ts";
@@ -72,10 +73,7 @@ export class StateMirror {
         failures++;
         index = 0n;
         if (failures === 1 || failures % 10 === 0) this.log.warn(`ha: reading the stored state failed (attempt ${failures}): ${messageOf(err)}`);
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, Math.min(5_000, 250 * 2 ** Math.min(failures, 5)));
-          signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
-        });
+        await pause(Math.min(5_000, 250 * 2 ** Math.min(failures, 5)), signal);
       }
     }
   }

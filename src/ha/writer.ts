@@ -1,3 +1,4 @@
+import { pause } from "../pause.ts";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { TXN_MAX_OPS, type HaKv, type TxnOp } from "./kv.ts";
@@ -12,6 +13,8 @@ export class StateWriter {
   private session: string | undefined;
   private running: Promise<void> | undefined;
   private readonly idleWaiters: Array<() => void> = [];
+  /** Aborted when leadership ends, so a retry wait does not outlive it. */
+  private leading = new AbortController();
 
   constructor(
     private readonly kv: HaKv,
@@ -23,6 +26,8 @@ export class StateWriter {
   setSession(session: string | undefined): void {
     this.session = session;
     if (!session) {
+      this.leading.abort();
+      this.leading = new AbortController();
       if (this.pending.size > 0) this.log.debug(`ha: not leading: ${this.pending.size} state write(s) dropped`);
       this.pending.clear();
       this.wakeIdle();
@@ -82,7 +87,7 @@ export class StateWriter {
         // Put back what no newer write replaced, then retry while still leading.
         for (const [k, v] of batch.reverse()) if (!this.pending.has(k)) this.pending.set(k, v);
         this.log.warn(`ha: storing task state in Consul failed, retrying in ${delay} ms: ${messageOf(err)}`);
-        await new Promise((r) => setTimeout(r, delay));
+        await pause(delay, this.leading.signal);
         delay = Math.min(delay * 2, 5_000);
       }
     }

@@ -97,6 +97,7 @@ export function createController(deps: ControllerDeps): Controller {
     events,
     activity,
     taskDir: (task) => deps.driver.taskDir(task),
+    coolDown: async (task) => deps.driver.coolDown?.(task),
     close: () => deps.synthesizer.close(),
     log,
   });

@@ -22,6 +22,8 @@ export interface ControllerParts {
   activity: Activity;
   /** Where a task works (removed with the task). */
   taskDir(task: string): string;
+  /** Ends warm provider processes: of a deleted task, or all of them when this instance stops running tasks. */
+  coolDown(task?: string): Promise<void>;
   /** Closes what runs belong to (the synthesizer's worker). */
   close(): Promise<void>;
   log: Logger;
@@ -262,6 +264,8 @@ export class Controller implements TaskControl, HaControl, RunModes {
     // A run in progress took its own waiters when it started; the rest wait for dropped runs.
     for (const name of this.runs.waiting()) this.runs.answer(name, refused(name, "paused"));
     await this.settle(graceMs);
+    // A follower keeps no provider processes: the leader's runs may need the memory, and nothing runs here.
+    await this.parts.coolDown().catch((err) => this.parts.log.warn(`stopping warm provider processes: ${messageOf(err)}`));
   }
 
   /** Leaves the paused state: forgets applied hashes (another instance may have applied since), runs every task once, watches. */
@@ -287,6 +291,7 @@ export class Controller implements TaskControl, HaControl, RunModes {
   }
 
   private async removeDir(name: string): Promise<void> {
+    await this.parts.coolDown(name).catch((err) => this.parts.log.warn(`task '${name}': stopping its warm provider processes: ${messageOf(err)}`, { task: name }));
     try {
       await rm(this.parts.taskDir(name), { recursive: true, force: true });
     } catch (err) {

@@ -2,7 +2,7 @@ import type { CallDescription } from "../consul/api-error.ts";
 import type { ConsulConnection } from "../consul/connection.ts";
 import type { Answer, CommonCallOptions, PackageClient } from "../consul/package.ts";
 import { createConsulTransport, replyOf, statusOf } from "../consul/transport.ts";
-import { CtsError, messageOf } from "../errors.ts";
+import { CtsError, messageOf, type ErrorCode } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { VERSION } from "../version.ts";
 
@@ -12,7 +12,7 @@ export const SELF_SERVICE_NAME = "consul-terraform-sync";
 export const SELF_SERVICE_TAG = "cts";
 
 /** Agent failures as short sentences ("the agent answered 403: …"); the caller adds what to do. */
-function agentError(code: string) {
+function agentError(code: ErrorCode) {
   return (err: unknown, call: CallDescription): CtsError => {
     const status = statusOf(err);
     const reply = replyOf(err);
@@ -22,7 +22,7 @@ function agentError(code: string) {
 }
 
 /** One plain agent call on a short-lived transport, with a hard timeout. */
-async function agentCall<T>(conn: ConsulConnection, what: string, code: string, timeoutMs: number, run: (c: PackageClient, common: CommonCallOptions) => Promise<Answer<T>>) {
+async function agentCall<T>(conn: ConsulConnection, what: string, code: ErrorCode, timeoutMs: number, run: (c: PackageClient, common: CommonCallOptions) => Promise<Answer<T>>) {
   const transport = createConsulTransport(conn);
   try {
     return await transport.call({ what, permission: `service:write on "${SELF_SERVICE_NAME}"` }, {}, { timeoutMs }, run, agentError(code));

@@ -14,7 +14,11 @@ import type { TaskInputSource } from "./task-input.ts";
 export type RunMode = "apply" | "plan" | "destroy";
 
 /** The driver as the runtime uses it: the contract plus where each task works. */
-export type RunDriver = TerraformDriver & { taskDir(task: string): string };
+export type RunDriver = TerraformDriver & {
+  taskDir(task: string): string;
+  /** Ends the warm provider processes of one task, or of all (src/terraform/warm-pool.ts). */
+  coolDown?(task?: string): Promise<void>;
+};
 
 /** What one attempt needs. */
 export interface RunDeps {

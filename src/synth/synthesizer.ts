@@ -1,5 +1,5 @@
 import { Worker } from "node:worker_threads";
-import { CtsError } from "../errors.ts";
+import { CtsError, isErrorCode } from "../errors.ts";
 import type { AnyTaskInput, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { ModuleTask } from "../task/module-task.ts";
@@ -18,7 +18,7 @@ export function inProcessSynthesizer(lookup: (name: string) => Task<Condition, T
   return {
     async synth(ref, input, ctx) {
       const task = ref.kind === "module" ? new ModuleTask(ref.spec) : lookup(ref.name);
-      if (!task) throw new CtsError("TASK_NOT_FOUND", "internal", `no task '${ref.kind === "config" ? ref.name : ref.spec.name}' in the config`);
+      if (!task) throw new CtsError("TASK_NOT_FOUND", "usage", `no task '${ref.kind === "config" ? ref.name : ref.spec.name}' in the config`);
       return synthesizeTask(task, input, ctx);
     },
     async close() {},
@@ -128,5 +128,6 @@ export function serializeError(err: unknown): SerializedError {
 }
 
 function deserialize(e: SerializedError): CtsError {
-  return new CtsError(e.code, e.category, e.message, { ...(e.task ? { task: e.task } : {}), detail: e.detail ?? {} });
+  // Codes come from cts's own modules in the worker; anything else is reported as internal.
+  return new CtsError(isErrorCode(e.code) ? e.code : "CTS_INTERNAL", e.category, e.message, { ...(e.task ? { task: e.task } : {}), detail: e.detail ?? {} });
 }

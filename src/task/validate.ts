@@ -1,4 +1,4 @@
-import { CtsError } from "../errors.ts";
+import { CtsError, type ErrorCode } from "../errors.ts";
 import { parseCron } from "../runtime/cron.ts";
 import { parseDuration } from "../config/duration.ts";
 import type { Condition, TaskInputs } from "./conditions.ts";
@@ -107,7 +107,7 @@ export function bufferProblems(bp: { min?: string | number; max?: string | numbe
 }
 
 /** Throws one CtsError listing every problem, naming the file (or source) and the field. */
-export function throwProblems(where: string, problems: Problem[], code = "CONFIG_INVALID"): void {
+export function throwProblems(where: string, problems: Problem[], code: ErrorCode = "CONFIG_INVALID"): void {
   if (problems.length === 0) return;
   const lines = problems.map((p) => `${where}: ${p.field} ${p.message}`);
   throw new CtsError(code, "usage", lines.join("\n"), { detail: { problems } });

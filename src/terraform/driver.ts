@@ -30,6 +30,7 @@ export const DEFAULT_COMMAND_TIMEOUTS: Required<CommandTimeouts> = {
   validate: 60_000,
   init: 5 * 60_000,
   show: 5 * 60_000,
+  silence: 5 * 60_000,
 };
 const NO_CHANGES = "No changes. Your infrastructure matches the configuration.";
 

@@ -171,11 +171,11 @@ export function stateLockedError(task: string, command: string, lockTimeoutMs: n
 }
 
 /** TERRAFORM_HUNG: a command produced no exit within its time limit twice in a row. */
-export function hungError(task: string, command: string, limitMs: number): CtsError {
+export function hungError(task: string, command: string, limitMs: number, how = `no exit within ${formatDuration(limitMs)}`): CtsError {
   return new CtsError(
     TERRAFORM_HUNG,
     "external",
-    `Terraform hung in \`${command}\` (no exit within ${formatDuration(limitMs)}); it was killed and retried once, and hung again. ` +
+    `Terraform hung in \`${command}\` (${how}); it was killed and retried once, and hung again. ` +
       `This is usually the state backend not answering (for consul: check the agent and its leader) or a stuck provider; ` +
       `the task runs again on its next trigger. Raise driver.terraform.commandTimeouts if the command is merely slow.`,
     { task, detail: { command, limitMs } },

@@ -1,3 +1,4 @@
+import { pause } from "../pause.ts";
 import { basename } from "node:path";
 import type { CtsError } from "../errors.ts";
 import { abortedError, formatDuration, hungError, notStartedError, type AbortReason } from "./failures.ts";
@@ -117,16 +118,7 @@ export class Operation {
 
   /** Waits `ms`, or throws TERRAFORM_CANCELLED/TIMEOUT as soon as the operation is stopped. */
   async pause(ms: number): Promise<void> {
-    const signal = this.controller.signal;
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(done, ms);
-      function done() {
-        clearTimeout(t);
-        signal.removeEventListener("abort", done);
-        resolve();
-      }
-      signal.addEventListener("abort", done, { once: true });
-    });
+    await pause(ms, this.controller.signal);
     this.throwIfAborted("waiting for the state lock");
   }
 
@@ -169,6 +161,8 @@ export class Operation {
   ): Promise<R> {
     const command = this.commandName(args);
     const limit = this.limitFor(args);
+    // plan/apply/destroy may run long, but not silently: Terraform reports progress every 10 s.
+    const silence = limit === undefined ? this.deps.timeouts.silence : undefined;
     const guard = args[0] === "init" ? this.deps.pluginCache.exclusive.bind(this.deps.pluginCache) : this.deps.pluginCache.shared.bind(this.deps.pluginCache);
     for (let attempt = 1; ; attempt++) {
       this.throwIfAborted(command);
@@ -176,15 +170,16 @@ export class Operation {
       const hang = new AbortController();
       const res = await guard(async () => {
         this.throwIfAborted(command);
-        const timer = limit === undefined ? undefined : setTimeout(() => hang.abort(), limit);
+        const timer = setTimeout(() => hang.abort(), limit ?? silence);
+        const heard = silence === undefined ? () => {} : () => timer.refresh();
         try {
           return await runProcess(this.deps.binary, args, {
             cwd: this.dir,
             env: extraEnv ? { ...this.deps.env(workspace), ...extraEnv } : this.deps.env(workspace),
             signal: AbortSignal.any([this.controller.signal, hang.signal]),
             killGraceMs: this.deps.killGraceMs,
-            onStdout: c.out,
-            onStderr: c.err,
+            onStdout: (l) => (heard(), c.out(l)),
+            onStderr: (l) => (heard(), c.err(l)),
             track: this.deps.track(this.task, command),
           });
         } finally {
@@ -194,8 +189,9 @@ export class Operation {
       if (res.spawnError) throw notStartedError(this.task, this.deps.binary, res.spawnError);
       if (hang.signal.aborted && !this.reason && res.exitCode !== 0) {
         this.deps.onHung();
-        if (attempt >= 2) throw hungError(this.task, command, limit!);
-        this.emit(`Terraform hung in \`${command}\` (no exit within ${formatDuration(limit!)}); killed it, running it once more`);
+        const how = limit !== undefined ? `no exit within ${formatDuration(limit)}` : `no output for ${formatDuration(silence!)}`;
+        if (attempt >= 2) throw hungError(this.task, command, limit ?? silence!, how);
+        this.emit(`Terraform hung in \`${command}\` (${how}); killed it, running it once more`);
         continue;
       }
       // A command that finished successfully just as the signal fired keeps its result.

@@ -66,6 +66,12 @@ export interface CommandTimeouts {
   init?: number;
   /** `show` of a saved plan (default 5 min). */
   show?: number;
+  /**
+   * plan, apply and destroy have no time limit of their own (driver.terraform.timeout bounds them),
+   * but one that prints nothing for this long is stuck (default 5 min; with -json, Terraform
+   * reports progress every 10 s while a resource or provisioner works).
+   */
+  silence?: number;
 }
 
 /** Limits of the warm provider pool (`driver.terraform.warmProviders`). */

@@ -1,3 +1,4 @@
+import { pause } from "../pause.ts";
 import { CtsError, toCtsError } from "../errors.ts";
 import { isAbortError, isFatalConsulError } from "../consul/api-error.ts";
 import { DEFAULT_WAIT_MS } from "../consul/client.ts";
@@ -193,15 +194,6 @@ export function stableStringify(value: unknown): string {
 }
 
 /** Waits ms, or less when the signal aborts; never leaves a timer behind. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
+export async function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  await pause(ms, signal);
 }

@@ -12,7 +12,8 @@ import { processesIn, slowFileConfig } from "./support.ts";
 
 /**
  * A stand-in for tofu that runs the real one, except that `workspace new` hangs (ignoring SIGINT,
- * as the deadlocked consul backend did) the first $HANGS times in a task folder.
+ * as the deadlocked consul backend did) the first $HANGS times in a task folder, and `apply` goes
+ * silent (prints nothing, never exits) the first $SILENT times.
  */
 function standIn(real: string): string {
   return `#!/bin/sh
@@ -20,6 +21,15 @@ if [ "$1" = "workspace" ] && [ "$2" = "new" ]; then
   n=$(cat .hangs-so-far 2>/dev/null || echo 0)
   echo $((n + 1)) > .hangs-so-far
   if [ "$n" -lt "\${HANGS:-0}" ]; then
+    trap '' INT
+    sleep 1000
+    exit 1
+  fi
+fi
+if [ "$1" = "apply" ]; then
+  n=$(cat .silent-so-far 2>/dev/null || echo 0)
+  echo $((n + 1)) > .silent-so-far
+  if [ "$n" -lt "\${SILENT:-0}" ]; then
     trap '' INT
     sleep 1000
     exit 1
@@ -51,7 +61,7 @@ describe("a Terraform command that hangs (stand-in around the real OpenTofu, rea
       env: { CONSUL_HTTP_ADDR: consul.address },
       killGraceMs: 1_000,
       lockTimeoutMs: 2_000,
-      commandTimeouts: { workspace: 3_000 },
+      commandTimeouts: { workspace: 3_000, silence: 3_000 },
       log: (task, line) => lines.push(`${task}: ${line}`),
     });
   });
@@ -71,6 +81,14 @@ describe("a Terraform command that hangs (stand-in around the real OpenTofu, rea
     assert.deepEqual(await processesIn(work, { exceptWarmOf: process.pid }), []);
   });
 
+  it("kills an apply that prints nothing past the silence limit and runs it once more", async () => {
+    const res = await driver.apply({ task: "quiet", json: slowFileConfig(join(root, "quiet.txt"), "quiet"), env: { SILENT: "1" } });
+    assert.equal(res.changesPresent, true);
+    assert.equal(await readFile(join(root, "quiet.txt"), "utf8"), "quiet");
+    assert.ok(lines.some((l) => /^quiet: Terraform hung in `tofu apply` \(no output for 3s\); killed it, running it once more/.test(l)), lines.join("\n"));
+    assert.deepEqual(await processesIn(work, { exceptWarmOf: process.pid }), []);
+  });
+
   it("fails with TERRAFORM_HUNG when the command hangs again, leaving nothing running", async () => {
     const err = await driver.apply(task("twice", 2)).then(
       () => assert.fail("the apply should fail"),
@@ -80,7 +98,7 @@ describe("a Terraform command that hangs (stand-in around the real OpenTofu, rea
     assert.equal(err.code, TERRAFORM_HUNG);
     assert.equal(err.category, "external");
     assert.match(err.message, /Terraform hung in `tofu workspace new` \(no exit within 5s\); it was killed and retried once/);
-    assert.equal(driver.hungCommands(), 3);
+    assert.equal(driver.hungCommands(), 4);
     assert.deepEqual(await processesIn(work, { exceptWarmOf: process.pid }), []);
   });
 });

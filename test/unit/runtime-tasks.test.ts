@@ -22,6 +22,7 @@ function setup(root: string) {
   const task = new MemberList("members", "/tmp/m.txt");
   let fail = false;
   const seenDuringApply: boolean[] = [];
+  const cooled: string[] = [];
   const dirOf = (t: string) => join(root, t);
   const driver = {
     taskDir: dirOf,
@@ -37,6 +38,7 @@ function setup(root: string) {
       return ok;
     },
     destroy: async () => ok,
+    coolDown: async (task?: string) => void cooled.push(task ?? "*"),
   };
   const controller = createController({
     loaded: { config: { tasks: [task] }, file: "/x/cts.config.ts", dir: "/x" },
@@ -46,7 +48,7 @@ function setup(root: string) {
     log: createLogger({ write: () => {} }),
     retries: 0,
   });
-  return { controller, dirOf, seenDuringApply, failNext: (v: boolean) => (fail = v) };
+  return { controller, dirOf, seenDuringApply, cooled, failNext: (v: boolean) => (fail = v) };
 }
 
 describe("the applied hash (the no-op skip) survives only a finished apply", () => {
@@ -69,6 +71,23 @@ describe("the applied hash (the no-op skip) survives only a finished apply", () 
       await controller.resume();
       await controller.idle();
       assert.equal(await exists(hashFile), false, "a failed apply (or a crash during one) leaves no hash: the next start applies");
+      await controller.stop(100);
+    } finally {
+      await tmp.cleanup();
+    }
+  });
+});
+
+describe("warm provider processes of tasks that stop running here", () => {
+  it("are ended for a deleted task, and for every task when the instance pauses (HA step-down)", async () => {
+    const tmp = await tempDir();
+    try {
+      const { controller, cooled } = setup(tmp.dir);
+      await controller.once();
+      await controller.deleteTask("members");
+      assert.deepEqual(cooled, ["members"]);
+      await controller.pause(100);
+      assert.deepEqual(cooled, ["members", "*"]);
       await controller.stop(100);
     } finally {
       await tmp.cleanup();

@@ -1,0 +1,102 @@
+/**
+ * Every error code cts uses, with its category and the fix a user should try first. `CtsError`
+ * takes only these codes (a new code is a compile error until it is added here), the catalogue's
+ * category is the one the error carries, and the README's error table lists every code
+ * (test/unit/error-catalogue.test.ts keeps the three in step).
+ *
+ * Categories: usage → exit 2 (the config, a flag or a request is wrong), external → exit 1 (Consul,
+ * Terraform or the network failed), internal → exit 70 (a bug in cts: please report it).
+ */
+export const ERROR_CATALOGUE = {
+  // Configuration and command line
+  CONFIG_NOT_FOUND: { category: "usage", fix: "Pass --config with the path of your cts.config.ts (or a CTS .hcl/.json file), or run `cts init`." },
+  CONFIG_LOAD_FAILED: { category: "usage", fix: "Fix the error in the config file at the place named; `npx tsc --noEmit` shows TypeScript errors." },
+  CONFIG_INVALID: { category: "usage", fix: "Correct the field named in the message; README 'Configuration' lists every key." },
+  CONFIG_PACKAGE_MISSING: { category: "usage", fix: "Install the package the config imports (`npm i cdktf-sync` in the config's project)." },
+  USAGE: { category: "usage", fix: "Run the command with --help for its flags." },
+  DURATION_INVALID: { category: "usage", fix: 'Write durations as Go does: "500ms", "5s", "1m30s".' },
+  BUFFER_PERIOD_INVALID: { category: "usage", fix: "Give min and max as durations with min ≤ max, or enabled: false." },
+  HTTP_ADDR_INVALID: { category: "usage", fix: "Give the API address as http(s)://host:port." },
+  SECRET_MISSING: { category: "usage", fix: "Set the environment variable or create the file the secret reads, in the daemon's environment." },
+  TEMPLATE_NOT_FOUND: { category: "usage", fix: "Reinstall cts: its templates/ folder is missing from the package." },
+  INPUT_INVALID: { category: "usage", fix: "Pass a JSON snapshot like the one in README 'cts synth --input'." },
+
+  // Tasks
+  TASK_OPTION_INVALID: { category: "usage", fix: "Correct the option passed to the task's constructor in the config (the message names it)." },
+  TASK_INVALID: { category: "usage", fix: "Correct the task field named in the message." },
+  TASK_NAME_INVALID: { category: "usage", fix: "Use letters, digits, '-' and '_' in task names (as CTS)." },
+  TASK_SHAPE_INVALID: { category: "usage", fix: "Make the task a class extending Task (or a ModuleTask) exported from the config, as `cts init` scaffolds." },
+  TASK_NOT_FOUND: { category: "usage", fix: "Check the task's name with `cts task list` or GET /v1/tasks." },
+  TASK_EXISTS: { category: "usage", fix: "Choose another name, or delete the existing task first." },
+  TASK_DISABLED: { category: "usage", fix: "Enable the task (`cts task enable NAME`) before running it." },
+  TASK_NOT_REPLACEABLE: { category: "usage", fix: "Change a task defined in code in the config and restart; only 'enabled' changes at run time." },
+  TASK_FILE_INVALID: { category: "usage", fix: "Correct the task file at the line named (CTS task block syntax)." },
+  TASK_DIR_INVALID: { category: "usage", fix: "Point the task's working dir inside driver.terraform.workingDir." },
+  TASK_SYNTH_FAILED: { category: "usage", fix: "Fix the exception the task's synthesize() threw (the stack names the line); `cts synth` reproduces it." },
+  TASK_SYNTH_INVALID: { category: "usage", fix: "Fix what the task built (the message names the construct); `cts synth` shows the generated JSON." },
+  TASK_ID_COLLISION: { category: "usage", fix: "Give the constructs named in the message distinct ids." },
+  TASK_FILES_FAILED: { category: "external", fix: "Make the task's working dir writable and check the disk has space." },
+  TASK_RUN_FAILED: { category: "external", fix: "Read the cause in the task's event (`cts status TASK --events`); the task runs again on its next change." },
+  FILE_NAME_INVALID: { category: "usage", fix: "Use a plain file name (no '/', no '..') for files a task writes." },
+  SOURCE_KIND_UNKNOWN: { category: "usage", fix: "Use one of the condition kinds cts knows (services, catalog-services, consul-kv, schedule)." },
+  REGEXP_INVALID: { category: "usage", fix: "Fix the regular expression in the condition (Go RE2 syntax as CTS)." },
+  SERVICES_QUERY_INVALID: { category: "usage", fix: "Give a services condition either names or a regexp, not both and not neither." },
+  KV_QUERY_INVALID: { category: "usage", fix: "Give the consul-kv condition a path (and recurse: true for a prefix)." },
+  SYNTH_WORKER_FAILED: { category: "internal", fix: "Run `cts synth` for the task to see the worker's error; report it if it persists." },
+
+  // Consul
+  CONSUL_ADDRESS_INVALID: { category: "usage", fix: "Set consul.address (or CONSUL_HTTP_ADDR) to host:port or http(s)://host:port." },
+  CONSUL_TOKEN_FILE: { category: "usage", fix: "Make consul.tokenFile (or CONSUL_HTTP_TOKEN_FILE) a readable file holding the token." },
+  CONSUL_TLS_FILE: { category: "usage", fix: "Make the CA, certificate and key files in consul.tls readable PEM files." },
+  CONSUL_TLS_INVALID: { category: "usage", fix: "Fix consul.tls: both certificate and key, PEM files, and a CA that signed the agent's certificate." },
+  CONSUL_TLS_FAILED: { category: "external", fix: "Check the agent's certificate against consul.tls.caFile and serverName." },
+  CONSUL_UNREACHABLE: { category: "external", fix: "Start the Consul agent or fix consul.address; cts retries with backoff meanwhile." },
+  CONSUL_TIMEOUT: { category: "external", fix: "Check the Consul agent's health and its leader; cts retries with backoff meanwhile." },
+  CONSUL_RATE_LIMITED: { category: "external", fix: "Raise the agent's rate limits or lengthen buffer periods; cts backs off meanwhile." },
+  CONSUL_PERMISSION_DENIED: { category: "external", fix: "Grant the ACL permission named (examples/acl/cts-policy.hcl has the least-privilege policy); `cts doctor` checks them all." },
+  CONSUL_BAD_REQUEST: { category: "usage", fix: "Correct the condition's query (filter, namespace, datacenter) named in the message." },
+  CONSUL_HTTP_ERROR: { category: "external", fix: "Read Consul's answer in the message; check the agent's logs." },
+  CONSUL_REGISTER_FAILED: { category: "external", fix: "Grant service:write on consul-terraform-sync (or turn service registration off); the daemon runs on without it." },
+  CONSUL_WATCH_FAILED: { category: "external", fix: "Read the cause; the watch retries with backoff." },
+  WATCHER_CLOSED: { category: "internal", fix: "Report this as a bug: a subscription arrived after the watcher stopped." },
+
+  // Terraform
+  TERRAFORM_NOT_FOUND: { category: "usage", fix: "Install OpenTofu or Terraform, or set driver.terraform.binary to its full path; `cts doctor` checks it." },
+  TERRAFORM_FAILED: { category: "external", fix: "Read Terraform's own error in the message; `cts inspect TASK` reproduces the plan." },
+  TERRAFORM_TIMEOUT: { category: "external", fix: "Raise driver.terraform.commandTimeouts for the command, or check the state backend and providers." },
+  TERRAFORM_HUNG: { category: "external", fix: "Check the state backend (for consul: the agent and its leader) and the providers; raise driver.terraform.commandTimeouts if the command is merely slow." },
+  TERRAFORM_STATE_LOCKED: { category: "external", fix: "Wait: cts waits such locks out. Only if no Terraform runs for the task anywhere, `tofu force-unlock ID` in the task's working dir." },
+  TERRAFORM_CANCELLED: { category: "external", fix: "Nothing to fix: the run was stopped (shutdown, task deleted or disabled) and runs again when needed." },
+
+  // Runtime, API and CLI
+  CTS_INTERNAL: { category: "internal", fix: "Report this as a bug with the log lines around it." },
+  CTS_PAUSED: { category: "external", fix: "Nothing to fix: this instance is not the HA leader now; the leader runs the task." },
+  CANCELLED: { category: "external", fix: "Nothing was changed; run the command again and confirm, or pass --auto-approve." },
+  APPROVAL_REQUIRED: { category: "usage", fix: "Confirm at the prompt, or pass --auto-approve when no terminal is attached." },
+  API_PORT_INVALID: { category: "usage", fix: "Give api.port (or --api-port) a number 0-65535." },
+  API_LISTEN_FAILED: { category: "usage", fix: "Free the port or choose another (api.port); another cts may already run." },
+  API_TLS_FILE: { category: "usage", fix: "Make api.tls certificate and key readable PEM files." },
+  API_TLS_INVALID: { category: "usage", fix: "Fix api.tls: a certificate and its key, PEM encoded." },
+  API_TLS_FAILED: { category: "external", fix: "Check the daemon's certificate against --ca-cert, or the address's scheme." },
+  API_TOKEN_FILE: { category: "usage", fix: "Make api.tokenFile a readable file holding the API token." },
+  API_UNREACHABLE: { category: "external", fix: "Start `cts watch`, or point --http-addr (CTS_ADDRESS) at its API." },
+  API_REQUEST_REFUSED: { category: "usage", fix: "Correct the request as the daemon's message says (a 4xx answer)." },
+  API_REQUEST_FAILED: { category: "external", fix: "The daemon failed the request (a 5xx answer): read its log for the request id." },
+  API_BAD_ANSWER: { category: "external", fix: "Check that --http-addr points at a cts (or CTS) API, not another server." },
+
+  // High availability
+  HA_NOT_LEADER: { category: "usage", fix: "Send task changes to the leader (its address is in the answer and in GET /v1/status/cluster)." },
+  HA_NO_LEADER: { category: "external", fix: "Wait for an election (about one session TTL), or start a member; GET /v1/status/cluster shows them." },
+  HA_SESSION_TTL: { category: "usage", fix: "Raise highAvailability.cluster.storage.sessionTtl to at least Consul's minimum (10s)." },
+  HA_CONSUL_FAILED: { category: "external", fix: "The token needs key:write on the HA prefix and session:write on this node (README 'High availability')." },
+  HA_CONSUL_TIMEOUT: { category: "external", fix: "Check the Consul agent's health; the member fences itself if renewals keep failing." },
+  HA_CONSUL_UNREACHABLE: { category: "external", fix: "Start the Consul agent or fix consul.address; the member retries." },
+} as const satisfies Record<string, { category: "usage" | "external" | "internal"; fix: string }>;
+
+/** A code from the catalogue. */
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+/** True when `code` is in the catalogue (for codes that arrive as data, e.g. over the API). */
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.hasOwn(ERROR_CATALOGUE, code);
+}

@@ -1,0 +1,16 @@
+import { setTimeout as sleep } from "node:timers/promises";
+
+/**
+ * Waits `ms`, or less when `signal` aborts: resolves true after the full wait, false when cut short.
+ * The one sleep of cts (on node:timers/promises), so no wait anywhere outlives a stop.
+ */
+export async function pause(ms: number, signal?: AbortSignal): Promise<boolean> {
+  if (signal?.aborted) return false;
+  try {
+    await sleep(ms, undefined, signal ? { signal } : {});
+    return true;
+  } catch (err) {
+    if ((err as { name?: string }).name === "AbortError") return false;
+    throw err;
+  }
+}
