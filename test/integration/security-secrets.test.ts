@@ -11,7 +11,9 @@ async function grepTree(dir: string, needle: string): Promise<string[]> {
   for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
     if (!e.isFile()) continue;
     const p = join(e.parentPath ?? (e as unknown as { path: string }).path, e.name);
-    if ((await readFile(p)).includes(needle)) hits.push(p);
+    // Live process records (.cts-processes) come and go while warm providers start and stop.
+    const text = await readFile(p).catch(() => undefined);
+    if (text?.includes(needle)) hits.push(p);
   }
   return hits;
 }
