@@ -39,7 +39,8 @@ export function forgetLiveGroup(pgid: number): void {
   liveGroups.delete(pgid);
 }
 
-function signalGroup(pid: number, sig: NodeJS.Signals): void {
+/** Sends `sig` to every process of the group `pid` leads; a group already gone is not an error. */
+export function signalGroup(pid: number, sig: NodeJS.Signals): void {
   try {
     process.kill(-pid, sig);
   } catch {

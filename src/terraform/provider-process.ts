@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { forgetLiveGroup, rememberLiveGroup } from "./process.ts";
+import { forgetLiveGroup, rememberLiveGroup, signalGroup } from "./process.ts";
 import type { LaunchSpec, ProviderLauncher, ProviderServer, ReattachConfig } from "./warm-pool.ts";
 
 /** How the real launcher starts provider processes. */
@@ -46,13 +46,6 @@ export function residentMb(pid: number): number | undefined {
   }
 }
 
-function signalGroup(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, sig);
-  } catch {
-    /* already gone */
-  }
-}
 
 /**
  * Starts provider binaries with `-debug`, in their own process group, with the task's folder and

@@ -2,6 +2,7 @@ import { readdir, readFile, readlink, rm } from "node:fs/promises";
 import { join, sep } from "node:path";
 import { GROUPS_DIR, parseGroupFile, processStart, type GroupRecord } from "./group-file.ts";
 import { PLAN_FILE } from "./working-dir.ts";
+import { signalGroup } from "./process.ts";
 
 /** The members of a process group that work inside `root` (their cwd is the task folder). */
 async function membersUnder(pgid: number, root: string): Promise<number[]> {
@@ -21,13 +22,6 @@ async function membersUnder(pgid: number, root: string): Promise<number[]> {
   return found;
 }
 
-function signal(pgid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, sig);
-  } catch {
-    /* already gone */
-  }
-}
 
 const alive = (owner: { pid: number; start: string }) => owner.start !== "" && processStart(owner.pid) === owner.start;
 
@@ -56,7 +50,7 @@ export async function recoverWorkingDir(root: string, graceMs: number, log: (lin
     const members = await membersUnder(g.pgid, root);
     if (members.length === 0) continue;
     log(`a previous run left \`${g.command}\` of task '${g.task}' running (process group ${g.pgid}, ${members.length} processes); stopping it`);
-    signal(g.pgid, "SIGINT");
+    signalGroup(g.pgid, "SIGINT");
     killed.push(g);
   }
   const deadline = Date.now() + graceMs;
@@ -68,7 +62,7 @@ export async function recoverWorkingDir(root: string, graceMs: number, log: (lin
   for (const g of killed) {
     if ((await membersUnder(g.pgid, root)).length) {
       log(`process group ${g.pgid} ignored SIGINT for ${graceMs} ms; killing it`);
-      signal(g.pgid, "SIGKILL");
+      signalGroup(g.pgid, "SIGKILL");
     }
   }
   if (otherOwnerLive) return;
