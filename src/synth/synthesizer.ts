@@ -31,6 +31,11 @@ export interface WorkerSynthesizerOptions {
   maxSyntheses?: number;
   /** Replace the worker when its heap passes this many bytes (default 256 MiB). */
   maxHeapBytes?: number;
+  /**
+   * End the worker after this long without a synthesis (default 2 min): a daemon whose tasks are
+   * quiet holds no CDKTF heap; the next change starts a worker again (about 1 s).
+   */
+  idleMs?: number;
 }
 
 interface Pending {
@@ -43,9 +48,11 @@ interface Pending {
  * past a heap size: cdktf keeps every token in a process-global map that is never cleared, so a
  * long-running daemon must throw that memory away. Only plain data crosses the thread boundary.
  */
-export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): Synthesizer & { recycled(): number } {
+export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): Synthesizer & { recycled(): number; running(): boolean } {
   const maxSyntheses = opts.maxSyntheses ?? 200;
   const maxHeap = opts.maxHeapBytes ?? 256 * 1024 * 1024;
+  const idleMs = opts.idleMs ?? 2 * 60_000;
+  let idleTimer: ReturnType<typeof setTimeout> | undefined;
   let worker: Worker | undefined;
   let count = 0;
   let recycled = 0;
@@ -98,11 +105,26 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): Synthesi
   return {
     // One synthesis at a time: synthesis is CPU-bound, and serializing keeps recycling simple.
     synth(ref, input, ctx) {
+      clearTimeout(idleTimer);
       const run = chain.then(() => synthOnce(ref, input, ctx));
-      chain = run.catch(() => undefined);
+      const settled = run.catch(() => undefined);
+      chain = settled;
+      void settled.then(() => {
+        if (chain !== settled) return; // another synthesis is queued behind this one
+        idleTimer = setTimeout(() => {
+          if (chain === settled && pending.size === 0 && worker) {
+            const w = worker;
+            worker = undefined;
+            void w.terminate();
+          }
+        }, idleMs);
+        idleTimer.unref();
+      });
       return run;
     },
+    running: () => worker !== undefined,
     async close() {
+      clearTimeout(idleTimer);
       const w = worker;
       worker = undefined;
       if (w) await w.terminate();

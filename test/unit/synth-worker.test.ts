@@ -1,0 +1,34 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { workerSynthesizer } from "../../src/synth/synthesizer.ts";
+import type { TaskRef } from "../../src/synth/task-ref.ts";
+import { services } from "../../src/task/conditions.ts";
+
+const MODULES = fileURLToPath(new URL("../../modules", import.meta.url));
+const ref: TaskRef = { kind: "module", spec: { name: "echo", module: "./cts-echo", condition: services({ names: ["web"] }) } as never };
+const input = { services: [] } as never;
+
+async function until(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
+  for (const end = Date.now() + ms; !cond(); ) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe("the synthesis worker", () => {
+  it("starts on the first synthesis and ends after the idle period, then starts again when needed", async () => {
+    const synth = workerSynthesizer({ idleMs: 200 });
+    try {
+      assert.equal(synth.running(), false, "no worker before any synthesis");
+      const first = await synth.synth(ref, input, { configDir: MODULES });
+      assert.ok(first.json.includes("cts-echo"));
+      assert.equal(synth.running(), true);
+      await until("the idle worker to end", () => !synth.running());
+      const again = await synth.synth(ref, input, { configDir: MODULES });
+      assert.equal(again.hash, first.hash, "the same task and input synthesize the same JSON in a new worker");
+    } finally {
+      await synth.close();
+    }
+  });
+});
