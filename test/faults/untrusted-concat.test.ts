@@ -23,8 +23,10 @@ const KNOWN: Array<{ c: ConcatCase; values: string[] }> = [
   { c: { shape: "plus", lits: [] }, values: ["\uE000", "$\uE000", "{\uE001", "\uE001\uE000{", "$", "\uE000{"] },
   { c: { shape: "plus", lits: [] }, values: ["$$", "{", "$$${x}", "%%", "{~ y}"] },
   { c: { shape: "mixed", lits: ["", '${"T"}', "$${lit}"] }, values: ["US$", "$"] },
-  // cdktf puts function arguments in quotes without escaping `"` (see untrusted.ts): quote-free here.
   { c: { shape: "fnJoin", lits: [""] }, values: ["$", "{path.cwd}"] },
+  // cdktf writes function arguments in quotes without escaping `"`: a quote once ended the literal.
+  { c: { shape: "fnJoin", lits: [","] }, values: ['a"), file("/etc/hostname"), ("', 'b\\"c'] },
+  { c: { shape: "fnFormat", lits: ["-"] }, values: ['q"r', "c\\d"] },
   { c: { shape: "fnFormat", lits: ["-"] }, values: ["$", "%{ if true }"] },
 ];
 

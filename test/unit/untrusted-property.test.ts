@@ -5,11 +5,11 @@ import { Testing } from "../../src/testing.ts";
 import { ConcatCases, expectedContent, hclTemplateValue, type ConcatCase, type Shape } from "../fixtures/untrusted-cases.ts";
 import { caseArbitrary, instancesFor } from "../fixtures/untrusted-arbitraries.ts";
 
-/** Reads `${join("sep", ["a", …])}` / `${format("spec", "a", …)}` the way Terraform would (no `"` or `\` in the data). */
+/** Reads `${join("sep", ["a", …])}` / `${format("spec", "a", …)}` the way Terraform would (HCL string escapes, then template escapes). */
 function evalFunction(content: string): string {
   const m = /^\$\{(join|format)\((.*)\)\}$/s.exec(content);
   assert.ok(m, `not a function call: ${content}`);
-  const strings = [...m[2]!.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((q) => hclTemplateValue(q[1]!).replace(/\\n/g, "\n"));
+  const strings = [...m[2]!.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((q) => hclTemplateValue(q[1]!.replace(/\\(["\\nt])/g, (_, e: string) => (e === "n" ? "\n" : e === "t" ? "\t" : e))));
   const [first, ...rest] = strings;
   if (m[1] === "join") return rest.join(first!);
   let i = 0;
@@ -42,6 +42,8 @@ describe("catalog strings combined by task code (property)", () => {
           [{ c: { shape: "mixed", lits: ["", '${"T"}'] }, values: ["US$"] }],
           [{ c: { shape: "mixed", lits: ["$", ""] }, values: ["{x}"] }],
           [{ c: { shape: "fnJoin", lits: [""] }, values: ["$", "{x}"] }],
+          [{ c: { shape: "fnJoin", lits: [","] }, values: ['a"), file("/etc/hostname"), ("', "b"] }],
+          [{ c: { shape: "fnFormat", lits: ["-"] }, values: ['q"r', "c\\d", '\\"'] }],
           [{ c: { shape: "keys", lits: [] }, values: ["%", "{ if }"] }],
         ],
       },

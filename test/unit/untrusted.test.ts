@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { decodeForTerraform, encodeData, encodeUntrusted, ESC, MARK, raw, untrusted } from "../../src/synth/untrusted.ts";
+import { BSLASH, decodeForTerraform, encodeData, encodeUntrusted, ESC, MARK, QUOTE, raw, untrusted } from "../../src/synth/untrusted.ts";
 
 describe("untrusted catalog strings", () => {
   const nasty = ['${file("/etc/hostname")}', "%{ if true }x%{ endif }", "${TfToken[TOKEN.1]}", "#{TfToken[TOKEN.2]}", "&{TfToken[TOKEN.3]}", "$${x}", "a" + MARK + "b", MARK + "{", ESC + MARK, "$", "{x}", "plain"];
@@ -63,5 +63,15 @@ describe("untrusted catalog strings", () => {
 
   it("leaves strings without openers at their edges untouched", () => {
     assert.equal(encodeUntrusted("web-1 10.0.0.1 {ok} $ % x"), "web-1 10.0.0.1 {ok} $ % x");
+  });
+
+  it("carries data quotes and backslashes as private characters, written back as HCL escapes inside an expression's string", () => {
+    const v = encodeUntrusted('a"), file("/x'+'\\');
+    assert.ok(!v.includes('"') && !v.includes("\\"), "cdktf never sees a data quote or backslash");
+    assert.equal(raw(v), 'a"), file("/x\\');
+    assert.equal(decodeForTerraform(`x=${v}`), 'x=a"), file("/x\\', "template text: the characters as they are");
+    assert.equal(decodeForTerraform(`\${join(",", ["${v}"])}`), '${join(",", ["a\\"), file(\\"/x\\\\"])}', "inside a string literal: escaped");
+    assert.throws(() => decodeForTerraform("${" + QUOTE + "}"), /TASK_SYNTH_INVALID|outside a string/);
+    assert.equal(encodeUntrusted(QUOTE + BSLASH), ESC + QUOTE + ESC + BSLASH, "data cannot forge them");
   });
 });
