@@ -5,6 +5,7 @@ import { watchTokenFile } from "../consul/token-file.ts";
 import { createConsulTransport } from "../consul/transport.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import { consulConnectionFor, tokenFileFor } from "../runtime/consul-setup.ts";
 import type { HaControl, RetryNotice, TaskChange } from "../runtime/interfaces.ts";
 import { TERRAFORM_STATE_LOCKED } from "../runtime/retry.ts";
@@ -33,6 +34,8 @@ export interface HighAvailabilityOptions {
   compatIntervalMs?: number;
   /** How long a leader that steps down waits for cancelled runs (default 10 s). */
   stopGraceMs?: number;
+  /** Where the leader gauge and leadership changes are recorded. */
+  metrics?: Metrics;
 }
 
 /** The leader as the lock names it. */
@@ -215,6 +218,7 @@ export class HighAvailability {
     if (this.role === "stopped") return;
     const wasLeader = this.role === "leader";
     this.role = "stopped";
+    if (wasLeader) this.opts.metrics?.leadership(false);
     this.stopping.abort();
     if (this.compatTimer) clearInterval(this.compatTimer);
     this.stopTokenWatch?.();
@@ -318,6 +322,7 @@ export class HighAvailability {
   private async becomeLeader(session: LeaderSession): Promise<void> {
     const s = this.settings;
     this.role = "leader";
+    this.opts.metrics?.leadership(true);
     this.log.info(`ha: acquired leadership lock: id=${s.id}`, { lock_path: s.lockKey });
     this.mirror.stop();
     this.writer.setSession(session.id);
@@ -355,6 +360,7 @@ export class HighAvailability {
   private stepDown(reason: string): void {
     if (this.role !== "leader") return;
     this.role = "follower";
+    this.opts.metrics?.leadership(false);
     this.leaderSince = undefined;
     this.writer.setSession(undefined);
     this.log.warn(`ha: lost leadership: ${reason}. Stopped running tasks; this instance is now a follower`);
