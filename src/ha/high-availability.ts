@@ -396,7 +396,7 @@ export class HighAvailability {
     if (this.role !== "leader" || notice.code !== TERRAFORM_STATE_LOCKED) return;
     this.log.warn(
       `ha: task '${notice.task}': its Terraform state is locked (most likely the previous leader's apply is still finishing or its lock has not expired); running it again in ${Math.round(notice.delayMs / 100) / 10} s`,
-      { attempt: notice.attempt },
+      { task: notice.task, attempt: notice.attempt },
     );
   }
 }

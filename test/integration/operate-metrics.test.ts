@@ -76,7 +76,10 @@ describe("operating a real daemon: GET /metrics and JSON logs (real Consul with 
     assert.ok(sample(families, "cts_consul_view_fetches_total", { kind: "health" }) >= 1, "the health view fetched");
     assert.ok(sample(families, "cts_consul_requests_total", { result: "ok" }) >= 1, "the transport counted Consul calls");
     assert.ok(families.some((f) => f.name === "cts_consul_blocking_queries"), "open blocking queries are a gauge");
-    assert.ok(families.some((f) => f.name === "cts_terraform_processes"), "Terraform processes were counted");
+    // Each command was counted while it ran and is gone now (warm provider processes may stay).
+    const processes = families.find((f) => f.name === "cts_terraform_processes")!.metrics;
+    for (const command of ["init", "apply"]) assert.ok(processes.some((m) => m.labels.command === command), `${command} was counted`);
+    for (const m of processes) if (m.labels.command !== "provider") assert.equal(Number(m.value), 0, `no ${m.labels.command} left running`);
     assert.equal(sample(families, "cts_ha_leader"), 0, "no high availability: not a leader");
     assert.equal(sample(families, "cts_run_queue_depth"), 0);
     assert.ok(families.some((f) => f.name === "process_cpu_user_seconds_total"), "default process metrics are there");
