@@ -51,6 +51,8 @@ export interface TaskGaugeState {
 /** Reads of the runtime's state, taken when metrics are scraped. */
 export interface StateProbe {
   tasks(): TaskGaugeState[];
+  /** Whether a task is registered: runs of others (an API dry run's throwaway task) get no series of their own. */
+  has(task: string): boolean;
   /** Runs waiting for a slot, and runs in progress. */
   queue(): { waiting: number; running: number };
 }

@@ -88,6 +88,9 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
   const takenSince = new Map<string, number>();
   const known = new Set<string>();
   let leading = false;
+  // Task labels only for registered tasks: an API dry run's name is the caller's choice, and
+  // series for every such name would grow without bound.
+  const tracked = (task: string) => probe === undefined || probe.has(task);
   const know = (task: string) => {
     if (known.has(task)) return;
     known.add(task);
@@ -98,17 +101,20 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
   return {
     registry,
     taskChanged(task) {
+      if (!tracked(task)) return;
       know(task);
       changes.inc({ task });
       if (!pendingSince.has(task)) pendingSince.set(task, Date.now());
     },
     runStarted(task) {
+      if (!tracked(task)) return;
       know(task);
       const since = pendingSince.get(task);
       pendingSince.delete(task);
       if (since !== undefined) takenSince.set(task, since);
     },
     runFinished(task, outcome, seconds) {
+      if (!tracked(task)) return;
       know(task);
       runs.inc({ task, outcome: outcomeLabel(outcome) });
       runSeconds.observe({ task }, seconds);
@@ -120,12 +126,15 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
       else pendingSince.set(task, Math.min(since, pendingSince.get(task) ?? since));
     },
     phase(task: string, phase: RunPhase, seconds: number) {
+      if (!tracked(task)) return;
       phases.observe({ task, phase }, seconds);
     },
     bufferWaited(task, seconds) {
+      if (!tracked(task)) return;
       bufferWaits.observe({ task }, seconds);
     },
     driftDetected(task) {
+      if (!tracked(task)) return;
       know(task);
       drifts.inc({ task });
     },

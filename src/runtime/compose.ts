@@ -118,6 +118,7 @@ export function createController(deps: ControllerDeps): Controller {
         const last = controller.events.list(name)[0]?.outcome;
         return view ? [{ task: name, enabled: view.enabled, status: view.status, ...(last ? { lastOutcome: last } : {}) }] : [];
       }),
+    has: (name) => controller.view(name) !== undefined,
     queue: () => runs.queue.depth(),
   });
   return controller;

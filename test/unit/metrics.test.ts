@@ -58,6 +58,19 @@ describe("Prometheus metrics", () => {
     assert.equal(await value(m, "cts_task_changes_total", { task: "web" }), 2);
   });
 
+  it("gives runs of unregistered tasks (an API dry run's throwaway name) no series", async () => {
+    const m = fresh();
+    m.observe({ tasks: () => [{ task: "web", enabled: true, status: "unknown" }], has: (t) => t === "web", queue: () => ({ waiting: 0, running: 0 }) });
+    for (const task of ["web", "dry-run-4711"]) {
+      m.runStarted(task);
+      m.phase(task, "plan", 1);
+      m.runFinished(task, "planned", 1);
+    }
+    const text = (await m.scrape()).body;
+    assert.match(text, /task="web"/);
+    assert.doesNotMatch(text, /dry-run-4711/);
+  });
+
   it("keeps one registry per daemon, so two daemons in one process do not clash", async () => {
     const a = fresh();
     const b = createPrometheusMetrics();
