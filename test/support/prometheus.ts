@@ -35,7 +35,7 @@ function parserBinary(): string {
   if (binary) return binary;
   const hash = createHash("sha256");
   for (const f of ["main.go", "go.mod", "go.sum"]) hash.update(readFileSync(join(SOURCE, f)));
-  const dir = join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "cts-tools");
+  const dir = process.env.CTS_TOOLS_DIR || join(homedir(), ".cache", "cts-tools");
   const bin = join(dir, `promparse-${hash.digest("hex").slice(0, 12)}`);
   if (!existsSync(bin)) {
     mkdirSync(dir, { recursive: true });
