@@ -108,7 +108,7 @@ export class HighAvailability {
     this.resetPending = opts.resetStorage === true;
     this.stopGraceMs = opts.stopGraceMs ?? 10_000;
     // Renewals must follow a rotated token file like every other Consul call.
-    const transport = createConsulTransport(rt.connection);
+    const transport = createConsulTransport(rt.connection, undefined, opts.metrics);
     const file = loaded.config.consul?.token === undefined ? tokenFileFor(loaded.config) : undefined;
     this.stopTokenWatch = file ? watchTokenFile(file, rt.connection.token ?? "", (token) => transport.setConnection(consulConnectionFor(loaded.config, token))) : undefined;
     this.kv = new HaKv(transport, this.settings.namespace);
