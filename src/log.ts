@@ -59,6 +59,12 @@ function textLine(rec: Record<string, unknown>): string {
   return fields.length ? `${head} ${fields.join(" ")}` : head;
 }
 
+/** A JSON line always names its component: lines of the root logger say "cts". */
+function withComponent(json: string): string {
+  const rec = JSON.parse(json) as Record<string, unknown>;
+  return rec.component ? json : JSON.stringify({ level: rec.level, time: rec.time, component: "cts", ...rec });
+}
+
 /** Creates a logger (level from CTS_LOG_LEVEL when not given). */
 export function createLogger(opts: LoggerOptions = {}, component?: string): Logger {
   const env = process.env.CTS_LOG_LEVEL?.toLowerCase();
@@ -68,7 +74,7 @@ export function createLogger(opts: LoggerOptions = {}, component?: string): Logg
   const destination: DestinationStream = {
     write(record: string) {
       const json = record.trimEnd();
-      write(redact(opts.json ? json : textLine(JSON.parse(json) as Record<string, unknown>)));
+      write(redact(opts.json ? withComponent(json) : textLine(JSON.parse(json) as Record<string, unknown>)));
     },
   };
   const root = pino(

@@ -16,5 +16,7 @@ export function apiAccessProblems(api: ApiConfig | undefined): Problem[] {
   };
   list("allowedOrigins", (o) => o !== "*" && normalizeOrigin(o) !== undefined && !/\/[^/]/.test(o.replace(/^[a-z]+:\/\//i, "")), `["https://dash.example:8443"] (scheme, host and port; no path, no "*")`);
   list("allowedHosts", (h) => parseHost(h) !== undefined, `["cts.internal", "cts.internal:8558"]`);
+  const metricsToken = api?.metricsRequireToken;
+  if (metricsToken !== undefined && typeof metricsToken !== "boolean") problems.push({ field: "api.metricsRequireToken", message: "must be true or false." });
   return problems;
 }

@@ -14,6 +14,8 @@ import { route, type Match, type RouteName } from "./router.ts";
 export interface ApiAppOptions extends BrowserGuardOptions {
   /** Bearer token required on task-changing routes. */
   token?: string;
+  /** `GET /metrics` needs the token too (`api.metricsRequireToken`). */
+  metricsRequireToken?: boolean;
   /** The API serves HTTPS (a Host without a port means 443). */
   tls?: boolean;
   /** Where the server listens; read per request (known once listening). Without it Host is not checked (unit tests). */
@@ -78,7 +80,7 @@ export function createApiApp(deps: ApiDeps, opts: ApiAppOptions = {}): Hono<Env>
     c.set("match", match);
     const problem = contentTypeProblem(c.req.method, c.req.header("content-type")) ?? originProblem(c.req.method, c.req.header("origin"), opts);
     if (problem) throw problem;
-    checkBearer(c.req.method, c.req.header("authorization"), opts.token);
+    checkBearer(c.req.method, c.req.header("authorization"), opts.token, match.route === "metrics" && opts.metricsRequireToken === true);
     await next();
   });
 
@@ -100,6 +102,11 @@ export function createApiApp(deps: ApiDeps, opts: ApiAppOptions = {}): Hono<Env>
   app.get("/v1/tasks/:name", serve);
   app.patch("/v1/tasks/:name", serve);
   app.delete("/v1/tasks/:name", serve);
+  app.get("/metrics", async (c) => {
+    if (!deps.metrics) throw new ApiError(404, "metrics are not served by this API.");
+    const { contentType, body } = await deps.metrics();
+    return c.body(body, 200, { "content-type": contentType, "cache-control": "no-store" });
+  });
 
   // route() has already answered every path and method; this is only reached for a Hono/route() mismatch.
   app.notFound((c) => json(c, 404, { error: { message: `no route for '${c.req.path.slice(0, 200)}'.` }, request_id: c.get("requestId") }));

@@ -23,11 +23,11 @@ export function apiToken(cfg: { token?: string; tokenFile?: string } | undefined
  * Refuses a mutating request without the right `Authorization: Bearer <token>` (401 when missing,
  * 403 when wrong). Reads stay open, as in CTS, so health checks and dashboards need no secret.
  */
-export function checkBearer(method: string, header: string | undefined, token: string | undefined): void {
-  if (!token || !CHANGING_METHODS.has(method)) return;
+export function checkBearer(method: string, header: string | undefined, token: string | undefined, always = false): void {
+  if (!token || (!always && !CHANGING_METHODS.has(method))) return;
   const m = typeof header === "string" ? /^Bearer\s+(.+)$/i.exec(header.trim()) : null;
   if (!m)
-    throw new ApiError(401, "this route changes tasks and needs a bearer token: send `Authorization: Bearer <token>` (cts CLI: --token or CTS_HTTP_TOKEN)", {
+    throw new ApiError(401, `${always ? "this route is configured to need" : "this route changes tasks and needs"} a bearer token: send \`Authorization: Bearer <token>\` (cts CLI: --token or CTS_HTTP_TOKEN)`, {
       "www-authenticate": 'Bearer realm="cts"',
     });
   const given = Buffer.from(m[1]!);

@@ -46,16 +46,20 @@ export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined,
   const port = portOf(opts.port ?? config?.port);
   const token = apiToken(config);
   if (token) redactSecret(token);
+  if (config?.metricsRequireToken && !token)
+    throw new CtsError("API_METRICS_TOKEN", "usage", "api.metricsRequireToken is set but no API token is configured. Set api.token, api.tokenFile or CTS_HTTP_TOKEN, or drop metricsRequireToken.");
   const server = createApiServer({
     controller: rt.controller,
     log,
     health: cachedProbe(() => consulProblem(rt.connection)),
+    metrics: () => rt.metrics.scrape(),
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
     ...(opts.beforeChange ? { beforeChange: opts.beforeChange } : {}),
     ...(opts.afterChange ? { afterChange: opts.afterChange } : {}),
   }, {
     ...(config?.tls ? { tls: config.tls } : {}),
     ...(token ? { token } : {}),
+    ...(config?.metricsRequireToken ? { metricsRequireToken: true } : {}),
     ...(config?.allowedHosts ? { allowedHosts: config.allowedHosts } : {}),
     ...(config?.allowedOrigins ? { allowedOrigins: config.allowedOrigins } : {}),
   });

@@ -27,6 +27,8 @@ export interface ApiDeps {
   beforeChange?: () => void | Promise<void>;
   /** Awaited after every task-changing call, before answering (HA: the change is stored in Consul). */
   afterChange?: () => Promise<void>;
+  /** `GET /metrics`: the Prometheus text (app.ts answers it; without it the route answers 404). */
+  metrics?: () => Promise<{ contentType: string; body: string }>;
 }
 
 /** A handler's answer. */
@@ -196,6 +198,9 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
       case "tasks":
         if (m.method === "POST") return createTask(m, body);
         return { status: 200, body: { tasks: ctrl.taskNames().flatMap((n) => ctrl.view(n) ?? []).map(taskToCts) } };
+      case "metrics":
+        // Not JSON: app.ts answers it before this dispatch.
+        throw new ApiError(404, "metrics are not served by this API.");
       case "task":
         if (m.method === "PATCH") return patchTask(m, body);
         if (m.method === "DELETE") return deleteTask(m);

@@ -2,7 +2,7 @@ import { taskNameProblem } from "../task/validate.ts";
 import { ApiError } from "./http-io.ts";
 
 /** The API's routes. */
-export type RouteName = "status" | "status-tasks" | "status-cluster" | "tasks" | "task" | "health";
+export type RouteName = "status" | "status-tasks" | "status-cluster" | "tasks" | "task" | "health" | "metrics";
 
 /** A request matched to a route. */
 export interface Match {
@@ -20,6 +20,7 @@ const METHODS: Record<RouteName, string[]> = {
   tasks: ["GET", "POST"],
   task: ["GET", "PATCH", "DELETE"],
   health: ["GET"],
+  metrics: ["GET"],
 };
 
 /** Query parameters each route and method accepts, with their allowed values (undefined = any). */
@@ -47,7 +48,8 @@ export function route(method: string, rawUrl: string): Match {
   else if (path === "/v1/tasks") name = "tasks";
   else if (path.startsWith("/v1/tasks/")) [name, rawTask] = ["task", path.slice("/v1/tasks/".length)];
   else if (path === "/v1/health") name = "health";
-  if (!name) throw new ApiError(404, `no route for '${path.slice(0, 200)}'. Routes: /v1/status, /v1/status/tasks[/{name}], /v1/tasks[/{name}], /v1/health, /v1/status/cluster.`);
+  else if (path === "/metrics") name = "metrics";
+  if (!name) throw new ApiError(404, `no route for '${path.slice(0, 200)}'. Routes: /v1/status, /v1/status/tasks[/{name}], /v1/tasks[/{name}], /v1/health, /v1/status/cluster, /metrics.`);
   const allowed = METHODS[name];
   if (!allowed.includes(method)) {
     throw new ApiError(405, `'${method}' is not supported on '${path.slice(0, 200)}'. Use ${allowed.join(" or ")}.`, { allow: allowed.join(", ") });

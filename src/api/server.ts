@@ -22,6 +22,8 @@ export interface ApiServerOptions extends BrowserGuardOptions {
   tls?: ApiTlsOptions;
   /** Bearer token required on mutating routes. */
   token?: string;
+  /** `GET /metrics` needs the token too. */
+  metricsRequireToken?: boolean;
 }
 
 function readPem(file: string, field: string): Buffer {
@@ -55,6 +57,7 @@ export function createApiServer(deps: ApiDeps, opts: ApiServerOptions = {}): Api
   let bound: BoundAddress | undefined;
   const app = createApiApp(deps, {
     ...(opts.token ? { token: opts.token } : {}),
+    ...(opts.metricsRequireToken ? { metricsRequireToken: true } : {}),
     ...(opts.allowedHosts ? { allowedHosts: opts.allowedHosts } : {}),
     ...(opts.allowedOrigins ? { allowedOrigins: opts.allowedOrigins } : {}),
     tls: tls !== undefined,

@@ -1,5 +1,7 @@
 import type { Command } from "commander";
 import { loadConfig } from "../config/load.ts";
+import type { CtsConfig, LogFormat } from "../config/types.ts";
+import { CtsError } from "../errors.ts";
 import { createLogger, type LogLevel } from "../log.ts";
 import { createRuntime, startDaemon } from "../runtime/compose.ts";
 import type { RunOutcome } from "../runtime/interfaces.ts";
@@ -11,18 +13,28 @@ interface RunFlags {
   buffer?: boolean;
   logLevel?: LogLevel;
   logJson?: boolean;
+  logFormat?: string;
   json?: boolean;
 }
 
-function logger(flags: RunFlags) {
-  return createLogger({ ...(flags.logLevel ? { level: flags.logLevel } : {}), ...(flags.logJson ? { json: true } : {}) });
+/** The log format: `--log-format`, then `--log-json`, then the config's logFormat/log_format, then text. */
+export function logFormatOf(flags: { logFormat?: string; logJson?: boolean }, config?: Pick<CtsConfig, "logFormat" | "log_format">): LogFormat {
+  const flag = flags.logFormat?.toLowerCase();
+  if (flag !== undefined && flag !== "text" && flag !== "json")
+    throw new CtsError("LOG_FORMAT_INVALID", "usage", `--log-format '${flags.logFormat!.slice(0, 40)}' is not a log format. Use --log-format text or --log-format json.`);
+  return (flag as LogFormat | undefined) ?? (flags.logJson ? "json" : undefined) ?? config?.logFormat ?? config?.log_format ?? "text";
+}
+
+function logger(flags: RunFlags, config?: CtsConfig) {
+  return createLogger({ ...(flags.logLevel ? { level: flags.logLevel } : {}), ...(logFormatOf(flags, config) === "json" ? { json: true } : {}) });
 }
 
 function common(cmd: Command): Command {
   return cmd
     .option("-c, --config <file>", "config file (default ./cts.config.ts)")
     .option("--log-level <level>", "trace, debug, info, warn or error (default info, or CTS_LOG_LEVEL)")
-    .option("--log-json", "one JSON object per log line");
+    .option("--log-format <format>", "text (CTS-like lines, default) or json (one JSON object per line); default the config's logFormat")
+    .option("--log-json", "same as --log-format json");
 }
 
 /** `cts watch`, `cts once`, `cts inspect`. */
@@ -34,8 +46,9 @@ export function registerRun(program: Command): void {
     .option("--api-address <address>", "address the HTTP API listens on (default api.address, then 127.0.0.1)")
     .option("--api-port <port>", "port of the HTTP API; 0 picks a free one (default api.port, then 8558)")
     .action(async (flags: RunFlags & Record<string, unknown>) => {
-      const log = logger(flags);
+      logFormatOf(flags);
       const loaded = await loadConfig(flags.config);
+      const log = logger(flags, loaded.config);
       const daemon = await startDaemon(loaded, {
         log,
         bufferOff: flags.buffer === false,
@@ -64,7 +77,7 @@ export function registerRun(program: Command): void {
     .option("--json", "print results as JSON")
     .action(async (flags: RunFlags) => {
       const loaded = await loadConfig(flags.config);
-      const rt = createRuntime(loaded, { mode: "once", log: logger(flags) });
+      const rt = createRuntime(loaded, { mode: "once", log: logger(flags, loaded.config) });
       if (loaded.config.highAvailability)
         rt.log.warn("cts once runs every task itself, whatever the high-availability leader does; only the Terraform state lock keeps it from applying at the same time as the leader");
       try {
@@ -82,7 +95,7 @@ export function registerRun(program: Command): void {
     .option("--json", "print results as JSON")
     .action(async (names: string[], flags: RunFlags) => {
       const loaded = await loadConfig(flags.config);
-      const rt = createRuntime(loaded, { mode: "inspect", log: logger(flags) });
+      const rt = createRuntime(loaded, { mode: "inspect", log: logger(flags, loaded.config) });
       try {
         const results = await rt.controller.inspect(names);
         if (flags.json) report(results, true);

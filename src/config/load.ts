@@ -87,6 +87,12 @@ export function validateConfig(config: CtsConfig | undefined, file: string): ass
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) problems.push({ field: "api.port", message: `must be 0-65535 (got ${String(port)}).` });
   problems.push(...apiAccessProblems(config.api));
   problems.push(...haProblems(config));
+  for (const field of ["logFormat", "log_format"] as const) {
+    const v = config[field];
+    if (v !== undefined && v !== "text" && v !== "json") problems.push({ field, message: `must be "text" or "json" (got ${JSON.stringify(v)?.slice(0, 40)}).` });
+  }
+  if (config.logFormat !== undefined && config.log_format !== undefined && config.logFormat !== config.log_format)
+    problems.push({ field: "log_format", message: "says something else than logFormat. Keep one of them." });
   throwProblems(file, problems);
 }
 

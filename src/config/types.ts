@@ -59,6 +59,8 @@ export interface ApiConfig {
   token?: string;
   /** A file holding that token. */
   tokenFile?: string;
+  /** `GET /metrics` needs the bearer token too (default false: open to reads like the other GET routes). */
+  metricsRequireToken?: boolean;
   /**
    * Browser origins (`"https://dash.example:8443"`) allowed to change tasks (default none: a
    * task-changing request with an Origin header is refused, so a web page cannot drive the API).
@@ -95,6 +97,10 @@ export interface HighAvailabilityConfig {
 export interface CtsConfig {
   /** This instance's id (default `cts-<hostname>`). */
   id?: string;
+  /** Log lines as CTS-like text (default) or one JSON object per line; `--log-format` wins. */
+  logFormat?: LogFormat;
+  /** CTS's spelling of `logFormat`. */
+  log_format?: LogFormat;
   /** Consul connection. */
   consul?: ConsulConfig;
   /** Terraform driver. */
@@ -110,6 +116,9 @@ export interface CtsConfig {
   /** The tasks. */
   tasks: Array<Task<Condition, TaskInputs>>;
 }
+
+/** How log lines are written. */
+export type LogFormat = "text" | "json";
 
 /** Declares the configuration in `cts.config.ts` (typed identity). */
 export function defineConfig(config: CtsConfig): CtsConfig {

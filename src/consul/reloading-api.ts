@@ -1,5 +1,6 @@
 import { createConsulApi, type ConsulApi } from "./client.ts";
 import type { ConsulConnection } from "./connection.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import { createConsulTransport } from "./transport.ts";
 
 /** A ConsulApi whose connection (token) can be replaced while views keep running. */
@@ -13,7 +14,7 @@ export interface ReloadingConsulApi extends ConsulApi {
  * the next request. Blocking queries already waiting on the old sockets finish normally; those
  * sockets are closed after they must have.
  */
-export function createReloadingConsulApi(conn: ConsulConnection, drainMs = 6 * 60_000): ReloadingConsulApi {
-  const transport = createConsulTransport(conn, drainMs);
+export function createReloadingConsulApi(conn: ConsulConnection, drainMs = 6 * 60_000, metrics?: Metrics): ReloadingConsulApi {
+  const transport = createConsulTransport(conn, drainMs, metrics);
   return { ...createConsulApi(transport), setConnection: (next) => transport.setConnection(next) };
 }

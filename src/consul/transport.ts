@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import { Agent as HttpAgent } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 import type { CtsError } from "../errors.ts";
+import { noMetrics, type Metrics } from "../metrics/metrics.ts";
 import { abortError, toConsulError, type CallDescription } from "./api-error.ts";
 import { httpsOptions, type ConsulConnection } from "./connection.ts";
 import { openPackageClient, type Answer, type CommonCallOptions, type PackageClient } from "./package.ts";
@@ -82,7 +83,7 @@ function openPool(conn: ConsulConnection): Pool {
  * already waiting on them must have ended (`drainMs`, past Consul's 10 min cap on `wait` plus jitter
  * would be excessive: cts never waits more than 5 min).
  */
-export function createConsulTransport(connection: ConsulConnection, drainMs = 6 * 60_000): ConsulTransport {
+export function createConsulTransport(connection: ConsulConnection, drainMs = 6 * 60_000, metrics: Metrics = noMetrics): ConsulTransport {
   let pool = openPool(connection);
   const retired = new Map<ReturnType<typeof setTimeout>, Pool>();
 
@@ -127,8 +128,11 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
         ...(scope.datacenter ? { dc: scope.datacenter } : {}),
         ...(scope.partition ? { partition: scope.partition } : {}),
       };
+      const started = performance.now();
+      let ok = false;
       try {
         const [res, body] = await run(clientFor(p, scope.namespace), common);
+        ok = true;
         return {
           data: body,
           index: parseIndex(res.headers["x-consul-index"]),
@@ -140,6 +144,8 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
         throw mapError(err, { ...desc, url: p.conn.url });
       } finally {
         signal?.removeEventListener("abort", onAbort);
+        // A call we cancelled (stop, a closed view) says nothing about Consul.
+        if (!signal?.aborted) metrics.consulRequest({ ok, blocking, seconds: (performance.now() - started) / 1000 });
       }
     },
     setConnection(next) {

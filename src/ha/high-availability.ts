@@ -6,6 +6,7 @@ import { watchTokenFile } from "../consul/token-file.ts";
 import { createConsulTransport } from "../consul/transport.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import { consulConnectionFor, tokenFileFor } from "../runtime/consul-setup.ts";
 import type { HaControl, RetryNotice, TaskChange } from "../runtime/interfaces.ts";
 import { TERRAFORM_STATE_LOCKED } from "../runtime/retry.ts";
@@ -34,6 +35,8 @@ export interface HighAvailabilityOptions {
   compatIntervalMs?: number;
   /** How long a leader that steps down waits for cancelled runs (default 10 s). */
   stopGraceMs?: number;
+  /** Where the leader gauge and leadership changes are recorded. */
+  metrics?: Metrics;
 }
 
 /** The leader as the lock names it. */
@@ -97,7 +100,7 @@ export class HighAvailability {
     this.resetPending = opts.resetStorage === true;
     this.stopGraceMs = opts.stopGraceMs ?? 10_000;
     // Renewals must follow a rotated token file like every other Consul call.
-    const transport = createConsulTransport(rt.connection);
+    const transport = createConsulTransport(rt.connection, undefined, opts.metrics);
     const file = loaded.config.consul?.token === undefined ? tokenFileFor(loaded.config) : undefined;
     this.stopTokenWatch = file ? watchTokenFile(file, rt.connection.token ?? "", (token) => transport.setConnection(consulConnectionFor(loaded.config, token))) : undefined;
     this.kv = new HaKv(transport, this.settings.namespace);
@@ -207,6 +210,7 @@ export class HighAvailability {
     if (this.role === "stopped") return;
     const wasLeader = this.role === "leader";
     this.role = "stopped";
+    if (wasLeader) this.opts.metrics?.leadership(false);
     this.stopping.abort();
     if (this.compatTimer) clearInterval(this.compatTimer);
     this.stopTokenWatch?.();
@@ -310,6 +314,7 @@ export class HighAvailability {
   private async becomeLeader(session: LeaderSession): Promise<void> {
     const s = this.settings;
     this.role = "leader";
+    this.opts.metrics?.leadership(true);
     this.log.info(`ha: acquired leadership lock: id=${s.id}`, { lock_path: s.lockKey });
     this.mirror.stop();
     this.writer.setSession(session.id);
@@ -347,6 +352,7 @@ export class HighAvailability {
   private stepDown(reason: string): void {
     if (this.role !== "leader") return;
     this.role = "follower";
+    this.opts.metrics?.leadership(false);
     this.leaderSince = undefined;
     this.writer.setSession(undefined);
     this.log.warn(`ha: lost leadership: ${reason}. Stopped running tasks; this instance is now a follower`);
@@ -382,7 +388,7 @@ export class HighAvailability {
     if (this.role !== "leader" || notice.code !== TERRAFORM_STATE_LOCKED) return;
     this.log.warn(
       `ha: task '${notice.task}': its Terraform state is locked (most likely the previous leader's apply is still finishing or its lock has not expired); running it again in ${Math.round(notice.delayMs / 100) / 10} s`,
-      { attempt: notice.attempt },
+      { task: notice.task, attempt: notice.attempt },
     );
   }
 }

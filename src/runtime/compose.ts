@@ -12,6 +12,8 @@ import type { CatalogReader, Watcher } from "../watch/types.ts";
 import { createTerraformDriver } from "../terraform/driver.ts";
 import type { LocalTerraformDriver, WarmProviderOptions } from "../terraform/types.ts";
 import { createLogger, redactSecret, type Logger } from "../log.ts";
+import { noMetrics, type Metrics } from "../metrics/metrics.ts";
+import { createPrometheusMetrics } from "../metrics/prometheus.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { inProcessSynthesizer, workerSynthesizer, type Synthesizer } from "../synth/synthesizer.ts";
 import { workingRoot } from "../synth/paths.ts";
@@ -54,11 +56,14 @@ export interface ControllerDeps {
   lockWaitMs?: number;
   /** Events kept per task (default 5). */
   eventsKept?: number;
+  /** Where runs, phases, changes and buffer waits are measured (default: nowhere). */
+  metrics?: Metrics;
 }
 
 /** Wires the runtime's parts: registry → triggers → queue → run (input → synth → driver) → events. */
 export function createController(deps: ControllerDeps): Controller {
   const { loaded, log } = deps;
+  const metrics = deps.metrics ?? noMetrics;
   const events = new EventStore(deps.eventsKept);
   const activity = new Activity();
   const policy: RetryPolicy = {
@@ -67,7 +72,7 @@ export function createController(deps: ControllerDeps): Controller {
     ...(deps.retryDelayMs !== undefined ? { delayMs: deps.retryDelayMs } : {}),
     ...(deps.lockWaitMs !== undefined ? { lockWaitMs: deps.lockWaitMs } : {}),
   };
-  const runDeps = { loaded, driver: deps.driver, synthesizer: deps.synthesizer, inputs: taskInputSource(deps.reader), log };
+  const runDeps = { loaded, driver: deps.driver, synthesizer: deps.synthesizer, inputs: taskInputSource(deps.reader), log, metrics };
   // The controller is made last, but the parts call back into it (is it paused? record an event).
   let controller!: Controller;
   const runs = new TaskRuns({
@@ -79,6 +84,7 @@ export function createController(deps: ControllerDeps): Controller {
     activity,
     record: (event) => controller.record(event),
     retrying: (notice) => controller.hooks.onRetry?.(notice),
+    metrics,
   });
   const triggers = new Triggers({
     ...(deps.watcher ? { watcher: deps.watcher } : {}),
@@ -87,8 +93,12 @@ export function createController(deps: ControllerDeps): Controller {
     ...(deps.bufferOff ? { bufferOff: true } : {}),
     enqueue: (name) => runs.enqueue(name),
     active: () => controller.active,
-    changed: (name) => activity.changed(name),
+    changed: (name) => {
+      activity.changed(name);
+      metrics.taskChanged(name);
+    },
     fatal: (name, err) => controller.watchFailed(name, err),
+    metrics,
   });
   controller = new Controller({
     tasks: new TaskRegistry(loaded),
@@ -100,6 +110,17 @@ export function createController(deps: ControllerDeps): Controller {
     coolDown: async (task) => deps.driver.coolDown?.(task),
     close: () => deps.synthesizer.close(),
     log,
+  });
+  // The status gauges read the runtime when scraped, so they never disagree with the API.
+  metrics.observe({
+    tasks: () =>
+      controller.taskNames().flatMap((name) => {
+        const view = controller.view(name);
+        const last = controller.events.list(name)[0]?.outcome;
+        return view ? [{ task: name, enabled: view.enabled, status: view.status, ...(last ? { lastOutcome: last } : {}) }] : [];
+      }),
+    has: (name) => controller.view(name) !== undefined,
+    queue: () => runs.queue.depth(),
   });
   return controller;
 }
@@ -118,14 +139,17 @@ export interface RuntimeOptions {
   retryDelayMs?: number;
   /** How long a locked Terraform state is waited for (default 5 min). */
   lockWaitMs?: number;
+  /** Default: Prometheus metrics in their own registry for "watch", none for one-shot commands. */
+  metrics?: Metrics;
 }
 
 /** The composition root: real Consul client, watcher, Terraform driver and synthesizer. */
 export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runtime {
   const { config } = loaded;
   const log = opts.log ?? createLogger();
+  const metrics = opts.metrics ?? (opts.mode === "watch" ? createPrometheusMetrics() : noMetrics);
   let connection = consulConnectionFor(config);
-  const consul = createReloadingConsulApi(connection);
+  const consul = createReloadingConsulApi(connection, undefined, metrics);
   // Terraform reads the token from its environment at every command; this object is that env.
   const terraformEnv = consulEnvForTerraform(connection);
   const tokenFile = config.consul?.token === undefined ? tokenFileFor(config) : undefined;
@@ -156,12 +180,14 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     notice: (line) => tfLog.warn(line),
     debugLog: (task, line) => tfLog.debug(`[${task}] ${line}`, { task }),
     warmProviders: warmProviderOptions(tf.warmProviders),
+    metrics,
   });
   const watcher =
     opts.mode === "watch"
       ? createWatcher(consul, {
           ...(opts.watchTiming ? { timing: opts.watchTiming } : {}),
-          warn: (m) => log.warn(m),
+          warn: (m) => log.child("watch").warn(m),
+          metrics,
         })
       : undefined;
   const synthesizer =
@@ -177,9 +203,11 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     ...(opts.retries !== undefined ? { retries: opts.retries } : {}),
     ...(opts.retryDelayMs !== undefined ? { retryDelayMs: opts.retryDelayMs } : {}),
     ...(opts.lockWaitMs !== undefined ? { lockWaitMs: opts.lockWaitMs } : {}),
+    metrics,
   });
   return {
     controller,
+    metrics,
     consul,
     connection,
     driver,
@@ -222,7 +250,7 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
   const { log } = opts;
   const runtime = createRuntime(loaded, { mode: "watch", ...(opts.bufferOff ? { bufferOff: true } : {}), log });
   // With high availability only the leader watches and runs tasks; the rest wait for the lock.
-  const ha = loaded.config.highAvailability ? new HighAvailability(runtime, loaded, { resetStorage: opts.resetStorage === true }) : undefined;
+  const ha = loaded.config.highAvailability ? new HighAvailability(runtime, loaded, { resetStorage: opts.resetStorage === true, metrics: runtime.metrics }) : undefined;
   if (!ha && opts.resetStorage) log.warn("--reset-storage does nothing without highAvailability in the config");
   const api = await startDaemonApi(runtime, loaded.config.api, {
     ...(opts.apiAddress !== undefined ? { address: opts.apiAddress } : {}),

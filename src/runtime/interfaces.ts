@@ -1,5 +1,6 @@
 import type { CtsError } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import type { ConsulApi } from "../consul/client.ts";
 import type { ConsulConnection } from "../consul/connection.ts";
 import type { LocalTerraformDriver, RunResult } from "../terraform/types.ts";
@@ -133,6 +134,8 @@ export interface Runtime {
   connection: ConsulConnection;
   driver: LocalTerraformDriver;
   log: Logger;
+  /** What the runtime measures; `GET /metrics` scrapes it. */
+  metrics: Metrics;
   /** This instance's id. */
   id: string;
   close(): Promise<void>;

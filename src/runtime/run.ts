@@ -2,6 +2,7 @@ import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { LoadedConfig } from "../config/load.ts";
 import type { Logger } from "../log.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import type { TerraformDriver } from "../terraform/types.ts";
 import type { Synthesizer } from "../synth/synthesizer.ts";
 import { APPLIED_HASH_FILE } from "../synth/paths.ts";
@@ -27,6 +28,7 @@ export interface RunDeps {
   synthesizer: Synthesizer;
   inputs: TaskInputSource;
   log: Logger;
+  metrics?: Metrics;
 }
 
 /**
@@ -41,12 +43,14 @@ export async function runAttempt(deps: RunDeps, e: TaskEntry, mode: RunMode, sig
   const { loaded, driver, synthesizer } = deps;
   const input = await deps.inputs.inputOf(e, signal);
   const taskDir = driver.taskDir(e.name);
+  const synthStarted = performance.now();
   const synth = await synthesizer.synth(e.ref, input, {
     backend: loaded.config.driver?.terraform?.backend,
     configDir: loaded.dir,
     taskDir,
     providerVersions: loaded.config.driver?.terraform?.providerVersions,
   });
+  deps.metrics?.phase(e.name, "synthesize", (performance.now() - synthStarted) / 1000);
   if (mode === "apply" && synth.hash === e.lastAppliedHash) return { task: e.name, ok: true, outcome: "no-op", synth };
   // Secrets are read at every run (rotation needs no restart) and reach Terraform only as TF_VAR_ env.
   const ws = { task: e.name, json: synth.json, env: secretEnv(e.name, e.task.secrets) };

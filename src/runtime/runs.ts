@@ -1,5 +1,6 @@
 import { CtsError, messageOf, toCtsError } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import { makeEvent, type Activity, type TaskEvent } from "./events.ts";
 import type { RetryNotice, RunOutcome } from "./interfaces.ts";
 import { nextDelay, withRetries, type RetryHistory, type RetryPolicy } from "./retry.ts";
@@ -22,6 +23,8 @@ export interface RunsDeps {
   record(event: TaskEvent): void;
   /** A run is retried after a delay. */
   retrying?(notice: RetryNotice): void;
+  /** Where runs and their outcomes are counted. */
+  metrics?: Metrics;
 }
 
 /**
@@ -76,7 +79,10 @@ export class TaskRuns {
     // Callers waiting for an apply get the outcome of this run: it started after they asked.
     const waiters = mode === "apply" ? (this.waiters.get(e.name) ?? []) : [];
     if (mode === "apply") this.waiters.delete(e.name);
+    const started = performance.now();
+    this.deps.metrics?.runStarted(e.name);
     const outcome = await this.attempts(e, mode, abort.signal);
+    this.deps.metrics?.runFinished(e.name, outcome.outcome, (performance.now() - started) / 1000);
     if (mode !== "plan") {
       if (e.abort === abort) e.abort = undefined;
       this.deps.record(eventOf(e, start, outcome));

@@ -1,5 +1,6 @@
 import type { CtsError } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import { allSources, fieldOf } from "../task/sources.ts";
 import { BufferPeriod, DEFAULT_BUFFER_PERIOD, normalizeBufferPeriod, type BufferPeriodConfig, type BufferPeriodSettings } from "../watch/buffer.ts";
 import type { Watcher } from "../watch/types.ts";
@@ -23,6 +24,8 @@ export interface TriggerDeps {
   changed(name: string): void;
   /** A watch failed in a way retrying will not fix (an ACL, a bad query): recorded as a failed event. */
   fatal(name: string, err: CtsError): void;
+  /** Where buffer waits are measured. */
+  metrics?: Metrics;
 }
 
 /**
@@ -31,6 +34,8 @@ export interface TriggerDeps {
  */
 export class Triggers {
   private readonly global: BufferPeriodSettings;
+  /** When each task's running buffer period started (for the buffer-wait metric). */
+  private readonly bufferSince = new Map<string, number>();
 
   constructor(private readonly deps: TriggerDeps) {
     const g = deps.globalBuffer;
@@ -64,7 +69,13 @@ export class Triggers {
     });
     if (cond.kind === "schedule") this.schedule(e, parseCron(cond.cron));
     const b = this.bufferFor(e);
-    if (b.enabled) e.buffer = new BufferPeriod(b, () => this.deps.enqueue(e.name));
+    if (b.enabled)
+      e.buffer = new BufferPeriod(b, () => {
+        const since = this.bufferSince.get(e.name);
+        this.bufferSince.delete(e.name);
+        if (since !== undefined) this.deps.metrics?.bufferWaited(e.name, (performance.now() - since) / 1000);
+        this.deps.enqueue(e.name);
+      });
   }
 
   /** Stops a task's subscriptions, buffer and schedule. */
@@ -73,6 +84,7 @@ export class Triggers {
     e.subs = [];
     e.buffer?.cancel();
     e.buffer = undefined;
+    this.bufferSince.delete(e.name);
     if (e.cronTimer) clearTimeout(e.cronTimer);
     e.cronTimer = undefined;
   }
@@ -81,8 +93,10 @@ export class Triggers {
     if (!e.enabled || e.deleting || !this.deps.active()) return;
     this.deps.changed(e.name);
     this.deps.log.debug(`task '${e.name}': watched data changed`, { task: e.name });
-    if (e.buffer) e.buffer.trigger();
-    else this.deps.enqueue(e.name);
+    if (e.buffer) {
+      if (!e.buffer.pending) this.bufferSince.set(e.name, performance.now());
+      e.buffer.trigger();
+    } else this.deps.enqueue(e.name);
   }
 
   private schedule(e: TaskEntry, cron: Cron): void {

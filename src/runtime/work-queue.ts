@@ -44,6 +44,11 @@ export class WorkQueue {
     return this.running.has(task) || this.pending.has(task) || this.waiting.includes(task);
   }
 
+  /** Runs waiting for a slot (queued, or marked to run again) and runs in progress. */
+  depth(): { waiting: number; running: number } {
+    return { waiting: this.waiting.length + this.pending.size, running: this.running.size };
+  }
+
   /** Drops queued (not running) runs of a task. */
   forget(task: string): void {
     this.pending.delete(task);

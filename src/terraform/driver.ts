@@ -1,6 +1,7 @@
 import { access, mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
+import { noMetrics } from "../metrics/metrics.ts";
 import { commandEnv } from "./env.ts";
 import { commandFailure, needsReinit, TERRAFORM_STATE_LOCKED, textErrors } from "./failures.ts";
 import { createGroupFile } from "./group-file.ts";
@@ -70,16 +71,28 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   let recovered: Promise<void> | undefined;
   let cacheReady: Promise<unknown> | undefined;
   let versionOnce: Promise<string> | undefined;
+  const metrics = options.metrics ?? noMetrics;
   const track = (task: string, command: string) => ({
     add(pgid: number) {
       reaper.add(pgid);
       groupFile.add({ pgid, task, command });
+      metrics.terraformProcess(command, 1);
     },
     remove(pgid: number) {
       reaper.remove(pgid);
       groupFile.remove(pgid);
+      metrics.terraformProcess(command, -1);
     },
   });
+  /** Runs a phase of a task's run and reports its time (failed phases too: a slow failure is worth seeing). */
+  const timed = async <T>(task: string, phase: "init" | Kind, step: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    try {
+      return await step();
+    } finally {
+      metrics.phase(task, phase, (performance.now() - started) / 1000);
+    }
+  };
 
   const debugLog = (task: string, line: string) => options.debugLog?.(task, options.redact ? options.redact(line) : line);
   const pool: WarmPool | undefined =
@@ -128,7 +141,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     const hash = initHash(ws.json, ws.files);
     if (!force && (await readInitMarker(op.dir)) === hash && (await exists(join(op.dir, ".terraform")))) return false;
     if (options.pluginCacheDir) await (cacheReady ??= mkdir(options.pluginCacheDir, { recursive: true }));
-    {
+    await timed(op.task, "init", async () => {
       await rm(join(op.dir, INIT_MARKER), { force: true });
       // init asks which workspace to use when the selected one vanished from the backend (a
       // restarted dev Consul); starting from "default", which always exists, avoids the prompt.
@@ -151,8 +164,8 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
           lockTimeoutMs,
         );
       }
-    }
-    await waitingOutLocks(op, () => ensureWorkspace(op));
+      await waitingOutLocks(op, () => ensureWorkspace(op));
+    });
     await writeFileSafely(join(op.dir, INIT_MARKER), hash);
     return true;
   }
@@ -257,7 +270,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     };
     const op = new Operation(ws.task, dir, deps, opts, opts.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);
     const command = (extraEnv?: Record<string, string>) =>
-      waitingOutLocks(op, () => (kind === "plan" ? plan(op, extraEnv) : applyOrDestroy(op, kind, extraEnv)));
+      timed(ws.task, kind, () => waitingOutLocks(op, () => (kind === "plan" ? plan(op, extraEnv) : applyOrDestroy(op, kind, extraEnv))));
     // With warm providers: point the command at pooled provider processes; if one of them fails
     // the run (crashed, unreachable), run the command once more with a normal launch.
     const main = async () => {

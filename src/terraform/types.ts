@@ -1,3 +1,4 @@
+import type { Metrics } from "../metrics/metrics.ts";
 import type { WarmProcessInfo } from "./warm-pool.ts";
 
 /** Counts of what a plan or apply changes. */
@@ -122,6 +123,8 @@ export interface TerraformDriverOptions {
   warmProviders?: false | WarmProviderOptions;
   /** Receives what warm provider processes print (their warnings and errors), per task, for the log's debug level. */
   debugLog?: (task: string, line: string) => void;
+  /** Where running processes and the init/plan/apply/destroy phases are measured. */
+  metrics?: Metrics;
 }
 
 /** The driver `createTerraformDriver` returns: the contract plus helpers for logs and tooling. */

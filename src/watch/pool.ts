@@ -1,3 +1,4 @@
+import type { Metrics } from "../metrics/metrics.ts";
 import type { View, ViewFetch, ViewTiming } from "./view.ts";
 import { View as ViewClass } from "./view.ts";
 
@@ -14,9 +15,11 @@ export class ViewPool {
   private readonly timing: Partial<ViewTiming> | undefined;
   private readonly random: (() => number) | undefined;
   private readonly onGrow: ((count: number) => void) | undefined;
+  private readonly metrics: Metrics | undefined;
 
-  constructor(opts: { timing?: Partial<ViewTiming>; random?: () => number; onGrow?: (count: number) => void } = {}) {
+  constructor(opts: { timing?: Partial<ViewTiming>; random?: () => number; onGrow?: (count: number) => void; metrics?: Metrics } = {}) {
     this.timing = opts.timing;
+    this.metrics = opts.metrics;
     this.random = opts.random;
     this.onGrow = opts.onGrow;
   }
@@ -38,6 +41,7 @@ export class ViewPool {
       const view = new ViewClass<T>(key, fetch(), {
         ...(this.timing ? { timing: this.timing } : {}),
         ...(this.random ? { random: this.random } : {}),
+        ...(this.metrics ? { metrics: this.metrics } : {}),
       });
       entry = { view: view as View<unknown>, refs: 0 };
       this.entries.set(key, entry);

@@ -2,6 +2,7 @@ import { pause } from "../pause.ts";
 import { CtsError, toCtsError } from "../errors.ts";
 import { isAbortError, isFatalConsulError } from "../consul/api-error.ts";
 import { DEFAULT_WAIT_MS } from "../consul/client.ts";
+import { noMetrics, viewKind, type Metrics } from "../metrics/metrics.ts";
 
 /** One fetch of a view: a (converted) answer and the index to block on next. */
 export type ViewFetch<T> = (opts: { index: bigint; wait: number; signal: AbortSignal }) => Promise<{ data: T; index: bigint }>;
@@ -56,9 +57,13 @@ export class View<T> {
   private failure: { error: CtsError; fatal: boolean } | undefined;
   private loop: Promise<void> | undefined;
   private fetches = 0;
+  private readonly metrics: Metrics;
+  private readonly kind: string;
 
-  constructor(key: string, fetch: ViewFetch<T>, opts: { timing?: Partial<ViewTiming>; random?: () => number } = {}) {
+  constructor(key: string, fetch: ViewFetch<T>, opts: { timing?: Partial<ViewTiming>; random?: () => number; metrics?: Metrics } = {}) {
     this.key = key;
+    this.metrics = opts.metrics ?? noMetrics;
+    this.kind = viewKind(key);
     this.fetch = fetch;
     this.timing = { ...DEFAULT_VIEW_TIMING, ...opts.timing };
     this.random = opts.random ?? Math.random;
@@ -118,16 +123,18 @@ export class View<T> {
     let failures = 0;
     while (!signal.aborted) {
       const started = Date.now();
+      const blocking = index > 0n;
       let delay: number;
       try {
         this.fetches++;
-        const res = await this.fetch({ index, wait: this.timing.waitMs, signal });
+        const res = await this.measured(blocking, () => this.fetch({ index, wait: this.timing.waitMs, signal }));
         if (signal.aborted) break;
         failures = 0;
         this.failure = undefined;
         if (index > 0n && res.index < index) {
           // Consul's index went backwards (restart, snapshot restore): start over from a full read.
           index = 0n;
+          this.metrics.viewIndexReset(this.kind);
         } else if (index > 0n && res.index === index) {
           // The wait ran out (or Consul woke up spuriously): nothing changed, ask again.
         } else {
@@ -140,6 +147,7 @@ export class View<T> {
         if (signal.aborted || isAbortError(err)) break;
         failures++;
         // After any failure, re-read from index 0: the agent may have restarted with a new index.
+        if (index > 0n) this.metrics.viewIndexReset(this.kind);
         index = 0n;
         const error = err instanceof CtsError ? err : toCtsError(err, "CONSUL_WATCH_FAILED");
         const fatal = isFatalConsulError(error);
@@ -148,6 +156,21 @@ export class View<T> {
         delay = fatal ? this.timing.fatalRetryMs * (0.75 + this.random() * 0.25) : this.backoff(failures);
       }
       if (delay > 0) await sleep(delay, signal);
+    }
+  }
+
+  /** Runs one fetch, counting it as an open blocking query while it waits (a cancelled one is not a fetch). */
+  private async measured<R>(blocking: boolean, fetch: () => Promise<R>): Promise<R> {
+    const started = performance.now();
+    if (blocking) this.metrics.blockingQuery(this.kind, 1);
+    let ok = false;
+    try {
+      const res = await fetch();
+      ok = true;
+      return res;
+    } finally {
+      if (blocking) this.metrics.blockingQuery(this.kind, -1);
+      if (!this.closed) this.metrics.viewFetched(this.kind, { ok, blocking, seconds: (performance.now() - started) / 1000 });
     }
   }
 

@@ -4,6 +4,7 @@ import { sortInstances, toCatalogServices, toKvPairs, toServiceInstances, withUs
 import { catalogRequestFor, kvRequestFor, matchingNames, normalizeServicesQuery } from "../consul/query.ts";
 import { compileCatalogRegexp, filterCatalog } from "../consul/reader.ts";
 import type { CatalogServices, CatalogServicesQuery, KvPairs, KvQuery, ServiceInstance, ServicesQuery, Source } from "../consul/types.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import { ViewPool, type ViewHandle } from "./pool.ts";
 import { DerivedSubscription } from "./subscription.ts";
 import type { Subscription, SubscriptionListener, Watcher } from "./types.ts";
@@ -22,6 +23,8 @@ export interface WatcherOptions {
   random?: () => number;
   /** Told once when the number of views passes 128 (CTS logs a warning there too). */
   warn?: (message: string) => void;
+  /** Where view fetches, errors, index resets and open blocking queries are counted. */
+  metrics?: Metrics;
 }
 
 /** A Watcher with introspection for tests and the API. */
@@ -38,6 +41,7 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
   const pool = new ViewPool({
     ...(opts.timing ? { timing: opts.timing } : {}),
     ...(opts.random ? { random: opts.random } : {}),
+    ...(opts.metrics ? { metrics: opts.metrics } : {}),
     onGrow: (count) => {
       if (count > MANY_VIEWS && !warned && opts.warn) {
         warned = true;

@@ -87,6 +87,15 @@ describe("a daemon killed with SIGKILL during an apply (real cts watch, OpenTofu
     await cts.kill9();
     const orphans = await processesIn(work);
     assert.ok(orphans.some((p) => /tofu apply/.test(p)), `without the reaper Terraform is orphaned:\n${orphans.join("\n")}`);
+    // Freeze the orphans so that none finishes on its own while the daemon restarts (on a busy
+    // machine a restart can outlast the 20 s provisioner): the restarted daemon must end them.
+    for (const p of orphans) {
+      try {
+        process.kill(Number(p.split(" ")[0]), "SIGSTOP");
+      } catch {
+        /* exited meanwhile */
+      }
+    }
 
     const mark = cts.mark();
     await cts.restart();

@@ -7,6 +7,7 @@ import { tempDir, waitFor } from "../support/cts.ts";
 import { http, writeEchoModule } from "../support/api.ts";
 import { freePort } from "../support/ports.ts";
 import { firstToPrint, startCtsProcess, writeHaConfig, type CtsProcess } from "../support/cts-process.ts";
+import { parseMetrics, sampleValue } from "../support/prometheus.ts";
 
 const TTL_MS = 3_000;
 const CLUSTER = "ha-test";
@@ -87,6 +88,11 @@ describe("high availability with three cts processes (real Consul, real OpenTofu
       if (p !== first) assert.doesNotMatch(p.logs(), /executing all tasks once through|\[members\]/, `${p.name} ran nothing`);
     }
     assert.equal(await lockHolder(consul), leaderId);
+    for (const p of procs.values()) {
+      const metrics = parseMetrics(await (await fetch(`${urls.get(p.name)!}/metrics`)).text());
+      assert.equal(sampleValue(metrics, "cts_ha_leader"), p === first ? 1 : 0, `${p.name}: the leader gauge`);
+      assert.equal(sampleValue(metrics, "cts_ha_leadership_changes_total"), p === first ? 1 : 0, `${p.name}: leadership changes`);
+    }
     assert.match(first.logs(), /\[INFO\] ha: attempting to acquire leadership lock: lock_path=consul-terraform-sync\/ha-test\/leader/);
   });
 
