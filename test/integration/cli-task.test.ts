@@ -154,14 +154,27 @@ task "${name}" {
     assert.equal(await read(join(tmp.dir, "json_echo.txt")), "hello web-1,web-2\n", "delete alone destroys nothing");
   });
 
+  it("create reads variable_files as CTS's CLI does, and a value like \"1.50\" reaches the module as written", async () => {
+    const vars = join(tmp.dir, "vf.tfvars");
+    await writeFile(vars, `greeting = "1.50"\npath     = ${JSON.stringify(join(tmp.dir, "vf_echo.txt"))}\n`);
+    await writeFile(
+      join(tmp.dir, "vf_echo.hcl"),
+      `task {\n  name = "vf_echo"\n  module = "./modules/echo"\n  variable_files = [${JSON.stringify(vars)}]\n  condition "services" {\n    names = ["web"]\n  }\n}\n`,
+    );
+    const r = await cts(["task", "create", "-task-file", join(tmp.dir, "vf_echo.hcl"), "-auto-approve"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(await read(join(tmp.dir, "vf_echo.txt")), "1.50 web-1,web-2\n");
+    assert.equal((await cts(["task", "delete", "vf_echo", "-auto-approve"])).code, 0);
+  });
+
   it("fails with a message and CTS's exit code (11) for unknown tasks, bad task files and an unreachable daemon", async () => {
     const unknown = await cts(["task", "enable", "nope"]);
     assert.equal(unknown.code, 11);
     assert.match(unknown.stderr, /no task named 'nope'/);
-    await writeFile(join(tmp.dir, "bad.hcl"), hclTask("bad", `variable_files = ["x.tfvars"]`));
+    await writeFile(join(tmp.dir, "bad.hcl"), hclTask("bad", `variable_files = ["no-such.tfvars"]`));
     const bad = await cts(["task", "create", "--task-file", join(tmp.dir, "bad.hcl"), "--auto-approve"]);
     assert.equal(bad.code, 11);
-    assert.match(bad.stderr, /bad\.hcl:\d+: variable_files is not supported/);
+    assert.match(bad.stderr, /bad\.hcl:\d+: cannot read variable file 'no-such\.tfvars'/);
     const invalid = await cts(["task", "delete", "../x", "--auto-approve"]);
     assert.equal(invalid.code, 11);
     assert.match(invalid.stderr, /not a valid task name/);

@@ -6,6 +6,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { clientOptionsFrom, resolveHttpAddr } from "../../src/cli/api-client.ts";
 import { CTS_EXIT, ctsTaskArgv } from "../../src/cli/cts-flags.ts";
+import { taskFromHcl } from "../../src/cli/task-file.ts";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 
 const CTS = join(fileURLToPath(new URL("../../", import.meta.url)), "bin/cts.js");
 const argv = (...args: string[]) => ctsTaskArgv(["node", "cts", ...args]).slice(2);
@@ -63,6 +66,25 @@ describe("cts task accepts CTS's flag spellings", () => {
     assert.deepEqual(clientOptionsFrom({}, { CTS_SSL_VERIFY: "maybe" }), {});
     assert.deepEqual(clientOptionsFrom({ sslVerify: true }, { CTS_SSL_VERIFY: "0" }), {}, "the flag wins over the environment");
     assert.equal(resolveHttpAddr(undefined, { CTS_ADDRESS: "https://cts.example:8558" }), "https://cts.example:8558");
+  });
+});
+
+describe("task files with variable_files, read as CTS's task create reads them", () => {
+  it("loads each .tfvars file in order (later wins), and a variables attribute wins over the files", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "cts-tfvars-"));
+    try {
+      await writeFile(join(dir, "a.tfvars"), `path = "/tmp/a"\nport = 80\ntags = ["x"]\n`);
+      await writeFile(join(dir, "b.tfvars"), `# later file\nport = 8080\nzone = { id = "Z1" }\n`);
+      const task = await taskFromHcl(
+        `task "t" {\n  module = "m"\n  variable_files = [${JSON.stringify(join(dir, "a.tfvars"))}, ${JSON.stringify(join(dir, "b.tfvars"))}]\n  variables = { tags = ["y"] }\n  condition "services" { names = ["web"] }\n}`,
+        "t.hcl",
+      );
+      assert.deepEqual(task.variables, { path: "/tmp/a", port: 8080, tags: ["y"], zone: { id: "Z1" } });
+      await writeFile(join(dir, "bad.tfvars"), `x = var.y\n`);
+      await assert.rejects(taskFromHcl(`task "t" {\n  variable_files = [${JSON.stringify(join(dir, "bad.tfvars"))}]\n}`, "t.hcl"), /bad\.tfvars:1:\d+: 'var(\.y)?' is an expression/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
