@@ -111,6 +111,16 @@ describe("CTS's own API client against a running daemon (real Consul, real OpenT
     assert.equal((await go.getTask("cts_echo")).body.task.enabled, true);
   });
 
+  it("decodes keys case-insensitively as CTS's Go server does: a Go struct without JSON tags can create a task", async () => {
+    const body = { Task: { Name: "go_cased", Module: "./modules/echo", Condition: { Services: { Names: ["web"] } }, Variables: { path: ctyJson(join(tmp.dir, "go_cased.txt")) } } };
+    const dry = await go.raw("POST", "/v1/tasks?run=inspect", JSON.stringify(body), { "Content-Type": "application/json" });
+    assert.equal(dry.status, 200, dry.text);
+    assert.equal(dry.body.task.name, "go_cased");
+    assert.equal(dry.body.run.changes_present, true);
+    const twice = await go.raw("PATCH", "/v1/tasks/cts_echo", JSON.stringify({ enabled: true, Enabled: false }));
+    assertCtsError(twice, 400, /enabled is given twice/);
+  });
+
   it("answers CTS's status codes on every error path its clients hit", async () => {
     assertCtsError(await go.update("nope", true), 404, /no task named 'nope'/);
     assertCtsError(await go.update("nope", true, "inspect"), 404, /no task named 'nope'/);

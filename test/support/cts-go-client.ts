@@ -96,6 +96,8 @@ export function ctsGoClient(base: string) {
     /** `Status().Task(name, {include, status})`. */
     taskStatus: (name = "", q: { include?: "events"; status?: string } = {}) =>
       send(base, "GET", `/v1/status/tasks${name ? `/${name}` : ""}${query(q)}`, undefined, {}),
+    /** Any request with Go's default headers (for bodies a hand-written Go client would send). */
+    raw: (method: string, path: string, body?: string, headers: Record<string, string> = {}) => send(base, method, path, body, headers),
     /** `Status().Overall()`. */
     overall: () => send(base, "GET", "/v1/status", undefined, {}),
   };

@@ -1,5 +1,6 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { request } from "node:http";
 import { createApiServer, type ApiServer } from "../../src/api/server.ts";
 import type { ApiController } from "../../src/api/handlers.ts";
 import { foldKeys, TASK_SHAPE } from "../../src/api/cts-decode.ts";
@@ -136,11 +137,13 @@ describe("the API answers CTS's Go client as CTS does (fake controller)", () => 
   let server: ApiServer;
   let fake: ReturnType<typeof fakeController>;
   let go: ReturnType<typeof ctsGoClient>;
+  let base: string;
 
   before(async () => {
     fake = fakeController();
     server = createApiServer({ controller: fake.ctrl, log: createLogger({ level: "error" }) });
-    go = ctsGoClient((await server.listen(0)).url);
+    base = (await server.listen(0)).url;
+    go = ctsGoClient(base);
   });
   after(() => server.close());
 
@@ -154,6 +157,19 @@ describe("the API answers CTS's Go client as CTS does (fake controller)", () => 
     assert.equal(res.goError, undefined);
     assert.equal((await go.getTask("web")).body.task.enabled, false);
     assert.equal((await go.update("web", true)).status, 200);
+  });
+
+  it("still refuses a PATCH without Content-Type from a web page at another origin (403)", async () => {
+    const res = await new Promise<{ status: number }>((resolve, reject) => {
+      const req = request(new URL("/v1/tasks/web", base), { method: "PATCH", headers: { origin: "http://evil.example" } }, (r) => {
+        r.resume();
+        r.on("end", () => resolve({ status: r.statusCode ?? 0 }));
+      });
+      req.on("error", reject);
+      req.end(JSON.stringify({ Enabled: false }));
+    });
+    assert.equal(res.status, 403);
+    assert.equal((await go.getTask("web")).body.task.enabled, true);
   });
 
   it("answers PATCH of an unknown task 404 and a duplicate create 400, with the error shape CTS's client reads", async () => {
