@@ -8,7 +8,11 @@ import { ApiError } from "./http-io.ts";
 import { isObject, problemsOf, show } from "./schema-messages.ts";
 import { ctsTaskSchema, decodeCtsJson, type CtsBufferPeriodJson, type CtsConditionJson, type CtsConsulKvJson, type CtsServicesJson, type CtsTaskJson } from "./task-schema.ts";
 
-/** Parses `POST /v1/tasks`'s body (`{"task":{...}}`) into a module task spec; 400 listing every problem. */
+/**
+ * Parses `POST /v1/tasks`'s body (`{"task":{...}}`) into a module task spec; 400 listing every
+ * problem. Keys may be in any case; `variables` must already be decoded (decodeCreateRequest does
+ * that, async, at the request boundary, so values are never decoded twice).
+ */
 export function parseCreateBody(raw: unknown): ModuleTaskSpec {
   const body = foldKeys(raw, CREATE_SHAPE, "");
   // The envelope's mistakes get whole-request hints (wrap the task), not field problems.
