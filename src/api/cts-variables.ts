@@ -1,5 +1,6 @@
 import { attributesOf, parseHcl } from "../cli/hcl.ts";
 import { messageOf } from "../errors.ts";
+import { knownSecrets } from "../secrets/redactor.ts";
 import { ApiError } from "./http-io.ts";
 import { isObject } from "./schema-messages.ts";
 
@@ -77,7 +78,9 @@ async function parseLiteral(text: string, where: string): Promise<unknown> {
  */
 export function encodeVariables(vars: Record<string, unknown> | undefined): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(vars ?? {})) out[k] = encodeValue(v);
+  // Redacted before encoding: escaping (a quote, a backslash in a secret) would hide a known
+  // secret from the redaction the API applies to whole answers.
+  for (const [k, v] of Object.entries(knownSecrets.redactDeep(vars ?? {}))) out[k] = encodeValue(v);
   return out;
 }
 

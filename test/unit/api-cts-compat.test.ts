@@ -6,6 +6,7 @@ import type { ApiController } from "../../src/api/handlers.ts";
 import { foldKeys, TASK_SHAPE } from "../../src/api/cts-decode.ts";
 import { decodeVariables, encodeValue, encodeVariables } from "../../src/api/cts-variables.ts";
 import { ApiError } from "../../src/api/http-io.ts";
+import { knownSecrets, REDACTED } from "../../src/secrets/redactor.ts";
 import { createLogger } from "../../src/log.ts";
 import { EventStore, makeEvent } from "../../src/runtime/events.ts";
 import type { RunOutcome, TaskView } from "../../src/runtime/controller.ts";
@@ -75,6 +76,16 @@ describe("task variables in CTS's HCL-encoded form and as plain JSON", () => {
     assert.deepEqual(await decode(ctsVariables(plain)), plain, "cty's HTML-escaped form decodes the same");
     // Go writes `${` raw and \b as `\b`: CTS's own server fails on those too (a template; no such escape).
     await refused(ctsVariables({ tpl: "${x}" }), /tpl looks HCL-encoded .* template/);
+  });
+});
+
+describe("variables in answers never carry a known secret", () => {
+  it("redacts before encoding, so a secret with a quote or backslash is not hidden by escaping", () => {
+    const secret = 'pa"ss\\word-for-encode-test';
+    knownSecrets.add(secret);
+    const encoded = encodeVariables({ password: secret, other: `x ${secret} y` });
+    assert.ok(!JSON.stringify(encoded).includes("word-for-encode-test"), JSON.stringify(encoded));
+    assert.equal(encoded.password, JSON.stringify(REDACTED));
   });
 });
 
