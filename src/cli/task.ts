@@ -7,6 +7,7 @@ import { ApiClient, clientOptionsFrom, resolveHttpAddr, type ApiBody, type ApiCl
 import { confirm } from "./confirm.ts";
 import { printJson, table } from "./output.ts";
 import { readTaskFile } from "./task-file.ts";
+import { readVariableFiles } from "./tfvars.ts";
 
 interface TaskFlags extends ApiClientOptions {
   httpAddr?: string;
@@ -138,10 +139,7 @@ export function registerTask(program: Command): void {
     .requiredOption("--task-file <file>", "the task: JSON ({\"task\":{...}}) or HCL (task \"name\" { ... })")
     .option("--auto-approve", "do not ask before changing infrastructure")
     .action(async (flags: TaskFlags) => {
-      const spec = await readTaskFile(flags.taskFile!);
-      // An HCL task file holds real values: send them in CTS's encoding, which no server rule can
-      // misread ("1.50" stays text). A JSON file may hold an API answer, already encoded: as it is.
-      if (isHclFile(flags.taskFile!) && spec.variables && typeof spec.variables === "object") spec.variables = encodeVariables(spec.variables as Record<string, unknown>);
+      const spec = await taskFromFile(flags.taskFile!);
       const api = client(flags);
       const name = String(spec.name ?? "");
       const dry = await api.call("POST", "/v1/tasks", { body: { task: spec }, query: { run: "inspect" } });
@@ -168,6 +166,20 @@ export function registerTask(program: Command): void {
       if (flags.json) return printJson(res);
       process.stdout.write(`Task '${name}' deleted${flags.destroy ? ` (${res.destroyed ?? 0} resources destroyed)` : ""}.\n`);
     });
+}
+
+/** The task a --task-file describes, in the API's shape, its variables as CTS's CLI sends them. */
+async function taskFromFile(path: string): Promise<ApiBody> {
+  const spec = await readTaskFile(path);
+  const vars = (v: unknown) => (v && typeof v === "object" ? (v as Record<string, unknown>) : {});
+  // An HCL file holds real values (its variable_files already read): sent in CTS's encoding,
+  // which no server rule can misread ("1.50" stays text).
+  if (isHclFile(path)) return spec.variables === undefined ? spec : { ...spec, variables: encodeVariables(vars(spec.variables)) };
+  // A JSON file may hold an API answer, variables already encoded: sent as they are. The
+  // variable_files of a CTS JSON config are read here, as CTS's CLI does.
+  const { variable_files: files, ...rest } = spec;
+  if (files === undefined) return spec;
+  return { ...rest, variables: { ...encodeVariables(await readVariableFiles(files, path)), ...vars(rest.variables) } };
 }
 
 /** Whether readTaskFile reads this file as HCL (by extension; else a file not starting with `{`). */

@@ -165,6 +165,14 @@ task "${name}" {
     assert.equal(r.code, 0, r.stderr);
     assert.equal(await read(join(tmp.dir, "vf_echo.txt")), "1.50 web-1,web-2\n");
     assert.equal((await cts(["task", "delete", "vf_echo", "-auto-approve"])).code, 0);
+    // The same task as a CTS JSON config file (`"task": [ … ]`), variable_files included.
+    await writeFile(join(tmp.dir, "vf_json.tfvars"), `greeting = "007"\npath     = ${JSON.stringify(join(tmp.dir, "vf_json.txt"))}\n`);
+    const json = { task: [{ name: "vf_json", module: "./modules/echo", variable_files: [join(tmp.dir, "vf_json.tfvars")], condition: { services: { names: ["web"] } } }] };
+    await writeFile(join(tmp.dir, "vf_json.json"), JSON.stringify(json));
+    const j = await cts(["task", "create", "-task-file", join(tmp.dir, "vf_json.json"), "-auto-approve"]);
+    assert.equal(j.code, 0, j.stderr);
+    assert.equal(await read(join(tmp.dir, "vf_json.txt")), "007 web-1,web-2\n");
+    assert.equal((await cts(["task", "delete", "vf_json", "-auto-approve"])).code, 0);
   });
 
   it("fails with a message and CTS's exit code (11) for unknown tasks, bad task files and an unreachable daemon", async () => {
