@@ -27,10 +27,13 @@ type Env = { Bindings: Partial<HttpBindings>; Variables: { requestId: string; ma
 // CTS puts request_id in the body of task routes; status and health keep their exact CTS shapes.
 const BODY_REQUEST_ID = new Set<RouteName>(["tasks", "task", "status-cluster"]);
 
-/** Answers JSON (known secrets scrubbed: defence in depth behind the driver's redaction). */
+/**
+ * Answers JSON (known secrets scrubbed: defence in depth behind the driver's redaction). The type is
+ * exactly `application/json`, no charset: CTS's Go client parses error bodies only then.
+ */
 function json(c: Context<Env>, status: number, body: unknown, headers: Record<string, string> = {}): Response {
   const text = JSON.stringify(knownSecrets.redactDeep(body)) + "\n";
-  return c.body(text, status as 200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers });
+  return c.body(text, status as 200, { "content-type": "application/json", "cache-control": "no-store", ...headers });
 }
 
 /**

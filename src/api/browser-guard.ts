@@ -88,12 +88,13 @@ export function originProblem(method: string, origin: string | undefined, opts: 
 /**
  * Refuses a task-changing request whose body is not declared JSON (415). Browsers send `text/plain`,
  * form and multipart bodies cross-site without asking first; `application/json` always needs a
- * preflight, which this API does not grant to unknown origins. A DELETE without a body (what the
- * CLI and curl send) needs no Content-Type: browsers preflight every cross-site DELETE.
+ * preflight, which this API does not grant to unknown origins. DELETE and PATCH without any
+ * Content-Type are let through: browsers preflight every cross-site DELETE and PATCH, and CTS's Go
+ * client sends its PATCH (`task enable|disable`) with no Content-Type at all.
  */
 export function contentTypeProblem(method: string, contentType: string | undefined): ApiError | undefined {
   if (!CHANGING_METHODS.has(method)) return undefined;
-  if (contentType === undefined && method === "DELETE") return undefined;
+  if (contentType === undefined && (method === "DELETE" || method === "PATCH")) return undefined;
   const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
   if (mediaType === "application/json") return undefined;
   return new ApiError(

@@ -3,6 +3,7 @@ import type { TaskView } from "../runtime/controller.ts";
 import type { TaskEvent, TaskStatus } from "../runtime/events.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
+import { encodeVariables } from "./cts-variables.ts";
 
 /** A task in CTS's API JSON shape (plus `origin`, which says where the task was defined). */
 export interface CtsTask {
@@ -11,8 +12,10 @@ export interface CtsTask {
   enabled: boolean;
   /** Module source; for a task class, "(task class <Name>)". */
   module: string;
-  version?: string;
-  variables: Record<string, unknown>;
+  /** The module version; "" when none (CTS always answers the key). */
+  version: string;
+  /** CTS's shape: each value HCL-encoded text (cts-variables.ts). */
+  variables: Record<string, string>;
   providers: string[];
   condition: Record<string, unknown>;
   module_input: Record<string, unknown>;
@@ -26,6 +29,9 @@ export interface CtsTaskStatus {
   task_name: string;
   status: TaskStatus;
   enabled: boolean;
+  /** Deprecated in CTS, still answered: providers and services named by the stored events. */
+  providers: string[];
+  services: string[];
   events_url: string;
   events?: TaskEvent[];
 }
@@ -98,12 +104,15 @@ export function taskToCts(v: TaskView): CtsTask {
     description: v.description,
     enabled: v.enabled,
     module: isModule ? v.module! : classModuleLabel(v.className),
-    ...(isModule && v.version ? { version: v.version } : {}),
-    variables: { ...(v.variables ?? {}) },
+    version: isModule && v.version ? v.version : "",
+    variables: encodeVariables(v.variables),
     providers: [],
     condition: conditionToCts(v.condition as Condition),
     module_input: inputsToCts(v.inputs as TaskInputs),
-    buffer_period: { enabled: v.bufferPeriod.enabled, min: formatDuration(v.bufferPeriod.min), max: formatDuration(v.bufferPeriod.max) },
+    // A disabled buffer period is 0s/0s in CTS (its config zeroes both).
+    buffer_period: v.bufferPeriod.enabled
+      ? { enabled: true, min: formatDuration(v.bufferPeriod.min), max: formatDuration(v.bufferPeriod.max) }
+      : { enabled: false, min: "0s", max: "0s" },
     origin: v.origin,
   };
 }
@@ -131,13 +140,23 @@ export function specToCts(spec: ModuleTaskSpec): Record<string, unknown> {
 
 /** A task's status entry; `events_url` is empty while there are no events, as in CTS. */
 export function taskStatus(v: TaskView, events: TaskEvent[], includeEvents: boolean): CtsTaskStatus {
+  const shaped = events.map((e) => eventToCts(e, v));
+  const union = (pick: (e: TaskEvent) => string[]) => [...new Set(shaped.flatMap(pick))];
   return {
     task_name: v.name,
     status: v.status,
     enabled: v.enabled,
+    providers: union((e) => e.config.providers ?? []),
+    services: union((e) => e.config.services ?? []),
     events_url: events.length ? `/v1/status/tasks/${encodeURIComponent(v.name)}?include=events` : "",
-    ...(includeEvents ? { events } : {}),
+    ...(includeEvents ? { events: shaped } : {}),
   };
+}
+
+/** An event with CTS's full `config` (`providers`, `services`, `source`); our `outcome`/`changes` stay beside. */
+export function eventToCts(e: TaskEvent, v: TaskView): TaskEvent {
+  const source = e.config.source ?? (typeof v.module === "string" ? v.module : classModuleLabel(v.className));
+  return { ...e, config: { ...e.config, providers: e.config.providers ?? [], services: e.config.services ?? [], source } };
 }
 
 /** `GET /v1/status`'s summary. */

@@ -2,6 +2,8 @@ import { CtsError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Controller, RunOutcome } from "../runtime/controller.ts";
 import { overallStatus, specToCts, taskStatus, taskToCts, type CtsTaskStatus } from "./cts-shape.ts";
+import { decodeCreateRequest, decodePatchRequest } from "./cts-decode.ts";
+import { encodeVariables } from "./cts-variables.ts";
 import { ApiError } from "./http-io.ts";
 import type { Match } from "./router.ts";
 import { parseCreateBody, parseTask } from "./task-request.ts";
@@ -42,7 +44,8 @@ export function apiErrorOf(err: CtsError): ApiError {
   const status = err.detail.status;
   if (typeof status === "number" && Number.isInteger(status) && status >= 400 && status <= 599) return new ApiError(status, err.message);
   if (err.code === "TASK_NOT_FOUND") return new ApiError(404, err.message);
-  if (err.code === "TASK_EXISTS") return new ApiError(409, err.message);
+  // CTS answers a duplicate create with 400, not 409: its clients expect that.
+  if (err.code === "TASK_EXISTS") return new ApiError(400, err.message);
   return new ApiError(err.category === "usage" ? 400 : 500, err.message);
 }
 
@@ -100,15 +103,23 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
   };
 
   async function createTask(m: Match, body: BodyReader): Promise<Answer> {
-    const spec = parseCreateBody(await body());
+    const spec = parseCreateBody(await decodeCreateRequest(await body()));
     const run = m.query.get("run");
     return locks.run(spec.name, () =>
       guard(async () => {
-        if (ctrl.view(spec.name)) throw new ApiError(409, `a task named '${spec.name}' already exists. Delete it first, or PATCH it.`);
+        if (ctrl.view(spec.name)) throw new ApiError(400, `task with name ${spec.name} already exists. Delete it first, or PATCH it.`);
         if (run === "inspect") {
-          const inspect = inspectOf(await ctrl.dryRunModuleTask(spec));
+          // CTS answers a failed dry run with 400 (the task as sent cannot be planned).
+          const inspect = await ctrl
+            .dryRunModuleTask(spec)
+            .then(inspectOf)
+            .catch((err: unknown) => {
+              const api = err instanceof CtsError ? apiErrorOf(err) : err;
+              throw api instanceof ApiError && api.status >= 500 ? new ApiError(400, api.message) : api;
+            });
           // CTS answers `run`, its older PATCH answered `inspect`: both, so either client reads it.
-          return { status: 200, body: { task: { ...specToCts(spec), providers: [], origin: "api" }, inspect, run: inspect } };
+          const task = specToCts(spec);
+          return { status: 200, body: { task: { ...task, version: task.version ?? "", variables: encodeVariables(spec.variables), providers: [], origin: "api" }, inspect, run: inspect } };
         }
         ctrl.addModuleTask(spec);
         log.info(`task '${spec.name}': created through the API`, { task: spec.name, module: spec.module });
@@ -125,7 +136,7 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
 
   async function patchTask(m: Match, body: BodyReader): Promise<Answer> {
     const name = m.task!;
-    const patch = parsePatchBody(await body(), name);
+    const patch = parsePatchBody(await decodePatchRequest(await body()), name);
     const run = m.query.get("run");
     return locks.run(name, () =>
       guard(async () => {

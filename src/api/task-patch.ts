@@ -55,7 +55,7 @@ export type PatchRequest = z.output<ReturnType<typeof patchBodySchema>>;
 
 /** Parses `PATCH /v1/tasks/{name}`'s body; 400 naming every problem. */
 export function parsePatchBody(body: unknown, task: string): PatchRequest {
-  const parsed = patchBodySchema(task).safeParse(decodeCtsJson(body));
+  const parsed = patchBodySchema(task).safeParse(decodeCtsJson(body, ""));
   if (!parsed.success) throw new ApiError(400, problemsOf(parsed.error.issues, "").join(" "));
   return parsed.data;
 }

@@ -3,12 +3,18 @@ import { catalogServices, consulKv, schedule, services, type Condition, type Tas
 import { ModuleTask } from "../task/module-task.ts";
 import { taskProblems } from "../task/validate.ts";
 import type { BufferPeriodOption } from "../task/task.ts";
+import { CREATE_SHAPE, foldKeys } from "./cts-decode.ts";
 import { ApiError } from "./http-io.ts";
 import { isObject, problemsOf, show } from "./schema-messages.ts";
 import { ctsTaskSchema, decodeCtsJson, type CtsBufferPeriodJson, type CtsConditionJson, type CtsConsulKvJson, type CtsServicesJson, type CtsTaskJson } from "./task-schema.ts";
 
-/** Parses `POST /v1/tasks`'s body (`{"task":{...}}`) into a module task spec; 400 listing every problem. */
-export function parseCreateBody(body: unknown): ModuleTaskSpec {
+/**
+ * Parses `POST /v1/tasks`'s body (`{"task":{...}}`) into a module task spec; 400 listing every
+ * problem. Keys may be in any case; `variables` must already be decoded (decodeCreateRequest does
+ * that, async, at the request boundary, so values are never decoded twice).
+ */
+export function parseCreateBody(raw: unknown): ModuleTaskSpec {
+  const body = foldKeys(raw, CREATE_SHAPE, "");
   // The envelope's mistakes get whole-request hints (wrap the task), not field problems.
   if (!isObject(body)) throw new ApiError(400, `the request body must be a JSON object like {"task":{...}} (got ${show(body)}).`);
   const extra = Object.keys(body).filter((k) => k !== "task");

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { parseDuration } from "../config/duration.ts";
 import { taskNameProblem } from "../task/validate.ts";
+import { foldKeys, TASK_SHAPE } from "./cts-decode.ts";
 import { fields, flag, isObject, listOf, objectErrors, refusedKeys, show, stringMap, text, whenObject } from "./schema-messages.ts";
 
 /**
@@ -10,12 +11,12 @@ import { fields, flag, isObject, listOf, objectErrors, refusedKeys, show, string
  */
 
 /**
- * The seam for decoding what clients send before it is validated: CTS decodes JSON keys
- * case-insensitively and accepts HCL-encoded variable strings. Today it passes the value through;
- * that normalisation goes here, so the schemas below keep seeing CTS's canonical keys.
+ * Decodes what clients send before it is validated: JSON keys match case-insensitively, as in
+ * CTS's server (cts-decode.ts), so the schemas below see our canonical keys. Idempotent. The
+ * HCL-encoded `variables` are decoded at the request boundary (cts-variables.ts), which is async.
  */
-export function decodeCtsJson(raw: unknown): unknown {
-  return raw;
+export function decodeCtsJson(raw: unknown, at = "task"): unknown {
+  return foldKeys(raw, TASK_SHAPE, at);
 }
 
 const USE_CONDITIONS = "services, catalog_services, consul_kv or schedule";

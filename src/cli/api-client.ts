@@ -1,6 +1,7 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
 
 /** Default address of a cts daemon's API (CTS's). */
@@ -25,9 +26,13 @@ export function resolveHttpAddr(flag: string | undefined, env: Record<string, st
 /** A JSON answer from the API. */
 export type ApiBody = Record<string, any>;
 
-/** TLS and credentials of API calls (flags, else CTS_CACERT, CTS_CLIENT_CERT, CTS_CLIENT_KEY, CTS_HTTP_TOKEN). */
+/** TLS and credentials of API calls (flags, else CTS_CACERT, CTS_CAPATH, CTS_CLIENT_CERT, CTS_CLIENT_KEY, CTS_SSL_VERIFY, CTS_HTTP_TOKEN). */
 export interface ApiClientOptions {
   caCert?: string;
+  /** A directory of CA certificates (CTS's -ca-path); caCert wins when both are set, as in CTS. */
+  caPath?: string;
+  /** false: do not verify the API's certificate (CTS's -ssl-verify=false). Default true. */
+  sslVerify?: boolean;
   clientCert?: string;
   clientKey?: string;
   token?: string;
@@ -38,14 +43,35 @@ export function clientOptionsFrom(flags: ApiClientOptions, env: Record<string, s
   const pick = (v: string | undefined, name: string) => v ?? (env[name]?.trim() || undefined);
   const out: ApiClientOptions = {};
   const ca = pick(flags.caCert, "CTS_CACERT");
+  const caPath = pick(flags.caPath, "CTS_CAPATH");
+  // CTS reads CTS_SSL_VERIFY with Go's strconv.ParseBool and ignores a value it cannot parse.
+  const envVerify = env.CTS_SSL_VERIFY?.trim();
+  const sslVerify = flags.sslVerify ?? (/^(1|t|true)$/i.test(envVerify ?? "") ? true : /^(0|f|false)$/i.test(envVerify ?? "") ? false : undefined);
   const cert = pick(flags.clientCert, "CTS_CLIENT_CERT");
   const key = pick(flags.clientKey, "CTS_CLIENT_KEY");
   const token = pick(flags.token, "CTS_HTTP_TOKEN");
   if (ca) out.caCert = ca;
+  if (caPath) out.caPath = caPath;
+  if (sslVerify === false) out.sslVerify = false;
   if (cert) out.clientCert = cert;
   if (key) out.clientKey = key;
   if (token) out.token = token;
   return out;
+}
+
+/** Every PEM certificate file under a directory (recursively, as CTS's go-rootcerts reads -ca-path). */
+function readCaPath(dir: string): Buffer[] {
+  let files: string[];
+  try {
+    files = readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => join(e.parentPath, e.name));
+  } catch (cause) {
+    throw new CtsError("API_TLS_FILE", "usage", `cannot read --ca-path '${dir}' (${(cause as NodeJS.ErrnoException).code ?? cause}). Fix --ca-path or CTS_CAPATH.`, { cause });
+  }
+  const pems = files.map((f) => readPem(f, "--ca-path", "CTS_CAPATH")).filter((b) => b.includes("-----BEGIN CERTIFICATE-----"));
+  if (!pems.length) throw new CtsError("API_TLS_FILE", "usage", `--ca-path '${dir}' holds no PEM certificate. Point --ca-path (CTS_CAPATH) at a directory of CA certificates.`);
+  return pems;
 }
 
 function readPem(file: string, flag: string, env: string): Buffer {
@@ -58,13 +84,14 @@ function readPem(file: string, flag: string, env: string): Buffer {
 
 /** A small client for the cts HTTP API. Non-2xx answers become CtsErrors carrying the API's message. */
 export class ApiClient {
-  private readonly tls: Record<string, Buffer>;
+  private readonly tls: Record<string, Buffer | Buffer[] | boolean>;
   constructor(
     readonly base: string,
     private readonly opts: ApiClientOptions = {},
   ) {
     this.tls = {
-      ...(opts.caCert ? { ca: readPem(opts.caCert, "--ca-cert", "CTS_CACERT") } : {}),
+      ...(opts.caCert ? { ca: readPem(opts.caCert, "--ca-cert", "CTS_CACERT") } : opts.caPath ? { ca: readCaPath(opts.caPath) } : {}),
+      ...(opts.sslVerify === false ? { rejectUnauthorized: false } : {}),
       ...(opts.clientCert ? { cert: readPem(opts.clientCert, "--client-cert", "CTS_CLIENT_CERT") } : {}),
       ...(opts.clientKey ? { key: readPem(opts.clientKey, "--client-key", "CTS_CLIENT_KEY") } : {}),
     };

@@ -152,10 +152,14 @@ function objectKey(key: Node, fail: Fail): string {
   return fail(n, `'${n.text.slice(0, 40)}' cannot be an object key here; use a name or a quoted string.`);
 }
 
-/** A quoted string without interpolation, its escapes decoded. */
+/**
+ * A quoted string without interpolation, its escapes decoded. Read from the text between the
+ * quotes, not from the grammar's template_literal node: that node leaves out leading and trailing
+ * spaces (`" x "` would silently become `x`).
+ */
 function readString(n: Node, fail: Fail): string {
-  const lit = named(n).find((c) => c.type === "template_literal");
-  return lit ? unescape(lit, fail) : "";
+  const text = n.text;
+  return text.length >= 2 && text.startsWith('"') && text.endsWith('"') ? unescape(text.slice(1, -1), n, fail) : "";
 }
 
 function readTemplate(t: Node, fail: Fail): string {
@@ -179,8 +183,8 @@ function readTemplate(t: Node, fail: Fail): string {
 const ESCAPES: Record<string, string> = { n: "\n", t: "\t", r: "\r", '"': '"', "\\": "\\" };
 
 /** Decodes HCL's string escapes and the `$${` / `%%{` literal markers. */
-function unescape(lit: Node, fail: Fail): string {
-  return lit.text.replace(/\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)|\$\$\{|%%\{/g, (m, e: string | undefined) => {
+function unescape(text: string, lit: Node, fail: Fail): string {
+  return text.replace(/\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)|\$\$\{|%%\{/g, (m, e: string | undefined) => {
     if (m === "$${") return "${";
     if (m === "%%{") return "%{";
     if (e!.length > 1) return String.fromCodePoint(parseInt(e!.slice(1), 16));

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
 import { CtsError } from "../errors.ts";
+import { ctsTaskArgv, ctsTaskExitCode } from "./cts-flags.ts";
 import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";
 import { say } from "./output.ts";
@@ -31,14 +32,16 @@ if (!["task", "status"].includes(process.argv[2] ?? "")) {
 registerTask(program);
 registerStatus(program);
 
+// `cts task …` takes CTS's flag spellings and exits with CTS's codes (cts-flags.ts).
+const ctsTask = process.argv[2] === "task";
 try {
-  await program.parseAsync(process.argv);
+  await program.parseAsync(ctsTask ? ctsTaskArgv(process.argv) : process.argv);
 } catch (err) {
   if (err instanceof CommanderError) {
-    process.exitCode = err.exitCode === 0 ? 0 : 2;
+    process.exitCode = ctsTask ? ctsTaskExitCode(err) : err.exitCode === 0 ? 0 : 2;
   } else if (err instanceof CtsError) {
     say(`error: ${err.message}${doctorHint(err)}\n`, process.stderr);
-    process.exitCode = err.exitCode;
+    process.exitCode = ctsTask ? ctsTaskExitCode(err) : err.exitCode;
   } else {
     say(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`, process.stderr);
     process.exitCode = 70;

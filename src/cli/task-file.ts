@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { extname } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
 import { attributesOf, parseHcl, type HclBlock, type HclBody, type HclValue } from "./hcl.ts";
+import { readVariableFiles } from "./tfvars.ts";
 
 type Json = Record<string, unknown>;
 
@@ -60,13 +61,18 @@ export async function taskFromHcl(text: string, file: string): Promise<Json> {
   if (block.labels.length > 1) fail(block.line, `a task block takes at most one label (its name).`);
   const attrs = attributesOf(block.body);
   for (const [k, v] of block.body.attributes) {
-    if (k === "variable_files") fail(v.line, "variable_files is not supported in task files. Put the values in a `variables = { name = \"value\" }` attribute.");
-    if (!ATTRIBUTES.includes(k)) fail(v.line, `'${k}' is not a task attribute. Use: ${ATTRIBUTES.join(", ")}.`);
+    if (k !== "variable_files" && !ATTRIBUTES.includes(k)) fail(v.line, `'${k}' is not a task attribute. Use: ${ATTRIBUTES.join(", ")}.`);
   }
   const task: Json = {};
   const label = block.labels[0];
   if (label !== undefined && attrs.name !== undefined && attrs.name !== label) fail(block.line, `the task block's label ('${label}') and its name ('${String(attrs.name)}') differ. Keep one.`);
-  for (const [k, v] of Object.entries(attrs)) task[k === "source" ? "module" : k] = v;
+  const { variable_files: varFiles, ...rest } = attrs;
+  for (const [k, v] of Object.entries(rest)) task[k === "source" ? "module" : k] = v;
+  // As CTS's `task create` does: the files are read here and sent as variables; `variables` wins.
+  if (varFiles !== undefined) {
+    const fromFiles = await readVariableFiles(varFiles, `${file}:${block.body.attributes.get("variable_files")!.line}`);
+    task.variables = { ...fromFiles, ...((task.variables as Json | undefined) ?? {}) };
+  }
   if (label !== undefined) task.name = label;
   const inputs: Json = {};
   for (const b of block.body.blocks) {

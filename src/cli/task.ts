@@ -1,23 +1,36 @@
 import type { Command } from "commander";
+import { readFileSync } from "node:fs";
+import { extname } from "node:path";
+import { encodeVariables } from "../api/cts-variables.ts";
 import { CtsError } from "../errors.ts";
 import { ApiClient, clientOptionsFrom, resolveHttpAddr, type ApiBody, type ApiClientOptions } from "./api-client.ts";
 import { confirm } from "./confirm.ts";
 import { printJson, table } from "./output.ts";
 import { readTaskFile } from "./task-file.ts";
+import { readVariableFiles } from "./tfvars.ts";
 
 interface TaskFlags extends ApiClientOptions {
   httpAddr?: string;
+  /** CTS's deprecated -port: replaces the port of the address. */
+  port?: string;
   json?: boolean;
   autoApprove?: boolean;
   destroy?: boolean;
   taskFile?: string;
 }
 
-/** Adds --http-addr (and --json) to an API command. */
+/**
+ * Adds --http-addr and the TLS flags (CTS's names; one or two dashes, see cts-flags.ts) and --json
+ * to an API command.
+ */
 export function apiOptions(cmd: Command): Command {
   return cmd
     .option("--http-addr <url>", "address of the cts API (default CTS_ADDRESS, then http://127.0.0.1:8558)")
+    .option("--port <port>", "deprecated (CTS): the port of the API; prefer --http-addr")
     .option("--ca-cert <file>", "CA that signed the API's certificate (default CTS_CACERT)")
+    .option("--ca-path <dir>", "directory of CA certificates, used when --ca-cert is not set (default CTS_CAPATH)")
+    .option("--ssl-verify", "verify the API's certificate (the default; CTS_SSL_VERIFY)")
+    .option("--no-ssl-verify", "do not verify the API's certificate (CTS's -ssl-verify=false)")
     .option("--client-cert <file>", "client certificate for an API with mutual TLS (default CTS_CLIENT_CERT)")
     .option("--client-key <file>", "key of the client certificate (default CTS_CLIENT_KEY)")
     .option("--token <token>", "bearer token for task-changing calls (default CTS_HTTP_TOKEN)")
@@ -25,7 +38,18 @@ export function apiOptions(cmd: Command): Command {
 }
 
 /** The API client a command's flags describe. */
-export const clientFor = (flags: TaskFlags) => new ApiClient(resolveHttpAddr(flags.httpAddr), clientOptionsFrom(flags));
+export const clientFor = (flags: TaskFlags) => new ApiClient(baseUrl(flags), clientOptionsFrom(flags));
+
+/** The API address; CTS's deprecated -port replaces the port of CTS_ADDRESS (or the default) and warns. */
+function baseUrl(flags: TaskFlags): string {
+  const base = resolveHttpAddr(flags.httpAddr);
+  if (flags.port === undefined || flags.httpAddr !== undefined) return base;
+  if (!/^\d{1,5}$/.test(flags.port) || Number(flags.port) > 65535) throw new CtsError("HTTP_ADDR_INVALID", "usage", `--port '${flags.port}' is not a port. Use --http-addr http://host:port instead.`);
+  process.stderr.write("Warning: '-port' is deprecated (as in CTS). Use -http-addr instead.\n");
+  const url = new URL(base);
+  url.port = flags.port;
+  return url.origin;
+}
 const client = clientFor;
 // With --json, stdout carries only the JSON; plans and questions go to stderr.
 const human = (flags: TaskFlags) => (flags.json ? process.stderr : process.stdout);
@@ -45,9 +69,11 @@ function runSummary(run: ApiBody | undefined): string {
   return s ? `${run.outcome} (${s.add} added, ${s.change} changed, ${s.destroy} destroyed)` : String(run.outcome);
 }
 
-async function approve(flags: TaskFlags, what: string): Promise<void> {
+/** Asks; an answer other than "yes" cancels the command with nothing changed (exit 0, as in CTS). */
+async function approve(flags: TaskFlags, what: string): Promise<boolean> {
   const ok = await confirm(`Do you want to ${what}?`, what, { autoApprove: flags.autoApprove === true });
-  if (!ok) throw new CtsError("CANCELLED", "external", `Cancelled: nothing was changed (did not ${what}).`);
+  if (!ok) process.stdout.write(`Cancelled: nothing was changed (did not ${what}).\n`);
+  return ok;
 }
 
 /** `cts task list|enable|disable|run|create|delete`: operate a running daemon through its API. */
@@ -81,7 +107,7 @@ export function registerTask(program: Command): void {
         return void process.stdout.write(`Task '${name}' is already enabled.\n`);
       }
       const { inspect } = await api.call("PATCH", ApiClient.taskPath(name), { body: { enabled: true }, query: { run: "inspect" } });
-      if (showPlan(flags, name, inspect)) await approve(flags, `enable task '${name}' and apply these changes`);
+      if (showPlan(flags, name, inspect) && !(await approve(flags, `enable task '${name}' and apply these changes`))) return;
       const res = await api.call("PATCH", ApiClient.taskPath(name), { body: { enabled: true }, query: { run: "now" } });
       if (flags.json) return printJson({ ...res, inspect, changed: true });
       process.stdout.write(`Task '${name}' enabled and run: ${runSummary(res.run)}.\n`);
@@ -113,12 +139,12 @@ export function registerTask(program: Command): void {
     .requiredOption("--task-file <file>", "the task: JSON ({\"task\":{...}}) or HCL (task \"name\" { ... })")
     .option("--auto-approve", "do not ask before changing infrastructure")
     .action(async (flags: TaskFlags) => {
-      const spec = await readTaskFile(flags.taskFile!);
+      const spec = await taskFromFile(flags.taskFile!);
       const api = client(flags);
       const name = String(spec.name ?? "");
       const dry = await api.call("POST", "/v1/tasks", { body: { task: spec }, query: { run: "inspect" } });
       const inspect = dry.inspect ?? dry.run;
-      if (showPlan(flags, name, inspect)) await approve(flags, `create task '${name}' and apply these changes`);
+      if (showPlan(flags, name, inspect) && !(await approve(flags, `create task '${name}' and apply these changes`))) return;
       const res = await api.call("POST", "/v1/tasks", { body: { task: spec }, query: { run: "now" } });
       if (flags.json) return printJson({ ...res, inspect });
       process.stdout.write(`Task '${name}' created${res.run ? ` and run: ${runSummary(res.run)}` : " (disabled, not run)"}.\n`);
@@ -135,11 +161,33 @@ export function registerTask(program: Command): void {
       const out = human(flags);
       if (flags.destroy) out.write(`Task '${name}': every resource in its Terraform state (workspace '${name}') will be DESTROYED, then the task is deleted.\n`);
       else out.write(`Task '${name}' will be deleted. Its infrastructure is left as it is (use --destroy to destroy it).\n`);
-      await approve(flags, flags.destroy ? `destroy the infrastructure of task '${name}' and delete it` : `delete task '${name}'`);
+      if (!(await approve(flags, flags.destroy ? `destroy the infrastructure of task '${name}' and delete it` : `delete task '${name}'`))) return;
       const res = await api.call("DELETE", ApiClient.taskPath(name), { query: { destroy: flags.destroy ? "true" : undefined } });
       if (flags.json) return printJson(res);
       process.stdout.write(`Task '${name}' deleted${flags.destroy ? ` (${res.destroyed ?? 0} resources destroyed)` : ""}.\n`);
     });
+}
+
+/** The task a --task-file describes, in the API's shape, its variables as CTS's CLI sends them. */
+async function taskFromFile(path: string): Promise<ApiBody> {
+  const spec = await readTaskFile(path);
+  const vars = (v: unknown) => (v && typeof v === "object" ? (v as Record<string, unknown>) : {});
+  // An HCL file holds real values (its variable_files already read): sent in CTS's encoding,
+  // which no server rule can misread ("1.50" stays text).
+  if (isHclFile(path)) return spec.variables === undefined ? spec : { ...spec, variables: encodeVariables(vars(spec.variables)) };
+  // A JSON file may hold an API answer, variables already encoded: sent as they are. The
+  // variable_files of a CTS JSON config are read here, as CTS's CLI does.
+  const { variable_files: files, ...rest } = spec;
+  if (files === undefined) return spec;
+  return { ...rest, variables: { ...encodeVariables(await readVariableFiles(files, path)), ...vars(rest.variables) } };
+}
+
+/** Whether readTaskFile reads this file as HCL (by extension; else a file not starting with `{`). */
+function isHclFile(path: string): boolean {
+  const ext = extname(path).toLowerCase();
+  if (ext === ".hcl") return true;
+  if (ext === ".json") return false;
+  return !readFileSync(path, "utf8").trimStart().startsWith("{");
 }
 
 /** One-line summary of a condition in CTS's shape. */

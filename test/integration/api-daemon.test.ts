@@ -73,7 +73,7 @@ describe("the HTTP API of a running daemon (real Consul, real OpenTofu)", () => 
   it("GET /v1/status/tasks lists every task, filters by status and includes events on request", async () => {
     const all = await call("GET", "/v1/status/tasks");
     assert.equal(all.status, 200);
-    assert.deepEqual(all.body.members, { task_name: "members", status: "successful", enabled: true, events_url: "/v1/status/tasks/members?include=events" });
+    assert.deepEqual(all.body.members, { task_name: "members", status: "successful", enabled: true, providers: [], services: ["web"], events_url: "/v1/status/tasks/members?include=events" });
     const one = await call("GET", "/v1/status/tasks/members?include=events");
     const ev = one.body.members.events[0];
     assert.equal(ev.task_name, "members");
@@ -96,7 +96,7 @@ describe("the HTTP API of a running daemon (real Consul, real OpenTofu)", () => 
     assert.deepEqual(t.condition, { services: { names: ["web"], datacenter: "", namespace: "", filter: "", cts_user_defined_meta: {}, use_as_module_input: true } });
     assert.equal(t.module, "(task class MemberList)");
     assert.equal(t.origin, "config");
-    assert.deepEqual(t.buffer_period, { enabled: false, min: "5s", max: "20s" });
+    assert.deepEqual(t.buffer_period, { enabled: false, min: "0s", max: "0s" }, "disabled reads 0s/0s, as in CTS");
     const one = await call("GET", "/v1/tasks/members");
     assert.deepEqual(one.body.task, t);
     assertError(await call("GET", "/v1/tasks/nope"), 404, /no task named 'nope'/);
@@ -168,8 +168,8 @@ describe("the HTTP API of a running daemon (real Consul, real OpenTofu)", () => 
     assert.equal(now.body.run.outcome, "applied");
     assert.equal(await read(join(tmp.dir, "echo.txt")), "hello web-1\n");
     assert.equal((await call("GET", "/v1/status/tasks/echo")).body.echo.status, "successful");
-    assertError(await call("POST", "/v1/tasks", moduleTask("echo")), 409, /already exists/);
-    assertError(await call("POST", "/v1/tasks", moduleTask("members")), 409, /already exists/);
+    assertError(await call("POST", "/v1/tasks", moduleTask("echo")), 400, /already exists/);
+    assertError(await call("POST", "/v1/tasks", moduleTask("members")), 400, /already exists/);
   });
 
   it("PATCH disables and enables a task defined in code; ?run=inspect plans without changing it", async () => {

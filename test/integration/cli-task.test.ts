@@ -94,33 +94,33 @@ task "${name}" {
   it("create without a terminal and without --auto-approve shows the plan, then refuses and changes nothing", async () => {
     await writeFile(join(tmp.dir, "cli_echo.hcl"), hclTask("cli_echo"));
     const r = await cts(["task", "create", "--task-file", join(tmp.dir, "cli_echo.hcl")]);
-    assert.equal(r.code, 2, r.stderr);
+    assert.equal(r.code, 11, r.stderr);
     assert.match(r.stdout, /Inspecting task 'cli_echo': changes present/);
     assert.match(r.stderr, /Refusing to create task 'cli_echo' .* without approval: stdin is not a terminal.*--auto-approve/);
     const list = await cts(["task", "list", "--json"]);
     assert.deepEqual(JSON.parse(list.stdout).tasks.map((t: { name: string }) => t.name), ["members"]);
   });
 
-  it("create --task-file (HCL) --auto-approve shows the plan, creates the task and runs it", async () => {
-    const r = await cts(["task", "create", "--task-file", join(tmp.dir, "cli_echo.hcl"), "--auto-approve"]);
+  it("create -task-file=… -auto-approve (CTS's spelling, HCL) shows the plan, creates the task and runs it", async () => {
+    const r = await cts(["task", "create", `-task-file=${join(tmp.dir, "cli_echo.hcl")}`, "-auto-approve"]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /local_file\.out/);
     assert.match(r.stdout, /Task 'cli_echo' created and run: applied \(1 added, 0 changed, 0 destroyed\)/);
     assert.equal(await read(join(tmp.dir, "cli_echo.txt")), "hello web-1\n");
     const again = await cts(["task", "create", "--task-file", join(tmp.dir, "cli_echo.hcl"), "--auto-approve"]);
-    assert.equal(again.code, 2);
+    assert.equal(again.code, 11, "CTS's exit code for an error");
     assert.match(again.stderr, /already exists/);
   });
 
   it("disable, then enable shows the plan of what changed meanwhile and runs it", async () => {
-    const off = await cts(["task", "disable", "cli_echo"]);
+    const off = await cts(["task", "disable", "-http-addr", `http://${address}`, "cli_echo"], { CTS_ADDRESS: "" });
     assert.equal(off.code, 0, off.stderr);
     assert.match(off.stdout, /Task 'cli_echo' disabled/);
     const refused = await cts(["task", "run", "cli_echo"]);
-    assert.equal(refused.code, 2);
+    assert.equal(refused.code, 11);
     assert.match(refused.stderr, /is disabled\. Enable it with `cts task enable cli_echo`/);
     await consul.register({ Name: "web", ID: "web-2", Address: "10.0.0.2", Port: 80 });
-    const on = await cts(["task", "enable", "cli_echo", "--auto-approve"]);
+    const on = await cts(["task", "enable", "--http-addr", address, "-auto-approve=true", "cli_echo"], { CTS_ADDRESS: "" });
     assert.equal(on.code, 0, on.stderr);
     assert.match(on.stdout, /Inspecting task 'cli_echo': changes present/);
     assert.match(on.stdout, /hello web-1,web-2/, "the plan shows the new content");
@@ -154,22 +154,43 @@ task "${name}" {
     assert.equal(await read(join(tmp.dir, "json_echo.txt")), "hello web-1,web-2\n", "delete alone destroys nothing");
   });
 
-  it("fails with a message and a non-zero exit code for unknown tasks, bad task files and an unreachable daemon", async () => {
+  it("create reads variable_files as CTS's CLI does, and a value like \"1.50\" reaches the module as written", async () => {
+    const vars = join(tmp.dir, "vf.tfvars");
+    await writeFile(vars, `greeting = "1.50"\npath     = ${JSON.stringify(join(tmp.dir, "vf_echo.txt"))}\n`);
+    await writeFile(
+      join(tmp.dir, "vf_echo.hcl"),
+      `task {\n  name = "vf_echo"\n  module = "./modules/echo"\n  variable_files = [${JSON.stringify(vars)}]\n  condition "services" {\n    names = ["web"]\n  }\n}\n`,
+    );
+    const r = await cts(["task", "create", "-task-file", join(tmp.dir, "vf_echo.hcl"), "-auto-approve"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(await read(join(tmp.dir, "vf_echo.txt")), "1.50 web-1,web-2\n");
+    assert.equal((await cts(["task", "delete", "vf_echo", "-auto-approve"])).code, 0);
+    // The same task as a CTS JSON config file (`"task": [ … ]`), variable_files included.
+    await writeFile(join(tmp.dir, "vf_json.tfvars"), `greeting = "007"\npath     = ${JSON.stringify(join(tmp.dir, "vf_json.txt"))}\n`);
+    const json = { task: [{ name: "vf_json", module: "./modules/echo", variable_files: [join(tmp.dir, "vf_json.tfvars")], condition: { services: { names: ["web"] } } }] };
+    await writeFile(join(tmp.dir, "vf_json.json"), JSON.stringify(json));
+    const j = await cts(["task", "create", "-task-file", join(tmp.dir, "vf_json.json"), "-auto-approve"]);
+    assert.equal(j.code, 0, j.stderr);
+    assert.equal(await read(join(tmp.dir, "vf_json.txt")), "007 web-1,web-2\n");
+    assert.equal((await cts(["task", "delete", "vf_json", "-auto-approve"])).code, 0);
+  });
+
+  it("fails with a message and CTS's exit code (11) for unknown tasks, bad task files and an unreachable daemon", async () => {
     const unknown = await cts(["task", "enable", "nope"]);
-    assert.equal(unknown.code, 2);
+    assert.equal(unknown.code, 11);
     assert.match(unknown.stderr, /no task named 'nope'/);
-    await writeFile(join(tmp.dir, "bad.hcl"), hclTask("bad", `variable_files = ["x.tfvars"]`));
+    await writeFile(join(tmp.dir, "bad.hcl"), hclTask("bad", `variable_files = ["no-such.tfvars"]`));
     const bad = await cts(["task", "create", "--task-file", join(tmp.dir, "bad.hcl"), "--auto-approve"]);
-    assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /bad\.hcl:\d+: variable_files is not supported/);
+    assert.equal(bad.code, 11);
+    assert.match(bad.stderr, /bad\.hcl:\d+: cannot read variable file 'no-such\.tfvars'/);
     const invalid = await cts(["task", "delete", "../x", "--auto-approve"]);
-    assert.equal(invalid.code, 2);
+    assert.equal(invalid.code, 11);
     assert.match(invalid.stderr, /not a valid task name/);
     const busy = await cts(["watch", "--config", join(tmp.dir, "cts.config.ts"), "--api-port", address.split(":")[1]!]);
     assert.equal(busy.code, 2, "a second daemon on the same port stops at once");
     assert.match(busy.stderr, /Cannot serve the API on 127\.0\.0\.1:\d+: the port is in use/);
     const down = await cts(["task", "list", "--http-addr", `http://127.0.0.1:${await freePort()}`]);
-    assert.equal(down.code, 1);
+    assert.equal(down.code, 11);
     assert.match(down.stderr, /Cannot reach cts at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
   });
 

@@ -1,7 +1,7 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import { request } from "node:https";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -114,10 +114,30 @@ describe("the API over mutual TLS with a bearer token on task-changing routes", 
     assert.notEqual(noCert.code, 0);
     assert.match(noCert.stderr, /client certificate|TLS|certificate/i);
     const wrong = await cts(["task", "enable", "members", ...tls, "--token", "nope", "--auto-approve"]);
-    assert.equal(wrong.code, 2, wrong.stderr);
+    assert.equal(wrong.code, 11, wrong.stderr);
     assert.match(wrong.stderr, /bearer token is not valid/);
     const right = await cts(["task", "enable", "members", ...tls, "--auto-approve"], { CTS_HTTP_TOKEN: TOKEN });
     assert.equal(right.code, 0, right.stderr);
     assert.equal(rt.controller.view("members")!.enabled, true);
+  });
+
+  it("the CLI takes CTS's TLS spellings: CTS_ADDRESS, CTS_CAPATH, CTS_CLIENT_CERT/KEY, -ca-path, -ssl-verify=false", async () => {
+    const caDir = join(tmp.dir, "capath");
+    mkdirSync(caDir);
+    copyFileSync(certs.ca, join(caDir, "ca.pem"));
+    const env = { CTS_ADDRESS: api.url, CTS_CAPATH: caDir, CTS_CLIENT_CERT: certs.clientCert, CTS_CLIENT_KEY: certs.clientKey, CTS_CACERT: "" };
+    const viaEnv = await cts(["task", "list", "--json"], env);
+    assert.equal(viaEnv.code, 0, viaEnv.stderr);
+    assert.deepEqual(JSON.parse(viaEnv.stdout).tasks.map((t: { name: string }) => t.name), ["members"]);
+    const flags = ["-http-addr", api.url, "-client-cert", certs.clientCert, "-client-key", certs.clientKey];
+    const viaFlag = await cts(["task", "list", ...flags, "-ca-path", caDir], { CTS_ADDRESS: "" });
+    assert.equal(viaFlag.code, 0, viaFlag.stderr);
+    const untrusted = await cts(["task", "list", ...flags], { CTS_ADDRESS: "" });
+    assert.equal(untrusted.code, 11, "CTS's exit code for an error");
+    assert.match(untrusted.stderr, /TLS with cts at https:\/\/127\.0\.0\.1:\d+ failed/);
+    const unverified = await cts(["task", "list", ...flags, "-ssl-verify=false"], { CTS_ADDRESS: "" });
+    assert.equal(unverified.code, 0, unverified.stderr);
+    const envUnverified = await cts(["task", "list", ...flags], { CTS_ADDRESS: "", CTS_SSL_VERIFY: "false" });
+    assert.equal(envUnverified.code, 0, envUnverified.stderr);
   });
 });

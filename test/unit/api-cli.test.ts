@@ -66,7 +66,8 @@ describe("the task file parser (CTS HCL subset)", () => {
   });
 
   it("refuses what it does not support, naming the file, line and fix", async () => {
-    await rejectsUsage(() => taskFromHcl(`task "t" {\n  variable_files = ["a.tfvars"]\n}`, "t.hcl"), /^t\.hcl:2: variable_files is not supported in task files/);
+    await rejectsUsage(() => taskFromHcl(`task "t" {\n  variable_files = ["no-such.tfvars"]\n}`, "t.hcl"), /^t\.hcl:2: cannot read variable file 'no-such\.tfvars'.*relative to the current directory, as in CTS/);
+    await rejectsUsage(() => taskFromHcl(`task "t" {\n  variable_files = "a.tfvars"\n}`, "t.hcl"), /variable_files must be a list of file names/);
     await rejectsUsage(() => taskFromHcl(`task "t" {\n  module = "\${var.x}"\n}`, "t.hcl"), /^t\.hcl:2:\d+: '\$\{' starts a template/);
     await rejectsUsage(() => taskFromHcl(`task "a" {}\ntask "b" {}`, "t.hcl"), /exactly one task block \(found 2\)/);
     await rejectsUsage(() => taskFromHcl(`consul { address = "x" }\ntask "a" {}`, "t.hcl"), /'consul' is not allowed in a task file/);
