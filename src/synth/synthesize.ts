@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { CtsError, messageOf } from "../errors.ts";
 import type { AnyTaskInput, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
+import { isModuleTask } from "../task/module-task.ts";
 import { CONTEXT_CONFIG_DIR, CONTEXT_TASK_DIR } from "./context.ts";
 import { backendBlock, type BackendConfig } from "./backend.ts";
 import { decodeOutput, encodeData } from "./untrusted.ts";
@@ -40,6 +41,8 @@ export interface SynthResult {
  * and decoded into Terraform literals afterwards (see untrusted.ts). Starts no Terraform process.
  */
 export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTaskInput, ctx: SynthContext = {}): SynthResult {
+  // A module task is CTS's generated root module: plain JSON, no CDKTF app or stack.
+  if (isModuleTask(task)) return result(task.name, finish(decodeOutput(task.terraformJson(encodeData(input), ctx)), ctx));
   const app = new App({
     outdir: tmpdir(),
     stackTraces: false,
@@ -71,9 +74,12 @@ export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTask
   } catch (cause) {
     throw new CtsError("TASK_SYNTH_INVALID", "usage", `produced invalid configuration: ${messageOf(cause)}. Fix the task class and run \`cts synth ${task.name}\`.`, { task: task.name, cause });
   }
-  const out = finish(decodeOutput(tf), ctx);
+  return result(task.name, finish(decodeOutput(tf), ctx));
+}
+
+function result(task: string, out: Record<string, any>): SynthResult {
   const json = stableStringify(out);
-  return { task: task.name, json, hash: sha256(json), resources: countResources(out), bytes: Buffer.byteLength(json) };
+  return { task, json, hash: sha256(json), resources: countResources(out), bytes: Buffer.byteLength(json) };
 }
 
 /** Sets the backend, loosens binding pins, fixes metadata. */
