@@ -43,11 +43,33 @@ export async function readCtsFiles(files: string[]): Promise<ReadBlock[]> {
       throw new CtsError("CONFIG_NOT_FOUND", "usage", `Cannot read config file '${file}': ${messageOf(err)}.`);
     }
     if (text.trim() === "") continue;
-    const body = extname(file).toLowerCase() === ".json" ? jsonBody(text, file) : await parseHcl(text, file, "CONFIG_INVALID");
+    const body = extname(file).toLowerCase() === ".json" ? jsonBody(text, file) : await parseHcl(unquoteHcl1Names(text), file, "CONFIG_INVALID");
     roots.push(readBlock(body, CTS_SCHEMA, file, 1, [], ""));
   }
   if (roots.length === 0) throw new CtsError("CONFIG_NOT_FOUND", "usage", `No configuration: ${files.length ? `${files.join(", ")} ${files.length > 1 ? "are" : "is"} empty` : "no .hcl or .json file found"}. Pass -config-file <file.hcl>.`);
   return roots;
+}
+
+/**
+ * CTS reads HCL 1, which allows quoted attribute names in blocks (CTS's own docs write
+ * `task_env { "AWS_ACCESS_KEY_ID" = "…" }`); HCL 2 does not. A line that starts with a quoted name
+ * that is an identifier and `=` gets the quotes removed (line numbers stay; heredoc bodies are left
+ * alone). In an object literal the unquoted key means the same.
+ */
+export function unquoteHcl1Names(text: string): string {
+  let heredocEnd: string | undefined;
+  return text
+    .split("\n")
+    .map((line) => {
+      if (heredocEnd !== undefined) {
+        if (line.trim() === heredocEnd) heredocEnd = undefined;
+        return line;
+      }
+      const h = /<<-?([A-Za-z_][A-Za-z0-9_]*)\s*$/.exec(line);
+      if (h) heredocEnd = h[1];
+      return line.replace(/^(\s*)"([A-Za-z_][A-Za-z0-9_-]*)"(\s*=)/, "$1$2$3");
+    })
+    .join("\n");
 }
 
 /** A JSON config as an HCL body of attributes (blocks are read from their attribute form), each with its key's line. */

@@ -103,6 +103,9 @@ ${body}
       const inspect = await execa(process.execPath, [CTS_BIN, "start", "--config-dir", conf, "-inspect"], { cwd: tmp.dir, env, reject: false, timeout: 300_000 });
       assert.equal(inspect.exitCode, 0, `cts start -inspect found changes or failed:\n${inspect.stdout}\n${inspect.stderr}`);
       assert.match(inspect.stdout, /Task 'sched': no changes/);
+      const one = await execa(process.execPath, [CTS_BIN, "start", "-config-dir=" + conf, "-inspect-task", "kv"], { cwd: tmp.dir, env, reject: false, timeout: 300_000 });
+      assert.equal(one.exitCode, 0, `${one.stdout}\n${one.stderr}`);
+      assert.deepEqual([...one.stdout.matchAll(/Task '([^']+)'/g)].map((m) => m[1]), ["kv"]);
     } finally {
       await consul.stop();
       await tmp.cleanup();
