@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import { startConsul } from "../support/consul.ts";
-import { tempDir } from "../support/cts.ts";
+import { tempDir, waitFor } from "../support/cts.ts";
 import { CTS_BIN } from "../support/cts-process.ts";
 import { tools } from "../support/tools.ts";
 
@@ -106,6 +106,17 @@ ${body}
       const one = await execa(process.execPath, [CTS_BIN, "start", "-config-dir=" + conf, "-inspect-task", "kv"], { cwd: tmp.dir, env, reject: false, timeout: 300_000 });
       assert.equal(one.exitCode, 0, `${one.stdout}\n${one.stderr}`);
       assert.deepEqual([...one.stdout.matchAll(/Task '([^']+)'/g)].map((m) => m[1]), ["kv"]);
+
+      // The daemon (synthesis in a worker that reads the same CTS files) follows a KV change.
+      const daemon = execa(process.execPath, [CTS_BIN, "start", "-config-dir", conf], { cwd: tmp.dir, env, reject: false, all: true });
+      try {
+        await consul.api("PUT", "/v1/kv/cfg/app", "green");
+        await waitFor(async () => (await got("kv")).consul_kv["cfg/app"] === "green", 120_000, "the daemon to apply the KV change");
+      } finally {
+        daemon.kill("SIGTERM");
+        const res = await daemon;
+        assert.equal(res.exitCode, 0, res.all);
+      }
     } finally {
       await consul.stop();
       await tmp.cleanup();

@@ -83,6 +83,28 @@ describe("a CTS configuration file", () => {
     assert.equal(loaded.logLevel, "info");
   });
 
+  it("reads a TypeScript ModuleTask's variableFiles when the config loads (relative to the config), variables winning", async () => {
+    const { writeFile, mkdtemp, rm } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const dir = await mkdtemp(join(tmpdir(), "cts-vf-"));
+    try {
+      await writeFile(join(dir, "a.tfvars"), 'x = "from-a"\ny = "from-a"\n');
+      await writeFile(join(dir, "b.tfvars"), 'y = "from-b"\nz = "from-b"\n');
+      const api = fileURLToPath(new URL("../../src/index.ts", import.meta.url));
+      await writeFile(
+        join(dir, "cts.config.ts"),
+        `import { defineConfig, ModuleTask, schedule } from ${JSON.stringify(api)};
+export default defineConfig({ tasks: [new ModuleTask({ name: "m", condition: schedule({ cron: "* * * * *" }), module: "org/m/x", variableFiles: ["a.tfvars", "b.tfvars"], variables: { z: "inline" } })] });
+`,
+      );
+      const loaded = await loadConfig(join(dir, "cts.config.ts"));
+      const out = Testing.synthTask(loaded.config.tasks[0]!, {});
+      assert.deepEqual([out.module.m.x, out.module.m.y, out.module.m.z], ["from-a", "from-b", "inline"]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("gives a TypeScript config CTS's tasks through fromCtsConfig", async () => {
     const tasks = await fromCtsConfig(join(DIR, "split/*.hcl"));
     assert.deepEqual(tasks.map((t) => t.name), ["first"]);
