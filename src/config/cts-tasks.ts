@@ -6,6 +6,8 @@ import { ModuleTask, type ModuleProvider } from "../task/module-task.ts";
 import type { BufferPeriodOption } from "../task/task.ts";
 import { bufferPeriod } from "./cts-map.ts";
 import { configError, isObject, type ReadBlock } from "./cts-schema.ts";
+import { taskNameProblem, taskProblems } from "../task/validate.ts";
+import { redactSecret } from "../log.ts";
 import { parseHcl, type HclValue } from "./hcl.ts";
 
 interface TaskContext {
@@ -21,6 +23,7 @@ const one = (b: ReadBlock, name: string): ReadBlock | undefined => b.blocks[name
 export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<ModuleTask<Condition, TaskInputs>[]> {
   const providers = providerBlocks(root, ctx);
   const tasks: ModuleTask<Condition, TaskInputs>[] = [];
+  const seen = new Map<string, string>();
   for (const t of root.blocks.task ?? []) {
     const a = t.attrs;
     const fail = (key: string, msg: string): never => {
@@ -31,6 +34,10 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
     if (a.variables !== undefined) fail("variables", "'variables' cannot be set in a config file (as in CTS). Put them in a .tfvars file and list it in variable_files.");
     if (typeof a.name !== "string" || a.name === "") fail("name", "a task needs name = \"...\".");
     const name = a.name as string;
+    const nameProblem = taskNameProblem(name);
+    if (nameProblem) fail("name", `task name ${nameProblem}`);
+    if (seen.has(name)) fail("name", `task '${name}' is configured twice (also at ${seen.get(name)}). Task names must be unique.`);
+    seen.set(name, `${t.file}:${t.lines.name ?? t.line}`);
     if (a.working_dir !== undefined) fail("working_dir", `a per-task working_dir is not supported: task '${name}' works in <working_dir>/${name}. Set the global working_dir instead.`);
     const module = a.module ?? a.source;
     if (typeof module !== "string" || module === "") fail("module", `task '${name}' needs module = "<path or registry address>".`);
@@ -55,21 +62,23 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
     const names = taskProviders.map((p) => p.name);
     if (new Set(names).size !== names.length) fail("providers", `task '${name}' lists two instances of one provider; CTS allows one per provider name.`);
     const variableFiles = ((a.variable_files ?? []) as HclValue[]).map((f) => resolve(ctx.cwd, String(f)));
-    tasks.push(
-      new ModuleTask({
-        name,
-        description: a.description === undefined ? "" : String(a.description),
-        enabled: a.enabled !== false,
-        condition,
-        inputs,
-        module: module as string,
-        ...(a.version !== undefined ? { version: String(a.version) } : {}),
-        ...(useAsModuleInput === false ? { useAsModuleInput: false } : {}),
-        variables: await readVariableFiles(variableFiles, t),
-        providers: taskProviders,
-        ...(condition.kind === "schedule" ? {} : bp ? { bufferPeriod: bufferPeriod(bp) } : {}),
-      }),
-    );
+    const task = new ModuleTask<Condition, TaskInputs>({
+      name,
+      description: a.description === undefined ? "" : String(a.description),
+      enabled: a.enabled !== false,
+      condition,
+      inputs,
+      module: module as string,
+      ...(a.version !== undefined ? { version: String(a.version) } : {}),
+      ...(useAsModuleInput === false ? { useAsModuleInput: false } : {}),
+      variables: await readVariableFiles(variableFiles, t),
+      providers: taskProviders,
+      ...(condition.kind === "schedule" ? {} : bp ? { bufferPeriod: bufferPeriod(bp) } : {}),
+    });
+    // The checks every task gets (cron, regexp, buffer period…), reported at the task's place in the file.
+    const problems = taskProblems(task);
+    if (problems.length) throw configError(t.file, t.line, `task '${name}': ${problems.map((p) => `${p.field} ${p.message}`).join(" ")}`);
+    tasks.push(task);
   }
   return tasks;
 }
@@ -152,7 +161,10 @@ function expand(v: HclValue, key: string, p: ReadBlock): HclValue {
     return v.replace(TEMPLATE, (_m, body: string) => {
       const m = /^env\s+"([^"]+)"$/.exec(body);
       if (!m) throw configError(p.file, p.lines[key] ?? p.line, `'{{ ${body} }}' is not supported in terraform_provider "${p.labels[0]}": only {{ env "NAME" }} is (no Consul key or Vault templates).`);
-      return process.env[m[1]!] ?? "";
+      const value = process.env[m[1]!] ?? "";
+      // Values read from the environment are usually credentials: never let a log line show them.
+      if (value) redactSecret(value);
+      return value;
     });
   if (Array.isArray(v)) return v.map((x) => expand(x, key, p));
   if (isObject(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, expand(x, key, p)]));

@@ -117,6 +117,8 @@ export default defineConfig({ tasks: [new ModuleTask({ name: "m", condition: sch
     ["license.hcl", /license\.hcl:1: 'license' is a CTS Enterprise feature/],
     ["two-consul.hcl", /two-consul\.hcl:5: only one 'consul' block can be configured/],
     ["template.hcl", /template\.hcl:3: 'module' uses template syntax/],
+    ["bad-cron.hcl", /bad-cron\.hcl:9: task 'nightly': condition\.cron /],
+    ["duplicate-task.hcl", /duplicate-task\.hcl:10: task 'same' is configured twice \(also at .*duplicate-task\.hcl:2\)/],
   ] as const) {
     it(`refuses ${file} with the file, the line and the key`, async () => {
       await assert.rejects(readCtsConfig([join(DIR, "bad", file)], ROOT), (e: any) => e.code === "CONFIG_INVALID" && message.test(e.message));
