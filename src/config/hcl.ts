@@ -33,7 +33,7 @@ function hclParser(): Promise<Parser> {
 }
 
 /**
- * Parses HCL (a CTS task file; later whole CTS configs) into attributes and labelled blocks with
+ * Parses HCL (a CTS task file, a CTS config file, a .tfvars file) into attributes and labelled blocks with
  * their line numbers. Values must be literals (strings, numbers, booleans, null, lists, objects,
  * heredocs): references, functions, operators and `${…}` templates are refused with their place.
  */
@@ -42,7 +42,9 @@ export async function parseHcl(text: string, file = "task file", code = "TASK_FI
   if (!tree) throw new CtsError(code, "usage", `${file}: could not be parsed as HCL.`);
   try {
     const fail = (n: Node, msg: string): never => {
-      throw new CtsError(code, "usage", `${file}:${n.startPosition.row + 1}:${n.startPosition.column + 1}: ${msg}`);
+      // The messages speak of task files; the same rules hold for CTS config and .tfvars files.
+      const text = code === "TASK_FILE_INVALID" ? msg : msg.replace("task files", "CTS config and .tfvars files");
+      throw new CtsError(code, "usage", `${file}:${n.startPosition.row + 1}:${n.startPosition.column + 1}: ${text}`);
     };
     if (tree.rootNode.hasError) syntaxError(tree.rootNode, fail);
     const body = named(tree.rootNode).find((n) => n.type === "body");
