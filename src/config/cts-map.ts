@@ -1,7 +1,7 @@
 import type { BufferPeriodOption } from "../task/task.ts";
 import type { CtsConfig, HighAvailabilityConfig } from "./types.ts";
 import { configError, isObject, type ReadBlock } from "./cts-schema.ts";
-import type { HclValue } from "./hcl.ts";
+import type { HclValue } from "../cli/hcl.ts";
 import { ctsTasks } from "./cts-tasks.ts";
 
 /** A CTS config mapped onto ours, with what was accepted but has no effect here. */

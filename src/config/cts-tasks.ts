@@ -8,7 +8,7 @@ import { bufferPeriod } from "./cts-map.ts";
 import { configError, isObject, type ReadBlock } from "./cts-schema.ts";
 import { taskNameProblem, taskProblems } from "../task/validate.ts";
 import { redactSecret } from "../log.ts";
-import { parseHcl, type HclValue } from "./hcl.ts";
+import { parseHcl, type HclValue } from "../cli/hcl.ts";
 
 interface TaskContext {
   cwd: string;
