@@ -3,7 +3,7 @@
  * surface for task authors and config files.
  */
 export { Task, type TaskOptions, type TaskInput, type TaskScope, type BufferPeriodOption } from "./task/task.ts";
-export { ModuleTask, type ModuleTaskOptions } from "./task/module-task.ts";
+export { ModuleTask, type ModuleTaskOptions, type ModuleProvider } from "./task/module-task.ts";
 export {
   services,
   catalogServices,
@@ -20,6 +20,7 @@ export { constructId } from "./task/ids.ts";
 export { secret, type SecretSource } from "./task/secrets.ts";
 export { toCtsServices, ctsServiceKey, type CtsService } from "./task/cts-protocol.ts";
 export type { ServiceInstance, CatalogServices, KvPairs, ServicesQuery, CatalogServicesQuery, KvQuery } from "./consul/types.ts";
+export { fromCtsConfig, readCtsConfig } from "./config/cts-load.ts";
 export { defineConfig, type CtsConfig, type ConsulConfig, type ConsulTlsConfig, type TerraformDriverConfig, type ApiConfig } from "./config/types.ts";
 export { render, TEMPLATES_DIR } from "./render.ts";
 export { raw, untrusted } from "./synth/untrusted.ts";

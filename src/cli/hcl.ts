@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
 import { Language, Parser, type Node } from "web-tree-sitter";
-import { CtsError } from "../errors.ts";
+import { CtsError, type ErrorCode } from "../errors.ts";
 
 /** A literal HCL value (no expressions: task files hold data, not code). */
 export type HclValue = string | number | boolean | null | HclValue[] | { [key: string]: HclValue };
@@ -33,16 +33,18 @@ function hclParser(): Promise<Parser> {
 }
 
 /**
- * Parses HCL (a CTS task file; later whole CTS configs) into attributes and labelled blocks with
+ * Parses HCL (a CTS task file, a CTS config file, a .tfvars file) into attributes and labelled blocks with
  * their line numbers. Values must be literals (strings, numbers, booleans, null, lists, objects,
  * heredocs): references, functions, operators and `${…}` templates are refused with their place.
  */
-export async function parseHcl(text: string, file = "task file"): Promise<HclBody> {
+export async function parseHcl(text: string, file = "task file", code: ErrorCode = "TASK_FILE_INVALID"): Promise<HclBody> {
   const tree = (await hclParser()).parse(text);
-  if (!tree) throw new CtsError("TASK_FILE_INVALID", "usage", `${file}: could not be parsed as HCL.`);
+  if (!tree) throw new CtsError(code, "usage", `${file}: could not be parsed as HCL.`);
   try {
     const fail = (n: Node, msg: string): never => {
-      throw new CtsError("TASK_FILE_INVALID", "usage", `${file}:${n.startPosition.row + 1}:${n.startPosition.column + 1}: ${msg}`);
+      // The messages speak of task files; the same rules hold for CTS config and .tfvars files.
+      const text = code === "TASK_FILE_INVALID" ? msg : msg.replace("task files", "CTS config and .tfvars files");
+      throw new CtsError(code, "usage", `${file}:${n.startPosition.row + 1}:${n.startPosition.column + 1}: ${text}`);
     };
     if (tree.rootNode.hasError) syntaxError(tree.rootNode, fail);
     const body = named(tree.rootNode).find((n) => n.type === "body");

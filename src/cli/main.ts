@@ -7,6 +7,10 @@ import { registerStatus } from "./status.ts";
 import { say } from "./output.ts";
 import { VERSION } from "../version.ts";
 import { doctorHint } from "../doctor/check.ts";
+import { normalizeStartArgs } from "./start-args.ts";
+
+// CTS's spelling: `cts start -config-file x.hcl -once` (one dash, as Go's flag package allows).
+process.argv = normalizeStartArgs(process.argv);
 
 const program = new Command()
   .name("cts")
@@ -18,12 +22,14 @@ const program = new Command()
 // `cts task` and `cts status` only talk HTTP to a daemon: they skip loading the runtime, whose
 // cdktf import alone costs seconds of CPU on every call.
 if (!["task", "status"].includes(process.argv[2] ?? "")) {
-  const [{ registerSynth }, { registerInit }, { registerRun }, { registerDoctor }] = await Promise.all([
+  const [{ registerSynth }, { registerInit }, { registerRun }, { registerDoctor }, { registerStart }] = await Promise.all([
     import("./synth.ts"),
     import("./init.ts"),
     import("./run.ts"),
     import("./doctor.ts"),
+    import("./start.ts"),
   ]);
+  registerStart(program);
   registerSynth(program);
   registerInit(program);
   registerRun(program);

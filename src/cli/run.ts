@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadConfig } from "../config/load.ts";
+import { loadConfig, type LoadedConfig } from "../config/load.ts";
 import type { CtsConfig, LogFormat } from "../config/types.ts";
 import { CtsError } from "../errors.ts";
 import { createLogger, type LogLevel } from "../log.ts";
@@ -8,7 +8,8 @@ import type { RunOutcome } from "../runtime/interfaces.ts";
 import { printJson, say, table } from "./output.ts";
 import { doctorHint } from "../doctor/check.ts";
 
-interface RunFlags {
+/** Flags shared by the run commands. */
+export interface RunFlags {
   config?: string;
   buffer?: boolean;
   logLevel?: LogLevel;
@@ -25,8 +26,11 @@ export function logFormatOf(flags: { logFormat?: string; logJson?: boolean }, co
   return (flag as LogFormat | undefined) ?? (flags.logJson ? "json" : undefined) ?? config?.logFormat ?? config?.log_format ?? "text";
 }
 
-function logger(flags: RunFlags, config?: CtsConfig) {
-  return createLogger({ ...(flags.logLevel ? { level: flags.logLevel } : {}), ...(logFormatOf(flags, config) === "json" ? { json: true } : {}) });
+function logger(flags: RunFlags, loaded?: LoadedConfig) {
+  const level = flags.logLevel ?? loaded?.logLevel;
+  const log = createLogger({ ...(level ? { level } : {}), ...(logFormatOf(flags, loaded?.config) === "json" ? { json: true } : {}) });
+  for (const w of loaded?.warnings ?? []) log.warn(w);
+  return log;
 }
 
 function common(cmd: Command): Command {
@@ -46,71 +50,79 @@ export function registerRun(program: Command): void {
     .option("--api-address <address>", "address the HTTP API listens on (default api.address, then 127.0.0.1)")
     .option("--api-port <port>", "port of the HTTP API; 0 picks a free one (default api.port, then 8558)")
     .action(async (flags: RunFlags & Record<string, unknown>) => {
-      logFormatOf(flags);
-      const loaded = await loadConfig(flags.config);
-      const log = logger(flags, loaded.config);
-      const daemon = await startDaemon(loaded, {
-        log,
-        bufferOff: flags.buffer === false,
-        resetStorage: flags.resetStorage === true,
-        ...(typeof flags.apiAddress === "string" ? { apiAddress: flags.apiAddress } : {}),
-        ...(typeof flags.apiPort === "string" ? { apiPort: flags.apiPort } : {}),
-      });
-      await new Promise<void>((resolve) => {
-        const stop = async (signal: string) => {
-          log.info(`received ${signal}, stopping`);
-          process.off("SIGINT", onInt);
-          process.off("SIGTERM", onTerm);
-          await daemon.stop();
-          log.info("stopped");
-          resolve();
-        };
-        const onInt = () => void stop("SIGINT");
-        const onTerm = () => void stop("SIGTERM");
-        process.on("SIGINT", onInt);
-        process.on("SIGTERM", onTerm);
-      });
+      logFormatOf(flags); // a bad --log-format fails before the config loads
+      await runWatch(await loadConfig(flags.config), flags);
     });
 
   common(program.command("once"))
     .description("Run every enabled task once and exit (non-zero if any failed)")
     .option("--json", "print results as JSON")
-    .action(async (flags: RunFlags) => {
-      const loaded = await loadConfig(flags.config);
-      const rt = createRuntime(loaded, { mode: "once", log: logger(flags, loaded.config) });
-      if (loaded.config.highAvailability)
-        rt.log.warn("cts once runs every task itself, whatever the high-availability leader does; only the Terraform state lock keeps it from applying at the same time as the leader");
-      try {
-        const results = await rt.controller.once();
-        report(results, flags.json);
-        if (results.some((r) => !r.ok)) process.exitCode = 1;
-      } finally {
-        await rt.close();
-      }
-    });
+    .action(async (flags: RunFlags) => runOnce(await loadConfig(flags.config), flags));
 
   common(program.command("inspect"))
     .description("Plan tasks without applying; exit 0 = no changes, 2 = changes present, 1 = error")
     .argument("[task...]", "tasks to plan (default: all enabled)")
     .option("--json", "print results as JSON")
-    .action(async (names: string[], flags: RunFlags) => {
-      const loaded = await loadConfig(flags.config);
-      const rt = createRuntime(loaded, { mode: "inspect", log: logger(flags, loaded.config) });
-      try {
-        const results = await rt.controller.inspect(names);
-        if (flags.json) report(results, true);
-        else
-          for (const r of results) {
-            say(`==> Task '${r.task}': ${r.ok ? (r.result?.changesPresent ? "changes present" : "no changes") : "error"}\n`);
-            if (r.result?.output) say(r.result.output.trimEnd() + "\n");
-            if (r.error) say(`error: ${r.error.message}${doctorHint(r.error)}\n`);
-            process.stdout.write("\n");
-          }
-        process.exitCode = results.some((r) => !r.ok) ? 1 : results.some((r) => r.result?.changesPresent) ? 2 : 0;
-      } finally {
-        await rt.close();
+    .action(async (names: string[], flags: RunFlags) => runInspect(await loadConfig(flags.config), names, flags));
+}
+
+/** `cts watch` (and `cts start`): the daemon, until SIGINT or SIGTERM. */
+export async function runWatch(loaded: LoadedConfig, flags: RunFlags & Record<string, unknown>): Promise<void> {
+  const log = logger(flags, loaded);
+  const daemon = await startDaemon(loaded, {
+    log,
+    bufferOff: flags.buffer === false,
+    resetStorage: flags.resetStorage === true,
+    ...(typeof flags.apiAddress === "string" ? { apiAddress: flags.apiAddress } : {}),
+    ...(typeof flags.apiPort === "string" ? { apiPort: flags.apiPort } : {}),
+  });
+  await new Promise<void>((resolve) => {
+    const stop = async (signal: string) => {
+      log.info(`received ${signal}, stopping`);
+      process.off("SIGINT", onInt);
+      process.off("SIGTERM", onTerm);
+      await daemon.stop();
+      log.info("stopped");
+      resolve();
+    };
+    const onInt = () => void stop("SIGINT");
+    const onTerm = () => void stop("SIGTERM");
+    process.on("SIGINT", onInt);
+    process.on("SIGTERM", onTerm);
+  });
+}
+
+/** `cts once` (and `cts start -once`): every enabled task once, exit 1 if any failed. */
+export async function runOnce(loaded: LoadedConfig, flags: RunFlags): Promise<void> {
+  const rt = createRuntime(loaded, { mode: "once", log: logger(flags, loaded) });
+  if (loaded.config.highAvailability)
+    rt.log.warn("cts once runs every task itself, whatever the high-availability leader does; only the Terraform state lock keeps it from applying at the same time as the leader");
+  try {
+    const results = await rt.controller.once();
+    report(results, flags.json);
+    if (results.some((r) => !r.ok)) process.exitCode = 1;
+  } finally {
+    await rt.close();
+  }
+}
+
+/** `cts inspect` (and `cts start -inspect`): plan, print, exit 0 / 2 (changes) / 1 (error). */
+export async function runInspect(loaded: LoadedConfig, names: string[], flags: RunFlags): Promise<void> {
+  const rt = createRuntime(loaded, { mode: "inspect", log: logger(flags, loaded) });
+  try {
+    const results = await rt.controller.inspect(names);
+    if (flags.json) report(results, true);
+    else
+      for (const r of results) {
+        say(`==> Task '${r.task}': ${r.ok ? (r.result?.changesPresent ? "changes present" : "no changes") : "error"}\n`);
+        if (r.result?.output) say(r.result.output.trimEnd() + "\n");
+        if (r.error) say(`error: ${r.error.message}${doctorHint(r.error)}\n`);
+        process.stdout.write("\n");
       }
-    });
+    process.exitCode = results.some((r) => !r.ok) ? 1 : results.some((r) => r.result?.changesPresent) ? 2 : 0;
+  } finally {
+    await rt.close();
+  }
 }
 
 function report(results: RunOutcome[], json?: boolean): void {

@@ -11,6 +11,10 @@ import { bufferProblems, taskProblems, throwProblems, type Problem } from "../ta
 import type { CtsConfig } from "./types.ts";
 import { parseDuration } from "./duration.ts";
 import { haProblems } from "../ha/settings.ts";
+import type { ModuleTask } from "../task/module-task.ts";
+import { isCtsConfigPath } from "./cts-files.ts";
+import { readCtsConfig } from "./cts-load.ts";
+import { readVariableFiles } from "./cts-tasks.ts";
 
 /** The config file names tried in order when none is given. */
 export const DEFAULT_CONFIG_FILES = ["cts.config.ts", "cts.config.mts", "cts.config.js", "cts.config.mjs"];
@@ -20,8 +24,14 @@ export interface LoadedConfig {
   config: CtsConfig;
   /** Absolute path of the file. */
   file: string;
-  /** Its directory: relative paths in the config are resolved from here. */
+  /** Its directory: relative paths in the config are resolved from here (a CTS config: the working directory, as CTS). */
   dir: string;
+  /** A CTS HCL/JSON config: every file, in merge order (the synthesis worker loads them again). */
+  ctsFiles?: string[];
+  /** CTS keys accepted for compatibility that have no effect here (logged at start). */
+  warnings?: string[];
+  /** CTS's log_level. */
+  logLevel?: "trace" | "debug" | "info" | "warn" | "error";
 }
 
 /** Finds the config file: the given path, or cts.config.ts in `cwd`. */
@@ -38,9 +48,18 @@ export function findConfigFile(path: string | undefined, cwd = process.cwd()): s
   throw new CtsError("CONFIG_NOT_FOUND", "usage", `No cts.config.ts in ${cwd}. Pass --config <file> or run \`cts init\` to create one.`);
 }
 
-/** Loads `cts.config.ts` (TypeScript, no build step) and validates it. */
-export async function loadConfig(path?: string, cwd = process.cwd()): Promise<LoadedConfig> {
-  const file = findConfigFile(path, cwd);
+/**
+ * Loads `cts.config.ts` (TypeScript, no build step) and validates it. A `.hcl` or `.json` file, a
+ * directory, or several paths are read as a CTS configuration (src/config/cts-load.ts).
+ */
+export async function loadConfig(path?: string | string[], cwd = process.cwd()): Promise<LoadedConfig> {
+  const paths = Array.isArray(path) ? path : path ? [path] : [];
+  if (paths.length > 1 || (paths[0] !== undefined && isCtsConfigPath(paths[0]))) {
+    const cts = await readCtsConfig(paths, cwd);
+    validateConfig(cts.config, cts.files[0]!);
+    return { config: cts.config, file: cts.files[0]!, dir: cwd, ctsFiles: cts.files, warnings: cts.warnings, ...(cts.logLevel ? { logLevel: cts.logLevel } : {}) };
+  }
+  const file = findConfigFile(paths[0], cwd);
   let mod: { default?: unknown };
   try {
     mod = await tsImport(pathToFileURL(file).href, import.meta.url);
@@ -51,7 +70,16 @@ export async function loadConfig(path?: string, cwd = process.cwd()): Promise<Lo
   let config = (mod.default ?? (mod as { config?: unknown }).config) as (CtsConfig & { default?: CtsConfig }) | undefined;
   if (config && (config as Partial<CtsConfig>).tasks === undefined && config.default) config = config.default;
   validateConfig(config, file);
+  await readModuleVariableFiles(config, dirname(file));
   return { config: config!, file, dir: dirname(file) };
+}
+
+/** ModuleTask `variableFiles` are read once, when the config loads (as CTS reads variable_files). */
+async function readModuleVariableFiles(config: CtsConfig, dir: string): Promise<void> {
+  for (const task of config.tasks) {
+    const t = task as Partial<ModuleTask>;
+    if (t.variableFiles?.length && t.fileVariables === undefined) t.fileVariables = await readVariableFiles(t.variableFiles.map((f) => resolve(dir, f)));
+  }
 }
 
 /** Validates a config object; throws one error naming the file, every bad field and its fix. */

@@ -21,6 +21,12 @@ export type RunDriver = TerraformDriver & {
   coolDown?(task?: string): Promise<void>;
 };
 
+/** A module task's provider values and `task_env` (CTS passes them through the environment only). */
+function taskEnvironment(e: TaskEntry): Record<string, string> {
+  const t = e.task as { environment?: () => Record<string, string> };
+  return typeof t.environment === "function" ? t.environment() : {};
+}
+
 /** What one attempt needs. */
 export interface RunDeps {
   loaded: LoadedConfig;
@@ -51,9 +57,10 @@ export async function runAttempt(deps: RunDeps, e: TaskEntry, mode: RunMode, sig
     providerVersions: loaded.config.driver?.terraform?.providerVersions,
   });
   deps.metrics?.phase(e.name, "synthesize", (performance.now() - synthStarted) / 1000);
-  if (mode === "apply" && synth.hash === e.lastAppliedHash) return { task: e.name, ok: true, outcome: "no-op", synth };
+  // CTS applies a scheduled task on every tick, whatever its data: the infrastructure may have drifted.
+  if (mode === "apply" && e.task.condition.kind !== "schedule" && synth.hash === e.lastAppliedHash) return { task: e.name, ok: true, outcome: "no-op", synth };
   // Secrets are read at every run (rotation needs no restart) and reach Terraform only as TF_VAR_ env.
-  const ws = { task: e.name, json: synth.json, env: secretEnv(e.name, e.task.secrets) };
+  const ws = { task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } };
   const onOutput = (line: string) => deps.log.debug(`[${e.name}] ${line}`, { task: e.name });
   if (mode === "plan") {
     const result = await driver.plan(ws, { signal, onOutput });

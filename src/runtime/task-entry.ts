@@ -33,7 +33,7 @@ export interface TaskEntry {
 
 /** The entry of a task declared in the config file. */
 export function configEntry(loaded: LoadedConfig, task: Task<Condition, TaskInputs>): TaskEntry {
-  return { name: task.name, task, ref: { kind: "config", configFile: loaded.file, name: task.name }, origin: "config", enabled: task.enabled, subs: [] };
+  return { name: task.name, task, ref: { kind: "config", configFile: loaded.file, name: task.name, ...(loaded.ctsFiles ? { configFiles: loaded.ctsFiles } : {}) }, origin: "config", enabled: task.enabled, subs: [] };
 }
 
 /** The entry of a module task from the API (or a stored state); throws TASK_INVALID with every problem. */

@@ -1,13 +1,20 @@
-import { App, TerraformDataSource, TerraformElement, TerraformOutput, TerraformProvider, TerraformResource, TerraformStack, type TerraformModule } from "cdktf";
+import type * as Cdktf from "cdktf";
+import type { TerraformModule, TerraformStack } from "cdktf";
+import { createRequire } from "node:module";
 import type { IConstruct } from "constructs";
 import { tmpdir } from "node:os";
 import { CtsError, messageOf } from "../errors.ts";
 import type { AnyTaskInput, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
+import { isModuleTask } from "../task/module-task.ts";
 import { CONTEXT_CONFIG_DIR, CONTEXT_TASK_DIR } from "./context.ts";
 import { backendBlock, type BackendConfig } from "./backend.ts";
 import { decodeOutput, encodeData } from "./untrusted.ts";
 import { sha256, stableStringify } from "./stable-json.ts";
+
+// cdktf costs seconds of CPU to load; a daemon whose tasks are all module tasks never loads it.
+let cdktfModule: typeof Cdktf | undefined;
+const cdktf = (): typeof Cdktf => (cdktfModule ??= createRequire(import.meta.url)("cdktf") as typeof Cdktf);
 
 /** Where a synthesis happens: backend and paths ModuleTask needs to point at local modules. */
 export interface SynthContext {
@@ -40,6 +47,9 @@ export interface SynthResult {
  * and decoded into Terraform literals afterwards (see untrusted.ts). Starts no Terraform process.
  */
 export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTaskInput, ctx: SynthContext = {}): SynthResult {
+  // A module task is CTS's generated root module: plain JSON, no CDKTF app or stack.
+  if (isModuleTask(task)) return result(task.name, finish(decodeOutput(task.terraformJson(encodeData(input), ctx)), ctx));
+  const { App, TerraformStack } = cdktf();
   const app = new App({
     outdir: tmpdir(),
     stackTraces: false,
@@ -71,9 +81,12 @@ export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTask
   } catch (cause) {
     throw new CtsError("TASK_SYNTH_INVALID", "usage", `produced invalid configuration: ${messageOf(cause)}. Fix the task class and run \`cts synth ${task.name}\`.`, { task: task.name, cause });
   }
-  const out = finish(decodeOutput(tf), ctx);
+  return result(task.name, finish(decodeOutput(tf), ctx));
+}
+
+function result(task: string, out: Record<string, any>): SynthResult {
   const json = stableStringify(out);
-  return { task: task.name, json, hash: sha256(json), resources: countResources(out), bytes: Buffer.byteLength(json) };
+  return { task, json, hash: sha256(json), resources: countResources(out), bytes: Buffer.byteLength(json) };
 }
 
 /** Sets the backend, loosens binding pins, fixes metadata. */
@@ -121,6 +134,7 @@ function assertUniqueAddresses(taskName: string, stack: TerraformStack): void {
 
 /** The Terraform address an element synthesizes to (undefined for non-elements). */
 function addressOf(c: IConstruct): string | undefined {
+  const { TerraformElement, TerraformStack, TerraformProvider, TerraformResource, TerraformDataSource, TerraformOutput } = cdktf();
   if (!TerraformElement.isTerraformElement(c) || TerraformStack.isStack(c)) return undefined;
   if (TerraformProvider.isTerraformProvider(c)) return `provider.${c.terraformResourceType}.${c.alias ?? ""}`;
   if (TerraformResource.isTerraformResource(c)) return `${c.terraformResourceType}.${c.friendlyUniqueId}`;

@@ -12,10 +12,11 @@ const configs = new Map<string, Promise<LoadedConfig>>();
 
 async function taskFor(ref: TaskRef) {
   if (ref.kind === "module") return new ModuleTask(ref.spec);
-  let loading = configs.get(ref.configFile);
+  const key = ref.configFiles?.join("\n") ?? ref.configFile;
+  let loading = configs.get(key);
   if (!loading) {
-    loading = loadConfig(ref.configFile);
-    configs.set(ref.configFile, loading);
+    loading = loadConfig(ref.configFiles ?? ref.configFile);
+    configs.set(key, loading);
   }
   const loaded = await loading;
   const task = loaded.config.tasks.find((t) => t.name === ref.name);

@@ -1,9 +1,12 @@
-import { TerraformHclModule } from "cdktf";
 import { isAbsolute, relative, resolve } from "node:path";
 import { CONTEXT_CONFIG_DIR, CONTEXT_TASK_DIR } from "../synth/context.ts";
+import { encodeData } from "../synth/untrusted.ts";
 import type { Condition, TaskInputs } from "./conditions.ts";
 import { toCtsServices } from "./cts-protocol.ts";
+import { providerEnvironment, providerJson, type ModuleProvider } from "./module-providers.ts";
 import { Task, type TaskOptions, type TaskScope, type AnyTaskInput } from "./task.ts";
+
+export type { ModuleProvider } from "./module-providers.ts";
 
 /** Options of a task that calls an existing CTS-style Terraform module. */
 export interface ModuleTaskOptions<C extends Condition, I extends TaskInputs> extends TaskOptions<C, I> {
@@ -11,54 +14,96 @@ export interface ModuleTaskOptions<C extends Condition, I extends TaskInputs> ex
   module: string;
   /** Module version (registry modules). */
   version?: string;
-  /** Extra module variables (CTS's `variable_files` / `variables`). */
+  /** Extra module variables (CTS's `variables`); values from `variableFiles` come first, these win. */
   variables?: Record<string, unknown>;
+  /** `.tfvars` files read when the config loads (CTS's `variable_files`; later files win). */
+  variableFiles?: string[];
+  /** Whether the condition's data is passed to the module (CTS's `use_as_module_input`, default true). */
+  useAsModuleInput?: boolean;
+  /** Provider blocks of the root module (CTS's `terraform_provider` blocks the task lists in `providers`). */
+  providers?: ModuleProvider[];
+}
+
+/** Where the root module is written from: the config dir (module sources) and the task's working dir. */
+export interface ModuleJsonContext {
+  configDir?: string;
+  taskDir?: string;
 }
 
 /**
- * Calls an existing CTS module unchanged: the module block is named after the task (CTS's
- * `module.<task>` address, so existing state maps one to one) and receives `services`,
- * `catalog_services` and `consul_kv` in CTS's protocol-v0 shape, as the condition and inputs provide.
+ * Calls an existing CTS module unchanged, as CTS's generated root module does: `module "<task>"`
+ * (so existing state at `module.<task>.…` maps one to one), `services` always passed (`{}` when the
+ * task has no services data), `catalog_services` and `consul_kv` when the condition or an input
+ * provides them, provider blocks fed from sensitive variables, and the task's variables.
+ * The root module is built as plain JSON: no CDKTF construct is involved.
  */
 export class ModuleTask<C extends Condition = Condition, I extends TaskInputs = {}> extends Task<C, I> {
   /** Module source as configured. */
   readonly module: string;
   /** Module version. */
   readonly version: string | undefined;
-  /** Extra variables. */
+  /** Extra variables (after the config loaded, those of the variable files included). */
   readonly variables: Record<string, unknown>;
+  /** `.tfvars` files (resolved by the config loader into `variables`). */
+  readonly variableFiles: string[];
+  /** Whether the condition's data goes to the module. */
+  readonly useAsModuleInput: boolean;
+  /** Provider blocks. */
+  readonly providers: ModuleProvider[];
+  /** Values read from the variable files, set by the config loader. */
+  fileVariables: Record<string, unknown> | undefined;
 
   constructor(options: ModuleTaskOptions<C, I>) {
     super(options);
     this.module = options.module;
     this.version = options.version;
     this.variables = options.variables ?? {};
+    this.variableFiles = options.variableFiles ?? [];
+    this.useAsModuleInput = options.useAsModuleInput ?? true;
+    this.providers = options.providers ?? [];
   }
 
-  /** Writes one module block with the CTS variables. */
-  override synthesize(scope: TaskScope, input: any): void {
-    const data = input as AnyTaskInput;
-    const variables: Record<string, unknown> = { ...this.variables };
-    if (data.services !== undefined) variables.services = toCtsServices(data.services);
-    if (data.catalogServices !== undefined) variables.catalog_services = data.catalogServices;
-    if (data.kv !== undefined) variables.consul_kv = data.kv;
-    new TerraformHclModule(scope, this.name, {
-      source: moduleSource(this.module, scope),
+  /** The root module CTS would generate for this task and input, as Terraform JSON (backend excluded). */
+  terraformJson(input: AnyTaskInput, ctx: ModuleJsonContext = {}): Record<string, any> {
+    const cond = this.condition.kind;
+    const inputs = this.inputs as TaskInputs;
+    const fromCondition = this.useAsModuleInput;
+    // CTS renders `services = {}` when nothing provides services: its modules always declare the variable.
+    const args: Record<string, unknown> = {
+      source: moduleSource(this.module, ctx),
       ...(this.version ? { version: this.version } : {}),
-      variables,
-      skipAssetCreationFromLocalModules: true,
-    });
+      services: (cond === "services" && fromCondition) || inputs.services ? toCtsServices(input.services ?? []) : {},
+    };
+    if (cond === "catalog-services" && fromCondition) args.catalog_services = input.catalogServices ?? {};
+    if ((cond === "consul-kv" && fromCondition) || inputs.kv) args.consul_kv = input.kv ?? {};
+    // Variables are data, as in CTS's tfvars: a `${` in them is text, not an interpolation.
+    Object.assign(args, encodeData(this.fileVariables ?? {}), encodeData(this.variables));
+    return { ...providerJson(this.providers), module: { [this.name]: args } };
+  }
+
+  /** Environment of this task's Terraform commands: provider values (TF_VAR_<provider>) and `task_env`. */
+  environment(): Record<string, string> {
+    return providerEnvironment(this.providers);
+  }
+
+  /** Writes the same root module into a CDKTF stack (for `Testing` and code that calls synthesize). */
+  override synthesize(scope: TaskScope, input: any): void {
+    const ctx = { configDir: scope.node.tryGetContext(CONTEXT_CONFIG_DIR), taskDir: scope.node.tryGetContext(CONTEXT_TASK_DIR) };
+    for (const [key, value] of Object.entries(this.terraformJson(input as AnyTaskInput, ctx))) scope.addOverride(key, value);
   }
 }
 
+/** Structural check for a task that builds its root module without CDKTF (the config may load its own copy). */
+export function isModuleTask(task: unknown): task is ModuleTask<Condition, TaskInputs> {
+  return typeof (task as Partial<ModuleTask> | null)?.terraformJson === "function";
+}
+
 /** Local sources are resolved from the config dir and written relative to the task's working dir. */
-function moduleSource(source: string, scope: TaskScope): string {
+function moduleSource(source: string, ctx: ModuleJsonContext): string {
   const isLocal = source.startsWith("./") || source.startsWith("../") || isAbsolute(source);
   if (!isLocal) return source;
-  const configDir: string | undefined = scope.node.tryGetContext(CONTEXT_CONFIG_DIR);
-  const taskDir: string | undefined = scope.node.tryGetContext(CONTEXT_TASK_DIR);
-  const abs = resolve(configDir ?? process.cwd(), source);
-  if (!taskDir) return abs;
-  const rel = relative(taskDir, abs);
+  const abs = resolve(ctx.configDir ?? process.cwd(), source);
+  if (!ctx.taskDir) return abs;
+  const rel = relative(ctx.taskDir, abs);
   return rel.startsWith("..") ? rel : `./${rel}`;
 }

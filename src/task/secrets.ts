@@ -1,5 +1,7 @@
-import { TerraformVariable } from "cdktf";
+import type * as Cdktf from "cdktf";
+import type { TerraformVariable } from "cdktf";
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import type { Construct } from "constructs";
 import { CtsError } from "../errors.ts";
 import { redactSecret } from "../log.ts";
@@ -17,7 +19,9 @@ export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  */
 export function secret(scope: Construct, name: string): string {
   const existing = scope.node.tryFindChild(`secret-${name}`) as TerraformVariable | undefined;
-  const v = existing ?? new TerraformVariable(scope, `secret-${name}`, { type: "string", sensitive: true, nullable: false });
+  // Loaded on use: the runtime imports this file for secretEnv, and module-task daemons never need cdktf.
+  const { TerraformVariable: Variable } = createRequire(import.meta.url)("cdktf") as typeof Cdktf;
+  const v = existing ?? new Variable(scope, `secret-${name}`, { type: "string", sensitive: true, nullable: false });
   v.overrideLogicalId(name);
   return v.stringValue;
 }

@@ -25,6 +25,8 @@ export interface ConsulAgent {
   restart(): Promise<void>;
   /** Everything the agent printed (for failure messages). */
   logs(): string;
+  /** Port of the Serf WAN pool (for another datacenter's `retryJoinWan`). */
+  serfWanPort: number;
   /** With `tls`: the CA and a client certificate signed by it (files in the agent's temp dir). */
   tls?: { caFile: string; certFile: string; keyFile: string };
 }
@@ -37,6 +39,12 @@ export interface ConsulOptions {
   headers?: Record<string, string>;
   /** Serve HTTPS only (certificates made with `consul tls`); `verifyIncoming` demands client certificates. */
   tls?: { verifyIncoming?: boolean };
+  /** Datacenter of this server (default dc1). */
+  datacenter?: string;
+  /** Node name (default cts-test). */
+  node?: string;
+  /** Serf WAN addresses (`127.0.0.1:<port>`) of servers in other datacenters to federate with. */
+  retryJoinWan?: string[];
 }
 
 /** Makes a CA, a server certificate (SANs include 127.0.0.1) and a client certificate. */
@@ -110,7 +118,7 @@ ${tlsBlock}ports {
   grpc = ${grpc}
   grpc_tls = -1
 }
-${opts.extraConfig ?? ""}
+${opts.datacenter ? `datacenter = "${opts.datacenter}"\n` : ""}${opts.retryJoinWan ? `retry_join_wan = ${JSON.stringify(opts.retryJoinWan)}\nretry_interval_wan = "1s"\n` : ""}${opts.extraConfig ?? ""}
 `,
   );
   let child: ChildProcess | undefined;
@@ -118,7 +126,7 @@ ${opts.extraConfig ?? ""}
   const url = `${certs ? "https" : "http"}://127.0.0.1:${http}`;
 
   const start = async () => {
-    child = spawn(consul, ["agent", "-dev", "-config-file", cfg, "-node", "cts-test", "-log-level", "warn"], {
+    child = spawn(consul, ["agent", "-dev", "-config-file", cfg, "-node", opts.node ?? "cts-test", "-log-level", "warn"], {
       stdio: ["ignore", "pipe", "pipe"],
     });
     child.stdout!.on("data", (d) => (output += d));
@@ -171,6 +179,7 @@ ${opts.extraConfig ?? ""}
     address: `127.0.0.1:${http}`,
     url,
     port: http,
+    serfWanPort: serfWan,
     api,
     register: (svc) => api("PUT", "/v1/agent/service/register", svc),
     deregister: (id) => api("PUT", `/v1/agent/service/deregister/${encodeURIComponent(id)}`),

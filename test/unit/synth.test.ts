@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { file, provider } from "@cdktf/provider-local";
-import { ModuleTask, Task, Testing, services, catalogServices, type TaskScope } from "../../src/index.ts";
+import { ModuleTask, Task, Testing, services, catalogServices, consulKv, schedule, type TaskScope } from "../../src/index.ts";
 import { MemberList, MetaFiles, KvWithServices } from "../fixtures/tasks.ts";
 
 const web = (id: string, extra: Record<string, unknown> = {}) => ({ name: "web", id, node: "n1", address: `10.0.0.${id.length}`, port: 80, ...extra });
@@ -90,6 +90,43 @@ describe("ModuleTask", () => {
     assert.equal(out.module.cat.source, "org/mod/aws");
     assert.equal(out.module.cat.version, "1.2.0");
     assert.deepEqual(out.module.cat.catalog_services, { web: ["a"] });
-    assert.equal(out.module.cat.services, undefined);
+    assert.deepEqual(out.module.cat.services, {}, "CTS always passes services (an empty map when no services are watched)");
+  });
+
+  it("passes services = {} and consul_kv under a schedule with a KV input, as CTS's root module does", () => {
+    const task = new ModuleTask({ name: "s", condition: schedule({ cron: "* * * * *" }), inputs: { kv: consulKv({ path: "a" }) }, module: "org/m/x" });
+    const out = Testing.synthTask(task, { kv: { a: "1" } });
+    assert.deepEqual(out.module.s.services, {});
+    assert.deepEqual(out.module.s.consul_kv, { a: "1" });
+    assert.equal(out.module.s.catalog_services, undefined);
+  });
+
+  it("leaves the condition's data out with useAsModuleInput: false", () => {
+    const task = new ModuleTask({ name: "k", condition: consulKv({ path: "a" }), useAsModuleInput: false, module: "org/m/x" });
+    const out = Testing.synthTask(task, { kv: { a: "1" } });
+    assert.deepEqual(out.module.k.services, {});
+    assert.equal(out.module.k.consul_kv, undefined);
+  });
+
+  it("writes provider blocks fed from a sensitive variable and keeps provider values and task_env out of the JSON", () => {
+    const task = new ModuleTask({
+      name: "p",
+      condition: services({ names: ["web"] }),
+      module: "org/m/x",
+      providers: [{ name: "aws", source: "hashicorp/aws", version: "~> 5.0", config: { region: "eu-west-1", assume_role: { role_arn: "arn:x" } }, taskEnv: { AWS_SECRET_ACCESS_KEY: "s3cr3t-value" } }],
+    });
+    const result = Testing.synthTaskResult(task, { services: [] });
+    const out = JSON.parse(result.json);
+    assert.deepEqual(out.provider.aws, [{ region: "${var.aws.region}", assume_role: { role_arn: "${var.aws.assume_role.role_arn}" } }]);
+    assert.equal(out.variable.aws.sensitive, true);
+    assert.equal(out.variable.aws.type, "object({region = string, assume_role = object({role_arn = string})})");
+    assert.deepEqual(out.terraform.required_providers.aws, { source: "hashicorp/aws", version: "~> 5.0" });
+    assert.doesNotMatch(result.json, /eu-west-1|s3cr3t-value/);
+    assert.deepEqual(task.environment(), { TF_VAR_aws: '{"region" = "eu-west-1", "assume_role" = {"role_arn" = "arn:x"}}', AWS_SECRET_ACCESS_KEY: "s3cr3t-value" });
+  });
+
+  it("writes variables as data: a ${ in a value stays text", () => {
+    const task = new ModuleTask({ name: "v", condition: services({ names: ["web"] }), module: "org/m/x", variables: { tpl: "a${b}" } });
+    assert.equal(Testing.synthTask(task, { services: [] }).module.v.tpl, "a$${b}");
   });
 });

@@ -1,0 +1,170 @@
+import type { BufferPeriodOption } from "../task/task.ts";
+import type { CtsConfig, HighAvailabilityConfig } from "./types.ts";
+import { configError, isObject, type ReadBlock } from "./cts-schema.ts";
+import type { HclValue } from "../cli/hcl.ts";
+import { ctsTasks } from "./cts-tasks.ts";
+
+/** A CTS config mapped onto ours, with what was accepted but has no effect here. */
+export interface MappedCtsConfig {
+  config: CtsConfig;
+  /** CTS's log_level, as our level name. */
+  logLevel?: "trace" | "debug" | "info" | "warn" | "error";
+  /** Keys accepted for compatibility that change nothing here (logged at start). */
+  warnings: string[];
+}
+
+const BACKENDS = ["azurerm", "consul", "cos", "gcs", "kubernetes", "local", "manta", "pg", "s3"];
+const LEVELS: Record<string, MappedCtsConfig["logLevel"]> = { TRACE: "trace", DEBUG: "debug", INFO: "info", WARN: "warn", ERR: "error", ERROR: "error" };
+
+const one = (b: ReadBlock, name: string): ReadBlock | undefined => b.blocks[name]?.[0];
+const str = (v: HclValue | undefined): string | undefined => (v === undefined || v === null ? undefined : String(v));
+
+/** Maps a merged CTS configuration (every file read and merged) onto cts's config. */
+export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<MappedCtsConfig> {
+  const warnings: string[] = [];
+  const warn = (b: ReadBlock, key: string, why: string) => warnings.push(`${b.file}:${b.lines[key] ?? b.line}: '${key}' ${why}`);
+  noTemplates(root);
+  const config: CtsConfig = { tasks: [] };
+  const a = root.attrs;
+  let logLevel: MappedCtsConfig["logLevel"];
+  if (a.log_level !== undefined) {
+    logLevel = LEVELS[String(a.log_level).toUpperCase()];
+    if (!logLevel) throw configError(root.file, root.lines.log_level!, `log_level '${String(a.log_level)}' is not one of TRACE, DEBUG, INFO, WARN, ERR.`);
+  }
+  if (a.id !== undefined) config.id = String(a.id);
+  if (a.port !== undefined) config.api = { port: Number(a.port) };
+  if (a.license_path !== undefined) throw configError(root.file, root.lines.license_path!, "'license_path' is a CTS Enterprise feature that cts does not need (high availability is built in). Remove it.");
+  if (a.client_type !== undefined) warn(root, "client_type", "is CTS-internal (a development/test client) and has no effect here.");
+  const tf: NonNullable<NonNullable<CtsConfig["driver"]>["terraform"]> = {};
+  if (a.working_dir !== undefined) tf.workingDir = String(a.working_dir);
+
+  const syslog = one(root, "syslog");
+  if (syslog && (syslog.attrs.enabled ?? true) !== false)
+    throw configError(syslog.file, syslog.line, "'syslog' is not supported: cts logs to stderr (--log-json for one JSON object per line); let your service manager forward it to syslog.");
+  const vault = one(root, "vault");
+  if (vault && vault.attrs.enabled !== false)
+    throw configError(vault.file, vault.line, "'vault' is not supported: only {{ env \"X\" }} templates are. Put the secret in the environment of cts (e.g. with Vault Agent) and write {{ env \"NAME\" }} in terraform_provider.");
+  if (root.blocks.service?.length)
+    throw configError(root.blocks.service[0]!.file, root.blocks.service[0]!.line, "'service' blocks (deprecated since CTS 0.5) are not supported. Use condition \"services\" { names = [...] } in the task.");
+  const ha = one(root, "high_availability");
+  if (ha) config.highAvailability = highAvailability(ha);
+  const license = one(root, "license");
+  if (license) throw configError(license.file, license.line, "'license' is a CTS Enterprise feature that cts does not need. Remove it.");
+
+  const bp = one(root, "buffer_period");
+  if (bp) config.bufferPeriod = bufferPeriod(bp);
+  const api = one(root, "tls");
+  if (api && (api.attrs.enabled ?? true) !== false) {
+    if (api.attrs.ca_path !== undefined) throw configError(api.file, api.lines.ca_path!, "'tls.ca_path' is not supported for the API: give one CA bundle file in ca_cert.");
+    if (api.attrs.cert === undefined || api.attrs.key === undefined) throw configError(api.file, api.line, "'tls' for the API needs cert and key.");
+    config.api = {
+      ...config.api,
+      tls: { certFile: String(api.attrs.cert), keyFile: String(api.attrs.key), ...(api.attrs.ca_cert ? { caFile: String(api.attrs.ca_cert) } : {}), ...(api.attrs.verify_incoming ? { verifyIncoming: true } : {}) },
+    };
+  }
+
+  const consul = one(root, "consul");
+  let kvPath = "consul-terraform-sync/";
+  if (consul) {
+    const c = consul.attrs;
+    config.consul = {};
+    if (c.address !== undefined) config.consul.address = String(c.address);
+    if (c.token !== undefined) config.consul.token = String(c.token);
+    if (c.kv_path !== undefined) kvPath = String(c.kv_path);
+    if (c.kv_namespace !== undefined) warn(consul, "kv_namespace", "has no effect (CTS does not use it either).");
+    const auth = one(consul, "auth");
+    if (auth && (auth.attrs.enabled ?? (auth.attrs.username !== undefined || auth.attrs.password !== undefined)))
+      throw configError(auth.file, auth.line, "'consul.auth' (HTTP basic auth) is not supported. Use an ACL token (consul.token or CONSUL_HTTP_TOKEN).");
+    const tls = one(consul, "tls");
+    if (tls && (tls.attrs.enabled ?? true) !== false) {
+      const t = tls.attrs;
+      if (t.ca_path !== undefined) throw configError(tls.file, tls.lines.ca_path!, "'consul.tls.ca_path' (a directory of CA files) is not supported: concatenate the CA certificates into one file and set consul.tls.ca_cert.");
+      config.consul.tls = {
+        enabled: true,
+        ...(t.ca_cert !== undefined ? { caFile: String(t.ca_cert) } : {}),
+        ...(t.cert !== undefined ? { certFile: String(t.cert) } : {}),
+        ...(t.key !== undefined ? { keyFile: String(t.key) } : {}),
+        ...(t.server_name !== undefined ? { serverName: String(t.server_name) } : {}),
+        ...(t.verify === false ? { insecureSkipVerify: true } : {}),
+      };
+    }
+    const transport = one(consul, "transport");
+    for (const k of Object.keys(transport?.attrs ?? {})) warn(transport!, k, "is accepted and has no effect: cts's HTTP client pools connections itself.");
+    const reg = one(consul, "service_registration");
+    for (const k of Object.keys(reg?.attrs ?? {})) if (!(k === "enabled" && reg!.attrs.enabled === true)) warn(reg!, k, "has no effect: cts registers itself as service 'consul-terraform-sync' with a /v1/health check.");
+    if (reg && one(reg, "default_check")) warn(one(reg, "default_check")!, "default_check", "has no effect: cts always registers its /v1/health check.");
+  }
+
+  const drivers = root.blocks.driver ?? [];
+  const providerReqs: Record<string, { source?: string; version?: string }> = {};
+  for (const d of drivers) {
+    if (d.labels[0] === "terraform-cloud") throw configError(d.file, d.line, "driver \"terraform-cloud\" is a CTS Enterprise feature (Terraform Cloud) that cts does not support. Use driver \"terraform\" with a remote backend.");
+    if (d.labels[0] !== "terraform") throw configError(d.file, d.line, `driver "${d.labels[0]}" is not a driver. Use driver "terraform".`);
+    if (d.attrs.path !== undefined) tf.binary = `${String(d.attrs.path).replace(/\/$/, "")}/terraform`;
+    if (d.attrs.version !== undefined) warn(d, "version", "has no effect: cts does not download Terraform; it runs tofu, or the binary in driver.path.");
+    if (d.attrs.log === true) warn(d, "log", "has no effect: Terraform output is always logged at debug level (--log-level debug).");
+    if (d.attrs.persist_log === true) warn(d, "persist_log", "has no effect: cts does not write terraform.log; run with --log-level debug to see Terraform's output.");
+    const backends = d.blocks.backend ?? [];
+    if (backends.length > 1) throw configError(backends[1]!.file, backends[1]!.line, "only one backend can be configured.");
+    const be = backends[0];
+    if (be) {
+      const type = be.labels[0]!;
+      if (!BACKENDS.includes(type)) throw configError(be.file, be.line, `backend "${type}" is not supported (CTS allows ${BACKENDS.join(", ")}).`);
+      // CTS fills a consul backend's path and gzip under what the user set.
+      tf.backend = { [type]: type === "consul" ? { path: `${kvPath.replace(/\/$/, "")}/terraform`, gzip: true, ...be.attrs } : { ...be.attrs } };
+    }
+    for (const [name, req] of Object.entries(one(d, "required_providers")?.attrs ?? {})) {
+      if (!isObject(req)) throw configError(d.file, d.line, `required_providers.${name} must be { source = "...", version = "..." }.`);
+      providerReqs[name] = { ...(req.source ? { source: String(req.source) } : {}), ...(req.version ? { version: String(req.version) } : {}) };
+    }
+  }
+  if (!tf.backend && kvPath !== "consul-terraform-sync/") tf.backend = { consul: { path: `${kvPath.replace(/\/$/, "")}/terraform`, gzip: true } };
+  if (Object.keys(tf).length) config.driver = { terraform: tf };
+
+  config.tasks = await ctsTasks(root, { cwd, providerReqs, globalBuffer: config.bufferPeriod, warn: warnings });
+  return { config, ...(logLevel ? { logLevel } : {}), warnings };
+}
+
+/** CTS's buffer period rules: enabled=false → off; only min → max = 4×min (our default too). */
+export function bufferPeriod(b: ReadBlock): BufferPeriodOption | false {
+  if (b.attrs.enabled === false) return false;
+  const out: BufferPeriodOption = {};
+  if (b.attrs.min !== undefined) out.min = str(b.attrs.min)!;
+  if (b.attrs.max !== undefined) out.max = str(b.attrs.max)!;
+  return out;
+}
+
+function highAvailability(ha: ReadBlock): HighAvailabilityConfig {
+  const cluster = one(ha, "cluster");
+  if (!cluster || typeof cluster.attrs.name !== "string") throw configError(ha.file, ha.line, "high_availability needs cluster { name = \"...\" }.");
+  const storage = one(cluster, "storage");
+  if (storage && storage.labels[0] !== "default") throw configError(storage.file, storage.line, `storage "${storage.labels[0]}" is not known. Use storage "default".`);
+  const instance = one(ha, "instance");
+  return {
+    cluster: {
+      name: cluster.attrs.name,
+      ...(storage
+        ? {
+            storage: {
+              ...(storage.attrs.parent_path !== undefined ? { parentPath: String(storage.attrs.parent_path) } : {}),
+              ...(storage.attrs.namespace !== undefined ? { namespace: String(storage.attrs.namespace) } : {}),
+              ...(storage.attrs.session_ttl !== undefined ? { sessionTtl: String(storage.attrs.session_ttl) } : {}),
+            },
+          }
+        : {}),
+    },
+    ...(instance?.attrs.address !== undefined ? { instance: { address: String(instance.attrs.address) } } : {}),
+  };
+}
+
+/** CTS: "dynamic configuration using template syntax is only supported for terraform_provider blocks". */
+function noTemplates(b: ReadBlock, inProvider = false): void {
+  const scan = (v: HclValue, key: string): void => {
+    if (typeof v === "string" && v.includes("{{") && !inProvider)
+      throw configError(b.file, b.lines[key] ?? b.line, `'${key}' uses template syntax ({{ … }}), which CTS and cts only support in terraform_provider blocks.`);
+    if (Array.isArray(v)) v.forEach((x) => scan(x, key));
+    else if (isObject(v)) for (const x of Object.values(v)) scan(x, key);
+  };
+  for (const [k, v] of Object.entries(b.attrs)) scan(v, k);
+  for (const [name, list] of Object.entries(b.blocks)) for (const c of list) noTemplates(c, inProvider || name === "terraform_provider");
+}

@@ -1,0 +1,184 @@
+import { CtsError } from "../errors.ts";
+import type { HclBody, HclValue } from "../cli/hcl.ts";
+
+/**
+ * The keys of a CTS v0.9.0 configuration file, block by block (CTS-SOURCE-NOTES §1). Reading a
+ * file against it turns HCL blocks (or HCL v1's / JSON's `block = { … }` form of them) into plain
+ * objects, and names the file and line of any key CTS itself would refuse.
+ */
+export interface BlockSchema {
+  attrs?: string[];
+  blocks?: Record<string, BlockSchema>;
+  /** Number of labels (`driver "terraform"`: 1). Labelled blocks read as `{ label: body }`. */
+  labels?: number;
+  /** May appear more than once (tasks, providers, conditions by label). */
+  repeat?: boolean;
+  /** Any attribute is allowed (provider arguments, backend settings, maps). */
+  open?: boolean;
+  /** The whole block is CTS Enterprise only. */
+  enterprise?: boolean;
+  /** Labels that are CTS Enterprise only (`driver "terraform-cloud"`). */
+  enterpriseLabels?: string[];
+}
+
+const BUFFER: BlockSchema = { attrs: ["enabled", "min", "max"] };
+const SERVICES_Q = ["names", "regexp", "datacenter", "namespace", "filter", "cts_user_defined_meta"];
+const KV_Q = ["path", "recurse", "datacenter", "namespace"];
+const CONDITION: BlockSchema = {
+  labels: 1,
+  repeat: true,
+  attrs: [...new Set([...SERVICES_Q, ...KV_Q, "node_meta", "cron", "use_as_module_input", "source_includes_var"])],
+};
+const MODULE_INPUT: BlockSchema = { labels: 1, repeat: true, attrs: [...new Set([...SERVICES_Q, ...KV_Q])] };
+
+/** The top level of a CTS config file. */
+export const CTS_SCHEMA: BlockSchema = {
+  attrs: ["log_level", "port", "working_dir", "id", "client_type", "license_path"],
+  blocks: {
+    syslog: { attrs: ["enabled", "facility", "name"] },
+    buffer_period: BUFFER,
+    tls: { attrs: ["enabled", "cert", "key", "verify_incoming", "ca_cert", "ca_path"] },
+    consul: {
+      attrs: ["address", "token", "kv_path", "kv_namespace"],
+      blocks: {
+        auth: { attrs: ["enabled", "username", "password"] },
+        tls: { attrs: ["enabled", "verify", "ca_cert", "ca_path", "cert", "key", "server_name"] },
+        transport: { attrs: ["dial_keep_alive", "dial_timeout", "disable_keep_alives", "idle_conn_timeout", "max_idle_conns", "max_idle_conns_per_host", "tls_handshake_timeout"] },
+        service_registration: { attrs: ["enabled", "service_name", "address", "namespace"], blocks: { default_check: { attrs: ["enabled", "address"] } } },
+      },
+    },
+    vault: { open: true },
+    driver: {
+      labels: 1,
+      enterpriseLabels: ["terraform-cloud"],
+      repeat: true,
+      attrs: ["version", "path", "log", "persist_log"],
+      blocks: { backend: { labels: 1, open: true }, required_providers: { open: true } },
+    },
+    terraform_provider: { labels: 1, repeat: true, open: true },
+    task: {
+      repeat: true,
+      attrs: ["name", "description", "enabled", "module", "source", "version", "providers", "variable_files", "variables", "working_dir", "services", "terraform_version"],
+      blocks: { condition: CONDITION, module_input: MODULE_INPUT, source_input: MODULE_INPUT, buffer_period: BUFFER, terraform_cloud_workspace: { open: true, enterprise: true } },
+    },
+    service: { repeat: true, attrs: ["name", "id", "description", "datacenter", "namespace", "filter", "cts_user_defined_meta"] },
+    high_availability: {
+      blocks: {
+        cluster: { attrs: ["name"], blocks: { storage: { labels: 1, attrs: ["parent_path", "namespace", "session_ttl"] } } },
+        instance: { attrs: ["address"] },
+      },
+    },
+    license: { open: true, enterprise: true },
+  },
+};
+
+/** A block read against the schema: attributes by name, sub-blocks by name (lists for repeatable ones). */
+export interface ReadBlock {
+  file: string;
+  line: number;
+  labels: string[];
+  attrs: Record<string, HclValue>;
+  /** Line of each attribute, for errors found later. */
+  lines: Record<string, number>;
+  blocks: Record<string, ReadBlock[]>;
+}
+
+/** `<file>:<line>: message` as a CONFIG_INVALID error. */
+export function configError(file: string, line: number, message: string): CtsError {
+  return new CtsError("CONFIG_INVALID", "usage", `${file}:${line}: ${message}`);
+}
+
+/** Reads one body against a block schema; `path` names the block in messages (`consul.tls`). */
+export function readBlock(body: HclBody, schema: BlockSchema, file: string, line: number, labels: string[], path: string): ReadBlock {
+  const out: ReadBlock = { file, line, labels, attrs: {}, lines: {}, blocks: {} };
+  const add = (name: string, child: ReadBlock, childSchema: BlockSchema, at: number) => {
+    const list = (out.blocks[name] ??= []);
+    const sameLabel = list.some((b) => b.labels.join(".") === child.labels.join("."));
+    if (!childSchema.repeat && list.length) throw configError(file, at, `only one '${[path, name].filter(Boolean).join(".")}' block can be configured.`);
+    if (childSchema.repeat && childSchema.labels && sameLabel && name !== "terraform_provider")
+      throw configError(file, at, `'${name} "${child.labels.join('" "')}"' is configured twice in ${path || "the file"}.`);
+    list.push(child);
+  };
+  for (const [key, { value, line: at }] of body.attributes) {
+    const sub = schema.blocks?.[key];
+    if (sub) {
+      // HCL v1 and JSON write blocks as attributes: `consul = { … }`, `task = [{ … }]`, `driver = { terraform = { … } }`.
+      for (const [labelsOf, v] of blockValues(value, sub.labels ?? 0, file, at, key)) if (enterpriseLabel(sub, key, labelsOf, file, at)) add(key, enterpriseCheck(readBlock(objectBody(v, at, file, key), sub, file, at, labelsOf, join(path, key)), sub, key), sub, at);
+    } else if (schema.open || schema.attrs?.includes(key)) {
+      out.attrs[key] = value;
+      out.lines[key] = at;
+    } else throw unknownKey(file, at, key, path, schema);
+  }
+  for (const b of body.blocks) {
+    const sub = schema.blocks?.[b.type];
+    if (!sub) {
+      if (schema.open) {
+        out.attrs[b.type] = bodyToValue(b.body);
+        out.lines[b.type] = b.line;
+        continue;
+      }
+      throw unknownKey(file, b.line, b.type, path, schema);
+    }
+    if (b.labels.length !== (sub.labels ?? 0))
+      throw configError(file, b.line, `'${join(path, b.type)}' takes ${sub.labels ? `${sub.labels} label (e.g. ${b.type} "name" { … })` : "no label"}, got ${b.labels.length}.`);
+    enterpriseLabel(sub, b.type, b.labels, file, b.line);
+    add(b.type, enterpriseCheck(readBlock(b.body, sub, file, b.line, b.labels, join(path, b.type)), sub, b.type), sub, b.line);
+  }
+  return out;
+}
+
+function enterpriseCheck(b: ReadBlock, schema: BlockSchema, name: string): ReadBlock {
+  if (schema.enterprise) throw configError(b.file, b.line, `'${name}' is a CTS Enterprise feature (Terraform Cloud / licensing) that cts does not support. Remove it.`);
+  return b;
+}
+
+function enterpriseLabel(schema: BlockSchema, name: string, labels: string[], file: string, line: number): true {
+  if (labels[0] !== undefined && schema.enterpriseLabels?.includes(labels[0]))
+    throw configError(file, line, `${name} "${labels[0]}" is a CTS Enterprise feature (Terraform Cloud) that cts does not support. Use driver "terraform" with a remote backend.`);
+  return true;
+}
+
+const join = (path: string, key: string) => (path ? `${path}.${key}` : key);
+
+function unknownKey(file: string, line: number, key: string, path: string, schema: BlockSchema): CtsError {
+  const known = [...(schema.attrs ?? []), ...Object.keys(schema.blocks ?? {})];
+  return configError(file, line, `'${key}' is not a valid key${path ? ` in ${path}` : ""} (CTS: invalid key). Valid keys: ${known.join(", ")}.`);
+}
+
+/** The bodies (with labels) an attribute-form block holds: `{…}`, `[{…}]`, or `{ label = {…} }` per label level. */
+function blockValues(value: HclValue, labels: number, file: string, line: number, key: string): Array<[string[], HclValue]> {
+  const list = Array.isArray(value) ? value : [value];
+  const out: Array<[string[], HclValue]> = [];
+  for (const item of list) {
+    if (labels === 0) out.push([[], item]);
+    else {
+      if (!isObject(item)) throw configError(file, line, `'${key}' must be an object keyed by its label, e.g. ${key} = { name = { … } }.`);
+      for (const [label, inner] of Object.entries(item)) for (const [rest, v] of blockValues(inner, labels - 1, file, line, key)) out.push([[label, ...rest], v]);
+    }
+  }
+  return out;
+}
+
+function objectBody(v: HclValue, line: number, file: string, key: string): HclBody {
+  if (Array.isArray(v) && v.length === 1) v = v[0]!;
+  if (!isObject(v)) throw configError(file, line, `'${key}' must be a block ({ … }).`);
+  return { attributes: new Map(Object.entries(v).map(([k, x]) => [k, { value: x, line }])), blocks: [] };
+}
+
+/** A block inside an open block (a backend's nested block, a provider's `assume_role {}`) as a value. */
+export function bodyToValue(body: HclBody): { [k: string]: HclValue } {
+  const out: { [k: string]: HclValue } = {};
+  for (const [k, v] of body.attributes) out[k] = v.value;
+  for (const b of body.blocks) {
+    let target = out;
+    for (const l of [b.type, ...b.labels.slice(0, -1)]) target = (target[l] ??= {}) as { [k: string]: HclValue };
+    const last = b.labels.length ? b.labels[b.labels.length - 1]! : undefined;
+    if (last === undefined) out[b.type] = bodyToValue(b.body);
+    else target[last] = bodyToValue(b.body);
+  }
+  return out;
+}
+
+export function isObject(v: unknown): v is { [k: string]: HclValue } {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}

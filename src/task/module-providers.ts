@@ -1,0 +1,79 @@
+import { redactSecret } from "../log.ts";
+
+/** A provider block of a module task's root module (CTS's `terraform_provider "<name>"`). */
+export interface ModuleProvider {
+  /** Provider local name (`aws`, `local`). */
+  name: string;
+  /** Provider arguments. Passed as the sensitive variable `var.<name>` through TF_VAR_<name>, never written to files. */
+  config?: Record<string, unknown>;
+  /** Environment of the task's Terraform commands (CTS's `task_env`), never written to files. */
+  taskEnv?: Record<string, string>;
+  /** `required_providers` entry (CTS's `driver "terraform" { required_providers }`). */
+  source?: string;
+  /** Version constraint of the provider. */
+  version?: string;
+}
+
+/**
+ * Provider blocks as CTS writes them: `provider "<name>" { attr = var.<name>.attr }` (object values
+ * become nested blocks), one `variable "<name>"` of an object type, sensitive, and the
+ * `required_providers` entries that were configured.
+ */
+export function providerJson(providers: readonly ModuleProvider[]): Record<string, any> {
+  if (providers.length === 0) return {};
+  const provider: Record<string, unknown[]> = {};
+  const variable: Record<string, unknown> = {};
+  const required: Record<string, { source?: string; version?: string }> = {};
+  for (const p of providers) {
+    const config = p.config ?? {};
+    provider[p.name] = [references(config, `var.${p.name}`)];
+    if (Object.keys(config).length) variable[p.name] = { type: typeOf(config), sensitive: true };
+    if (p.source || p.version) required[p.name] = { ...(p.source ? { source: p.source } : {}), ...(p.version ? { version: p.version } : {}) };
+  }
+  return {
+    provider,
+    ...(Object.keys(variable).length ? { variable } : {}),
+    ...(Object.keys(required).length ? { terraform: { required_providers: required } } : {}),
+  };
+}
+
+/** TF_VAR_<provider> (an HCL object literal) and the providers' task_env; every value is hidden from logs. */
+export function providerEnvironment(providers: readonly ModuleProvider[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const p of providers) {
+    if (p.config && Object.keys(p.config).length) env[`TF_VAR_${p.name}`] = hclLiteral(p.config);
+    for (const [k, v] of Object.entries(p.taskEnv ?? {})) {
+      redactSecret(v);
+      env[k] = v;
+    }
+  }
+  return env;
+}
+
+function references(config: Record<string, unknown>, path: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(config)) out[k] = isObject(v) ? references(v, `${path}.${k}`) : `\${${path}.${k}}`;
+  return out;
+}
+
+/** The Terraform type of a value, so TF_VAR_ values are parsed as HCL, not taken as one string. */
+function typeOf(v: unknown): string {
+  if (typeof v === "string" || v === null || v === undefined) return "string";
+  if (typeof v === "number") return "number";
+  if (typeof v === "boolean") return "bool";
+  if (Array.isArray(v)) return `tuple([${v.map(typeOf).join(", ")}])`;
+  return `object({${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${k} = ${typeOf(x)}`).join(", ")}})`;
+}
+
+/** A value as an HCL literal; `${` and `%{` in strings stay text. */
+function hclLiteral(v: unknown): string {
+  if (typeof v === "string") return JSON.stringify(v).replace(/([$%])\{/g, "$1$1{");
+  if (v === null || v === undefined) return "null";
+  if (typeof v !== "object") return String(v);
+  if (Array.isArray(v)) return `[${v.map(hclLiteral).join(", ")}]`;
+  return `{${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${JSON.stringify(k)} = ${hclLiteral(x)}`).join(", ")}}`;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}

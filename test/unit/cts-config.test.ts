@@ -1,0 +1,142 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { readCtsConfig, fromCtsConfig } from "../../src/config/cts-load.ts";
+import { loadConfig } from "../../src/config/load.ts";
+import { Testing } from "../../src/testing.ts";
+
+const DIR = fileURLToPath(new URL("../fixtures/cts-configs/", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const plain = (v: unknown) => JSON.parse(JSON.stringify(v));
+
+describe("a CTS configuration file", () => {
+  it("maps every block of CTS's reference example onto the runtime config", async () => {
+    process.env.CTS_TEST_AWS_KEY = "AKIA-from-env";
+    process.env.CTS_TEST_AWS_SECRET = "secret-from-env";
+    const r = await readCtsConfig([join(DIR, "full.hcl")], ROOT);
+    const { tasks, ...rest } = r.config;
+    assert.equal(r.logLevel, "debug");
+    assert.deepEqual(plain(rest), {
+      id: "cts-01",
+      api: { port: 8502, tls: { certFile: "/etc/cts/cert.pem", keyFile: "/etc/cts/key.pem", caFile: "/etc/cts/ca.pem", verifyIncoming: true } },
+      highAvailability: { cluster: { name: "cts-cluster", storage: { parentPath: "cts-ha/", namespace: "ns1", sessionTtl: "30s" } }, instance: { address: "cts-01.example.com:8502" } },
+      bufferPeriod: { min: "5s", max: "20s" },
+      consul: {
+        address: "consul.example.com:8501",
+        token: "s3cr3t-acl-token",
+        tls: { enabled: true, caFile: "/etc/consul/ca.pem", certFile: "/etc/consul/cert.pem", keyFile: "/etc/consul/key.pem", serverName: "consul.example.com" },
+      },
+      driver: { terraform: { workingDir: "sync-tasks", binary: "/usr/local/bin/terraform", backend: { consul: { path: "cts-prod/terraform", gzip: true } } } },
+    });
+    assert.deepEqual(
+      tasks.map((t) => [t.name, t.enabled, t.condition.kind, Object.keys(t.inputs)]),
+      [
+        ["web-lb", true, "services", ["kv"]],
+        ["catalog", false, "catalog-services", []],
+        ["kv", true, "consul-kv", ["services"]],
+        ["nightly", true, "schedule", ["services"]],
+      ],
+    );
+    const [web, catalog, kv, nightly] = plain(tasks);
+    assert.deepEqual(web.condition.query, { passingOnly: true, names: ["web", "api"], datacenter: "dc1", namespace: "default", filter: 'Service.Tags contains "lb"', userMeta: { team: "edge" } });
+    assert.deepEqual(web.inputs.kv.query, { path: "lb/config/", recurse: true });
+    assert.deepEqual(web.bufferPeriod, { min: "10s" });
+    assert.deepEqual(web.variables, { pool_name: "web", ports: [80, 443], tags: { env: "prod" } }, "variable_files are read at load time");
+    assert.deepEqual(web.providers, [{ name: "aws", config: { region: "us-west-2" }, taskEnv: {}, source: "hashicorp/aws", version: "~> 5.0" }], "aws.west is the aliased block");
+    assert.equal(catalog.useAsModuleInput, false);
+    assert.equal(catalog.module, "org/catalog/aws", "source is CTS's deprecated alias of module");
+    assert.deepEqual(catalog.condition.query, { regexp: "^web", nodeMeta: { rack: "r1" } });
+    assert.deepEqual(catalog.providers[0].config, { region: "us-east-1", access_key: "AKIA-from-env", assume_role: { role_arn: "arn:aws:iam::1:role/cts" } });
+    assert.deepEqual(catalog.providers[0].taskEnv, { AWS_SECRET_ACCESS_KEY: "secret-from-env" });
+    assert.deepEqual(kv.condition.query, { path: "app/config", recurse: false, datacenter: "dc2" });
+    assert.deepEqual(kv.inputs.services.query, { passingOnly: true, regexp: "^api-" });
+    assert.equal(nightly.condition.cron, "0 0 2 * * * *");
+    assert.equal(nightly.bufferPeriod, undefined, "schedule tasks have no buffer period");
+    assert.ok(r.warnings.some((w) => /full\.hcl:\d+: 'dial_timeout' is accepted and has no effect/.test(w)));
+  });
+
+  it("keeps provider values and task_env out of the synthesized JSON", async () => {
+    process.env.CTS_TEST_AWS_KEY = "AKIA-from-env";
+    process.env.CTS_TEST_AWS_SECRET = "secret-from-env";
+    const r = await readCtsConfig([join(DIR, "full.hcl")], ROOT);
+    const catalog = r.config.tasks[1]!;
+    const out = Testing.synthTaskResult(catalog, { catalogServices: { web: [] } });
+    assert.doesNotMatch(out.json, /AKIA-from-env|secret-from-env|us-east-1/);
+    assert.match(out.json, /\$\{var\.aws\.access_key\}/);
+  });
+
+  it("merges a -config-dir in name order: later values win, tasks are appended, JSON and HCL alike", async () => {
+    const r = await readCtsConfig([join(DIR, "split")], ROOT);
+    assert.deepEqual(r.files.map((f) => f.slice(DIR.length)), ["split/10-global.hcl", "split/20-override.json"]);
+    assert.deepEqual(plain(r.config.consul), { address: "127.0.0.1:8500", token: "t" });
+    assert.equal(r.config.api?.port, 9100);
+    assert.deepEqual(r.config.tasks.map((t) => t.name), ["first", "second"]);
+    assert.deepEqual(plain(r.config.tasks[1]!.condition), { kind: "consul-kv", query: { path: "a/b", recurse: true } });
+    assert.deepEqual(plain((r.config.tasks[1] as any).providers), [{ name: "local", config: {}, taskEnv: {} }], "a provider of an earlier file is found");
+  });
+
+  it("loads through loadConfig (as `cts watch --config x.hcl` does), from the working directory", async () => {
+    const loaded = await loadConfig([join(DIR, "split/10-global.hcl"), join(DIR, "split/20-override.json")], ROOT);
+    assert.equal(loaded.dir, ROOT);
+    assert.equal(loaded.ctsFiles?.length, 2);
+    assert.equal(loaded.logLevel, "info");
+  });
+
+  it("reads a TypeScript ModuleTask's variableFiles when the config loads (relative to the config), variables winning", async () => {
+    const { writeFile, mkdtemp, rm } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const dir = await mkdtemp(join(tmpdir(), "cts-vf-"));
+    try {
+      await writeFile(join(dir, "a.tfvars"), 'x = "from-a"\ny = "from-a"\n');
+      await writeFile(join(dir, "b.tfvars"), 'y = "from-b"\nz = "from-b"\n');
+      const api = fileURLToPath(new URL("../../src/index.ts", import.meta.url));
+      await writeFile(
+        join(dir, "cts.config.ts"),
+        `import { defineConfig, ModuleTask, schedule } from ${JSON.stringify(api)};
+export default defineConfig({ tasks: [new ModuleTask({ name: "m", condition: schedule({ cron: "* * * * *" }), module: "org/m/x", variableFiles: ["a.tfvars", "b.tfvars"], variables: { z: "inline" } })] });
+`,
+      );
+      const loaded = await loadConfig(join(dir, "cts.config.ts"));
+      const out = Testing.synthTask(loaded.config.tasks[0]!, {});
+      assert.deepEqual([out.module.m.x, out.module.m.y, out.module.m.z], ["from-a", "from-b", "inline"]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("gives a TypeScript config CTS's tasks through fromCtsConfig", async () => {
+    const tasks = await fromCtsConfig(join(DIR, "split/*.hcl"));
+    assert.deepEqual(tasks.map((t) => t.name), ["first"]);
+  });
+
+  for (const [file, message] of [
+    ["unknown-key.hcl", /unknown-key\.hcl:8: 'colour' is not a valid key in task/],
+    ["tfc.hcl", /tfc\.hcl:7: 'terraform_cloud_workspace' is a CTS Enterprise feature/],
+    ["driver-tfc.hcl", /driver-tfc\.hcl:1: driver "terraform-cloud" is a CTS Enterprise feature/],
+    ["license.hcl", /license\.hcl:1: 'license' is a CTS Enterprise feature/],
+    ["two-consul.hcl", /two-consul\.hcl:5: only one 'consul' block can be configured/],
+    ["template.hcl", /template\.hcl:3: 'module' uses template syntax/],
+    ["vault.hcl", /vault\.hcl:1: 'vault' is not supported/],
+    ["consul-auth.hcl", /consul-auth\.hcl:3: 'consul\.auth' \(HTTP basic auth\) is not supported/],
+    ["unknown-top.json", /unknown-top\.json:3: 'colour' is not a valid key/],
+    ["bad-cron.hcl", /bad-cron\.hcl:9: task 'nightly': condition\.cron /],
+    ["duplicate-task.hcl", /duplicate-task\.hcl:10: task 'same' is configured twice \(also at .*duplicate-task\.hcl:2\)/],
+  ] as const) {
+    it(`refuses ${file} with the file, the line and the key`, async () => {
+      await assert.rejects(readCtsConfig([join(DIR, "bad", file)], ROOT), (e: any) => e.code === "CONFIG_INVALID" && message.test(e.message));
+    });
+  }
+
+  it("refuses an HCL syntax error with file:line:column", async () => {
+    const { writeFile, mkdtemp, rm } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const dir = await mkdtemp(join(tmpdir(), "cts-hcl-"));
+    try {
+      await writeFile(join(dir, "broken.hcl"), 'consul {\n  address = "a"\n');
+      await assert.rejects(readCtsConfig([join(dir, "broken.hcl")]), (e: any) => e.code === "CONFIG_INVALID" && /broken\.hcl:\d+:\d+: /.test(e.message));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
