@@ -86,7 +86,15 @@ export interface HaStorageConfig {
 /** High availability: one leader runs tasks, the others wait to take over (CTS's `high_availability`). */
 export interface HighAvailabilityConfig {
   /** The cluster this instance belongs to. */
-  cluster: { name: string; storage?: HaStorageConfig };
+  cluster: {
+    name: string;
+    storage?: HaStorageConfig;
+    /**
+     * "leader" (default): one leader runs every task, the others wait. "shared": every healthy
+     * member runs a share of the tasks, assigned by rendezvous hashing, each fenced by its own lock.
+     */
+    mode?: "leader" | "shared";
+  };
   /** How other instances and clients reach this instance's API (default: the address the API listens on). */
   instance?: { address?: string };
 }

@@ -203,6 +203,13 @@ export class HaKv {
     return (r.data ?? []) as Awaited<ReturnType<HaKv["healthService"]>>;
   }
 
+  /** Like healthService, as a blocking read: waits while the index is `index`. */
+  async healthServiceAt(service: string, tag: string, opts: { index?: bigint; signal?: AbortSignal } = {}): Promise<KvRead<Awaited<ReturnType<HaKv["healthService"]>>>> {
+    const o = this.opts(opts);
+    const r = await this.transport.call(this.desc(`watching the health of '${service}'`), {}, o, (c, common) => c.health.service({ service, tag, ...common }), haError(o.timeoutMs!));
+    return { data: (r.data ?? []) as Awaited<ReturnType<HaKv["healthService"]>>, index: r.index };
+  }
+
   /** Closes the transport's sockets. */
   close(): void {
     this.transport.close();
