@@ -94,6 +94,8 @@ export interface HighAvailabilityConfig {
      * member runs a share of the tasks, assigned by rendezvous hashing, each fenced by its own lock.
      */
     mode?: "leader" | "shared";
+    /** Shared mode: how long the membership must be unchanged before a starting member takes its first tasks (default: the session TTL). */
+    settle?: string | number;
   };
   /** How other instances and clients reach this instance's API (default: the address the API listens on). */
   instance?: { address?: string };

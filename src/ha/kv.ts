@@ -196,7 +196,7 @@ export class HaKv {
   }
 
   /** Instances of a service with a tag, with their checks (non-blocking). */
-  async healthService(service: string, tag: string): Promise<Array<{ Service: { ID: string; Address: string; Port: number; Tags: string[] | null }; Node: { Address: string }; Checks: Array<{ Status: string }> }>> {
+  async healthService(service: string, tag: string): Promise<Array<{ Service: { ID: string; Address: string; Port: number; Tags: string[] | null }; Node: { Address: string }; Checks: Array<{ Status: string; Output?: string }> }>> {
     const o = this.opts({});
     // Self-registrations live in the agent's namespace, not the HA storage namespace.
     const r = await this.transport.call(this.desc(`reading the health of '${service}'`), {}, o, (c, common) => c.health.service({ service, tag, ...common }), haError(o.timeoutMs!));

@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { CTS_SERVICE_NAME, clusterTag } from "./cluster.ts";
@@ -28,6 +29,9 @@ export class ClusterView {
   private owners = new Map<string, TaskOwner>();
   private pinned = new Map<string, string>();
   private readonly abort = new AbortController();
+  private membersText = "";
+  /** When the healthy member set last changed (monotonic ms). */
+  private changedAt = performance.now();
 
   constructor(
     private readonly kv: HaKv,
@@ -50,7 +54,9 @@ export class ClusterView {
       this.alive = alive;
     });
     void this.follow("member health", (index, signal) => this.kv.healthServiceAt(CTS_SERVICE_NAME, clusterTag(s.clusterName), { index, signal }), (regs) => {
-      this.health = new Map(regs.map((r) => [r.Service.ID, (r.Checks ?? []).every((c) => c.Status === "passing")]));
+      // A check that has not run yet (critical, no output) does not count against a member: its
+      // liveness lock already proves it started, and the first check runs up to 10 s later.
+      this.health = new Map(regs.map((r) => [r.Service.ID, (r.Checks ?? []).every((c) => c.Status === "passing" || (c.Status === "critical" && !c.Output))]));
     });
     void this.follow("task locks", (index, signal) => this.kv.list(s.tasksPrefix, { index, signal }), (items) => {
       const owners = new Map<string, TaskOwner>();
@@ -81,6 +87,11 @@ export class ClusterView {
    */
   healthyMembers(): string[] {
     return [...this.alive.keys()].filter((id) => this.health.get(id) !== false).sort();
+  }
+
+  /** Milliseconds since the healthy member set last changed. */
+  stableFor(): number {
+    return performance.now() - this.changedAt;
   }
 
   /** Live members with their addresses. */
@@ -115,6 +126,11 @@ export class ClusterView {
         if (r.index === index && index !== 0n) continue;
         index = r.index < index ? 0n : r.index;
         apply(r.data);
+        const text = this.healthyMembers().join(",");
+        if (text !== this.membersText) {
+          this.membersText = text;
+          this.changedAt = performance.now();
+        }
         this.changed();
       } catch (err) {
         if (signal.aborted) return;

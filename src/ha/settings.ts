@@ -32,6 +32,8 @@ export interface HaSettings {
   mode: "leader" | "shared";
   /** Shared mode: KV prefix of the per-task owner locks and pins (`<prefix><task>/owner`, `<prefix><task>/pin`). */
   tasksPrefix: string;
+  /** Shared mode: how long the membership must be unchanged before a starting member takes its first tasks. */
+  settleMs: number;
   /** Shared mode: KV prefix of the liveness locks (`<prefix><id>`, held by each member's session). */
   alivePrefix: string;
   /** Session renewal period: half the TTL, so one lost renewal still leaves a retry before fencing. */
@@ -67,6 +69,10 @@ export function haProblems(config: Pick<CtsConfig, "id" | "highAvailability">): 
   const mode = ha.cluster?.mode;
   if (mode !== undefined && mode !== "leader" && mode !== "shared")
     problems.push({ field: "highAvailability.cluster.mode", message: `'${String(mode).slice(0, 60)}' is not a cluster mode. Use "leader" (one instance runs every task) or "shared" (every healthy instance runs a share).` });
+  if (ha.cluster?.settle !== undefined) {
+    const ms = parseDuration(ha.cluster.settle);
+    if (ms === undefined || ms > 10 * 60_000) problems.push({ field: "highAvailability.cluster.settle", message: `'${String(ha.cluster.settle)}' must be a duration between 0s and 10m, e.g. "15s".` });
+  }
   const st = ha.cluster?.storage ?? {};
   if (st.parentPath !== undefined && (typeof st.parentPath !== "string" || st.parentPath.replace(/^\/+|\/+$/g, "") === "" || /\s|\/\/|(^|\/)\.\.?(\/|$)/.test(st.parentPath)))
     problems.push({ field: "highAvailability.cluster.storage.parentPath", message: `'${String(st.parentPath)}' is not a usable KV prefix. Use e.g. "consul-terraform-sync/cts-prod".` });
@@ -109,6 +115,7 @@ export function resolveHaSettings(config: Pick<CtsConfig, "id" | "highAvailabili
     statePrefix: `${parentPath}/state/`,
     membersPrefix: `${parentPath}/members/`,
     mode: ha.cluster.mode ?? "leader",
+    settleMs: ha.cluster.settle !== undefined ? parseDuration(ha.cluster.settle)! : sessionTtlMs,
     tasksPrefix: `${parentPath}/tasks/`,
     alivePrefix: `${parentPath}/alive/`,
     renewIntervalMs,

@@ -58,7 +58,10 @@ export class SharedCluster {
   private reconciling: Promise<void> | undefined;
   private dirty = false;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private settleTimer: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
+  /** Set once the membership was first stable for `settleMs`: from then on every change applies at once. */
+  private settled = false;
 
   constructor(
     rt: HaRuntime,
@@ -189,6 +192,7 @@ export class SharedCluster {
     this.stopped = true;
     this.stopping.abort();
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.settleTimer) clearTimeout(this.settleTimer);
     this.stopTokenWatch?.();
     this.mirror.stop();
     this.view.stop();
@@ -280,6 +284,19 @@ export class SharedCluster {
     const session = this.session;
     if (!session || !session.alive) return;
     const id = this.settings.id;
+    // Members started together join within seconds of each other: wait until the membership is
+    // stable once, so the first runs happen where the tasks stay (no start-up moves).
+    if (!this.settled) {
+      const left = this.settings.settleMs - this.view.stableFor();
+      if (left > 0 || !this.view.healthyMembers().includes(id)) {
+        if (this.settleTimer) clearTimeout(this.settleTimer);
+        this.settleTimer = setTimeout(() => ((this.settleTimer = undefined), this.schedule()), Math.max(100, left));
+        this.settleTimer.unref();
+        return;
+      }
+      this.settled = true;
+      this.log.info(`ha: membership stable (${this.view.healthyMembers().length} member(s)); taking this member's share`);
+    }
     const tasks = this.controller.taskNames();
     const want = assign(tasks, this.view.healthyMembers(), this.view.pins());
     // Give away first: the new owner is waiting for exactly these locks.
