@@ -76,8 +76,8 @@ describe("shared mode: three cts processes share 24 tasks (real Consul, real Ope
     return { owners: out, body: res.body };
   };
   /** Waits until every task is owned as rendezvous hashing over `members` says, and each owner applied it. */
-  const converged = async (members: string[], timeoutMs: number, what: string) =>
-    waitFor(
+  const converged = async (members: string[], timeoutMs: number, what: string): Promise<Map<string, string>> =>
+    waitFor<Map<string, string> | undefined>(
       async () => {
         const { owners: now } = await ownersSeenBy(members[0]!);
         const want = assign(TASKS, members);
@@ -88,7 +88,7 @@ describe("shared mode: three cts processes share 24 tasks (real Consul, real Ope
       },
       timeoutMs,
       what,
-    );
+    ) as Promise<Map<string, string>>;
 
   before(async () => {
     consul = await startConsul({ extraConfig: 'session_ttl_min = "1s"' });
