@@ -54,3 +54,20 @@ export function moved(before: ReadonlyMap<string, string>, after: ReadonlyMap<st
   for (const [t, o] of after) if (before.get(t) !== o) n++;
   return n;
 }
+
+/**
+ * `assign` that remembers its last answer: every blocking-query wake-up reconciles, and most of
+ * them (a lock taken, an event stored) change neither the tasks, the members nor the pins.
+ */
+export function memoizedAssign(): typeof assign {
+  let lastKey = "";
+  let last = new Map<string, string>();
+  return (tasks, members, pins = new Map()) => {
+    const key = `${tasks.join("\u0000")}\u0001${members.join("\u0000")}\u0001${[...pins].map(([t, m]) => `${t}=${m}`).join("\u0000")}`;
+    if (key !== lastKey) {
+      last = assign(tasks, members, pins);
+      lastKey = key;
+    }
+    return last;
+  };
+}

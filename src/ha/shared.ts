@@ -12,7 +12,7 @@ import { HaKv } from "./kv.ts";
 import { MemberReporter } from "./member.ts";
 import { ClusterView } from "./membership.ts";
 import { StateMirror } from "./mirror.ts";
-import { assign } from "./rendezvous.ts";
+import { memoizedAssign } from "./rendezvous.ts";
 import { LeaderSession, type SessionLoss } from "./session.ts";
 import { durationText, resolveHaSettings, type HaSettings } from "./settings.ts";
 import { parseState, stateKeys, type StoredState, type StoredTask } from "./state.ts";
@@ -62,6 +62,7 @@ export class SharedCluster {
   private stopped = false;
   /** Set once the membership was first stable for `settleMs`: from then on every change applies at once. */
   private settled = false;
+  private readonly assign = memoizedAssign();
 
   constructor(
     rt: HaRuntime,
@@ -298,7 +299,7 @@ export class SharedCluster {
       this.log.info(`ha: membership stable (${this.view.healthyMembers().length} member(s)); taking this member's share`);
     }
     const tasks = this.controller.taskNames();
-    const want = assign(tasks, this.view.healthyMembers(), this.view.pins());
+    const want = this.assign(tasks, this.view.healthyMembers(), this.view.pins());
     // Give away first: the new owner is waiting for exactly these locks.
     for (const task of this.controller.ownedNames()) {
       if (want.get(task) === id) continue;

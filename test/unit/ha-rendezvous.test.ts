@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { assign, loadOf, moved, ownerOf } from "../../src/ha/rendezvous.ts";
+import { assign, loadOf, memoizedAssign, moved, ownerOf } from "../../src/ha/rendezvous.ts";
 
 const tasks = (n: number) => Array.from({ length: n }, (_, i) => `task-${i}`);
 const members = (n: number) => Array.from({ length: n }, (_, i) => `cts-${i}`);
@@ -45,5 +45,13 @@ describe("rendezvous assignment", () => {
     const other = ["a", "b", "c"].find((m) => m !== free)!;
     assert.equal(assign(["t"], ["a", "b", "c"], new Map([["t", other]])).get("t"), other);
     assert.equal(assign(["t"], ["a", "b", "c"], new Map([["t", "gone"]])).get("t"), free);
+  });
+
+  it("remembers the last assignment until the tasks, members or pins change", () => {
+    const memo = memoizedAssign();
+    const first = memo(tasks(10), members(3));
+    assert.equal(memo(tasks(10), members(3)), first, "same inputs: the same answer object");
+    assert.deepEqual(memo(tasks(10), members(4)), assign(tasks(10), members(4)));
+    assert.deepEqual(memo(tasks(10), members(4), new Map([["task-1", "cts-0"]])).get("task-1"), "cts-0");
   });
 });
