@@ -1,31 +1,22 @@
 import type { LoadedConfig } from "../config/load.ts";
 import { createConsulTransport } from "../consul/transport.ts";
 import { watchTokenFile } from "../consul/token-file.ts";
-import { CtsError, messageOf } from "../errors.ts";
+import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { consulConnectionFor, tokenFileFor } from "../runtime/consul-setup.ts";
-import type { HaControl, TaskChange } from "../runtime/interfaces.ts";
-import type { TaskEvent } from "../runtime/events.ts";
-import { buildClusterStatus, type ClusterStatus } from "./cluster.ts";
+import type { HaControl } from "../runtime/interfaces.ts";
 import type { HaRuntime } from "./high-availability.ts";
 import { HaKv } from "./kv.ts";
 import { MemberReporter } from "./member.ts";
 import { ClusterView } from "./membership.ts";
+import { ownerRedirect, sharedClusterStatus, storePin, type SharedClusterStatus } from "./shared-api.ts";
 import { StateMirror } from "./mirror.ts";
 import { memoizedAssign } from "./rendezvous.ts";
 import { LeaderSession, type SessionLoss } from "./session.ts";
 import { durationText, resolveHaSettings, type HaSettings } from "./settings.ts";
-import { parseState, stateKeys, type StoredState, type StoredTask } from "./state.ts";
+import { aliveKeyOf, OwnedState, ownerKeyOf } from "./shared-state.ts";
+import { parseState, type StoredState } from "./state.ts";
 import { StateWriter } from "./writer.ts";
-
-/** `GET /v1/status/cluster` in shared mode: the HA status plus who runs what. */
-export interface SharedClusterStatus extends ClusterStatus {
-  mode: "shared";
-  /** Member id → the tasks whose owner lock it holds. */
-  tasks_by_member: Record<string, string[]>;
-  /** Tasks nobody holds right now (a takeover in progress, or no healthy member). */
-  unowned: string[];
-}
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -96,7 +87,8 @@ export class SharedCluster {
     this.controller.shareTasks();
     // Nothing runs until this member holds a task's lock.
     void this.controller.pause(0);
-    this.controller.setHooks({ onEvent: (e) => this.persistEvent(e), onTaskChange: (c) => this.persistChange(c) });
+    const store = new OwnedState(this.writer, this.settings, this.controller, () => this.schedule());
+    this.controller.setHooks({ onEvent: (e) => store.event(e), onTaskChange: (c) => store.change(c) });
   }
 
   // ---- what the API and CLI ask -------------------------------------------------------------
@@ -112,27 +104,16 @@ export class SharedCluster {
   }
 
   private get aliveKey(): string {
-    return `${this.settings.alivePrefix}${this.settings.id}`;
+    return aliveKeyOf(this.settings);
   }
 
   private ownerKey(task: string): string {
-    return `${this.settings.tasksPrefix}${task}/owner`;
+    return ownerKeyOf(this.settings, task);
   }
 
   /** Task-changing calls on an existing task go to its owner (creating a task works anywhere). */
   beforeChange(change: { task?: string }): void {
-    const task = change.task;
-    if (!task || this.controller.mine(task) || !this.controller.view(task)) return;
-    const owner = this.view.ownerOf(task);
-    if (!owner)
-      throw new CtsError("HA_NO_OWNER", "external", `task '${task}' has no owner right now (a takeover takes up to twice the session TTL, ${durationText(this.settings.sessionTtlMs * 2)}). Retry in a few seconds.`, {
-        task,
-        detail: { status: 503 },
-      });
-    throw new CtsError("HA_NOT_OWNER", "usage", `this instance does not run task '${task}'. Redirect the request to its owner: id=${owner.id}, address=${owner.address || "(not configured)"}`, {
-      task,
-      detail: { status: 400, owner_id: owner.id, owner_address: owner.address },
-    });
+    ownerRedirect(change.task, this.controller, this.view, this.settings);
   }
 
   /** After a task-changing API call: waits (up to 5 s) until the change is stored in Consul. */
@@ -141,38 +122,13 @@ export class SharedCluster {
   }
 
   /** Pins a task to a member (null removes the pin); the owners move when the pin is seen. */
-  async pin(task: string, member: string | null): Promise<void> {
-    if (!this.controller.view(task)) throw new CtsError("TASK_NOT_FOUND", "usage", `no task named '${task}'.`, { task });
-    const key = `${this.settings.tasksPrefix}${task}/pin`;
-    if (member === null) await this.kv.delete(key);
-    else {
-      if (!/^[A-Za-z0-9_.-]{1,128}$/.test(member)) throw new CtsError("TASK_INVALID", "usage", `'${member.slice(0, 60)}' is not a member id. Pin to an id from GET /v1/status/cluster.`, { task });
-      await this.kv.put(key, member);
-    }
-    this.log.info(`ha: task '${task}' ${member === null ? "unpinned" : `pinned to '${member}'`} through the API`, { task });
+  pin(task: string, member: string | null): Promise<void> {
+    return storePin(this.kv, this.settings, this.controller, this.log, task, member);
   }
 
   /** Members, their health and the tasks each one runs (read from Consul: any member answers alike). */
-  async clusterStatus(): Promise<SharedClusterStatus> {
-    const base = await buildClusterStatus(this.kv, this.settings);
-    const locks = await this.kv.list(this.settings.tasksPrefix);
-    const byMember: Record<string, string[]> = {};
-    const owned = new Set<string>();
-    for (const it of locks.data) {
-      if (!it.key.endsWith("/owner") || !it.session) continue;
-      const task = it.key.slice(this.settings.tasksPrefix.length, -"/owner".length);
-      try {
-        const id = (JSON.parse(it.value) as { id?: unknown }).id;
-        if (typeof id !== "string") continue;
-        (byMember[id] ??= []).push(task);
-        owned.add(task);
-      } catch {
-        /* an unreadable lock value names no owner */
-      }
-    }
-    for (const list of Object.values(byMember)) list.sort();
-    const unowned = this.controller.taskNames().filter((t) => !owned.has(t) && this.controller.view(t)?.enabled).sort();
-    return { ...base, mode: "shared", tasks_by_member: byMember, unowned };
+  clusterStatus(): Promise<SharedClusterStatus> {
+    return sharedClusterStatus(this.kv, this.settings, this.controller);
   }
 
   // ---- life cycle ---------------------------------------------------------------------------
@@ -345,34 +301,5 @@ export class SharedCluster {
       this.log.warn(`ha: reading the stored state failed: ${messageOf(err)}; using the last one seen`);
       return false;
     }
-  }
-
-  // ---- stored state -------------------------------------------------------------------------
-
-  /** Writes about a task are fenced with its owner lock (or, for a task created here that nobody owns yet, with this member's liveness lock). */
-  private fenceFor(task: string): string {
-    return this.controller.mine(task) ? this.ownerKey(task) : this.aliveKey;
-  }
-
-  private persistChange(change: TaskChange): void {
-    const p = this.settings.statePrefix;
-    const fence = this.fenceFor(change.task);
-    if (change.kind === "deleted") {
-      const tombstone: StoredTask = { name: change.task, origin: "config", enabled: false, deleted: true, updated_at: new Date().toISOString() };
-      this.writer.set(stateKeys.task(p, change.task), change.origin === "config" ? JSON.stringify(tombstone) : null, fence);
-      this.writer.set(stateKeys.events(p, change.task), null, fence);
-      this.schedule();
-      return;
-    }
-    const v = this.controller.view(change.task);
-    if (!v) return;
-    const record: StoredTask = { name: v.name, origin: v.origin, enabled: v.enabled, ...(v.spec ? { spec: v.spec } : {}), updated_at: new Date().toISOString() };
-    this.writer.set(stateKeys.task(p, change.task), JSON.stringify(record), fence);
-    if (change.kind === "created") this.schedule();
-  }
-
-  private persistEvent(event: TaskEvent): void {
-    if (!this.controller.mine(event.task_name)) return;
-    this.writer.set(stateKeys.events(this.settings.statePrefix, event.task_name), JSON.stringify(this.controller.events.list(event.task_name)), this.ownerKey(event.task_name));
   }
 }

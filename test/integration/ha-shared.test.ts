@@ -7,7 +7,8 @@ import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { tempDir, waitFor } from "../support/cts.ts";
 import { http } from "../support/api.ts";
 import { freePort } from "../support/ports.ts";
-import { startCtsProcess, writeHaConfig, type CtsProcess } from "../support/cts-process.ts";
+import { CTS_BIN, startCtsProcess, writeHaConfig, type CtsProcess } from "../support/cts-process.ts";
+import { execFile } from "node:child_process";
 
 // Shared mode with real cts processes, real Consul and real OpenTofu. Each task is an OwnerLog:
 // every real apply appends "<task> <member> start" and "… end" (one second apart) to one log, so
@@ -129,6 +130,17 @@ describe("shared mode: three cts processes share 24 tasks (real Consul, real Ope
       assert.equal(body.mode, "shared");
       assert.deepEqual(body.unowned, []);
       assert.deepEqual(body.members.map((m: any) => m.id), ["cts-a", "cts-b", "cts-c"]);
+    }
+  });
+
+  it("cts status --cluster lists the tasks by owner", async () => {
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, [CTS_BIN, "status", "--cluster", "--http-addr", urls.get("cts-c")!], (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))),
+    );
+    assert.match(out, /Cluster 'shared-test' \(shared mode/);
+    for (const id of ["cts-a", "cts-b", "cts-c"]) {
+      const mine = TASKS.filter((t) => owners.get(t) === id);
+      assert.match(out, new RegExp(`==> ${id}: ${mine.length} task\\(s\\)\\n  ${mine.join("\\n  ")}\\n`), out);
     }
   });
 
