@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { assign, loadOf, moved } from "../../src/ha/rendezvous.ts";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { tempDir, waitFor } from "../support/cts.ts";
-import { http } from "../support/api.ts";
+import { http, writeEchoModule } from "../support/api.ts";
 import { freePort } from "../support/ports.ts";
 import { CTS_BIN, startCtsProcess, writeHaConfig, type CtsProcess } from "../support/cts-process.ts";
 import { execFile } from "node:child_process";
@@ -53,6 +53,7 @@ describe("shared mode: three cts processes share 24 tasks (real Consul, real Ope
   const start = async (id: string) => {
     const port = await freePort();
     urls.set(id, `http://127.0.0.1:${port}`);
+    await writeEchoModule(join(tmp.dir, id));
     const file = await writeHaConfig(join(tmp.dir, id), {
       consulAddress: consul.address,
       id,
@@ -198,5 +199,23 @@ describe("shared mode: three cts processes share 24 tasks (real Consul, real Ope
     assert.equal(res.status, 200, res.text);
     await waitFor(async () => (await ownersSeenBy("cts-c")).owners.get(task) === "cts-d", 60_000, `${task} to move to cts-d`);
     await waitFor(async () => appliesOf(await read(log)).slice(before).some((a) => a.task === task && a.member === "cts-d"), 60_000, `cts-d to apply ${task}`);
+  });
+
+  it("a task created through any member's API is run by its owner, and every member lists it", async () => {
+    const members = ["cts-a", "cts-c", "cts-d"];
+    const echo = join(tmp.dir, "echo.txt");
+    const owner = assign([...TASKS, "api-echo"], members).get("api-echo")!;
+    const via = members.find((m) => m !== owner)!;
+    const task = { task: { name: "api-echo", module: "./modules/echo", condition: { services: { names: ["web"] } }, variables: { path: echo } } };
+    const res = await api(via, "POST", "/v1/tasks", task);
+    assert.equal(res.status, 201, res.text);
+    await waitFor(async () => (await read(echo)) === "hello web-1\n", 90_000, `${owner} to run the task created on ${via}`);
+    await waitFor(async () => (await ownersSeenBy(via)).owners.get("api-echo") === owner, 10_000, "the owner lock");
+    for (const id of members) await waitFor(async () => (await api(id, "GET", "/v1/tasks/api-echo")).status === 200, 10_000, `${id} to list api-echo`);
+    assert.match(procs.get(owner)!.logs(), /\[api-echo\]/, "the owner ran it");
+    for (const id of members.filter((m) => m !== owner)) assert.doesNotMatch(procs.get(id)!.logs(), /\[api-echo\]/, `${id} did not run it`);
+    const del = await api(owner, "DELETE", "/v1/tasks/api-echo");
+    assert.equal(del.status, 202, del.text);
+    for (const id of members) await waitFor(async () => (await api(id, "GET", "/v1/tasks/api-echo")).status === 404, 10_000, `${id} to forget api-echo`);
   });
 });
