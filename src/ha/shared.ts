@@ -257,10 +257,16 @@ export class SharedCluster {
     const tasks = this.controller.taskNames();
     const want = this.assign(tasks, this.view.healthyMembers(), this.view.pins());
     // Give away first: the new owner is waiting for exactly these locks.
-    for (const task of this.controller.ownedNames()) {
-      if (want.get(task) === id) continue;
-      await this.controller.disown(task, this.opts.stopGraceMs ?? 10_000);
-      await this.writer.flush(3_000);
+    const leaving = this.controller.ownedNames().filter((t) => want.get(t) !== id);
+    await Promise.all(
+      leaving.map(async (task) => {
+        await this.controller.disown(task, this.opts.stopGraceMs ?? 10_000);
+        // A run that outlives its cancellation keeps the lock: the new owner must not start beside it.
+        while (this.controller.view(task)?.running && this.session === session && !this.stopped) await sleep(250, this.stopping.signal);
+      }),
+    );
+    if (leaving.length) await this.writer.flush(3_000);
+    for (const task of leaving) {
       if (this.session !== session) return;
       if (this.controller.view(task)) await this.kv.release(this.ownerKey(task), session.id).catch((e) => this.log.warn(`ha: releasing task '${task}' failed: ${messageOf(e)}`));
       else await this.kv.delete(this.ownerKey(task)).catch(() => undefined);
