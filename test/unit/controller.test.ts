@@ -22,6 +22,8 @@ function fakeWatcher() {
   };
   return {
     watcher,
+    /** Open subscriptions (each a blocking query in a real watcher). */
+    open: () => listeners.length,
     set(instances: Array<{ id: string }>) {
       data = instances.map((i) => ({ ...i, name: "web", kind: "", address: "10.0.0.1", port: 80, meta: {}, tags: [], namespace: "", status: "passing", node: "n", nodeId: "", nodeAddress: "", nodeDatacenter: "", nodeTaggedAddresses: {}, nodeMeta: {}, ctsUserDefinedMeta: {} }));
       for (const l of [...listeners]) l.onChange();
@@ -94,7 +96,9 @@ describe("Controller in shared cluster mode", () => {
     w.set([{ id: "b" }]);
     await controller.idle();
     assert.deepEqual(d.applied, [], "data changes of a task it does not own start no run");
+    assert.equal(w.open(), 0, "and it opens no query for it");
     controller.own("members");
+    assert.equal(w.open(), 1, "owning it opens its query");
     await controller.idle();
     assert.deepEqual(d.applied, ["b 10.0.0.1:80\n"], "owning runs it once with the current data");
     w.set([{ id: "c" }]);
@@ -117,6 +121,7 @@ describe("Controller in shared cluster mode", () => {
     await gone;
     assert.equal(controller.view("members")!.running, false);
     assert.equal(controller.mine("members"), false);
+    assert.equal(w.open(), 0, "its query is closed");
     const before = d.applied.length;
     w.set([{ id: "z" }]);
     await controller.idle();
