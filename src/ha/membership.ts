@@ -109,6 +109,12 @@ export class ClusterView {
     return this.owners.get(task);
   }
 
+  /** Whether another member holds any owner lock (the cluster is already running tasks). */
+  othersOwn(self: string): boolean {
+    for (const o of this.owners.values()) if (o.id !== self) return true;
+    return false;
+  }
+
   /** Task → member pins. */
   pins(): ReadonlyMap<string, string> {
     return this.pinned;

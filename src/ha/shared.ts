@@ -242,9 +242,11 @@ export class SharedCluster {
     if (!session || !session.alive) return;
     const id = this.settings.id;
     // Members started together join within seconds of each other: wait until the membership is
-    // stable once, so the first runs happen where the tasks stay (no start-up moves).
+    // stable once, so the first runs happen where the tasks stay (no start-up moves). A member
+    // joining a cluster that already runs tasks does not wait.
     if (!this.settled) {
-      const left = this.settings.settleMs - this.view.stableFor();
+      // Joining a cluster that already runs tasks: the others count this member now, so take at once.
+      const left = this.view.othersOwn(id) ? 0 : this.settings.settleMs - this.view.stableFor();
       if (left > 0 || !this.view.healthyMembers().includes(id)) {
         if (this.settleTimer) clearTimeout(this.settleTimer);
         this.settleTimer = setTimeout(() => ((this.settleTimer = undefined), this.schedule()), Math.max(100, left));
