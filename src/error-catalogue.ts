@@ -71,6 +71,7 @@ export const ERROR_CATALOGUE = {
 
   // Runtime, API and CLI
   CTS_INTERNAL: { category: "internal", fix: "Report this as a bug with the log lines around it." },
+  CTS_NOT_OWNER: { category: "external", fix: "Nothing to fix: another member of the shared cluster runs this task; ask that member." },
   CTS_PAUSED: { category: "external", fix: "Nothing to fix: this instance is not the HA leader now; the leader runs the task." },
   CANCELLED: { category: "external", fix: "Nothing was changed; run the command again and confirm, or pass --auto-approve." },
   APPROVAL_REQUIRED: { category: "usage", fix: "Confirm at the prompt, or pass --auto-approve when no terminal is attached." },
@@ -89,6 +90,8 @@ export const ERROR_CATALOGUE = {
   // High availability
   HA_NOT_LEADER: { category: "usage", fix: "Send task changes to the leader (its address is in the answer and in GET /v1/status/cluster)." },
   HA_NO_LEADER: { category: "external", fix: "Wait for an election (about one session TTL), or start a member; GET /v1/status/cluster shows them." },
+  HA_NOT_OWNER: { category: "usage", fix: "Shared mode: send the change to the task's owner (named in the answer and in GET /v1/status/cluster)." },
+  HA_NO_OWNER: { category: "external", fix: "Shared mode: retry in a few seconds; a takeover takes up to twice the session TTL." },
   HA_SESSION_TTL: { category: "usage", fix: "Raise highAvailability.cluster.storage.sessionTtl to at least Consul's minimum (10s)." },
   HA_CONSUL_FAILED: { category: "external", fix: "The token needs key:write on the HA prefix and session:write on this node (README 'High availability')." },
   HA_CONSUL_TIMEOUT: { category: "external", fix: "Check the Consul agent's health; the member fences itself if renewals keep failing." },

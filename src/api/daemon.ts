@@ -19,6 +19,7 @@ export interface DaemonApiOptions {
   cluster?: ApiDeps["cluster"];
   beforeChange?: ApiDeps["beforeChange"];
   afterChange?: ApiDeps["afterChange"];
+  pin?: ApiDeps["pin"];
 }
 
 /** A health probe that asks Consul at most once per `ttlMs`; concurrent callers share one probe. */
@@ -56,6 +57,7 @@ export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined,
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
     ...(opts.beforeChange ? { beforeChange: opts.beforeChange } : {}),
     ...(opts.afterChange ? { afterChange: opts.afterChange } : {}),
+    ...(opts.pin ? { pin: opts.pin } : {}),
   }, {
     ...(config?.tls ? { tls: config.tls } : {}),
     ...(token ? { token } : {}),

@@ -26,7 +26,9 @@ export interface ApiDeps {
   /** `GET /v1/status/cluster`'s body (high availability); without it the route answers 405. */
   cluster?: () => Promise<Record<string, unknown>>;
   /** Called before every task-changing call; throws to refuse it (an HA follower's redirect error). */
-  beforeChange?: () => void | Promise<void>;
+  beforeChange?: (change: { method: string; task?: string }) => void | Promise<void>;
+  /** Shared cluster mode: `PATCH {"pin": "<member>"}` pins a task to a member (null unpins). */
+  pin?: (task: string, member: string | null) => Promise<void>;
   /** Awaited after every task-changing call, before answering (HA: the change is stored in Consul). */
   afterChange?: () => Promise<void>;
   /** `GET /metrics`: the Prometheus text (app.ts answers it; without it the route answers 404). */
@@ -219,9 +221,24 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
     }
   };
 
+  /** `PATCH {"pin": …}`: any member stores the pin; the owners move when every member sees it. */
+  async function pinTask(task: string, raw: Record<string, unknown>): Promise<Answer> {
+    const { pin, ...rest } = raw;
+    if (Object.keys(rest).length > 0) throw new ApiError(400, `send "pin" alone: {"pin":"<member id>"} moves the task to that member, {"pin":null} lets the cluster place it.`);
+    if (pin !== null && typeof pin !== "string") throw new ApiError(400, `"pin" must be a member id (see GET /v1/status/cluster) or null.`);
+    existing(task);
+    await guard(() => deps.pin!(task, pin));
+    return { status: 200, body: { task: { name: task, pin } } };
+  }
+
   return async (m, body) => {
     const changing = (m.route === "tasks" || m.route === "task") && m.method !== "GET";
-    if (deps.beforeChange && changing) await guard(async () => deps.beforeChange!());
+    if (deps.pin && m.route === "task" && m.method === "PATCH") {
+      const raw = await body();
+      if (raw !== null && typeof raw === "object" && !Array.isArray(raw) && "pin" in raw) return pinTask(m.task!, raw as Record<string, unknown>);
+      body = async () => raw;
+    }
+    if (deps.beforeChange && changing) await guard(async () => deps.beforeChange!({ method: m.method, ...(m.task ? { task: m.task } : {}) }));
     if (!changing || !deps.afterChange) return dispatch(m, body);
     try {
       return await dispatch(m, body);

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { ApiClient, type ApiBody } from "./api-client.ts";
+import { clusterText } from "./cluster-status.ts";
 import { printJson, table } from "./output.ts";
 import { apiOptions, clientFor } from "./task.ts";
 
@@ -8,6 +9,7 @@ interface StatusFlags {
   json?: boolean;
   events?: boolean;
   status?: string;
+  cluster?: boolean;
 }
 
 /** `cts status [task]`: the daemon's task summary and each task's status (and events). */
@@ -17,8 +19,14 @@ export function registerStatus(program: Command): void {
     .argument("[task]", "one task (default: all)")
     .option("--events", "include each task's recent events")
     .option("--status <status>", "only tasks with this status: successful, errored, critical or unknown")
+    .option("--cluster", "show the high-availability cluster: members, their health and (shared mode) the tasks each one runs")
     .action(async (name: string | undefined, flags: StatusFlags) => {
       const api = clientFor(flags);
+      if (flags.cluster) {
+        const { request_id: _, ...cluster } = await api.call("GET", "/v1/status/cluster");
+        if (flags.json) return printJson(cluster);
+        return void process.stdout.write(clusterText(cluster));
+      }
       const query = { include: flags.events ? "events" : undefined, status: flags.status };
       const [summary, tasks] = await Promise.all([
         api.call("GET", "/v1/status"),

@@ -88,7 +88,17 @@ export interface HaStorageConfig {
 /** High availability: one leader runs tasks, the others wait to take over (CTS's `high_availability`). */
 export interface HighAvailabilityConfig {
   /** The cluster this instance belongs to. */
-  cluster: { name: string; storage?: HaStorageConfig };
+  cluster: {
+    name: string;
+    storage?: HaStorageConfig;
+    /**
+     * "leader" (default): one leader runs every task, the others wait. "shared": every healthy
+     * member runs a share of the tasks, assigned by rendezvous hashing, each fenced by its own lock.
+     */
+    mode?: "leader" | "shared";
+    /** Shared mode: how long the membership must be unchanged before a starting member takes its first tasks (default: the session TTL). */
+    settle?: string | number;
+  };
   /** How other instances and clients reach this instance's API (default: the address the API listens on). */
   instance?: { address?: string };
 }

@@ -106,7 +106,7 @@ export class HighAvailability {
     this.kv = new HaKv(transport, this.settings.namespace);
     this.writer = new StateWriter(this.kv, this.settings.lockKey, this.log);
     this.mirror = new StateMirror(this.kv, this.settings.statePrefix, this.controller, this.log, {
-      applies: () => this.role === "follower",
+      applies: () => this.role === "follower" && this.controller.isPaused,
       onState: (state) => (this.lastState = state),
       onApiTasksChanged: () => void this.member.check(false),
     });

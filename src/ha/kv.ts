@@ -196,11 +196,18 @@ export class HaKv {
   }
 
   /** Instances of a service with a tag, with their checks (non-blocking). */
-  async healthService(service: string, tag: string): Promise<Array<{ Service: { ID: string; Address: string; Port: number; Tags: string[] | null }; Node: { Address: string }; Checks: Array<{ Status: string }> }>> {
+  async healthService(service: string, tag: string): Promise<Array<{ Service: { ID: string; Address: string; Port: number; Tags: string[] | null }; Node: { Address: string }; Checks: Array<{ Status: string; Output?: string }> }>> {
     const o = this.opts({});
     // Self-registrations live in the agent's namespace, not the HA storage namespace.
     const r = await this.transport.call(this.desc(`reading the health of '${service}'`), {}, o, (c, common) => c.health.service({ service, tag, ...common }), haError(o.timeoutMs!));
     return (r.data ?? []) as Awaited<ReturnType<HaKv["healthService"]>>;
+  }
+
+  /** Like healthService, as a blocking read: waits while the index is `index`. */
+  async healthServiceAt(service: string, tag: string, opts: { index?: bigint; signal?: AbortSignal } = {}): Promise<KvRead<Awaited<ReturnType<HaKv["healthService"]>>>> {
+    const o = this.opts(opts);
+    const r = await this.transport.call(this.desc(`watching the health of '${service}'`), {}, o, (c, common) => c.health.service({ service, tag, ...common }), haError(o.timeoutMs!));
+    return { data: (r.data ?? []) as Awaited<ReturnType<HaKv["healthService"]>>, index: r.index };
   }
 
   /** Closes the transport's sockets. */

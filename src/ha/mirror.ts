@@ -19,7 +19,7 @@ export class StateMirror {
     private readonly controller: HaControl,
     private readonly log: Logger,
     private readonly hooks: {
-      /** Whether a read may still be applied (this instance is a follower). */
+      /** Whether a read may still be applied (a paused follower, or a shared-mode member). */
       applies: () => boolean;
       /** Every state read (the compatibility check wants the API tasks). */
       onState: (state: StoredState) => void;
@@ -56,7 +56,7 @@ export class StateMirror {
     while (!signal.aborted) {
       try {
         const read = await this.kv.list(this.prefix, { index, signal });
-        if (signal.aborted || !this.hooks.applies() || !this.controller.isPaused) return;
+        if (signal.aborted || !this.hooks.applies()) return;
         if (read.index === index) continue;
         index = read.index < index ? 0n : read.index;
         failures = 0;

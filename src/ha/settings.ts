@@ -28,6 +28,14 @@ export interface HaSettings {
   statePrefix: string;
   /** KV prefix of the member records (with a trailing slash). */
   membersPrefix: string;
+  /** "leader" (one runs everything) or "shared" (every healthy member runs a share). */
+  mode: "leader" | "shared";
+  /** Shared mode: KV prefix of the per-task owner locks and pins (`<prefix><task>/owner`, `<prefix><task>/pin`). */
+  tasksPrefix: string;
+  /** Shared mode: how long the membership must be unchanged before a starting member takes its first tasks. */
+  settleMs: number;
+  /** Shared mode: KV prefix of the liveness locks (`<prefix><id>`, held by each member's session). */
+  alivePrefix: string;
   /** Session renewal period: half the TTL, so one lost renewal still leaves a retry before fencing. */
   renewIntervalMs: number;
   /** Retry period after a failed renewal. */
@@ -58,6 +66,13 @@ export function haProblems(config: Pick<CtsConfig, "id" | "highAvailability">): 
       field: "highAvailability.cluster.name",
       message: `${name === undefined ? "is missing" : `'${String(name).slice(0, 60)}' is not a valid cluster name`}. Name the cluster with letters, digits, '_', '.' and '-', e.g. cluster: { name: "cts-prod" }.`,
     });
+  const mode = ha.cluster?.mode;
+  if (mode !== undefined && mode !== "leader" && mode !== "shared")
+    problems.push({ field: "highAvailability.cluster.mode", message: `'${String(mode).slice(0, 60)}' is not a cluster mode. Use "leader" (one instance runs every task) or "shared" (every healthy instance runs a share).` });
+  if (ha.cluster?.settle !== undefined) {
+    const ms = parseDuration(ha.cluster.settle);
+    if (ms === undefined || ms > 10 * 60_000) problems.push({ field: "highAvailability.cluster.settle", message: `'${String(ha.cluster.settle)}' must be a duration between 0s and 10m, e.g. "15s".` });
+  }
   const st = ha.cluster?.storage ?? {};
   if (st.parentPath !== undefined && (typeof st.parentPath !== "string" || st.parentPath.replace(/^\/+|\/+$/g, "") === "" || /\s|\/\/|(^|\/)\.\.?(\/|$)/.test(st.parentPath)))
     problems.push({ field: "highAvailability.cluster.storage.parentPath", message: `'${String(st.parentPath)}' is not a usable KV prefix. Use e.g. "consul-terraform-sync/cts-prod".` });
@@ -99,6 +114,10 @@ export function resolveHaSettings(config: Pick<CtsConfig, "id" | "highAvailabili
     lockKey: `${parentPath}/leader`,
     statePrefix: `${parentPath}/state/`,
     membersPrefix: `${parentPath}/members/`,
+    mode: ha.cluster.mode ?? "leader",
+    settleMs: ha.cluster.settle !== undefined ? parseDuration(ha.cluster.settle)! : sessionTtlMs,
+    tasksPrefix: `${parentPath}/tasks/`,
+    alivePrefix: `${parentPath}/alive/`,
     renewIntervalMs,
     renewRetryMs: Math.max(100, Math.min(1000, Math.floor(sessionTtlMs / 10))),
     fenceAfterMs: sessionTtlMs,

@@ -9,7 +9,8 @@ import { TXN_MAX_OPS, type HaKv, type TxnOp } from "./kv.ts";
  * so a deposed leader that has not noticed yet cannot overwrite what the new leader stores.
  */
 export class StateWriter {
-  private readonly pending = new Map<string, string | null>();
+  /** Key → value (null deletes) and the lock key the write is fenced with. */
+  private readonly pending = new Map<string, { value: string | null; fence: string }>();
   private session: string | undefined;
   private running: Promise<void> | undefined;
   private readonly idleWaiters: Array<() => void> = [];
@@ -34,11 +35,14 @@ export class StateWriter {
     } else this.kick();
   }
 
-  /** Queues a write of `value` (null deletes the key). */
-  set(key: string, value: string | null): void {
+  /**
+   * Queues a write of `value` (null deletes the key), fenced with the leader lock or, in shared
+   * mode, with the lock `fence` (the task's owner lock): Consul refuses it once that lock is lost.
+   */
+  set(key: string, value: string | null, fence = this.lockKey): void {
     if (!this.session) return;
     this.pending.delete(key);
-    this.pending.set(key, value);
+    this.pending.set(key, { value, fence });
     this.kick();
   }
 
@@ -72,17 +76,22 @@ export class StateWriter {
     let delay = 250;
     while (this.pending.size > 0 && this.session) {
       const session = this.session;
-      const batch = [...this.pending].slice(0, TXN_MAX_OPS - 1);
+      // One transaction per lock: a lost task lock refuses only that task's writes.
+      const fence = this.pending.values().next().value!.fence;
+      const batch = [...this.pending].filter(([, w]) => w.fence === fence).slice(0, TXN_MAX_OPS - 1);
       for (const [k] of batch) this.pending.delete(k);
-      const ops: TxnOp[] = [{ verb: "check-session", key: this.lockKey, session }, ...batch.map(([key, value]): TxnOp => (value === null ? { verb: "delete", key } : { verb: "set", key, value }))];
+      const ops: TxnOp[] = [
+        { verb: "check-session", key: fence, session },
+        ...batch.map(([key, { value }]): TxnOp => (value === null ? { verb: "delete", key } : { verb: "set", key, value })),
+      ];
       try {
         if (await this.kv.txn(ops)) {
           delay = 250;
           continue;
         }
-        this.log.warn(`ha: this instance no longer holds the leader lock: ${batch.length} state write(s) refused by Consul (the new leader's state stands)`);
-        this.pending.clear();
-        return;
+        this.log.warn(`ha: this instance no longer holds the lock '${fence}': ${batch.length} state write(s) refused by Consul (the new holder's state stands)`);
+        for (const [k, w] of [...this.pending]) if (w.fence === fence) this.pending.delete(k);
+        continue;
       } catch (err) {
         // Put back what no newer write replaced, then retry while still leading.
         for (const [k, v] of batch.reverse()) if (!this.pending.has(k)) this.pending.set(k, v);

@@ -20,6 +20,8 @@ import { workingRoot } from "../synth/paths.ts";
 import { startDaemonApi } from "../api/daemon.ts";
 import { HighAvailability } from "../ha/high-availability.ts";
 import { haApiOptions } from "../ha/api.ts";
+import { SharedCluster } from "../ha/shared.ts";
+import { resolveHaSettings } from "../ha/settings.ts";
 import { consulConnectionFor, tokenFileFor } from "./consul-setup.ts";
 import { Controller } from "./controller.ts";
 import { defaultTerraformBinary } from "../doctor/executable.ts";
@@ -236,7 +238,7 @@ export interface DaemonOptions {
 /** A running daemon: the runtime, its API, and high availability when configured. */
 export interface Daemon {
   runtime: Runtime;
-  ha?: HighAvailability;
+  ha?: HighAvailability | SharedCluster;
   apiUrl: string;
   /** Leader first steps down and releases the lock (a follower takes over at once), then the API, then the runtime. */
   stop(): Promise<void>;
@@ -250,7 +252,14 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
   const { log } = opts;
   const runtime = createRuntime(loaded, { mode: "watch", ...(opts.bufferOff ? { bufferOff: true } : {}), log });
   // With high availability only the leader watches and runs tasks; the rest wait for the lock.
-  const ha = loaded.config.highAvailability ? new HighAvailability(runtime, loaded, { resetStorage: opts.resetStorage === true, metrics: runtime.metrics }) : undefined;
+  // Shared mode: every healthy member runs a share of the tasks (README "Shared mode").
+  const shared = loaded.config.highAvailability ? resolveHaSettings(loaded.config).mode === "shared" : false;
+  const ha = !loaded.config.highAvailability
+    ? undefined
+    : shared
+      ? new SharedCluster(runtime, loaded)
+      : new HighAvailability(runtime, loaded, { resetStorage: opts.resetStorage === true, metrics: runtime.metrics });
+  if (shared && opts.resetStorage) log.warn("--reset-storage is not supported in shared mode (delete the KV prefix with consul kv delete -recurse instead)");
   if (!ha && opts.resetStorage) log.warn("--reset-storage does nothing without highAvailability in the config");
   const api = await startDaemonApi(runtime, loaded.config.api, {
     ...(opts.apiAddress !== undefined ? { address: opts.apiAddress } : {}),

@@ -44,6 +44,8 @@ export class Controller implements TaskControl, HaControl, RunModes {
   private stopped = false;
   /** Paused (a high-availability follower): nothing watches, queued runs are dropped. */
   private paused = false;
+  /** Shared cluster mode: the tasks this instance holds the lock of (undefined: every task). */
+  private owned: Set<string> | undefined;
   /** Observers; the composition root forwards the parts' notices here. */
   hooks: ControllerHooks = {};
 
@@ -63,6 +65,7 @@ export class Controller implements TaskControl, HaControl, RunModes {
   /** A live, enabled entry, or the refusal its waiting callers get (the queue asks before each run). */
   runnable(name: string): TaskEntry | RunOutcome {
     if (this.paused) return refused(name, "paused");
+    if (!this.mine(name)) return refused(name, "elsewhere");
     const e = this.tasks.find(name);
     if (!e || e.deleting) return refused(name, "deleted");
     return e.enabled ? e : refused(name, "disabled");
@@ -100,8 +103,8 @@ export class Controller implements TaskControl, HaControl, RunModes {
   async watch(): Promise<void> {
     this.watching = true;
     this.parts.log.info("ctrl: executing all tasks once through");
-    for (const e of this.tasks.enabled()) this.triggers.start(e);
-    for (const e of this.tasks.enabled()) this.runs.enqueue(e.name);
+    for (const e of this.tasks.enabled()) if (this.mine(e.name)) this.triggers.start(e);
+    for (const e of this.tasks.enabled()) if (this.mine(e.name)) this.runs.enqueue(e.name);
   }
 
   /** Runs every enabled task once (no watching); resolves with each outcome. */
@@ -175,8 +178,8 @@ export class Controller implements TaskControl, HaControl, RunModes {
     if (e.enabled === enabled) return;
     e.enabled = enabled;
     if (enabled) {
-      if (this.watching) this.triggers.start(e);
-      if (opts.run !== false) this.runs.enqueue(name);
+      if (this.watching && this.mine(name)) this.triggers.start(e);
+      if (opts.run !== false && this.mine(name)) this.runs.enqueue(name);
     } else {
       this.triggers.stop(e);
       this.runs.drop(name);
@@ -187,7 +190,7 @@ export class Controller implements TaskControl, HaControl, RunModes {
   /** Adds a module task (from the API); validates it first. */
   addModuleTask(spec: ModuleTaskSpec): void {
     const e = this.tasks.create(spec);
-    if (this.watching && e.enabled) this.triggers.start(e);
+    if (this.watching && e.enabled && this.mine(e.name)) this.triggers.start(e);
     this.hooks.onTaskChange?.({ kind: "created", task: spec.name, origin: "api" });
   }
 
@@ -202,7 +205,7 @@ export class Controller implements TaskControl, HaControl, RunModes {
     this.runs.drop(name);
     await this.runs.queue.settled(name);
     this.tasks.swap(e, next);
-    if (this.watching && e.enabled) this.triggers.start(e);
+    if (this.watching && e.enabled && this.mine(name)) this.triggers.start(e);
     this.hooks.onTaskChange?.({ kind: "replaced", task: name, origin: "api" });
   }
 
@@ -226,7 +229,7 @@ export class Controller implements TaskControl, HaControl, RunModes {
       outcome = await this.runs.execute(e, "destroy");
       if (!outcome.ok) {
         e.deleting = false;
-        if (this.watching && e.enabled) this.triggers.start(e);
+        if (this.watching && e.enabled && this.mine(name)) this.triggers.start(e);
         throw outcome.error ?? new CtsError("TERRAFORM_FAILED", "external", "destroy failed", { task: name });
       }
     }
@@ -255,6 +258,8 @@ export class Controller implements TaskControl, HaControl, RunModes {
    */
   async pause(graceMs = 10_000): Promise<void> {
     this.paused = true;
+    // Shared mode: a paused instance owns nothing; it takes tasks again one lock at a time.
+    this.owned?.clear();
     this.watching = false;
     for (const e of this.tasks.all()) {
       this.triggers.stop(e);
@@ -276,10 +281,57 @@ export class Controller implements TaskControl, HaControl, RunModes {
     await this.watch();
   }
 
-  /** Makes tasks and events match a stored state, on a paused controller; runs nothing, calls no hook. */
+  /**
+   * Makes tasks and events match a stored state; runs nothing, calls no hook. A paused controller
+   * takes all of it; in shared mode the tasks this instance owns are left alone (it is their author).
+   */
   restore(tasks: Iterable<RestoredTask>, events: ReadonlyMap<string, TaskEvent[]>): string[] {
-    if (this.watching) throw new CtsError("CTS_INTERNAL", "internal", "restore() needs a paused controller");
-    return this.tasks.restore(tasks, events, this.events);
+    if (this.watching && !this.owned) throw new CtsError("CTS_INTERNAL", "internal", "restore() needs a paused controller");
+    return this.tasks.restore(tasks, events, this.events, this.owned);
+  }
+
+  // ---- shared cluster mode ------------------------------------------------------------------
+
+  /** Whether this instance may run `name` now (always, outside shared mode). */
+  mine(name: string): boolean {
+    return !this.owned || this.owned.has(name);
+  }
+
+  /** Shared mode: from now on only owned tasks watch and run; call before resume(). */
+  shareTasks(): void {
+    this.owned ??= new Set();
+  }
+
+  /** Names of the tasks this instance owns (shared mode), or every task. */
+  ownedNames(): string[] {
+    return this.owned ? [...this.owned] : this.taskNames();
+  }
+
+  /**
+   * Shared mode: this instance now holds the task's lock. Forgets the applied hash (the previous
+   * owner may have applied since), starts its triggers and runs it once.
+   */
+  own(name: string): void {
+    if (!this.owned || this.owned.has(name)) return;
+    this.owned.add(name);
+    const e = this.tasks.find(name);
+    if (!e || e.deleting || !e.enabled || !this.watching) return;
+    e.lastAppliedHash = undefined;
+    this.triggers.start(e);
+    this.runs.enqueue(name);
+  }
+
+  /** Shared mode: the task moves away. Stops its triggers, cancels its run and waits (up to `graceMs`) until it is not running. */
+  async disown(name: string, graceMs = 10_000): Promise<void> {
+    if (!this.owned?.delete(name)) return;
+    const e = this.tasks.find(name);
+    if (!e) return;
+    this.triggers.stop(e);
+    this.runs.drop(name);
+    e.abort?.abort();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.runs.queue.settled(name), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+    clearTimeout(timer);
   }
 
   // ---- internals ----------------------------------------------------------------------------

@@ -105,6 +105,16 @@ export interface HaControl {
   resume(): Promise<void>;
   restore(tasks: Iterable<RestoredTask>, events: ReadonlyMap<string, TaskEvent[]>): string[];
   setHooks(hooks: ControllerHooks): void;
+  /** Shared cluster mode: only owned tasks watch and run (call before resume). */
+  shareTasks(): void;
+  /** Shared mode: this instance holds the task's lock now; runs it once and watches it. */
+  own(name: string): void;
+  /** Shared mode: the task moved away; stops it and waits until it is not running. */
+  disown(name: string, graceMs?: number): Promise<void>;
+  /** Whether this instance may run the task now. */
+  mine(name: string): boolean;
+  /** The tasks this instance owns (every task outside shared mode). */
+  ownedNames(): string[];
   taskNames(): string[];
   view(name: string): TaskView | undefined;
   readonly events: EventStore;

@@ -127,7 +127,9 @@ export class TaskRuns {
 }
 
 /** The refusal for a run asked of a task that cannot run now. */
-export function refused(name: string, why: "paused" | "disabled" | "deleted"): RunOutcome {
+export function refused(name: string, why: "paused" | "elsewhere" | "disabled" | "deleted"): RunOutcome {
+  if (why === "elsewhere")
+    return { task: name, ok: false, outcome: "cancelled", error: new CtsError("CTS_NOT_OWNER", "external", "was not run: another member of the cluster owns this task (shared mode); ask that member.", { task: name }) };
   if (why === "paused")
     return { task: name, ok: false, outcome: "cancelled", error: new CtsError("CTS_PAUSED", "external", "was not run: this instance stopped running tasks (it is not the high-availability leader).", { task: name }) };
   if (why === "disabled") return { task: name, ok: false, outcome: "disabled", error: new CtsError("TASK_DISABLED", "usage", "is disabled. Enable it first.", { task: name }) };

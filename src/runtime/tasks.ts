@@ -100,10 +100,12 @@ export class TaskRegistry {
    * stored enabled flag or deleted, API tasks added, replaced or removed. Returns the stored tasks
    * that could not be restored.
    */
-  restore(tasks: Iterable<RestoredTask>, stored: ReadonlyMap<string, TaskEvent[]>, events: EventStore): string[] {
+  restore(tasks: Iterable<RestoredTask>, stored: ReadonlyMap<string, TaskEvent[]>, events: EventStore, keep?: ReadonlySet<string>): string[] {
     const problems: string[] = [];
-    const records = new Map([...tasks].map((t) => [t.name, t]));
+    // Tasks in `keep` are this instance's own (shared mode): their live state is the truth.
+    const records = new Map([...tasks].filter((t) => !keep?.has(t.name)).map((t) => [t.name, t]));
     for (const task of this.loaded.config.tasks) {
+      if (keep?.has(task.name)) continue;
       const rec = records.get(task.name);
       if (rec?.spec && !rec.deleted) continue;
       if (rec?.deleted) {
@@ -131,10 +133,12 @@ export class TaskRegistry {
       }
     }
     for (const e of this.all()) {
+      if (keep?.has(e.name)) continue;
       const rec = records.get(e.name);
       if (e.origin === "api" && (!rec?.spec || rec.deleted)) this.entries.delete(e.name);
     }
     for (const name of new Set([...this.entries.keys(), ...stored.keys(), ...events.names()])) {
+      if (keep?.has(name)) continue;
       const list = stored.get(name);
       if (list && this.entries.has(name)) events.restore(name, list);
       else events.delete(name);

@@ -136,6 +136,9 @@ export interface HaConfigOptions {
   tasks: string[];
   /** API port (0 = free port). */
   apiPort?: number;
+  /** Cluster mode and settle time (shared mode). */
+  mode?: "leader" | "shared";
+  settle?: string;
   /** More top-level fields as TypeScript text. */
   extra?: string;
 }
@@ -151,14 +154,14 @@ export async function writeHaConfig(dir: string, o: HaConfigOptions): Promise<st
     `import { defineConfig, ModuleTask, services } from ${JSON.stringify(PUBLIC_API)};
 void ModuleTask; void services;
 import { MemberList, SlowMembers } from ${JSON.stringify(FIXTURE_TASKS)};
-import { AppendMembers } from ${JSON.stringify(haTasks)};
-void MemberList; void SlowMembers; void AppendMembers;
+import { AppendMembers, OwnerLog } from ${JSON.stringify(haTasks)};
+void MemberList; void SlowMembers; void AppendMembers; void OwnerLog;
 export default defineConfig({
   id: ${JSON.stringify(o.id)},
   consul: { address: ${JSON.stringify(o.consulAddress)} },
   driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))} } },
   api: { port: ${o.apiPort ?? 0} },
-  highAvailability: { cluster: { name: ${JSON.stringify(o.cluster)}, storage: { sessionTtl: ${JSON.stringify(o.sessionTtl)} } } },
+  highAvailability: { cluster: { name: ${JSON.stringify(o.cluster)}, ${o.mode ? `mode: ${JSON.stringify(o.mode)}, ` : ""}${o.settle ? `settle: ${JSON.stringify(o.settle)}, ` : ""}storage: { sessionTtl: ${JSON.stringify(o.sessionTtl)} } } },
   ${o.extra ?? ""}
   tasks: [${o.tasks.join(", ")}],
 });

@@ -155,5 +155,39 @@ describe("the API's high-availability extension points", () => {
       await server.close();
     }
   });
-});
 
+  it("shared mode: tells beforeChange which task a call changes, and PATCH {pin} goes to the pin handler on any member", async () => {
+    const fake = fakeController();
+    const seen: unknown[] = [];
+    const pins: Array<[string, string | null]> = [];
+    const server = createApiServer({
+      controller: fake.ctrl,
+      log: createLogger({ level: "error" }),
+      beforeChange: (change) => {
+        seen.push(change);
+        throw new CtsError("HA_NOT_OWNER", "usage", "this instance does not run task 'web'. Redirect the request to its owner: id=b", { detail: { status: 400 } });
+      },
+      pin: async (task, member) => {
+        pins.push([task, member]);
+      },
+    });
+    const { url } = await server.listen(0);
+    try {
+      const refused = await http(url, "DELETE", "/v1/tasks/web");
+      assert.equal(refused.status, 400);
+      assert.deepEqual(seen, [{ method: "DELETE", task: "web" }]);
+      const pinned = await http(url, "PATCH", "/v1/tasks/web", { pin: "cts-b" });
+      assert.equal(pinned.status, 200, pinned.text);
+      assert.deepEqual(pinned.body.task, { name: "web", pin: "cts-b" });
+      assert.equal((await http(url, "PATCH", "/v1/tasks/web", { pin: null })).status, 200);
+      assert.deepEqual(pins, [["web", "cts-b"], ["web", null]]);
+      const mixed = await http(url, "PATCH", "/v1/tasks/web", { pin: "cts-b", enabled: false });
+      assert.equal(mixed.status, 400);
+      assert.match(mixed.body.error.message, /send "pin" alone/);
+      assert.equal((await http(url, "PATCH", "/v1/tasks/nope", { pin: "cts-b" })).status, 404);
+      assert.equal((await http(url, "PATCH", "/v1/tasks/web", { pin: 3 })).status, 400);
+    } finally {
+      await server.close();
+    }
+  });
+});

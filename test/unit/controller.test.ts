@@ -22,6 +22,8 @@ function fakeWatcher() {
   };
   return {
     watcher,
+    /** Open subscriptions (each a blocking query in a real watcher). */
+    open: () => listeners.length,
     set(instances: Array<{ id: string }>) {
       data = instances.map((i) => ({ ...i, name: "web", kind: "", address: "10.0.0.1", port: 80, meta: {}, tags: [], namespace: "", status: "passing", node: "n", nodeId: "", nodeAddress: "", nodeDatacenter: "", nodeTaggedAddresses: {}, nodeMeta: {}, ctsUserDefinedMeta: {} }));
       for (const l of [...listeners]) l.onChange();
@@ -80,6 +82,67 @@ function setup() {
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 20));
+
+describe("Controller in shared cluster mode", () => {
+  it("watches and runs only the tasks it owns; a task it does not own is refused", async () => {
+    const { controller, w, d } = setup();
+    controller.shareTasks();
+    w.set([{ id: "a" }]);
+    await controller.watch();
+    await controller.idle();
+    assert.deepEqual(d.applied, [], "owns nothing yet: runs nothing");
+    const r = await controller.runNow("members");
+    assert.equal(r.error!.code, "CTS_NOT_OWNER");
+    w.set([{ id: "b" }]);
+    await controller.idle();
+    assert.deepEqual(d.applied, [], "data changes of a task it does not own start no run");
+    assert.equal(w.open(), 0, "and it opens no query for it");
+    controller.own("members");
+    assert.equal(w.open(), 1, "owning it opens its query");
+    await controller.idle();
+    assert.deepEqual(d.applied, ["b 10.0.0.1:80\n"], "owning runs it once with the current data");
+    w.set([{ id: "c" }]);
+    await controller.idle();
+    assert.equal(d.applied.length, 2, "and watches it");
+    await controller.stop(100);
+  });
+
+  it("disown cancels the task's run and waits until it is not running; its data no longer triggers", async () => {
+    const { controller, w, d } = setup();
+    controller.shareTasks();
+    w.set([{ id: "a" }]);
+    await controller.watch();
+    const release = d.hold();
+    controller.own("members");
+    await tick();
+    assert.equal(controller.view("members")!.running, true);
+    const gone = controller.disown("members", 5_000);
+    release();
+    await gone;
+    assert.equal(controller.view("members")!.running, false);
+    assert.equal(controller.mine("members"), false);
+    assert.equal(w.open(), 0, "its query is closed");
+    const before = d.applied.length;
+    w.set([{ id: "z" }]);
+    await controller.idle();
+    assert.equal(d.applied.length, before);
+    await controller.stop(100);
+  });
+
+  it("a pause (lost session) drops every owned task at once", async () => {
+    const { controller, w } = setup();
+    controller.shareTasks();
+    w.set([{ id: "a" }]);
+    await controller.watch();
+    controller.own("members");
+    await controller.idle();
+    await controller.pause(100);
+    assert.deepEqual(controller.ownedNames(), []);
+    await controller.resume();
+    assert.equal(controller.mine("members"), false, "resuming takes nothing back: locks are acquired again one by one");
+    await controller.stop(100);
+  });
+});
 
 describe("Controller", () => {
   it("collapses three changes during a run into exactly one more run with the latest data", async () => {

@@ -132,4 +132,20 @@ describe("the state writer", () => {
     assert.equal(await w.flush(5_000), true);
     assert.equal(txns.length, 3);
   });
+
+  it("shared mode: writes go in one transaction per lock, and a lost task lock refuses only that task's writes", async () => {
+    const { kv, txns } = fakeTxn(async (ops) => ops[0]!.key !== "p/tasks/a/owner");
+    const w = new StateWriter(kv, "p/alive/m", log);
+    w.setSession("s-1");
+    w.set("p/state/events/a", "A1", "p/tasks/a/owner");
+    w.set("p/state/events/b", "B1", "p/tasks/b/owner");
+    w.set("p/state/tasks/c", "C1");
+    assert.equal(await w.flush(1_000), true);
+    const fences = txns.map((ops) => [ops[0]!.key, ops.slice(1).map((o) => o.key)]);
+    assert.deepEqual(fences, [
+      ["p/tasks/a/owner", ["p/state/events/a"]],
+      ["p/tasks/b/owner", ["p/state/events/b"]],
+      ["p/alive/m", ["p/state/tasks/c"]],
+    ]);
+  });
 });

@@ -60,6 +60,20 @@ describe("high-availability settings", () => {
     );
   });
 
+  it("shared mode: keys under the parent path, settle defaulting to the session TTL; a bad mode or settle is named", () => {
+    const s = resolveHaSettings({ id: "cts-a", highAvailability: { cluster: { name: "c", mode: "shared", storage: { sessionTtl: "5s" } } } });
+    assert.equal(s.mode, "shared");
+    assert.equal(s.settleMs, 5_000);
+    assert.equal(s.tasksPrefix, "consul-terraform-sync/c/tasks/");
+    assert.equal(s.alivePrefix, "consul-terraform-sync/c/alive/");
+    assert.equal(resolveHaSettings({ highAvailability: { cluster: { name: "c" } } }).mode, "leader");
+    const bad = { highAvailability: { cluster: { name: "c", mode: "spread", settle: "soon" } }, tasks: [] } as unknown as CtsConfig;
+    assert.throws(
+      () => validateConfig(bad, "/x/cts.config.ts"),
+      (e: Error) => /highAvailability\.cluster\.mode 'spread' is not a cluster mode\. Use "leader"/.test(e.message) && /highAvailability\.cluster\.settle 'soon' must be a duration/.test(e.message),
+    );
+  });
+
   it("leaves configs without high availability alone (any id)", () => {
     assert.doesNotThrow(() => validateConfig({ id: "any id at all", tasks: [] } as CtsConfig, "/x/cts.config.ts"));
   });
