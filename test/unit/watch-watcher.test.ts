@@ -138,6 +138,9 @@ describe("createWatcher", () => {
     consul.register("web", "web-2");
     await until(() => a.changes === 1 && b.changes === 1);
     assert.deepEqual(ids(subB.current()), ["web/web-1", "web/web-2"]);
+    // The view sends its next blocking query after delivering the change; on a busy machine that
+    // can come a little later, so wait for it, then check that it is the only one.
+    await until(() => consul.inFlight >= 1);
     assert.equal(consul.inFlight, 1, "one blocking query for both subscribers");
 
     subA.close();
@@ -212,7 +215,8 @@ describe("createWatcher", () => {
     const started = Date.now();
     consul.register("web-b", "b1");
     await until(() => ids(sub.current()).includes("web-b/b1"));
-    assert.ok(Date.now() - started < 500, "picked up without a CTS-style 10 s sleep");
+    // Only the absence of CTS's 10 s sleep is asserted (speed lives in the benchmark).
+    assert.ok(Date.now() - started < 8_000, "picked up without a CTS-style 10 s sleep");
     assert.equal(l.changes, 1);
     assert.equal(watcher.viewCount(), 3);
 
