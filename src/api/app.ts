@@ -23,7 +23,7 @@ export interface ApiAppOptions extends BrowserGuardOptions {
 type Env = { Bindings: Partial<HttpBindings>; Variables: { requestId: string; match: Match } };
 
 // CTS puts request_id in the body of task routes; status and health keep their exact CTS shapes.
-const BODY_REQUEST_ID = new Set<RouteName>(["tasks", "task", "status-cluster"]);
+const BODY_REQUEST_ID = new Set<RouteName>(["tasks", "task", "task-drift", "status-cluster"]);
 
 /** Answers JSON (known secrets scrubbed: defence in depth behind the driver's redaction). */
 function json(c: Context<Env>, status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -100,6 +100,7 @@ export function createApiApp(deps: ApiDeps, opts: ApiAppOptions = {}): Hono<Env>
   app.get("/v1/tasks/:name", serve);
   app.patch("/v1/tasks/:name", serve);
   app.delete("/v1/tasks/:name", serve);
+  app.post("/v1/tasks/:name/drift", serve);
 
   // route() has already answered every path and method; this is only reached for a Hono/route() mismatch.
   app.notFound((c) => json(c, 404, { error: { message: `no route for '${c.req.path.slice(0, 200)}'.` }, request_id: c.get("requestId") }));

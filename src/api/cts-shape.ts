@@ -1,6 +1,7 @@
 import { formatDuration, parseDuration } from "../config/duration.ts";
 import type { TaskView } from "../runtime/controller.ts";
 import type { TaskEvent, TaskStatus } from "../runtime/events.ts";
+import type { DriftState } from "../runtime/drift.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 
@@ -28,6 +29,40 @@ export interface CtsTaskStatus {
   enabled: boolean;
   events_url: string;
   events?: TaskEvent[];
+  /** Beyond CTS, only for tasks with drift checks (or checked on demand): settings and the last finding. */
+  drift?: CtsDriftStatus;
+}
+
+/** A task's drift status as the API shows it. */
+export interface CtsDriftStatus {
+  /** Whether checks run on a timer. */
+  enabled: boolean;
+  /** The interval ("30m"), empty when off. */
+  every: string;
+  correct: boolean;
+  /** The last check's finding, or "unchecked". */
+  status: DriftState | "unchecked";
+  checked_at?: string;
+  changes?: { add: number; change: number; destroy: number };
+  applied?: { add: number; change: number; destroy: number };
+  error?: string;
+}
+
+/** A task view's drift status in the API's shape (undefined when it has none). */
+export function driftToCts(v: TaskView): CtsDriftStatus | undefined {
+  const d = v.drift;
+  if (!d) return undefined;
+  const last = d.last;
+  return {
+    enabled: d.enabled,
+    every: d.enabled ? formatDuration(d.everyMs) : "",
+    correct: d.correct,
+    status: last?.state ?? "unchecked",
+    ...(last ? { checked_at: last.checkedAt } : {}),
+    ...(last?.changes ? { changes: last.changes } : {}),
+    ...(last?.applied ? { applied: last.applied } : {}),
+    ...(last?.error ? { error: last.error } : {}),
+  };
 }
 
 /** How the module field shows a task class (it has no module; this cannot be mistaken for one). */
@@ -137,6 +172,7 @@ export function taskStatus(v: TaskView, events: TaskEvent[], includeEvents: bool
     enabled: v.enabled,
     events_url: events.length ? `/v1/status/tasks/${encodeURIComponent(v.name)}?include=events` : "",
     ...(includeEvents ? { events } : {}),
+    ...(v.drift ? { drift: driftToCts(v)! } : {}),
   };
 }
 

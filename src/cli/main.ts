@@ -3,6 +3,7 @@ import { Command, CommanderError } from "commander";
 import { CtsError } from "../errors.ts";
 import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";
+import { registerDrift } from "./drift.ts";
 import { say } from "./output.ts";
 import { VERSION } from "../version.ts";
 import { doctorHint } from "../doctor/check.ts";
@@ -14,9 +15,9 @@ const program = new Command()
   .showHelpAfterError()
   .exitOverride();
 
-// `cts task` and `cts status` only talk HTTP to a daemon: they skip loading the runtime, whose
+// `cts task`, `cts status` and `cts drift` only talk HTTP to a daemon: they skip loading the runtime, whose
 // cdktf import alone costs seconds of CPU on every call.
-if (!["task", "status"].includes(process.argv[2] ?? "")) {
+if (!["task", "status", "drift"].includes(process.argv[2] ?? "")) {
   const [{ registerSynth }, { registerInit }, { registerRun }, { registerDoctor }] = await Promise.all([
     import("./synth.ts"),
     import("./init.ts"),
@@ -30,6 +31,7 @@ if (!["task", "status"].includes(process.argv[2] ?? "")) {
 }
 registerTask(program);
 registerStatus(program);
+registerDrift(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -24,7 +24,7 @@ import { defaultTerraformBinary } from "../doctor/executable.ts";
 import { Activity, EventStore } from "./events.ts";
 import type { Runtime } from "./interfaces.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.ts";
-import { runAttempt, type RunDriver } from "./run.ts";
+import { driftAttempt, runAttempt, type RunDriver } from "./run.ts";
 import { TaskRuns } from "./runs.ts";
 import { taskInputSource } from "./task-input.ts";
 import { TaskRegistry } from "./tasks.ts";
@@ -73,6 +73,7 @@ export function createController(deps: ControllerDeps): Controller {
   const runs = new TaskRuns({
     runnable: (name) => controller.runnable(name),
     attempt: (e, mode, signal) => runAttempt(runDeps, e, mode, signal),
+    driftAttempt: (e, signal) => driftAttempt(runDeps, e, triggers.driftFor(e).correct, signal),
     policy,
     concurrency: loaded.config.concurrency ?? 4,
     log,
@@ -86,6 +87,8 @@ export function createController(deps: ControllerDeps): Controller {
     globalBuffer: loaded.config.bufferPeriod,
     ...(deps.bufferOff ? { bufferOff: true } : {}),
     enqueue: (name) => runs.enqueue(name),
+    globalDrift: loaded.config.driftCheck,
+    checkDrift: (name) => void runs.requestDrift(name),
     active: () => controller.active,
     changed: (name) => activity.changed(name),
     fatal: (name, err) => controller.watchFailed(name, err),

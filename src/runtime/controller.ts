@@ -3,7 +3,7 @@ import { rm } from "node:fs/promises";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
-import { Activity, EventStore, makeEvent, type TaskEvent } from "./events.ts";
+import { Activity, EventStore, makeEvent, type RunActivity, type TaskEvent } from "./events.ts";
 import type { ControllerHooks, HaControl, RestoredTask, RunModes, RunOutcome, TaskControl, TaskView } from "./interfaces.ts";
 import type { RunMode } from "./run.ts";
 import { refused, type TaskRuns } from "./runs.ts";
@@ -89,7 +89,31 @@ export class Controller implements TaskControl, HaControl, RunModes {
   view(name: string): TaskView | undefined {
     const e = this.tasks.find(name);
     if (!e) return undefined;
-    return this.tasks.view(name, { status: this.events.status(name), running: this.runs.queue.isRunning(name), bufferPeriod: this.triggers.bufferFor(e) });
+    const drift = this.triggers.driftFor(e);
+    return this.tasks.view(name, {
+      status: this.events.status(name),
+      running: this.runs.queue.isRunning(name),
+      bufferPeriod: this.triggers.bufferFor(e),
+      ...(drift.enabled || e.lastDrift ? { drift: { ...drift, ...(e.lastDrift ? { last: e.lastDrift } : {}) } } : {}),
+    });
+  }
+
+  /** Calls `listener` when a run or drift check starts or ends; returns the unsubscribe function. */
+  onActivity(listener: (a: RunActivity) => void): () => void {
+    this.activity.on("activity", listener);
+    return () => void this.activity.off("activity", listener);
+  }
+
+  /** Drift checks finished so far (tests wait on the "drift" activity instead of sleeping). */
+  whenDriftChecked(task: string): Promise<void> {
+    return new Promise((resolve) => {
+      const on = (t: string) => {
+        if (t !== task) return;
+        this.activity.off("drift", on);
+        resolve();
+      };
+      this.activity.on("drift", on);
+    });
   }
 
   // ---- modes (CLI) --------------------------------------------------------------------------
@@ -160,6 +184,13 @@ export class Controller implements TaskControl, HaControl, RunModes {
   runNow(name: string): Promise<RunOutcome> {
     this.tasks.get(name);
     return this.runs.request(name);
+  }
+
+  /** Checks one task for drift now, in its queue slot (`cts drift`, the API, the timer). */
+  checkDrift(name: string): Promise<RunOutcome> {
+    const e = this.tasks.get(name);
+    if (!e.enabled) return Promise.resolve(refused(name, "disabled"));
+    return this.runs.requestDrift(name);
   }
 
   /** Plans one task. */

@@ -54,6 +54,8 @@ function fakeController() {
       return undefined;
     },
     replaceModuleTask: async (n) => (calls.push(`replace ${n}`), undefined as never),
+    checkDrift: async (n) => (calls.push(`drift ${n}`), { ...ok(n, "drift"), drift: { state: "drifted", checkedAt: "2026-01-01T00:00:00.000Z", changes: { add: 1, change: 0, destroy: 0 } } }),
+    onActivity: () => () => undefined,
   };
   return { ctrl, calls, views, view };
 }
