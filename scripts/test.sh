@@ -20,6 +20,9 @@ else
   echo "[test] preparing real Consul and OpenTofu (scripts/tools.sh)"
   eval "$(bash scripts/tools.sh --env)"
   export CTS_TOFU_BIN CTS_CONSUL_BIN CTS_TERRAFORM_BIN CTS_TF_CLI_CONFIG
+  echo "[test] preparing headless Chromium for the dashboard test (scripts/browser.sh)"
+  eval "$(bash scripts/browser.sh --env)"
+  export CTS_CHROMIUM_BIN
   # Each test process gets its own empty plugin cache (test/support/tools.ts), never the one in
   # the tools cache's CLI config: Terraform's plugin cache is not safe across processes.
   files+=(test/integration/*.test.ts test/faults/*.test.ts)
