@@ -85,6 +85,30 @@ describe("the API server (fake controller)", () => {
     assert.deepEqual(Object.keys(b.body).sort(), ["error", "request_id"]);
   });
 
+  it("serves the dashboard page, its state and the drift route to the fake controller", async () => {
+    const page = await http(url, "GET", "/ui/");
+    assert.equal(page.status, 200);
+    assert.match(String(page.headers["content-type"]), /text\/html/);
+    assert.match(page.text, /<script src="\/ui\/app.js" defer><\/script>/);
+    assert.doesNotMatch(page.text, /https?:\/\//, "no address outside this API");
+    const js = await http(url, "GET", "/ui/app.js");
+    assert.equal(js.status, 200);
+    assert.match(String(js.headers["content-type"]), /javascript/);
+    const state = await http(url, "GET", "/ui/state");
+    assert.equal(state.status, 200);
+    assert.equal(state.body.token_required, false);
+    assert.equal(state.body.cluster, null);
+    const web = state.body.tasks.find((t: { name: string }) => t.name === "web");
+    assert.deepEqual(web.sources, [{ kind: "service", name: "web", role: "condition" }]);
+    assert.equal(web.events.length, 1);
+    assert.equal((await http(url, "GET", "/ui/nothing")).status, 404);
+    const drift = await http(url, "POST", "/v1/tasks/web/drift", {});
+    assert.equal(drift.status, 200, drift.text);
+    assert.deepEqual(drift.body.drift.changes, { add: 1, change: 0, destroy: 0 });
+    assert.equal(drift.body.drift.status, "drifted");
+    assert.equal((await http(url, "GET", "/v1/tasks/web/drift")).status, 405);
+  });
+
   it("refuses a body over the limit with 413, declared or streamed, and stays usable", async () => {
     const big = JSON.stringify({ task: { name: "x", description: "y".repeat(2000) } });
     assert.equal((await http(url, "POST", "/v1/tasks", big)).status, 413);
