@@ -109,6 +109,22 @@ describe("the API server (fake controller)", () => {
     assert.equal((await http(url, "GET", "/v1/tasks/web/drift")).status, 405);
   });
 
+  it("shows the HA cluster on the dashboard and says when changes need the token", async () => {
+    const cluster = { cluster_name: "c1", leader: { id: "cts-a", address: "http://10.0.0.1:8558" }, members: [{ id: "cts-a", leader: true, healthy: true }] };
+    const ha = createApiServer({ controller: fake.ctrl, log: createLogger({ level: "error" }), cluster: async () => cluster }, { token: "t0ken" });
+    const haUrl = (await ha.listen(0)).url;
+    try {
+      const state = await http(haUrl, "GET", "/ui/state");
+      assert.equal(state.status, 200, "reads need no token");
+      assert.equal(state.body.token_required, true);
+      assert.deepEqual(state.body.cluster, cluster);
+      assert.equal((await http(haUrl, "POST", "/v1/tasks/web/drift", {})).status, 401);
+      assert.equal((await http(haUrl, "POST", "/v1/tasks/web/drift", {}, { authorization: "Bearer t0ken" })).status, 200);
+    } finally {
+      await ha.close();
+    }
+  });
+
   it("refuses a body over the limit with 413, declared or streamed, and stays usable", async () => {
     const big = JSON.stringify({ task: { name: "x", description: "y".repeat(2000) } });
     assert.equal((await http(url, "POST", "/v1/tasks", big)).status, 413);
