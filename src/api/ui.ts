@@ -98,8 +98,8 @@ export function mountUi(app: Hono<any>, deps: UiDeps): { close(): void } {
     return c.body(JSON.stringify(knownSecrets.redactDeep(body)), 200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
   });
 
-  app.get("/ui/events", (c) =>
-    streamSSE(c, async (stream) => {
+  app.get("/ui/events", (c) => {
+    const res = streamSSE(c, async (stream) => {
       const send = (event: string, data: unknown) => void stream.writeSSE({ event, data: JSON.stringify(data) }).catch(() => undefined);
       await new Promise<void>((resolve) => {
         const off = ctrl.onActivity((a) => send(a.type === "start" ? "run-start" : "run-end", a));
@@ -115,8 +115,12 @@ export function mountUi(app: Hono<any>, deps: UiDeps): { close(): void } {
         stream.onAbort(end);
         send("hello", {});
       });
-    }),
-  );
+    });
+    // One stream per connection: when it ends (the server stops), the socket goes too, instead of
+    // idling in keep-alive and holding the server's close for its grace period.
+    res.headers.set("connection", "close");
+    return res;
+  });
 
   return {
     // Open event streams would hold the server's close for its whole grace period.

@@ -109,6 +109,29 @@ describe("the API server (fake controller)", () => {
     assert.equal((await http(url, "GET", "/v1/tasks/web/drift")).status, 405);
   });
 
+  it("streams run activity as server-sent events and ends the stream when the server closes", async () => {
+    let emit!: (a: { type: "start" | "end"; task: string; kind: "run" }) => void;
+    const live = createApiServer({ controller: { ...fake.ctrl, onActivity: (l) => ((emit = l), () => undefined) }, log: createLogger({ level: "error" }) });
+    const liveUrl = (await live.listen(0)).url;
+    const { get } = await import("node:http");
+    let text = "";
+    const ended = new Promise<void>((resolve) => {
+      get(`${liveUrl}/ui/events`, (res) => {
+        assert.equal(res.headers["content-type"], "text/event-stream");
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => {
+          text += d;
+          if (text.includes("event: hello") && !text.includes("run-start")) emit({ type: "start", task: "web", kind: "run" });
+        });
+        res.on("end", () => resolve());
+      });
+    });
+    while (!text.includes("event: run-start")) await new Promise((r) => setTimeout(r, 10));
+    assert.match(text, /event: run-start\ndata: \{"type":"start","task":"web","kind":"run"\}/);
+    await live.close();
+    await ended;
+  });
+
   it("shows the HA cluster on the dashboard and says when changes need the token", async () => {
     const cluster = { cluster_name: "c1", leader: { id: "cts-a", address: "http://10.0.0.1:8558" }, members: [{ id: "cts-a", leader: true, healthy: true }] };
     const ha = createApiServer({ controller: fake.ctrl, log: createLogger({ level: "error" }), cluster: async () => cluster }, { token: "t0ken" });
