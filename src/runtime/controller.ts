@@ -89,31 +89,15 @@ export class Controller implements TaskControl, HaControl, RunModes {
   view(name: string): TaskView | undefined {
     const e = this.tasks.find(name);
     if (!e) return undefined;
-    const drift = this.triggers.driftFor(e);
-    return this.tasks.view(name, {
-      status: this.events.status(name),
-      running: this.runs.queue.isRunning(name),
-      bufferPeriod: this.triggers.bufferFor(e),
-      ...(drift.enabled || e.lastDrift ? { drift: { ...drift, ...(e.lastDrift ? { last: e.lastDrift } : {}) } } : {}),
-    });
+    const d = this.triggers.driftFor(e);
+    const drift = d.enabled || e.lastDrift ? { drift: { ...d, ...(e.lastDrift ? { last: e.lastDrift } : {}) } } : {};
+    return this.tasks.view(name, { status: this.events.status(name), running: this.runs.queue.isRunning(name), bufferPeriod: this.triggers.bufferFor(e), ...drift });
   }
 
   /** Calls `listener` when a run or drift check starts or ends; returns the unsubscribe function. */
   onActivity(listener: (a: RunActivity) => void): () => void {
     this.activity.on("activity", listener);
     return () => void this.activity.off("activity", listener);
-  }
-
-  /** Drift checks finished so far (tests wait on the "drift" activity instead of sleeping). */
-  whenDriftChecked(task: string): Promise<void> {
-    return new Promise((resolve) => {
-      const on = (t: string) => {
-        if (t !== task) return;
-        this.activity.off("drift", on);
-        resolve();
-      };
-      this.activity.on("drift", on);
-    });
   }
 
   // ---- modes (CLI) --------------------------------------------------------------------------
@@ -188,9 +172,7 @@ export class Controller implements TaskControl, HaControl, RunModes {
 
   /** Checks one task for drift now, in its queue slot (`cts drift`, the API, the timer). */
   checkDrift(name: string): Promise<RunOutcome> {
-    const e = this.tasks.get(name);
-    if (!e.enabled) return Promise.resolve(refused(name, "disabled"));
-    return this.runs.requestDrift(name);
+    return this.tasks.get(name).enabled ? this.runs.requestDrift(name) : Promise.resolve(refused(name, "disabled"));
   }
 
   /** Plans one task. */
