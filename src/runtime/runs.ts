@@ -106,6 +106,8 @@ export class TaskRuns {
     const outcome = await this.attempts(e, mode, abort.signal);
     if (mode !== "plan") {
       if (e.abort === abort) e.abort = undefined;
+      // An apply makes the infrastructure match again: the last drift finding no longer holds.
+      if (outcome.ok && outcome.outcome === "applied") e.lastDrift = undefined;
       this.deps.record(eventOf(e, start, outcome));
       if (outcome.ok) this.deps.log.info(`task '${e.name}': ${outcome.outcome}`, { task: e.name, ...(outcome.result?.summary ?? {}) });
       else this.deps.log.error(`task '${e.name}': ${outcome.error?.message ?? outcome.outcome}`, { task: e.name });

@@ -120,6 +120,9 @@ describe("drift checks in the runtime (fake driver)", () => {
     assert.deepEqual(event.changes, { add: 1, change: 0, destroy: 0 });
     assert.deepEqual(event.drift, { corrected: false });
     assert.equal(controller.view("members")!.drift!.last!.state, "drifted");
+    w.set(["b"]);
+    await controller.idle();
+    assert.equal(controller.view("members")!.drift!.last, undefined, "an apply voids the finding until the next check");
     await controller.stop(100);
   });
 
