@@ -20,6 +20,11 @@ else
   echo "[test] preparing real Consul and OpenTofu (scripts/tools.sh)"
   eval "$(bash scripts/tools.sh --env)"
   export CTS_TOFU_BIN CTS_CONSUL_BIN CTS_TERRAFORM_BIN CTS_TF_CLI_CONFIG
+  echo "[test] preparing headless Chromium for the dashboard test (scripts/browser.sh)"
+  # An assignment, not eval "$(…)": set -e stops here when the browser cannot be installed.
+  browser_env="$(bash scripts/browser.sh --env)"
+  eval "$browser_env"
+  export CTS_CHROMIUM_BIN
   # Each test process gets its own empty plugin cache (test/support/tools.ts), never the one in
   # the tools cache's CLI config: Terraform's plugin cache is not safe across processes.
   files+=(test/integration/*.test.ts test/faults/*.test.ts)

@@ -37,6 +37,7 @@ export const ERROR_CATALOGUE = {
   TASK_SYNTH_INVALID: { category: "usage", fix: "Fix what the task built (the message names the construct); `cts synth` shows the generated JSON." },
   TASK_ID_COLLISION: { category: "usage", fix: "Give the constructs named in the message distinct ids." },
   TASK_FILES_FAILED: { category: "external", fix: "Make the task's working dir writable and check the disk has space." },
+  TASK_RUN_DROPPED: { category: "usage", fix: "Nothing to fix: the task was disabled, deleted or replaced before its queued drift check ran." },
   TASK_RUN_FAILED: { category: "external", fix: "Read the cause in the task's event (`cts status TASK --events`); the task runs again on its next change." },
   FILE_NAME_INVALID: { category: "usage", fix: "Use a plain file name (no '/', no '..') for files a task writes." },
   SOURCE_KIND_UNKNOWN: { category: "usage", fix: "Use one of the condition kinds cts knows (services, catalog-services, consul-kv, schedule)." },

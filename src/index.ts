@@ -2,7 +2,7 @@
  * cts: Consul-Terraform-Sync with tasks as TypeScript classes. This module is the whole public
  * surface for task authors and config files.
  */
-export { Task, type TaskOptions, type TaskInput, type TaskScope, type BufferPeriodOption } from "./task/task.ts";
+export { Task, type TaskOptions, type TaskInput, type TaskScope, type BufferPeriodOption, type DriftCheckOption } from "./task/task.ts";
 export { ModuleTask, type ModuleTaskOptions, type ModuleProvider } from "./task/module-task.ts";
 export {
   services,

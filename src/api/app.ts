@@ -9,6 +9,7 @@ import { contentTypeProblem, hostProblem, originProblem, type BoundAddress, type
 import { apiErrorOf, createHandlers, type ApiDeps } from "./handlers.ts";
 import { ApiError, DEFAULT_BODY_LIMIT_BYTES, parseJsonBody, readLimitedBody, REQUEST_ID_HEADER } from "./http-io.ts";
 import { route, type Match, type RouteName } from "./router.ts";
+import { mountUi } from "./ui.ts";
 
 /** Access settings of the API app. */
 export interface ApiAppOptions extends BrowserGuardOptions {
@@ -25,7 +26,7 @@ export interface ApiAppOptions extends BrowserGuardOptions {
 type Env = { Bindings: Partial<HttpBindings>; Variables: { requestId: string; match: Match } };
 
 // CTS puts request_id in the body of task routes; status and health keep their exact CTS shapes.
-const BODY_REQUEST_ID = new Set<RouteName>(["tasks", "task", "status-cluster"]);
+const BODY_REQUEST_ID = new Set<RouteName>(["tasks", "task", "task-drift", "status-cluster"]);
 
 /**
  * Answers JSON (known secrets scrubbed: defence in depth behind the driver's redaction). The type is
@@ -41,7 +42,7 @@ function json(c: Context<Env>, status: number, body: unknown, headers: Record<st
  * name learns nothing, not even a 404), then the raw-path check, then the browser checks and the
  * token on task-changing routes, then the body limit and the route.
  */
-export function createApiApp(deps: ApiDeps, opts: ApiAppOptions = {}): Hono<Env> {
+export function createApiApp(deps: ApiDeps, opts: ApiAppOptions = {}): Hono<Env> & { closeStreams(): void } {
   const handle = createHandlers(deps);
   const log = deps.log;
   const app = new Hono<Env>();
@@ -81,7 +82,10 @@ export function createApiApp(deps: ApiDeps, opts: ApiAppOptions = {}): Hono<Env>
     if (c.env?.incoming && rawPath !== new URL(c.req.url).pathname)
       throw new ApiError(400, `the path '${rawPath.slice(0, 200)}' is not in normal form (dot segments, encoded dots). Send the plain path.`);
     c.set("match", match);
-    const problem = contentTypeProblem(c.req.method, c.req.header("content-type")) ?? originProblem(c.req.method, c.req.header("origin"), opts);
+    // The dashboard's own page (/ui) is same-origin. That origin is only trusted once the Host check
+    // above has run (a rebound DNS name never gets here), so without `bound` (unit tests) it is not.
+    const self = opts.bound?.() ? `${opts.tls ? "https" : "http"}://${c.req.header("host")}` : undefined;
+    const problem = contentTypeProblem(c.req.method, c.req.header("content-type")) ?? originProblem(c.req.method, c.req.header("origin"), opts, self);
     if (problem) throw problem;
     checkBearer(c.req.method, c.req.header("authorization"), opts.token, match.route === "metrics" && opts.metricsRequireToken === true);
     await next();
@@ -94,6 +98,8 @@ export function createApiApp(deps: ApiDeps, opts: ApiAppOptions = {}): Hono<Env>
     const body = BODY_REQUEST_ID.has(m.route) ? { ...answer.body, request_id: c.get("requestId") } : answer.body;
     return json(c, answer.status, body);
   };
+
+  const ui = mountUi(app, { controller: deps.controller, ...(deps.cluster ? { cluster: deps.cluster } : {}), tokenRequired: opts.token !== undefined });
 
   app.get("/v1/health", serve);
   app.get("/v1/status", serve);
@@ -110,6 +116,7 @@ export function createApiApp(deps: ApiDeps, opts: ApiAppOptions = {}): Hono<Env>
     const { contentType, body } = await deps.metrics();
     return c.body(body, 200, { "content-type": contentType, "cache-control": "no-store" });
   });
+  app.post("/v1/tasks/:name/drift", serve);
 
   // route() has already answered every path and method; this is only reached for a Hono/route() mismatch.
   app.notFound((c) => json(c, 404, { error: { message: `no route for '${c.req.path.slice(0, 200)}'.` }, request_id: c.get("requestId") }));
@@ -122,5 +129,5 @@ export function createApiApp(deps: ApiDeps, opts: ApiAppOptions = {}): Hono<Env>
     return json(c, apiErr.status, { error: { message: apiErr.message }, request_id: c.get("requestId") }, apiErr.headers);
   });
 
-  return app;
+  return Object.assign(app, { closeStreams: ui.close });
 }

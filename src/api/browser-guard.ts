@@ -74,10 +74,14 @@ export function normalizeOrigin(origin: string): string | undefined {
   }
 }
 
-/** Refuses a task-changing request from a browser page whose origin is not in `allowedOrigins`. */
-export function originProblem(method: string, origin: string | undefined, opts: BrowserGuardOptions = {}): ApiError | undefined {
+/**
+ * Refuses a task-changing request from a browser page whose origin is not in `allowedOrigins`, or
+ * the API's own origin `self` (its dashboard at /ui; the caller passes it only after checking Host).
+ */
+export function originProblem(method: string, origin: string | undefined, opts: BrowserGuardOptions = {}, self?: string): ApiError | undefined {
   if (!CHANGING_METHODS.has(method) || origin === undefined) return undefined;
   const given = normalizeOrigin(origin);
+  if (given && self !== undefined && normalizeOrigin(self) === given) return undefined;
   if (given && (opts.allowedOrigins ?? []).some((o) => normalizeOrigin(o) === given)) return undefined;
   return new ApiError(
     403,

@@ -1,6 +1,7 @@
 import { formatDuration, parseDuration } from "../config/duration.ts";
 import type { TaskView } from "../runtime/controller.ts";
 import type { TaskEvent, TaskStatus } from "../runtime/events.ts";
+import type { DriftState } from "../runtime/drift.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { encodeVariables } from "./cts-variables.ts";
@@ -34,6 +35,40 @@ export interface CtsTaskStatus {
   services: string[];
   events_url: string;
   events?: TaskEvent[];
+  /** Beyond CTS, only for tasks with drift checks (or checked on demand): settings and the last finding. */
+  drift?: CtsDriftStatus;
+}
+
+/** A task's drift status as the API shows it. */
+export interface CtsDriftStatus {
+  /** Whether checks run on a timer. */
+  enabled: boolean;
+  /** The interval ("30m"), empty when off. */
+  every: string;
+  correct: boolean;
+  /** The last check's finding, or "unchecked". */
+  status: DriftState | "unchecked";
+  checked_at?: string;
+  changes?: { add: number; change: number; destroy: number };
+  applied?: { add: number; change: number; destroy: number };
+  error?: string;
+}
+
+/** A task view's drift status in the API's shape (undefined when it has none). */
+export function driftToCts(v: TaskView): CtsDriftStatus | undefined {
+  const d = v.drift;
+  if (!d) return undefined;
+  const last = d.last;
+  return {
+    enabled: d.enabled,
+    every: d.enabled ? formatDuration(d.everyMs) : "",
+    correct: d.correct,
+    status: last?.state ?? "unchecked",
+    ...(last ? { checked_at: last.checkedAt } : {}),
+    ...(last?.changes ? { changes: last.changes } : {}),
+    ...(last?.applied ? { applied: last.applied } : {}),
+    ...(last?.error ? { error: last.error } : {}),
+  };
 }
 
 /** How the module field shows a task class (it has no module; this cannot be mistaken for one). */
@@ -150,6 +185,7 @@ export function taskStatus(v: TaskView, events: TaskEvent[], includeEvents: bool
     services: union((e) => e.config.services ?? []),
     events_url: events.length ? `/v1/status/tasks/${encodeURIComponent(v.name)}?include=events` : "",
     ...(includeEvents ? { events: shaped } : {}),
+    ...(v.drift ? { drift: driftToCts(v)! } : {}),
   };
 }
 

@@ -12,7 +12,7 @@ import { parsePatchBody, patchedTask } from "./task-patch.ts";
 /** The controller operations the API uses (a fake can stand in for unit tests). */
 export type ApiController = Pick<
   Controller,
-  "taskNames" | "view" | "events" | "runNow" | "setEnabled" | "planTask" | "addModuleTask" | "dryRunModuleTask" | "deleteTask" | "replaceModuleTask"
+  "taskNames" | "view" | "events" | "runNow" | "setEnabled" | "planTask" | "addModuleTask" | "dryRunModuleTask" | "deleteTask" | "replaceModuleTask" | "checkDrift" | "onActivity"
 >;
 
 /** What the API server needs. */
@@ -184,6 +184,28 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
     );
   }
 
+  async function driftCheck(m: Match): Promise<Answer> {
+    const name = m.task!;
+    existing(name);
+    const outcome = await guard(() => ctrl.checkDrift(name));
+    if (!outcome.ok) throw failed(outcome, `the drift check of task '${name}' failed`);
+    const d = outcome.drift;
+    return {
+      status: 200,
+      body: {
+        drift: {
+          task: name,
+          status: d?.state ?? outcome.outcome,
+          changes_present: d?.state === "drifted" || d?.state === "corrected",
+          ...(d?.changes ? { changes: d.changes } : {}),
+          ...(d?.applied ? { applied: d.applied } : {}),
+          ...(d ? { checked_at: d.checkedAt } : {}),
+          plan: d?.changes ? (outcome.result?.output ?? "") : "",
+        },
+      },
+    };
+  }
+
   const dispatch = async (m: Match, body: BodyReader): Promise<Answer> => {
     switch (m.route) {
       case "health": {
@@ -214,6 +236,10 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
       case "metrics":
         // Not JSON: app.ts answers it before this dispatch.
         throw new ApiError(404, "metrics are not served by this API.");
+      case "task-drift":
+        return driftCheck(m);
+      case "ui":
+        throw new ApiError(404, "the dashboard is served by the app, not the handlers.");
       case "task":
         if (m.method === "PATCH") return patchTask(m, body);
         if (m.method === "DELETE") return deleteTask(m);
@@ -232,7 +258,7 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
   }
 
   return async (m, body) => {
-    const changing = (m.route === "tasks" || m.route === "task") && m.method !== "GET";
+    const changing = (m.route === "tasks" || m.route === "task" || m.route === "task-drift") && m.method !== "GET";
     if (deps.pin && m.route === "task" && m.method === "PATCH") {
       const raw = await body();
       if (raw !== null && typeof raw === "object" && !Array.isArray(raw) && "pin" in raw) return pinTask(m.task!, raw as Record<string, unknown>);

@@ -2,7 +2,7 @@ import { taskNameProblem } from "../task/validate.ts";
 import { ApiError } from "./http-io.ts";
 
 /** The API's routes. */
-export type RouteName = "status" | "status-tasks" | "status-cluster" | "tasks" | "task" | "health" | "metrics";
+export type RouteName = "status" | "status-tasks" | "status-cluster" | "tasks" | "task" | "task-drift" | "health" | "metrics" | "ui";
 
 /** A request matched to a route. */
 export interface Match {
@@ -19,8 +19,10 @@ const METHODS: Record<RouteName, string[]> = {
   "status-cluster": ["GET"],
   tasks: ["GET", "POST"],
   task: ["GET", "PATCH", "DELETE"],
+  "task-drift": ["POST"],
   health: ["GET"],
   metrics: ["GET"],
+  ui: ["GET"],
 };
 
 /** Query parameters each route and method accepts, with their allowed values (undefined = any). */
@@ -46,10 +48,13 @@ export function route(method: string, rawUrl: string): Match {
   else if (path.startsWith("/v1/status/tasks/")) [name, rawTask] = ["status-tasks", path.slice("/v1/status/tasks/".length)];
   else if (path === "/v1/status/cluster") name = "status-cluster";
   else if (path === "/v1/tasks") name = "tasks";
+  else if (/^\/v1\/tasks\/[^/]+\/drift$/.test(path)) [name, rawTask] = ["task-drift", path.slice("/v1/tasks/".length, -"/drift".length)];
   else if (path.startsWith("/v1/tasks/")) [name, rawTask] = ["task", path.slice("/v1/tasks/".length)];
   else if (path === "/v1/health") name = "health";
   else if (path === "/metrics") name = "metrics";
-  if (!name) throw new ApiError(404, `no route for '${path.slice(0, 200)}'. Routes: /v1/status, /v1/status/tasks[/{name}], /v1/tasks[/{name}], /v1/health, /v1/status/cluster, /metrics.`);
+  else if (path === "/ui" || path.startsWith("/ui/")) name = "ui";
+  if (!name)
+    throw new ApiError(404, `no route for '${path.slice(0, 200)}'. Routes: /v1/status, /v1/status/tasks[/{name}], /v1/tasks[/{name}], /v1/tasks/{name}/drift, /v1/health, /v1/status/cluster, /metrics, /ui.`);
   const allowed = METHODS[name];
   if (!allowed.includes(method)) {
     throw new ApiError(405, `'${method}' is not supported on '${path.slice(0, 200)}'. Use ${allowed.join(" or ")}.`, { allow: allowed.join(", ") });

@@ -109,6 +109,7 @@ export function createApiServer(deps: ApiDeps, opts: ApiServerOptions = {}): Api
     },
     async close(graceMs = 5_000) {
       if (!server.listening) return;
+      app.closeStreams();
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);

@@ -4,6 +4,7 @@ import { CtsError } from "../errors.ts";
 import { ctsTaskArgv, ctsTaskExitCode } from "./cts-flags.ts";
 import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";
+import { registerDrift } from "./drift.ts";
 import { say } from "./output.ts";
 import { VERSION } from "../version.ts";
 import { doctorHint } from "../doctor/check.ts";
@@ -19,9 +20,9 @@ const program = new Command()
   .showHelpAfterError()
   .exitOverride();
 
-// `cts task` and `cts status` only talk HTTP to a daemon: they skip loading the runtime, whose
+// `cts task`, `cts status` and `cts drift` only talk HTTP to a daemon: they skip loading the runtime, whose
 // cdktf import alone costs seconds of CPU on every call.
-if (!["task", "status"].includes(process.argv[2] ?? "")) {
+if (!["task", "status", "drift"].includes(process.argv[2] ?? "")) {
   const [{ registerSynth }, { registerInit }, { registerRun }, { registerDoctor }, { registerStart }] = await Promise.all([
     import("./synth.ts"),
     import("./init.ts"),
@@ -37,6 +38,7 @@ if (!["task", "status"].includes(process.argv[2] ?? "")) {
 }
 registerTask(program);
 registerStatus(program);
+registerDrift(program);
 
 // `cts task …` takes CTS's flag spellings and exits with CTS's codes (cts-flags.ts).
 const ctsTask = process.argv[2] === "task";

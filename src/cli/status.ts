@@ -12,6 +12,14 @@ interface StatusFlags {
   cluster?: boolean;
 }
 
+/** A task's drift column: the last finding and when, or "-" without drift checks. */
+function driftText(d: ApiBody | undefined): string {
+  if (!d) return "-";
+  const when = d.checked_at ? ` at ${d.checked_at}` : "";
+  const changes = d.changes ? ` (+${d.changes.add} ~${d.changes.change} -${d.changes.destroy})` : "";
+  return `${d.status}${changes}${when}${d.enabled ? ` every ${d.every}` : ""}`;
+}
+
 /** `cts status [task]`: the daemon's task summary and each task's status (and events). */
 export function registerStatus(program: Command): void {
   apiOptions(program.command("status"))
@@ -41,10 +49,10 @@ export function registerStatus(program: Command): void {
       const list = Object.values(tasks) as ApiBody[];
       process.stdout.write(
         table([
-          ["TASK", "STATUS", "ENABLED", "LAST RUN", "RESULT"],
+          ["TASK", "STATUS", "ENABLED", "LAST RUN", "RESULT", "DRIFT"],
           ...list.map((t) => {
             const last = (t.events as ApiBody[] | undefined)?.[0];
-            return [t.task_name, t.status, String(t.enabled), last?.end_time ?? (t.events_url ? "(use --events)" : "-"), last ? (last.success ? (last.outcome ?? "ok") : "failed") : "-"];
+            return [t.task_name, t.status, String(t.enabled), last?.end_time ?? (t.events_url ? "(use --events)" : "-"), last ? (last.success ? (last.outcome ?? "ok") : "failed") : "-", driftText(t.drift)];
           }),
         ]),
       );

@@ -7,7 +7,7 @@ import { CtsError, isErrorCode, messageOf } from "../errors.ts";
 import type { Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { className, duplicateNameProblems, shapeProblems } from "../task/shape.ts";
-import { bufferProblems, taskProblems, throwProblems, type Problem } from "../task/validate.ts";
+import { bufferProblems, driftCheckProblems, taskProblems, throwProblems, type Problem } from "../task/validate.ts";
 import type { CtsConfig } from "./types.ts";
 import { parseDuration } from "./duration.ts";
 import { haProblems } from "../ha/settings.ts";
@@ -96,6 +96,7 @@ export function validateConfig(config: CtsConfig | undefined, file: string): ass
   });
   problems.push(...duplicateNameProblems(tasks));
   if (config.bufferPeriod) problems.push(...bufferProblems(config.bufferPeriod, "bufferPeriod"));
+  if (config.driftCheck !== undefined) problems.push(...driftCheckProblems(config.driftCheck, "driftCheck"));
   if (config.concurrency !== undefined && (!Number.isInteger(config.concurrency) || config.concurrency < 1))
     problems.push({ field: "concurrency", message: `must be a whole number >= 1 (got ${String(config.concurrency)}).` });
   const tf = config.driver?.terraform;

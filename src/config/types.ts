@@ -1,6 +1,6 @@
 import type { BackendConfig } from "../synth/backend.ts";
 import type { ConsulTlsOptions } from "../consul/connection.ts";
-import type { BufferPeriodOption, Task } from "../task/task.ts";
+import type { BufferPeriodOption, DriftCheckOption, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 
 /** TLS settings for a connection to Consul (the same options the Consul client takes). */
@@ -117,6 +117,8 @@ export interface CtsConfig {
   driver?: { terraform?: TerraformDriverConfig };
   /** Global buffer period (default min 5s, max 20s); `false` turns it off. */
   bufferPeriod?: BufferPeriodOption | false;
+  /** Drift detection for every task (default off): `{ every: "30m", correct: false }`; tasks may override it. */
+  driftCheck?: DriftCheckOption | false;
   /** How many tasks may run Terraform at once (default 4). */
   concurrency?: number;
   /** HTTP API. */

@@ -28,7 +28,7 @@ import { defaultTerraformBinary } from "../doctor/executable.ts";
 import { Activity, EventStore } from "./events.ts";
 import type { Runtime } from "./interfaces.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.ts";
-import { runAttempt, type RunDriver } from "./run.ts";
+import { driftAttempt, runAttempt, type RunDriver } from "./run.ts";
 import { TaskRuns } from "./runs.ts";
 import { taskInputSource } from "./task-input.ts";
 import { TaskRegistry } from "./tasks.ts";
@@ -80,6 +80,7 @@ export function createController(deps: ControllerDeps): Controller {
   const runs = new TaskRuns({
     runnable: (name) => controller.runnable(name),
     attempt: (e, mode, signal) => runAttempt(runDeps, e, mode, signal),
+    driftAttempt: (e, signal) => driftAttempt(runDeps, e, triggers.driftFor(e).correct, signal),
     policy,
     concurrency: loaded.config.concurrency ?? 4,
     log,
@@ -87,6 +88,10 @@ export function createController(deps: ControllerDeps): Controller {
     record: (event) => controller.record(event),
     retrying: (notice) => controller.hooks.onRetry?.(notice),
     metrics,
+    // cts_task_drift_detected_total counts checks that found the infrastructure changed out of band.
+    driftChecked: (task, result) => {
+      if (result.state === "drifted" || result.state === "corrected") metrics.driftDetected(task);
+    },
   });
   const triggers = new Triggers({
     ...(deps.watcher ? { watcher: deps.watcher } : {}),
@@ -94,6 +99,8 @@ export function createController(deps: ControllerDeps): Controller {
     globalBuffer: loaded.config.bufferPeriod,
     ...(deps.bufferOff ? { bufferOff: true } : {}),
     enqueue: (name) => runs.enqueue(name),
+    globalDrift: loaded.config.driftCheck,
+    checkDrift: (name) => void runs.requestDrift(name),
     active: () => controller.active,
     changed: (name) => {
       activity.changed(name);

@@ -3,7 +3,7 @@ import { rm } from "node:fs/promises";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
-import { Activity, EventStore, makeEvent, type TaskEvent } from "./events.ts";
+import { Activity, EventStore, makeEvent, type RunActivity, type TaskEvent } from "./events.ts";
 import type { ControllerHooks, HaControl, RestoredTask, RunModes, RunOutcome, TaskControl, TaskView } from "./interfaces.ts";
 import type { RunMode } from "./run.ts";
 import { refused, type TaskRuns } from "./runs.ts";
@@ -94,7 +94,15 @@ export class Controller implements TaskControl, HaControl, RunModes {
   view(name: string): TaskView | undefined {
     const e = this.tasks.find(name);
     if (!e) return undefined;
-    return this.tasks.view(name, { status: this.events.status(name), running: this.runs.queue.isRunning(name), bufferPeriod: this.triggers.bufferFor(e) });
+    const d = this.triggers.driftFor(e);
+    const drift = d.enabled || e.lastDrift ? { drift: { ...d, ...(e.lastDrift ? { last: e.lastDrift } : {}) } } : {};
+    return this.tasks.view(name, { status: this.events.status(name), running: this.runs.queue.isRunning(name), bufferPeriod: this.triggers.bufferFor(e), ...drift });
+  }
+
+  /** Calls `listener` when a run or drift check starts or ends; returns the unsubscribe function. */
+  onActivity(listener: (a: RunActivity) => void): () => void {
+    this.activity.on("activity", listener);
+    return () => void this.activity.off("activity", listener);
   }
 
   // ---- modes (CLI) --------------------------------------------------------------------------
@@ -165,6 +173,11 @@ export class Controller implements TaskControl, HaControl, RunModes {
   runNow(name: string): Promise<RunOutcome> {
     this.tasks.get(name);
     return this.runs.request(name);
+  }
+
+  /** Checks one task for drift now, in its queue slot (`cts drift`, the API, the timer). */
+  checkDrift(name: string): Promise<RunOutcome> {
+    return this.tasks.get(name).enabled ? this.runs.requestDrift(name) : Promise.resolve(refused(name, "disabled"));
   }
 
   /** Plans one task. */

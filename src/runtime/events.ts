@@ -12,9 +12,21 @@ export interface TaskEvent {
   error: { message: string } | null;
   config: { source?: string; services?: string[]; providers?: string[] };
   /** Beyond CTS: what the run did ("applied", "no-op" when the JSON was unchanged, "planned", "destroyed"). */
-  outcome?: "applied" | "no-op" | "planned" | "destroyed" | "failed" | "cancelled";
-  /** Beyond CTS: resource changes of the run. */
+  outcome?: "applied" | "no-op" | "planned" | "destroyed" | "failed" | "cancelled" | "drift";
+  /** Beyond CTS: resource changes of the run (of a drift check: what the plan found). */
   changes?: { add: number; change: number; destroy: number };
+  /** Beyond CTS, drift checks only: whether the drift was corrected, and what that apply changed. */
+  drift?: { corrected: boolean; applied?: { add: number; change: number; destroy: number } };
+}
+
+/** A run or drift check starting or ending (live views: the dashboard's server-sent events). */
+export interface RunActivity {
+  type: "start" | "end";
+  task: string;
+  kind: "run" | "drift";
+  /** At the end: the outcome word (applied, no-op, failed, drift, in-sync…). */
+  outcome?: string;
+  ok?: boolean;
 }
 
 /** CTS's task status words. */
@@ -89,7 +101,7 @@ export function makeEvent(task: string, start: Date, fields: Partial<TaskEvent> 
  * a task's triggers. Emits "run" and "change" with the task name, so tests and benchmarks wait for
  * these instead of sleeping.
  */
-export class Activity extends EventEmitter<{ run: [task: string]; change: [task: string] }> {
+export class Activity extends EventEmitter<{ run: [task: string]; change: [task: string]; activity: [a: RunActivity]; drift: [task: string] }> {
   private readonly runs = new Map<string, number>();
   private readonly changes = new Map<string, number>();
   private total = 0;
@@ -99,6 +111,16 @@ export class Activity extends EventEmitter<{ run: [task: string]; change: [task:
     this.runs.set(task, (this.runs.get(task) ?? 0) + 1);
     this.total++;
     this.emit("run", task);
+  }
+
+  /** A run or drift check started or ended (for live views; runs also count through ran()). */
+  report(a: RunActivity): void {
+    this.emit("activity", a);
+  }
+
+  /** A drift check of `task` finished. */
+  checked(task: string): void {
+    this.emit("drift", task);
   }
 
   /** Watched data of `task` changed. */

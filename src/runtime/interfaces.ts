@@ -6,7 +6,8 @@ import type { ConsulConnection } from "../consul/connection.ts";
 import type { LocalTerraformDriver, RunResult } from "../terraform/types.ts";
 import type { SynthResult } from "../synth/synthesize.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
-import type { EventStore, TaskEvent, TaskStatus } from "./events.ts";
+import type { EventStore, RunActivity, TaskEvent, TaskStatus } from "./events.ts";
+import type { DriftResult, DriftSettings } from "./drift.ts";
 
 // The shapes the API, high availability and the CLI see of the runtime. They depend on nothing
 // inside it, so those callers never reach past these into how a run is made.
@@ -15,9 +16,11 @@ import type { EventStore, TaskEvent, TaskStatus } from "./events.ts";
 export interface RunOutcome {
   task: string;
   ok: boolean;
-  /** applied | no-op | planned | destroyed | failed | cancelled | disabled | deleted */
+  /** applied | no-op | planned | destroyed | failed | cancelled | disabled | deleted; drift checks: drift | in-sync | inputs-changed | not-applied */
   outcome: string;
   result?: RunResult;
+  /** A drift check's finding. */
+  drift?: DriftResult;
   synth?: SynthResult;
   error?: CtsError;
 }
@@ -40,6 +43,8 @@ export interface TaskView {
   className: string;
   /** The plain-data spec of a module task created through the API (PATCH replaces it). */
   spec?: ModuleTaskSpec;
+  /** Drift detection: the effective settings and the last check (none yet: undefined). */
+  drift?: DriftSettings & { last?: DriftResult };
 }
 
 /** A change made to a task at run time (API), for whoever persists them (high availability). */
@@ -89,6 +94,10 @@ export interface TaskControl {
   runNow(name: string): Promise<RunOutcome>;
   setEnabled(name: string, enabled: boolean, opts?: { run?: boolean }): Promise<void>;
   planTask(name: string): Promise<RunOutcome>;
+  /** Queues a drift check (takes the task's queue slot like a run); resolves with its outcome. */
+  checkDrift(name: string): Promise<RunOutcome>;
+  /** Calls `listener` when a run or drift check starts or ends; returns the unsubscribe function. */
+  onActivity(listener: (a: RunActivity) => void): () => void;
   /** Adds a module task; throws TASK_EXISTS or TASK_INVALID. */
   addModuleTask(spec: ModuleTaskSpec): void;
   /** Replaces an API task's spec once it is not running; queues no run. */

@@ -3,7 +3,8 @@ import { join } from "node:path";
 import type { LoadedConfig } from "../config/load.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { TerraformDriver } from "../terraform/types.ts";
+import type { TaskWorkspace, TerraformDriver } from "../terraform/types.ts";
+import type { SynthResult } from "../synth/synthesize.ts";
 import type { Synthesizer } from "../synth/synthesizer.ts";
 import { APPLIED_HASH_FILE } from "../synth/paths.ts";
 import { secretEnv } from "../task/secrets.ts";
@@ -46,35 +47,70 @@ export interface RunDeps {
  * have changed part of the infrastructure, so the next run must apply even if its JSON is the same.
  */
 export async function runAttempt(deps: RunDeps, e: TaskEntry, mode: RunMode, signal: AbortSignal): Promise<RunOutcome> {
-  const { loaded, driver, synthesizer } = deps;
-  const input = await deps.inputs.inputOf(e, signal);
-  const taskDir = driver.taskDir(e.name);
-  const synthStarted = performance.now();
-  const synth = await synthesizer.synth(e.ref, input, {
-    backend: loaded.config.driver?.terraform?.backend,
-    configDir: loaded.dir,
-    taskDir,
-    providerVersions: loaded.config.driver?.terraform?.providerVersions,
-  });
-  deps.metrics?.phase(e.name, "synthesize", (performance.now() - synthStarted) / 1000);
+  const { synth, ws } = await prepare(deps, e, signal);
   // CTS applies a scheduled task on every tick, whatever its data: the infrastructure may have drifted.
   if (mode === "apply" && e.task.condition.kind !== "schedule" && synth.hash === e.lastAppliedHash) return { task: e.name, ok: true, outcome: "no-op", synth };
-  // Secrets are read at every run (rotation needs no restart) and reach Terraform only as TF_VAR_ env.
-  const ws = { task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } };
-  const onOutput = (line: string) => deps.log.debug(`[${e.name}] ${line}`, { task: e.name });
+  const { driver } = deps;
+  const onOutput = outputLog(deps, e);
   if (mode === "plan") {
     const result = await driver.plan(ws, { signal, onOutput });
     return { task: e.name, ok: true, outcome: "planned", result, synth };
   }
-  e.lastAppliedHash = undefined;
-  await rm(join(taskDir, APPLIED_HASH_FILE), { force: true });
   if (mode === "destroy") {
+    await voidAppliedHash(deps, e);
     const result = await driver.destroy(ws, { signal, onOutput });
     return { task: e.name, ok: true, outcome: "destroyed", result, synth };
   }
-  const result = await driver.apply(ws, { signal, onOutput });
+  return applyPrepared(deps, e, synth, ws, signal);
+}
+
+/**
+ * One drift check: plans (refresh on) the task's JSON when it equals the last applied one; changes
+ * present then mean the infrastructure was changed out of band. With `correct`, applies it again.
+ */
+export async function driftAttempt(deps: RunDeps, e: TaskEntry, correct: boolean, signal: AbortSignal): Promise<RunOutcome> {
+  const at = () => new Date().toISOString();
+  if (!e.lastAppliedHash) return { task: e.name, ok: true, outcome: "not-applied", drift: { state: "not-applied", checkedAt: at() } };
+  const { synth, ws } = await prepare(deps, e, signal);
+  if (synth.hash !== e.lastAppliedHash) return { task: e.name, ok: true, outcome: "inputs-changed", synth, drift: { state: "inputs-changed", checkedAt: at() } };
+  const plan = await deps.driver.plan(ws, { signal, onOutput: outputLog(deps, e) });
+  if (!plan.changesPresent) return { task: e.name, ok: true, outcome: "in-sync", result: plan, synth, drift: { state: "in-sync", checkedAt: at() } };
+  if (!correct) return { task: e.name, ok: true, outcome: "drift", result: plan, synth, drift: { state: "drifted", checkedAt: at(), changes: plan.summary } };
+  const applied = await applyPrepared(deps, e, synth, ws, signal);
+  return { ...applied, outcome: "drift", result: plan, drift: { state: "corrected", checkedAt: at(), changes: plan.summary, applied: applied.result!.summary } };
+}
+
+type Prepared = { synth: SynthResult; ws: TaskWorkspace };
+
+async function prepare(deps: RunDeps, e: TaskEntry, signal: AbortSignal): Promise<Prepared> {
+  const { loaded, driver, synthesizer } = deps;
+  const input = await deps.inputs.inputOf(e, signal);
+  const synthStarted = performance.now();
+  const synth = await synthesizer.synth(e.ref, input, {
+    backend: loaded.config.driver?.terraform?.backend,
+    configDir: loaded.dir,
+    taskDir: driver.taskDir(e.name),
+    providerVersions: loaded.config.driver?.terraform?.providerVersions,
+  });
+  deps.metrics?.phase(e.name, "synthesize", (performance.now() - synthStarted) / 1000);
+  // Secrets are read at every run (rotation needs no restart) and reach Terraform only as TF_VAR_ env.
+  return { synth, ws: { task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } } };
+}
+
+function outputLog(deps: RunDeps, e: TaskEntry): (line: string) => void {
+  return (line) => deps.log.debug(`[${e.name}] ${line}`, { task: e.name });
+}
+
+async function voidAppliedHash(deps: RunDeps, e: TaskEntry): Promise<void> {
+  e.lastAppliedHash = undefined;
+  await rm(join(deps.driver.taskDir(e.name), APPLIED_HASH_FILE), { force: true });
+}
+
+async function applyPrepared(deps: RunDeps, e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, signal: AbortSignal): Promise<RunOutcome> {
+  await voidAppliedHash(deps, e);
+  const result = await deps.driver.apply(ws, { signal, onOutput: outputLog(deps, e) });
   e.lastAppliedHash = synth.hash;
   // Best effort: a missing file only costs one apply that could have been skipped.
-  await writeFile(join(taskDir, APPLIED_HASH_FILE), synth.hash + "\n", { mode: 0o640 }).catch(() => undefined);
+  await writeFile(join(deps.driver.taskDir(e.name), APPLIED_HASH_FILE), synth.hash + "\n", { mode: 0o640 }).catch(() => undefined);
   return { task: e.name, ok: true, outcome: "applied", result, synth };
 }

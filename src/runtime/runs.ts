@@ -5,6 +5,7 @@ import { makeEvent, type Activity, type TaskEvent } from "./events.ts";
 import type { RetryNotice, RunOutcome } from "./interfaces.ts";
 import { nextDelay, withRetries, type RetryHistory, type RetryPolicy } from "./retry.ts";
 import type { RunMode } from "./run.ts";
+import { driftIsNews, type DriftResult } from "./drift.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import type { ModuleTask } from "../task/module-task.ts";
 import { WorkQueue } from "./work-queue.ts";
@@ -15,6 +16,8 @@ export interface RunsDeps {
   runnable(name: string): TaskEntry | RunOutcome;
   /** One attempt (run.ts). */
   attempt(e: TaskEntry, mode: RunMode, signal: AbortSignal): Promise<RunOutcome>;
+  /** One drift check attempt (run.ts driftAttempt) with the task's settings. */
+  driftAttempt(e: TaskEntry, signal: AbortSignal): Promise<RunOutcome>;
   policy: RetryPolicy;
   concurrency: number;
   log: Logger;
@@ -25,6 +28,8 @@ export interface RunsDeps {
   retrying?(notice: RetryNotice): void;
   /** Where runs and their outcomes are counted. */
   metrics?: Metrics;
+  /** A drift check ended (the place to count a drift metric). */
+  driftChecked?(task: string, result: DriftResult): void;
 }
 
 /**
@@ -35,6 +40,10 @@ export class TaskRuns {
   readonly queue: WorkQueue;
   /** Callers of request() waiting for the next run of a task to start and end. */
   private readonly waiters = new Map<string, Array<(o: RunOutcome) => void>>();
+  /** Tasks whose queue slot is wanted for an apply run (enqueue, request). */
+  private readonly applyWanted = new Set<string>();
+  /** Tasks whose queue slot is wanted for a drift check, with the callers waiting for it. */
+  private readonly driftWanted = new Map<string, Array<(o: RunOutcome) => void>>();
 
   constructor(private readonly deps: RunsDeps) {
     this.queue = new WorkQueue((name) => this.runQueued(name), deps.concurrency);
@@ -42,6 +51,7 @@ export class TaskRuns {
 
   /** Asks for a run of a task, as a data change does (collapses with one already queued). */
   enqueue(name: string): void {
+    this.applyWanted.add(name);
     this.queue.enqueue(name);
   }
 
@@ -49,13 +59,29 @@ export class TaskRuns {
   request(name: string): Promise<RunOutcome> {
     return new Promise((resolve) => {
       this.waiters.set(name, [...(this.waiters.get(name) ?? []), resolve]);
+      this.enqueue(name);
+    });
+  }
+
+  /**
+   * Queues a drift check: it takes the task's queue slot like a run (never beside a run of the same
+   * task, within the overall limit) and collapses with one already queued. Resolves with its outcome.
+   */
+  requestDrift(name: string): Promise<RunOutcome> {
+    return new Promise((resolve) => {
+      this.driftWanted.set(name, [...(this.driftWanted.get(name) ?? []), resolve]);
       this.queue.enqueue(name);
     });
   }
 
-  /** Drops queued runs of a task; its waiting callers get `outcome` (a dropped run never ends otherwise). */
+  /** Drops queued runs and drift checks of a task; its waiting callers get `outcome` (a dropped run never ends otherwise). */
   drop(name: string, outcome?: RunOutcome): void {
     this.queue.forget(name);
+    this.applyWanted.delete(name);
+    const checks = this.driftWanted.get(name) ?? [];
+    this.driftWanted.delete(name);
+    const dropped = outcome ?? { task: name, ok: false, outcome: "cancelled", error: new CtsError("TASK_RUN_DROPPED", "usage", "drift check was dropped: the task was disabled, deleted or replaced before it ran.", { task: name }) };
+    for (const w of checks) w(dropped);
     if (outcome) this.answer(name, outcome);
   }
 
@@ -74,6 +100,7 @@ export class TaskRuns {
   /** One run outside the queue's collapsing (plans, destroys, dry runs), with retries and, unless a plan, an event. */
   async execute(e: TaskEntry, mode: RunMode): Promise<RunOutcome> {
     const start = new Date();
+    this.deps.activity.report({ type: "start", task: e.name, kind: "run" });
     const abort = new AbortController();
     if (mode !== "plan") e.abort = abort;
     // Callers waiting for an apply get the outcome of this run: it started after they asked.
@@ -85,31 +112,82 @@ export class TaskRuns {
     this.deps.metrics?.runFinished(e.name, outcome.outcome, (performance.now() - started) / 1000);
     if (mode !== "plan") {
       if (e.abort === abort) e.abort = undefined;
+      // An apply makes the infrastructure match again: the last drift finding no longer holds.
+      if (outcome.ok && outcome.outcome === "applied") e.lastDrift = undefined;
       this.deps.record(eventOf(e, start, outcome));
       if (outcome.ok) this.deps.log.info(`task '${e.name}': ${outcome.outcome}`, { task: e.name, ...(outcome.result?.summary ?? {}) });
       else this.deps.log.error(`task '${e.name}': ${outcome.error?.message ?? outcome.outcome}`, { task: e.name });
     }
     this.deps.activity.ran(e.name);
+    this.deps.activity.report({ type: "end", task: e.name, kind: "run", outcome: outcome.outcome, ok: outcome.ok });
     for (const w of waiters) w(outcome);
     return outcome;
+  }
+
+  /**
+   * A drift check in the task's queue slot: records an event only when drift was found (events are
+   * few, and a check that found nothing must not push real runs out), logs, answers its callers.
+   */
+  private async checkDrift(e: TaskEntry, waiters: Array<(o: RunOutcome) => void>): Promise<void> {
+    const start = new Date();
+    const abort = new AbortController();
+    e.abort = abort;
+    this.deps.activity.report({ type: "start", task: e.name, kind: "drift" });
+    const outcome = await this.attempts(e, "plan", abort.signal, (signal) => this.deps.driftAttempt(e, signal));
+    if (e.abort === abort) e.abort = undefined;
+    const drift = outcome.drift ?? { state: "failed" as const, checkedAt: new Date().toISOString(), error: outcome.error?.message ?? outcome.outcome };
+    e.lastDrift = drift;
+    this.deps.driftChecked?.(e.name, drift);
+    if (driftIsNews(drift)) {
+      this.deps.record(
+        makeEvent(e.name, start, {
+          success: outcome.ok,
+          outcome: "drift",
+          error: outcome.error ? { message: outcome.error.message } : null,
+          config: eventConfig(e),
+          ...(drift.changes ? { changes: drift.changes } : {}),
+          drift: { corrected: drift.state === "corrected", ...(drift.applied ? { applied: drift.applied } : {}) },
+        }),
+      );
+    }
+    if (drift.state === "drifted") this.deps.log.warn(`task '${e.name}': drift: infrastructure changed out of band (${summaryText(drift.changes)}); not corrected (driftCheck.correct is off)`, { task: e.name, ...drift.changes });
+    else if (drift.state === "corrected") this.deps.log.warn(`task '${e.name}': drift corrected: infrastructure changed out of band (${summaryText(drift.changes)}) was applied again`, { task: e.name, ...drift.changes });
+    else if (drift.state === "failed") this.deps.log.error(`task '${e.name}': drift check failed: ${drift.error}`, { task: e.name });
+    else this.deps.log.info(`task '${e.name}': drift check: ${drift.state}`, { task: e.name });
+    this.deps.activity.checked(e.name);
+    this.deps.activity.report({ type: "end", task: e.name, kind: "drift", outcome: outcome.outcome, ok: outcome.ok });
+    for (const w of waiters) w(outcome);
   }
 
   private async runQueued(name: string): Promise<void> {
     const e = this.deps.runnable(name);
     if ("ok" in e) {
-      // Whoever asked for this run (runNow, once) still gets an answer.
+      // Whoever asked for this run (runNow, once) or drift check still gets an answer.
       this.answer(name, e);
+      const checks = this.driftWanted.get(name) ?? [];
+      this.driftWanted.delete(name);
+      this.applyWanted.delete(name);
+      for (const w of checks) w(e);
       return;
     }
-    await this.execute(e, "apply");
+    // A wanted apply goes first (new data matters more than a check); the check then runs in the
+    // next turn of the slot, against what was just applied.
+    if (this.applyWanted.delete(name) || !this.driftWanted.has(name)) {
+      await this.execute(e, "apply");
+      if (this.driftWanted.has(name)) this.queue.enqueue(name);
+      return;
+    }
+    const checks = this.driftWanted.get(name) ?? [];
+    this.driftWanted.delete(name);
+    await this.checkDrift(e, checks);
   }
 
-  private async attempts(e: TaskEntry, mode: RunMode, signal: AbortSignal): Promise<RunOutcome> {
+  private async attempts(e: TaskEntry, mode: RunMode, signal: AbortSignal, attempt = (s: AbortSignal) => this.deps.attempt(e, mode, s)): Promise<RunOutcome> {
     const history: RetryHistory = { failed: 0, locked: 0, hung: 0 };
     const policy = this.deps.policy;
     try {
       return await withRetries(
-        () => this.deps.attempt(e, mode, signal),
+        () => attempt(signal),
         (err) => nextDelay(policy, toCtsError(err, "TASK_RUN_FAILED", e.name), history, mode === "apply"),
         signal,
         (err, delayMs, attempt) => {
@@ -136,15 +214,23 @@ export function refused(name: string, why: "paused" | "elsewhere" | "disabled" |
   return { task: name, ok: false, outcome: "deleted", error: new CtsError("TASK_NOT_FOUND", "usage", "was deleted.", { task: name }) };
 }
 
-function eventOf(e: TaskEntry, start: Date, outcome: RunOutcome): TaskEvent {
+function eventConfig(e: TaskEntry): TaskEvent["config"] {
   const source = (e.task as Partial<ModuleTask>).module;
   const c = e.task.condition;
   const services = c.kind === "services" ? (c.query.names ?? [`regexp:${c.query.regexp}`]) : [];
+  return { ...(source ? { source } : {}), services };
+}
+
+function summaryText(c: { add: number; change: number; destroy: number } | undefined): string {
+  return c ? `${c.add} to add, ${c.change} to change, ${c.destroy} to destroy` : "changes present";
+}
+
+function eventOf(e: TaskEntry, start: Date, outcome: RunOutcome): TaskEvent {
   return makeEvent(e.name, start, {
     success: outcome.ok,
     outcome: outcome.outcome as TaskEvent["outcome"],
     error: outcome.error ? { message: outcome.error.message } : null,
-    config: { ...(source ? { source } : {}), services },
+    config: eventConfig(e),
     ...(outcome.result ? { changes: outcome.result.summary } : {}),
   });
 }

@@ -8,6 +8,7 @@ import type { ModuleTaskSpec, TaskRef } from "../synth/task-ref.ts";
 import type { Subscription } from "../watch/types.ts";
 import type { BufferPeriod } from "../watch/buffer.ts";
 import type { Source } from "../consul/types.ts";
+import type { DriftResult } from "./drift.ts";
 
 /** The runtime's record of one task. */
 export interface TaskEntry {
@@ -25,6 +26,10 @@ export interface TaskEntry {
   subs: Array<{ field: "services" | "catalogServices" | "kv"; source: Source; sub: Subscription }>;
   buffer?: BufferPeriod;
   cronTimer?: ReturnType<typeof setTimeout>;
+  /** The drift check timer while watching. */
+  driftTimer?: ReturnType<typeof setInterval>;
+  /** The last drift check's finding. */
+  lastDrift?: DriftResult;
   /** Cancels the run in progress (and its retry waits). */
   abort?: AbortController;
   /** Set while the task is being deleted. */

@@ -75,7 +75,7 @@ export class TaskRegistry {
   }
 
   /** A task's view for the API and CLI, or undefined. */
-  view(name: string, state: { status: TaskView["status"]; running: boolean; bufferPeriod: TaskView["bufferPeriod"] }): TaskView | undefined {
+  view(name: string, state: { status: TaskView["status"]; running: boolean; bufferPeriod: TaskView["bufferPeriod"]; drift?: TaskView["drift"] }): TaskView | undefined {
     const e = this.entries.get(name);
     if (!e) return undefined;
     const t = e.task as Partial<ModuleTask>;
@@ -92,6 +92,7 @@ export class TaskRegistry {
       running: state.running,
       className: e.task.constructor.name,
       ...(e.ref.kind === "module" ? { spec: e.ref.spec } : {}),
+      ...(state.drift ? { drift: state.drift } : {}),
     };
   }
 

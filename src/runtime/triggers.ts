@@ -5,6 +5,8 @@ import { allSources, fieldOf } from "../task/sources.ts";
 import { BufferPeriod, DEFAULT_BUFFER_PERIOD, normalizeBufferPeriod, type BufferPeriodConfig, type BufferPeriodSettings } from "../watch/buffer.ts";
 import type { Watcher } from "../watch/types.ts";
 import { parseCron, type Cron } from "./cron.ts";
+import { driftSettings, type DriftSettings } from "./drift.ts";
+import type { DriftCheckOption } from "../task/task.ts";
 import type { TaskEntry } from "./task-entry.ts";
 
 /** What the triggers feed and ask. */
@@ -18,6 +20,10 @@ export interface TriggerDeps {
   bufferOff?: boolean;
   /** Asks for a run of a task (the work queue). */
   enqueue(name: string): void;
+  /** The config's global drift check (absent or false: off unless a task sets its own). */
+  globalDrift?: DriftCheckOption | false;
+  /** Asks for a drift check of a task (through the work queue, like a run). */
+  checkDrift?(name: string): void;
   /** Whether triggers may fire now (not stopped, not paused). */
   active(): boolean;
   /** Watched data of a task changed (counted for tests). */
@@ -30,7 +36,8 @@ export interface TriggerDeps {
 
 /**
  * A task's triggers: its Consul subscriptions (the condition's source triggers, module inputs only
- * refresh data), its cron schedule, and its buffer period, all ending in a request to the queue.
+ * refresh data), its cron schedule, its buffer period and its drift check timer, all ending in a
+ * request to the queue.
  */
 export class Triggers {
   private readonly global: BufferPeriodSettings;
@@ -47,6 +54,11 @@ export class Triggers {
     const own = e.task.bufferPeriod;
     if (this.deps.bufferOff || e.task.condition.kind === "schedule" || own === false) return { ...this.global, enabled: false };
     return own ? normalizeBufferPeriod(own, `tasks.${e.name}.bufferPeriod`, { ...this.global, enabled: true }) : this.global;
+  }
+
+  /** The drift check a task runs with (its own `driftCheck` over the config's). */
+  driftFor(e: TaskEntry): DriftSettings {
+    return driftSettings(this.deps.globalDrift, e.task.driftCheck);
   }
 
   /** Starts watching a task's sources (no-op when watching already). */
@@ -76,6 +88,15 @@ export class Triggers {
         if (since !== undefined) this.deps.metrics?.bufferWaited(e.name, (performance.now() - since) / 1000);
         this.deps.enqueue(e.name);
       });
+    const drift = this.driftFor(e);
+    const check = this.deps.checkDrift;
+    if (drift.enabled && check && !e.driftTimer) {
+      // A plain interval: a check that is still queued when the next tick comes collapses with it.
+      e.driftTimer = setInterval(() => {
+        if (e.enabled && !e.deleting && this.deps.active()) check(e.name);
+      }, Math.min(drift.everyMs, 2 ** 31 - 1));
+      e.driftTimer.unref?.();
+    }
   }
 
   /** Stops a task's subscriptions, buffer and schedule. */
@@ -87,6 +108,8 @@ export class Triggers {
     this.bufferSince.delete(e.name);
     if (e.cronTimer) clearTimeout(e.cronTimer);
     e.cronTimer = undefined;
+    if (e.driftTimer) clearInterval(e.driftTimer);
+    e.driftTimer = undefined;
   }
 
   private fire(e: TaskEntry): void {

@@ -38,6 +38,14 @@ export interface BufferPeriodOption {
   max?: string | number;
 }
 
+/** Drift detection: a scheduled plan against the last applied inputs. Durations are ms or strings like "30m". */
+export interface DriftCheckOption {
+  /** How often to check (e.g. "30m"). */
+  every: string | number;
+  /** Apply when drift is found, restoring what Terraform manages (default false: report only). */
+  correct?: boolean;
+}
+
 /** What every task declares. */
 export interface TaskOptions<C extends Condition = Condition, I extends TaskInputs = {}> {
   /** Unique name: letters, digits, `_` and `-`, starting with a letter or `_`. Also the Terraform workspace. */
@@ -54,6 +62,8 @@ export interface TaskOptions<C extends Condition = Condition, I extends TaskInpu
   bufferPeriod?: BufferPeriodOption | false;
   /** Provider secrets by Terraform variable name, read at each run (use `secret(scope, name)` in synthesize). */
   secrets?: Record<string, SecretSource>;
+  /** Overrides the global drift check; `false` turns it off for this task. */
+  driftCheck?: DriftCheckOption | false;
 }
 
 /**
@@ -81,6 +91,8 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
   readonly bufferPeriod: BufferPeriodOption | false | undefined;
   /** Provider secrets: where each value comes from at run time. */
   readonly secrets: Record<string, SecretSource>;
+  /** Per-task drift check override. */
+  readonly driftCheck: DriftCheckOption | false | undefined;
 
   constructor(options: TaskOptions<C, I>) {
     // Configs are loaded without a type-check: a missing argument arrives here at run time.
@@ -92,6 +104,7 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
     this.inputs = options.inputs ?? ({} as I);
     this.bufferPeriod = options.bufferPeriod;
     this.secrets = options.secrets ?? {};
+    this.driftCheck = options.driftCheck;
   }
 
   /** Builds the task's resources in `scope` from `input`. Called on every run; must be deterministic. */

@@ -42,6 +42,7 @@ export function taskProblems(task: Task<Condition, TaskInputs>): Problem[] {
     else problems.push(...conditionProblems(input, `inputs.${key}`));
   }
   if (task.bufferPeriod) problems.push(...bufferProblems(task.bufferPeriod, "bufferPeriod"));
+  if (task.driftCheck !== undefined) problems.push(...driftCheckProblems(task.driftCheck, "driftCheck"));
   for (const [name, source] of Object.entries(task.secrets ?? {})) {
     if (!SECRET_NAME.test(name)) problems.push({ field: `secrets.${name}`, message: "is not a valid Terraform variable name. Use letters, digits and '_'." });
     const ok = source && typeof source === "object" && (typeof (source as { env?: unknown }).env === "string" || typeof (source as { file?: unknown }).file === "string");
@@ -103,6 +104,18 @@ export function bufferProblems(bp: { min?: string | number; max?: string | numbe
   if (bp.min !== undefined && min === undefined) p.push({ field: `${at}.min`, message: `'${bp.min}' is not a duration. Use e.g. "5s" or a number of ms.` });
   if (bp.max !== undefined && max === undefined) p.push({ field: `${at}.max`, message: `'${bp.max}' is not a duration. Use e.g. "20s" or a number of ms.` });
   if (min !== undefined && max !== undefined && min > max) p.push({ field: `${at}.min`, message: `(${bp.min}) is greater than max (${bp.max}). Make min <= max.` });
+  return p;
+}
+
+/** Problems of a drift check option (`{ every: "30m", correct?: boolean }` or false). */
+export function driftCheckProblems(dc: unknown, at: string): Problem[] {
+  if (dc === false) return [];
+  if (!dc || typeof dc !== "object") return [{ field: at, message: 'must be { every: "30m", correct?: boolean } or false.' }];
+  const { every, correct } = dc as { every?: unknown; correct?: unknown };
+  const p: Problem[] = [];
+  const ms = typeof every === "string" || typeof every === "number" ? parseDuration(every) : undefined;
+  if (ms === undefined || ms <= 0) p.push({ field: `${at}.every`, message: `'${String(every)}' is not a positive duration. Use e.g. "30m".` });
+  if (correct !== undefined && typeof correct !== "boolean") p.push({ field: `${at}.correct`, message: "must be true or false." });
   return p;
 }
 

@@ -148,6 +148,11 @@ describe("high availability with three cts processes (real Consul, real OpenTofu
       ["cts-a", "cts-b", "cts-c"].map((id) => [id, urls.get(id), id === leaderId, "consul-terraform-sync", true]),
     );
     for (const f of followers()) assert.deepEqual(await normalized(f.name), status, `${f.name} answers the same`);
+    // The dashboard of any member shows the same members and leader.
+    const ui = await api(followers()[0]!.name, "GET", "/ui/state");
+    assert.equal(ui.status, 200, ui.text);
+    assert.deepEqual(ui.body.cluster.leader, status.leader);
+    assert.deepEqual(ui.body.cluster.members.map((m: any) => m.id).sort(), ["cts-a", "cts-b", "cts-c"]);
     const tagged = await consul.api("GET", `/v1/health/service/consul-terraform-sync?tag=cts-cluster:${CLUSTER}`);
     assert.equal(tagged.length, 3);
   });

@@ -78,7 +78,7 @@ describe("the published package, installed into a new project", { timeout: 900_0
     const paths = packed.files.map((f) => f.path);
     const outside = paths.filter((p) => !/^(dist|templates|modules)\//.test(p) && !["package.json", "README.md", "LICENSE"].includes(p));
     assert.deepEqual(outside, []);
-    for (const must of ["LICENSE", "README.md", "dist/index.js", "dist/index.d.ts", "dist/cli/main.js", "dist/synth/worker-boot.mjs", "templates/init/task.ts.hbs"])
+    for (const must of ["LICENSE", "README.md", "dist/index.js", "dist/index.d.ts", "dist/cli/main.js", "dist/synth/worker-boot.mjs", "dist/api/ui/index.html", "dist/api/ui/app.js", "dist/api/ui/app.css", "templates/init/task.ts.hbs"])
       assert.ok(paths.includes(must), `${must} is in the tarball`);
     assert.ok(!paths.some((p) => p.endsWith(".ts") && !p.endsWith(".d.ts") && !p.startsWith("templates/")), "no TypeScript sources");
   });

@@ -55,6 +55,14 @@ describe("the browser checks on task-changing requests", () => {
     assert.equal(originProblem("PATCH", "https://dash.example", { allowedOrigins: ["https://dash.example:8443"] })?.status, 403);
   });
 
+  it("lets the API's own dashboard (same origin, Host already checked) change tasks, and no other origin", () => {
+    const self = "http://127.0.0.1:8558";
+    assert.equal(originProblem("PATCH", "http://127.0.0.1:8558", {}, self), undefined);
+    assert.equal(originProblem("POST", "http://127.0.0.1:8559", {}, self)?.status, 403);
+    assert.equal(originProblem("POST", "https://127.0.0.1:8558", {}, self)?.status, 403);
+    assert.equal(originProblem("POST", "http://evil.example", {}, self)?.status, 403);
+  });
+
   it("refuses a cross-site POST with text/plain (or a form) with 415", () => {
     for (const ct of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", undefined]) assert.equal(contentTypeProblem("POST", ct)?.status, 415, String(ct));
     assert.equal(contentTypeProblem("PATCH", "application/json; charset=utf-8"), undefined);

@@ -140,6 +140,8 @@ function fakeController() {
     dryRunModuleTask: async (spec) => ok(spec.name, "planned"),
     deleteTask: async (n) => void views.delete(n),
     replaceModuleTask: async () => undefined as never,
+    checkDrift: async (n) => ok(n, "in-sync"),
+    onActivity: () => () => {},
   };
   return { ctrl, specs };
 }

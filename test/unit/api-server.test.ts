@@ -54,6 +54,8 @@ function fakeController() {
       return undefined;
     },
     replaceModuleTask: async (n) => (calls.push(`replace ${n}`), undefined as never),
+    checkDrift: async (n) => (calls.push(`drift ${n}`), { ...ok(n, "drift"), drift: { state: "drifted", checkedAt: "2026-01-01T00:00:00.000Z", changes: { add: 1, change: 0, destroy: 0 } } }),
+    onActivity: () => () => undefined,
   };
   return { ctrl, calls, views, view };
 }
@@ -81,6 +83,69 @@ describe("the API server (fake controller)", () => {
     assert.equal(c.body.request_id, undefined, "status keeps CTS's exact shape");
     assert.notEqual(a.body.request_id, b.body.request_id);
     assert.deepEqual(Object.keys(b.body).sort(), ["error", "request_id"]);
+  });
+
+  it("serves the dashboard page, its state and the drift route to the fake controller", async () => {
+    const page = await http(url, "GET", "/ui/");
+    assert.equal(page.status, 200);
+    assert.match(String(page.headers["content-type"]), /text\/html/);
+    assert.match(page.text, /<script src="\/ui\/app.js" defer><\/script>/);
+    assert.doesNotMatch(page.text, /https?:\/\//, "no address outside this API");
+    const js = await http(url, "GET", "/ui/app.js");
+    assert.equal(js.status, 200);
+    assert.match(String(js.headers["content-type"]), /javascript/);
+    const state = await http(url, "GET", "/ui/state");
+    assert.equal(state.status, 200);
+    assert.equal(state.body.token_required, false);
+    assert.equal(state.body.cluster, null);
+    const web = state.body.tasks.find((t: { name: string }) => t.name === "web");
+    assert.deepEqual(web.sources, [{ kind: "service", name: "web", role: "condition" }]);
+    assert.equal(web.events.length, 1);
+    assert.equal((await http(url, "GET", "/ui/nothing")).status, 404);
+    const drift = await http(url, "POST", "/v1/tasks/web/drift", {});
+    assert.equal(drift.status, 200, drift.text);
+    assert.deepEqual(drift.body.drift.changes, { add: 1, change: 0, destroy: 0 });
+    assert.equal(drift.body.drift.status, "drifted");
+    assert.equal((await http(url, "GET", "/v1/tasks/web/drift")).status, 405);
+  });
+
+  it("streams run activity as server-sent events and ends the stream when the server closes", async () => {
+    let emit!: (a: { type: "start" | "end"; task: string; kind: "run" }) => void;
+    const live = createApiServer({ controller: { ...fake.ctrl, onActivity: (l) => ((emit = l), () => undefined) }, log: createLogger({ level: "error" }) });
+    const liveUrl = (await live.listen(0)).url;
+    const { get } = await import("node:http");
+    let text = "";
+    const ended = new Promise<void>((resolve) => {
+      get(`${liveUrl}/ui/events`, (res) => {
+        assert.equal(res.headers["content-type"], "text/event-stream");
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => {
+          text += d;
+          if (text.includes("event: hello") && !text.includes("run-start")) emit({ type: "start", task: "web", kind: "run" });
+        });
+        res.on("end", () => resolve());
+      });
+    });
+    while (!text.includes("event: run-start")) await new Promise((r) => setTimeout(r, 10));
+    assert.match(text, /event: run-start\ndata: \{"type":"start","task":"web","kind":"run"\}/);
+    await live.close();
+    await ended;
+  });
+
+  it("shows the HA cluster on the dashboard and says when changes need the token", async () => {
+    const cluster = { cluster_name: "c1", leader: { id: "cts-a", address: "http://10.0.0.1:8558" }, members: [{ id: "cts-a", leader: true, healthy: true }] };
+    const ha = createApiServer({ controller: fake.ctrl, log: createLogger({ level: "error" }), cluster: async () => cluster }, { token: "t0ken" });
+    const haUrl = (await ha.listen(0)).url;
+    try {
+      const state = await http(haUrl, "GET", "/ui/state");
+      assert.equal(state.status, 200, "reads need no token");
+      assert.equal(state.body.token_required, true);
+      assert.deepEqual(state.body.cluster, cluster);
+      assert.equal((await http(haUrl, "POST", "/v1/tasks/web/drift", {})).status, 401);
+      assert.equal((await http(haUrl, "POST", "/v1/tasks/web/drift", {}, { authorization: "Bearer t0ken" })).status, 200);
+    } finally {
+      await ha.close();
+    }
   });
 
   it("refuses a body over the limit with 413, declared or streamed, and stays usable", async () => {

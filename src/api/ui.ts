@@ -1,0 +1,131 @@
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { Context, Hono } from "hono";
+import { streamSSE } from "hono/streaming";
+import { knownSecrets } from "../secrets/redactor.ts";
+import type { Condition, TaskInputs } from "../task/conditions.ts";
+import type { TaskView } from "../runtime/interfaces.ts";
+import { classModuleLabel, driftToCts } from "./cts-shape.ts";
+import type { ApiController } from "./handlers.ts";
+
+/** What the dashboard reads. */
+export interface UiDeps {
+  controller: ApiController;
+  /** HA cluster status (members, leader); absent without high availability. */
+  cluster?: () => Promise<Record<string, unknown>>;
+  /** Whether task-changing calls need the bearer token (the page then asks for it). */
+  tokenRequired: boolean;
+}
+
+/** One edge of the dashboard's graph: a Consul source feeding a task. */
+export interface UiSource {
+  kind: "service" | "catalog" | "kv" | "schedule";
+  /** Service name (or `regexp:…`), KV path, or cron expression. */
+  name: string;
+  /** The condition triggers runs; inputs only add data. */
+  role: "condition" | "input";
+}
+
+// Static files: read once; they live next to this file (copied to dist/api/ui by the build).
+const ASSETS: Record<string, { file: string; type: string }> = {
+  "/ui": { file: "index.html", type: "text/html; charset=utf-8" },
+  "/ui/": { file: "index.html", type: "text/html; charset=utf-8" },
+  "/ui/app.js": { file: "app.js", type: "text/javascript; charset=utf-8" },
+  "/ui/app.css": { file: "app.css", type: "text/css; charset=utf-8" },
+};
+// Nothing from elsewhere: no CDN, no inline script (so an injected string cannot run), no framing.
+// The style sheet is inlined (one round trip less before the first paint) and allowed by its hash.
+const csp = (styleHash: string) =>
+  `default-src 'none'; script-src 'self'; style-src 'self' 'sha256-${styleHash}'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
+const SSE_PING_MS = 15_000;
+
+function sourcesOf(condition: Condition, inputs: TaskInputs | undefined): UiSource[] {
+  const of = (c: Condition, role: UiSource["role"]): UiSource[] => {
+    switch (c.kind) {
+      case "services":
+        return (c.query.names?.length ? c.query.names : [`regexp:${c.query.regexp ?? ""}`]).map((name) => ({ kind: "service" as const, name, role }));
+      case "catalog-services":
+        return [{ kind: "catalog", name: `regexp:${c.query.regexp}`, role }];
+      case "consul-kv":
+        return [{ kind: "kv", name: c.query.recurse ? `${c.query.path} (recursive)` : c.query.path, role }];
+      case "schedule":
+        return [{ kind: "schedule", name: c.cron, role }];
+    }
+  };
+  return [...of(condition, "condition"), ...(inputs?.services ? of(inputs.services, "input") : []), ...(inputs?.kv ? of(inputs.kv, "input") : [])];
+}
+
+function taskOf(v: TaskView, ctrl: ApiController): Record<string, unknown> {
+  return {
+    name: v.name,
+    description: v.description,
+    enabled: v.enabled,
+    status: v.status,
+    running: v.running,
+    origin: v.origin,
+    module: typeof v.module === "string" ? v.module : classModuleLabel(v.className),
+    sources: sourcesOf(v.condition as Condition, v.inputs as TaskInputs),
+    drift: driftToCts(v) ?? null,
+    events: ctrl.events.list(v.name),
+  };
+}
+
+/**
+ * The read-only dashboard at /ui: the page and its assets, `/ui/state` (everything the page shows,
+ * in one answer) and `/ui/events` (server-sent events when a run or drift check starts or ends).
+ * Changing things goes through the ordinary API routes, with the token when one is configured.
+ */
+export function mountUi(app: Hono<any>, deps: UiDeps): { close(): void } {
+  const dir = new URL("./ui/", import.meta.url);
+  const files = new Map(Object.values(ASSETS).map((a) => [a.file, readFileSync(new URL(a.file, dir))]));
+  const css = files.get("app.css")!.toString("utf8");
+  files.set("index.html", Buffer.from(files.get("index.html")!.toString("utf8").replace('<link rel="stylesheet" href="/ui/app.css">', () => `<style>${css}</style>`)));
+  const CSP = csp(createHash("sha256").update(css).digest("base64"));
+  const open = new Set<() => void>();
+  const ctrl = deps.controller;
+
+  const asset = (c: Context) => {
+    const a = ASSETS[c.req.path]!;
+    return c.body(files.get(a.file)!, 200, { "content-type": a.type, "content-security-policy": CSP, "x-content-type-options": "nosniff", "cache-control": "no-cache", "referrer-policy": "no-referrer" });
+  };
+  for (const path of Object.keys(ASSETS)) app.get(path, asset);
+
+  app.get("/ui/state", async (c) => {
+    const tasks = ctrl.taskNames().flatMap((n) => ctrl.view(n) ?? []).map((v) => taskOf(v, ctrl));
+    let cluster: Record<string, unknown> | null = null;
+    if (deps.cluster) cluster = await deps.cluster().catch((err: Error) => ({ error: err.message }));
+    const body = { tasks, cluster, token_required: deps.tokenRequired, time: new Date().toISOString() };
+    return c.body(JSON.stringify(knownSecrets.redactDeep(body)), 200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
+  });
+
+  app.get("/ui/events", (c) => {
+    const res = streamSSE(c, async (stream) => {
+      const send = (event: string, data: unknown) => void stream.writeSSE({ event, data: JSON.stringify(data) }).catch(() => undefined);
+      await new Promise<void>((resolve) => {
+        const off = ctrl.onActivity((a) => send(a.type === "start" ? "run-start" : "run-end", a));
+        const ping = setInterval(() => send("ping", {}), SSE_PING_MS);
+        ping.unref();
+        const end = () => {
+          clearInterval(ping);
+          off();
+          open.delete(end);
+          resolve();
+        };
+        open.add(end);
+        stream.onAbort(end);
+        send("hello", {});
+      });
+    });
+    // One stream per connection: when it ends (the server stops), the socket goes too, instead of
+    // idling in keep-alive and holding the server's close for its grace period.
+    res.headers.set("connection", "close");
+    return res;
+  });
+
+  return {
+    // Open event streams would hold the server's close for its whole grace period.
+    close: () => {
+      for (const end of [...open]) end();
+    },
+  };
+}
