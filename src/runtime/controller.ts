@@ -1,3 +1,4 @@
+import { doctorHint } from "../doctor/check.ts";
 import { once } from "node:events";
 import { rm } from "node:fs/promises";
 import { CtsError, messageOf } from "../errors.ts";
@@ -79,7 +80,7 @@ export class Controller implements TaskControl, HaControl, RunModes {
 
   /** A watch failed for good (an ACL, a bad query): logged and recorded as a failed event. */
   watchFailed(name: string, err: CtsError): void {
-    this.parts.log.error(`task '${name}': ${err.message}`, { task: name, code: err.code });
+    this.parts.log.error(`task '${name}': ${err.message}${doctorHint(err)}`, { task: name, code: err.code });
     this.record(makeEvent(name, new Date(), { success: false, outcome: "failed", error: { message: err.message } }));
   }
 

@@ -1,3 +1,4 @@
+import { doctorHint } from "../doctor/check.ts";
 import { CtsError, messageOf, toCtsError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
@@ -116,7 +117,7 @@ export class TaskRuns {
       if (outcome.ok && outcome.outcome === "applied") e.lastDrift = undefined;
       this.deps.record(eventOf(e, start, outcome));
       if (outcome.ok) this.deps.log.info(`task '${e.name}': ${outcome.outcome}`, { task: e.name, ...(outcome.result?.summary ?? {}) });
-      else this.deps.log.error(`task '${e.name}': ${outcome.error?.message ?? outcome.outcome}`, { task: e.name });
+      else this.deps.log.error(`task '${e.name}': ${outcome.error?.message ?? outcome.outcome}${doctorHint(outcome.error)}`, { task: e.name });
     }
     this.deps.activity.ran(e.name);
     this.deps.activity.report({ type: "end", task: e.name, kind: "run", outcome: outcome.outcome, ok: outcome.ok });
