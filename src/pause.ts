@@ -14,3 +14,10 @@ export async function pause(ms: number, signal?: AbortSignal): Promise<boolean> 
     throw err;
   }
 }
+
+/** Waits for `p`, but at most `ms` (a grace period); never leaves a timer behind. */
+export async function atMost(p: Promise<unknown>, ms: number): Promise<void> {
+  const stop = new AbortController();
+  await Promise.race([p.finally(() => stop.abort()), pause(ms, stop.signal)]);
+  stop.abort();
+}

@@ -1,20 +1,15 @@
 import { hostname } from "node:os";
-import { join } from "node:path";
-import type { TerraformDriverConfig } from "../config/types.ts";
 import type { LoadedConfig } from "../config/load.ts";
-import { parseDuration } from "../config/duration.ts";
 import { createReloadingConsulApi } from "../consul/reloading-api.ts";
 import { watchTokenFile } from "../consul/token-file.ts";
 import { consulEnvForTerraform } from "../consul/connection.ts";
 import { createCatalogReader } from "../consul/reader.ts";
 import { createWatcher } from "../watch/watcher.ts";
 import type { CatalogReader, Watcher } from "../watch/types.ts";
-import { createTerraformDriver } from "../terraform/driver.ts";
-import type { LocalTerraformDriver, WarmProviderOptions } from "../terraform/types.ts";
+import type { LocalTerraformDriver } from "../terraform/types.ts";
 import { createLogger, redactSecret, type Logger } from "../log.ts";
 import { noMetrics, type Metrics } from "../metrics/metrics.ts";
 import { createPrometheusMetrics } from "../metrics/prometheus.ts";
-import { knownSecrets } from "../secrets/redactor.ts";
 import { inProcessSynthesizer, workerSynthesizer, type Synthesizer } from "../synth/synthesizer.ts";
 import { workingRoot } from "../synth/paths.ts";
 import { startDaemonApi } from "../api/daemon.ts";
@@ -23,8 +18,8 @@ import { haApiOptions } from "../ha/api.ts";
 import { SharedCluster } from "../ha/shared.ts";
 import { resolveHaSettings } from "../ha/settings.ts";
 import { consulConnectionFor, tokenFileFor } from "./consul-setup.ts";
+import { terraformDriverFor } from "./driver-setup.ts";
 import { Controller } from "./controller.ts";
-import { defaultTerraformBinary } from "../doctor/executable.ts";
 import { Activity, EventStore } from "./events.ts";
 import type { Runtime } from "./interfaces.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.ts";
@@ -174,23 +169,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
   const tf = config.driver?.terraform ?? {};
   const root = workingRoot(loaded.dir, tf.workingDir);
   const tfLog = log.child("terraform");
-  const driver = createTerraformDriver({
-    binary: tf.binary ?? defaultTerraformBinary(),
-    workingDir: root,
-    ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
-    pluginCacheDir: tf.pluginCacheDir ?? join(root, ".plugin-cache"),
-    env: terraformEnv,
-    ...(tf.timeout !== undefined ? { defaultTimeoutMs: parseDuration(tf.timeout) ?? 30 * 60_000 } : {}),
-    ...(tf.lockTimeout !== undefined ? { lockTimeoutMs: parseDuration(tf.lockTimeout) } : {}),
-    commandTimeouts: Object.fromEntries(Object.entries(tf.commandTimeouts ?? {}).map(([k, v]) => [k, v === undefined ? undefined : parseDuration(v)])),
-    log: (task, line) => tfLog.info(`[${task}] ${line}`, { task }),
-    // One redaction at the source: no Terraform or provider text leaves the driver unscrubbed.
-    redact: (text) => knownSecrets.redact(text),
-    notice: (line) => tfLog.warn(line),
-    debugLog: (task, line) => tfLog.debug(`[${task}] ${line}`, { task }),
-    warmProviders: warmProviderOptions(tf.warmProviders),
-    metrics,
-  });
+  const driver = terraformDriverFor(loaded, { root, env: terraformEnv, log: tfLog, metrics });
   const watcher =
     opts.mode === "watch"
       ? createWatcher(consul, {
@@ -285,18 +264,5 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
       await api.stop().catch((e) => log.warn(`stopping the API: ${String(e)}`));
       await runtime.close();
     },
-  };
-}
-
-/** `driver.terraform.warmProviders` in the driver's terms (durations in ms). */
-function warmProviderOptions(warm: TerraformDriverConfig["warmProviders"]): false | WarmProviderOptions {
-  if (warm === false) return false;
-  if (!warm) return {};
-  const idle = warm.idleTimeout === undefined ? undefined : parseDuration(warm.idleTimeout);
-  return {
-    ...(warm.maxProcesses !== undefined ? { maxProcesses: warm.maxProcesses } : {}),
-    ...(warm.maxRunsPerProcess !== undefined ? { maxRunsPerProcess: warm.maxRunsPerProcess } : {}),
-    ...(idle !== undefined ? { idleTimeoutMs: idle } : {}),
-    ...(warm.maxRssMb !== undefined ? { maxRssMb: warm.maxRssMb } : {}),
   };
 }

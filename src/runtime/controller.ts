@@ -1,6 +1,6 @@
 import { doctorHint } from "../doctor/check.ts";
 import { once } from "node:events";
-import { rm } from "node:fs/promises";
+import { atMost } from "../pause.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
@@ -8,7 +8,9 @@ import { Activity, EventStore, makeEvent, type RunActivity, type TaskEvent } fro
 import type { ControllerHooks, HaControl, RestoredTask, RunModes, RunOutcome, TaskControl, TaskView } from "./interfaces.ts";
 import type { RunMode } from "./run.ts";
 import { refused, type TaskRuns } from "./runs.ts";
-import { moduleEntry, type TaskEntry } from "./task-entry.ts";
+import { Ownership } from "./ownership.ts";
+import { TaskChanges } from "./task-changes.ts";
+import type { TaskEntry } from "./task-entry.ts";
 import type { TaskRegistry } from "./tasks.ts";
 import type { Triggers } from "./triggers.ts";
 
@@ -37,25 +39,27 @@ export interface ControllerParts {
  */
 export class Controller implements TaskControl, HaControl, RunModes {
   readonly events: EventStore;
-  private readonly tasks: TaskRegistry;
-  private readonly triggers: Triggers;
-  private readonly runs: TaskRuns;
-  private readonly activity: Activity;
   private watching = false;
   private stopped = false;
   /** Paused (a high-availability follower): nothing watches, queued runs are dropped. */
   private paused = false;
-  /** Shared cluster mode: the tasks this instance holds the lock of (undefined: every task). */
-  private owned: Set<string> | undefined;
+  /** Shared cluster mode: the tasks this instance holds the lock of. */
+  private readonly owned = new Ownership();
+  private readonly changes: TaskChanges;
   /** Observers; the composition root forwards the parts' notices here. */
   hooks: ControllerHooks = {};
 
   constructor(private readonly parts: ControllerParts) {
-    this.tasks = parts.tasks;
-    this.triggers = parts.triggers;
-    this.runs = parts.runs;
     this.events = parts.events;
-    this.activity = parts.activity;
+    this.changes = new TaskChanges({
+      ...parts,
+      coolDown: (task) => parts.coolDown(task),
+      rewatch: (e) => {
+        if (this.watching && e.enabled && this.mine(e.name)) this.parts.triggers.start(e);
+      },
+      changed: (change) => this.hooks.onTaskChange?.(change),
+      mine: (name) => this.mine(name),
+    });
   }
 
   /** Whether triggers may fire and queued runs may start. */
@@ -67,7 +71,7 @@ export class Controller implements TaskControl, HaControl, RunModes {
   runnable(name: string): TaskEntry | RunOutcome {
     if (this.paused) return refused(name, "paused");
     if (!this.mine(name)) return refused(name, "elsewhere");
-    const e = this.tasks.find(name);
+    const e = this.parts.tasks.find(name);
     if (!e || e.deleting) return refused(name, "deleted");
     return e.enabled ? e : refused(name, "disabled");
   }
@@ -88,22 +92,22 @@ export class Controller implements TaskControl, HaControl, RunModes {
 
   /** Names of every task. */
   taskNames(): string[] {
-    return this.tasks.names();
+    return this.parts.tasks.names();
   }
 
   /** A task's view, or undefined. */
   view(name: string): TaskView | undefined {
-    const e = this.tasks.find(name);
+    const e = this.parts.tasks.find(name);
     if (!e) return undefined;
-    const d = this.triggers.driftFor(e);
+    const d = this.parts.triggers.driftFor(e);
     const drift = d.enabled || e.lastDrift ? { drift: { ...d, ...(e.lastDrift ? { last: e.lastDrift } : {}) } } : {};
-    return this.tasks.view(name, { status: this.events.status(name), running: this.runs.queue.isRunning(name), bufferPeriod: this.triggers.bufferFor(e), ...drift });
+    return this.parts.tasks.view(name, { status: this.events.status(name), running: this.parts.runs.queue.isRunning(name), bufferPeriod: this.parts.triggers.bufferFor(e), ...drift });
   }
 
   /** Calls `listener` when a run or drift check starts or ends; returns the unsubscribe function. */
   onActivity(listener: (a: RunActivity) => void): () => void {
-    this.activity.on("activity", listener);
-    return () => void this.activity.off("activity", listener);
+    this.parts.activity.on("activity", listener);
+    return () => void this.parts.activity.off("activity", listener);
   }
 
   // ---- modes (CLI) --------------------------------------------------------------------------
@@ -112,27 +116,27 @@ export class Controller implements TaskControl, HaControl, RunModes {
   async watch(): Promise<void> {
     this.watching = true;
     this.parts.log.info("ctrl: executing all tasks once through");
-    for (const e of this.tasks.enabled()) if (this.mine(e.name)) this.triggers.start(e);
-    for (const e of this.tasks.enabled()) if (this.mine(e.name)) this.runs.enqueue(e.name);
+    for (const e of this.parts.tasks.enabled()) if (this.mine(e.name)) this.parts.triggers.start(e);
+    for (const e of this.parts.tasks.enabled()) if (this.mine(e.name)) this.parts.runs.enqueue(e.name);
   }
 
   /** Runs every enabled task once (no watching); resolves with each outcome. */
   async once(): Promise<RunOutcome[]> {
     this.parts.log.info("ctrl: executing all tasks once through");
-    return Promise.all(this.tasks.enabled().map((e) => this.runs.request(e.name)));
+    return Promise.all(this.parts.tasks.enabled().map((e) => this.parts.runs.request(e.name)));
   }
 
   /** Plans the named tasks (default all enabled). */
   async inspect(names?: string[]): Promise<RunOutcome[]> {
-    const list = names?.length ? names.map((n) => this.tasks.get(n)) : this.tasks.enabled();
+    const list = names?.length ? names.map((n) => this.parts.tasks.get(n)) : this.parts.tasks.enabled();
     const out: RunOutcome[] = [];
-    for (const e of list) out.push(await this.runs.execute(e, "plan"));
+    for (const e of list) out.push(await this.parts.runs.execute(e, "plan"));
     return out;
   }
 
   /** Resolves when no run is queued or running. */
   idle(): Promise<void> {
-    return this.runs.queue.idle();
+    return this.parts.runs.queue.idle();
   }
 
   /**
@@ -141,30 +145,30 @@ export class Controller implements TaskControl, HaControl, RunModes {
    */
   async whenIdle(): Promise<void> {
     for (;;) {
-      await this.runs.queue.idle();
-      if (!this.active || !this.tasks.all().some((e) => e.buffer?.pending)) return;
-      await once(this.activity, "run");
+      await this.parts.runs.queue.idle();
+      if (!this.active || !this.parts.tasks.all().some((e) => e.buffer?.pending)) return;
+      await once(this.parts.activity, "run");
     }
   }
 
   /** Runs finished so far (of one task, or of all). */
   runCount(task?: string): number {
-    return this.activity.runCount(task);
+    return this.parts.activity.runCount(task);
   }
 
   /** Data changes that reached a task's triggers so far. */
   changeCount(task: string): number {
-    return this.activity.changeCount(task);
+    return this.parts.activity.changeCount(task);
   }
 
   /** Stops watching, cancels runs in progress (Terraform gets SIGINT), waits up to `graceMs`. */
   async stop(graceMs = 10_000): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    this.runs.queue.close();
-    for (const e of this.tasks.all()) this.triggers.stop(e);
-    for (const e of this.tasks.all()) e.abort?.abort();
-    await this.settle(graceMs);
+    this.parts.runs.queue.close();
+    for (const e of this.parts.tasks.all()) this.parts.triggers.stop(e);
+    for (const e of this.parts.tasks.all()) e.abort?.abort();
+    await atMost(this.parts.runs.queue.idle(), graceMs);
     await this.parts.close();
   }
 
@@ -172,86 +176,43 @@ export class Controller implements TaskControl, HaControl, RunModes {
 
   /** Queues a run of a task now (skips the buffer). */
   runNow(name: string): Promise<RunOutcome> {
-    this.tasks.get(name);
-    return this.runs.request(name);
+    this.parts.tasks.get(name);
+    return this.parts.runs.request(name);
   }
 
   /** Checks one task for drift now, in its queue slot (`cts drift`, the API, the timer). */
   checkDrift(name: string): Promise<RunOutcome> {
-    return this.tasks.get(name).enabled ? this.runs.requestDrift(name) : Promise.resolve(refused(name, "disabled"));
+    return this.parts.tasks.get(name).enabled ? this.parts.runs.requestDrift(name) : Promise.resolve(refused(name, "disabled"));
   }
 
   /** Plans one task. */
   planTask(name: string): Promise<RunOutcome> {
-    return this.runs.execute(this.tasks.get(name), "plan");
+    return this.parts.runs.execute(this.parts.tasks.get(name), "plan");
   }
 
   /** Enables or disables a task; enabling runs it (unless `run: false`: the caller runs it itself). */
-  async setEnabled(name: string, enabled: boolean, opts: { run?: boolean } = {}): Promise<void> {
-    const e = this.tasks.get(name);
-    if (e.enabled === enabled) return;
-    e.enabled = enabled;
-    if (enabled) {
-      if (this.watching && this.mine(name)) this.triggers.start(e);
-      if (opts.run !== false && this.mine(name)) this.runs.enqueue(name);
-    } else {
-      this.triggers.stop(e);
-      this.runs.drop(name);
-    }
-    this.hooks.onTaskChange?.({ kind: enabled ? "enabled" : "disabled", task: name, origin: e.origin });
+  setEnabled(name: string, enabled: boolean, opts: { run?: boolean } = {}): Promise<void> {
+    return this.changes.setEnabled(name, enabled, opts);
   }
 
   /** Adds a module task (from the API); validates it first. */
   addModuleTask(spec: ModuleTaskSpec): void {
-    const e = this.tasks.create(spec);
-    if (this.watching && e.enabled && this.mine(e.name)) this.triggers.start(e);
-    this.hooks.onTaskChange?.({ kind: "created", task: spec.name, origin: "api" });
+    this.changes.add(spec);
   }
 
-  /**
-   * Replaces the spec of a module task created through the API: waits until it is not running,
-   * swaps the declaration and re-watches. It queues no run: the caller decides.
-   */
-  async replaceModuleTask(name: string, spec: ModuleTaskSpec): Promise<void> {
-    const next = this.tasks.replacement(name, spec);
-    const e = this.tasks.get(name);
-    this.triggers.stop(e);
-    this.runs.drop(name);
-    await this.runs.queue.settled(name);
-    this.tasks.swap(e, next);
-    if (this.watching && e.enabled && this.mine(name)) this.triggers.start(e);
-    this.hooks.onTaskChange?.({ kind: "replaced", task: name, origin: "api" });
+  /** Replaces an API task's spec once it is not running (task-changes.ts); queues no run. */
+  replaceModuleTask(name: string, spec: ModuleTaskSpec): Promise<void> {
+    return this.changes.replace(name, spec);
   }
 
   /** Plans a module task that is not kept (POST /v1/tasks?run=inspect); removes its working dir after. */
-  async dryRunModuleTask(spec: ModuleTaskSpec): Promise<RunOutcome> {
-    const outcome = await this.runs.execute(moduleEntry(spec, true), "plan");
-    // PATCH ?run=inspect plans a kept task's new spec in its own dir: that dir stays.
-    if (!this.tasks.find(spec.name)) await this.removeDir(spec.name);
-    return outcome;
+  dryRunModuleTask(spec: ModuleTaskSpec): Promise<RunOutcome> {
+    return this.changes.dryRun(spec);
   }
 
   /** Deletes a task once it is not running; with `destroy`, destroys its infrastructure first. */
-  async deleteTask(name: string, opts: { destroy?: boolean } = {}): Promise<RunOutcome | undefined> {
-    const e = this.tasks.get(name);
-    e.deleting = true;
-    this.triggers.stop(e);
-    this.runs.drop(name);
-    await this.runs.queue.settled(name);
-    let outcome: RunOutcome | undefined;
-    if (opts.destroy) {
-      outcome = await this.runs.execute(e, "destroy");
-      if (!outcome.ok) {
-        e.deleting = false;
-        if (this.watching && e.enabled && this.mine(name)) this.triggers.start(e);
-        throw outcome.error ?? new CtsError("TERRAFORM_FAILED", "external", "destroy failed", { task: name });
-      }
-    }
-    this.tasks.remove(name);
-    this.events.delete(name);
-    this.hooks.onTaskChange?.({ kind: "deleted", task: name, origin: e.origin });
-    await this.removeDir(name);
-    return outcome;
+  deleteTask(name: string, opts: { destroy?: boolean } = {}): Promise<RunOutcome | undefined> {
+    return this.changes.delete(name, opts);
   }
 
   // ---- high availability --------------------------------------------------------------------
@@ -273,16 +234,16 @@ export class Controller implements TaskControl, HaControl, RunModes {
   async pause(graceMs = 10_000): Promise<void> {
     this.paused = true;
     // Shared mode: a paused instance owns nothing; it takes tasks again one lock at a time.
-    this.owned?.clear();
+    this.owned.clear();
     this.watching = false;
-    for (const e of this.tasks.all()) {
-      this.triggers.stop(e);
-      this.runs.drop(e.name);
+    for (const e of this.parts.tasks.all()) {
+      this.parts.triggers.stop(e);
+      this.parts.runs.drop(e.name);
     }
-    for (const e of this.tasks.all()) e.abort?.abort();
+    for (const e of this.parts.tasks.all()) e.abort?.abort();
     // A run in progress took its own waiters when it started; the rest wait for dropped runs.
-    for (const name of this.runs.waiting()) this.runs.answer(name, refused(name, "paused"));
-    await this.settle(graceMs);
+    for (const name of this.parts.runs.waiting()) this.parts.runs.answer(name, refused(name, "paused"));
+    await atMost(this.parts.runs.queue.idle(), graceMs);
     // A follower keeps no provider processes: the leader's runs may need the memory, and nothing runs here.
     await this.parts.coolDown().catch((err) => this.parts.log.warn(`stopping warm provider processes: ${messageOf(err)}`));
   }
@@ -290,7 +251,7 @@ export class Controller implements TaskControl, HaControl, RunModes {
   /** Leaves the paused state: forgets applied hashes (another instance may have applied since), runs every task once, watches. */
   async resume(): Promise<void> {
     if (this.stopped) return;
-    for (const e of this.tasks.all()) e.lastAppliedHash = undefined;
+    for (const e of this.parts.tasks.all()) e.lastAppliedHash = undefined;
     this.paused = false;
     await this.watch();
   }
@@ -300,25 +261,25 @@ export class Controller implements TaskControl, HaControl, RunModes {
    * takes all of it; in shared mode the tasks this instance owns are left alone (it is their author).
    */
   restore(tasks: Iterable<RestoredTask>, events: ReadonlyMap<string, TaskEvent[]>): string[] {
-    if (this.watching && !this.owned) throw new CtsError("CTS_INTERNAL", "internal", "restore() needs a paused controller");
-    return this.tasks.restore(tasks, events, this.events, this.owned);
+    if (this.watching && !this.owned.shared) throw new CtsError("CTS_INTERNAL", "internal", "restore() needs a paused controller");
+    return this.parts.tasks.restore(tasks, events, this.events, this.owned.set);
   }
 
   // ---- shared cluster mode ------------------------------------------------------------------
 
   /** Whether this instance may run `name` now (always, outside shared mode). */
   mine(name: string): boolean {
-    return !this.owned || this.owned.has(name);
+    return this.owned.mine(name);
   }
 
   /** Shared mode: from now on only owned tasks watch and run; call before resume(). */
   shareTasks(): void {
-    this.owned ??= new Set();
+    this.owned.share();
   }
 
   /** Names of the tasks this instance owns (shared mode), or every task. */
   ownedNames(): string[] {
-    return this.owned ? [...this.owned] : this.taskNames();
+    return this.owned.names(() => this.taskNames());
   }
 
   /**
@@ -326,42 +287,11 @@ export class Controller implements TaskControl, HaControl, RunModes {
    * owner may have applied since), starts its triggers and runs it once.
    */
   own(name: string): void {
-    if (!this.owned || this.owned.has(name)) return;
-    this.owned.add(name);
-    const e = this.tasks.find(name);
-    if (!e || e.deleting || !e.enabled || !this.watching) return;
-    e.lastAppliedHash = undefined;
-    this.triggers.start(e);
-    this.runs.enqueue(name);
+    if (this.owned.take(name) && this.watching) this.changes.takeOver(name);
   }
 
   /** Shared mode: the task moves away. Stops its triggers, cancels its run and waits (up to `graceMs`) until it is not running. */
   async disown(name: string, graceMs = 10_000): Promise<void> {
-    if (!this.owned?.delete(name)) return;
-    const e = this.tasks.find(name);
-    if (!e) return;
-    this.triggers.stop(e);
-    this.runs.drop(name);
-    e.abort?.abort();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([this.runs.queue.settled(name), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
-    clearTimeout(timer);
-  }
-
-  // ---- internals ----------------------------------------------------------------------------
-
-  private async settle(graceMs: number): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([this.runs.queue.idle(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
-    clearTimeout(timer);
-  }
-
-  private async removeDir(name: string): Promise<void> {
-    await this.parts.coolDown(name).catch((err) => this.parts.log.warn(`task '${name}': stopping its warm provider processes: ${messageOf(err)}`, { task: name }));
-    try {
-      await rm(this.parts.taskDir(name), { recursive: true, force: true });
-    } catch (err) {
-      this.parts.log.warn(`task '${name}': could not remove its working dir: ${messageOf(err)}`, { task: name });
-    }
+    if (this.owned.release(name)) await this.changes.handOver(name, graceMs);
   }
 }

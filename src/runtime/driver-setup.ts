@@ -1,0 +1,56 @@
+import { join } from "node:path";
+import type { LoadedConfig } from "../config/load.ts";
+import { parseDuration } from "../config/duration.ts";
+import type { TerraformDriverConfig } from "../config/types.ts";
+import { defaultTerraformBinary } from "../doctor/executable.ts";
+import type { Logger } from "../log.ts";
+import type { Metrics } from "../metrics/metrics.ts";
+import { knownSecrets } from "../secrets/redactor.ts";
+import { createTerraformDriver } from "../terraform/driver.ts";
+import type { LocalTerraformDriver, WarmProviderOptions } from "../terraform/types.ts";
+
+/** What the driver gets from the composition root besides the config. */
+export interface DriverSetup {
+  /** The working root (driver.terraform.workingDir resolved against the config's dir). */
+  root: string;
+  /** Environment every Terraform command gets (the Consul address, token, TLS for the backend). */
+  env: Record<string, string>;
+  log: Logger;
+  metrics: Metrics;
+}
+
+/** The Terraform driver `driver.terraform` describes (durations in ms, defaults filled in). */
+export function terraformDriverFor(loaded: LoadedConfig, o: DriverSetup): LocalTerraformDriver {
+  const tf = loaded.config.driver?.terraform ?? {};
+  const root = o.root;
+  return createTerraformDriver({
+    binary: tf.binary ?? defaultTerraformBinary(),
+    workingDir: root,
+    ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
+    pluginCacheDir: tf.pluginCacheDir ?? join(root, ".plugin-cache"),
+    env: o.env,
+    ...(tf.timeout !== undefined ? { defaultTimeoutMs: parseDuration(tf.timeout) ?? 30 * 60_000 } : {}),
+    ...(tf.lockTimeout !== undefined ? { lockTimeoutMs: parseDuration(tf.lockTimeout) } : {}),
+    commandTimeouts: Object.fromEntries(Object.entries(tf.commandTimeouts ?? {}).map(([k, v]) => [k, v === undefined ? undefined : parseDuration(v)])),
+    log: (task, line) => o.log.info(`[${task}] ${line}`, { task }),
+    // One redaction at the source: no Terraform or provider text leaves the driver unscrubbed.
+    redact: (text) => knownSecrets.redact(text),
+    notice: (line) => o.log.warn(line),
+    debugLog: (task, line) => o.log.debug(`[${task}] ${line}`, { task }),
+    warmProviders: warmProviderOptions(tf.warmProviders),
+    metrics: o.metrics,
+  });
+}
+
+/** `driver.terraform.warmProviders` in the driver's terms (durations in ms). */
+function warmProviderOptions(warm: TerraformDriverConfig["warmProviders"]): false | WarmProviderOptions {
+  if (warm === false) return false;
+  if (!warm) return {};
+  const idle = warm.idleTimeout === undefined ? undefined : parseDuration(warm.idleTimeout);
+  return {
+    ...(warm.maxProcesses !== undefined ? { maxProcesses: warm.maxProcesses } : {}),
+    ...(warm.maxRunsPerProcess !== undefined ? { maxRunsPerProcess: warm.maxRunsPerProcess } : {}),
+    ...(idle !== undefined ? { idleTimeoutMs: idle } : {}),
+    ...(warm.maxRssMb !== undefined ? { maxRssMb: warm.maxRssMb } : {}),
+  };
+}

@@ -1,0 +1,136 @@
+import { rm } from "node:fs/promises";
+import { CtsError, messageOf } from "../errors.ts";
+import { atMost } from "../pause.ts";
+import type { Logger } from "../log.ts";
+import type { ModuleTaskSpec } from "../synth/task-ref.ts";
+import type { EventStore } from "./events.ts";
+import type { RunOutcome, TaskChange } from "./interfaces.ts";
+import type { TaskRuns } from "./runs.ts";
+import { moduleEntry, type TaskEntry } from "./task-entry.ts";
+import type { TaskRegistry } from "./tasks.ts";
+import type { Triggers } from "./triggers.ts";
+
+/** What changing tasks at run time needs from the controller. */
+export interface TaskChangeDeps {
+  tasks: TaskRegistry;
+  triggers: Triggers;
+  runs: TaskRuns;
+  events: EventStore;
+  log: Logger;
+  /** Where a task works (removed with the task). */
+  taskDir(task: string): string;
+  /** Ends a task's warm provider processes. */
+  coolDown(task: string): Promise<void>;
+  /** Starts the task's triggers if this instance watches it now (watching, enabled, owned). */
+  rewatch(e: TaskEntry): void;
+  /** Tells the observers (high availability stores the change). */
+  changed(change: TaskChange): void;
+  /** Whether this instance runs the task (shared mode: owns it). */
+  mine(name: string): boolean;
+}
+
+/**
+ * Module tasks created, replaced, dry-run and deleted through the API: each waits until the task
+ * is not running, keeps registry, triggers and working dir in step, and reports the change.
+ */
+export class TaskChanges {
+  constructor(private readonly d: TaskChangeDeps) {}
+
+  /** Enables or disables a task; enabling runs it (unless `run: false`: the caller runs it itself). */
+  async setEnabled(name: string, enabled: boolean, opts: { run?: boolean }): Promise<void> {
+    const { tasks, triggers, runs } = this.d;
+    const e = tasks.get(name);
+    if (e.enabled === enabled) return;
+    e.enabled = enabled;
+    if (enabled) {
+      this.d.rewatch(e);
+      if (opts.run !== false && this.d.mine(name)) runs.enqueue(name);
+    } else {
+      triggers.stop(e);
+      runs.drop(name);
+    }
+    this.d.changed({ kind: enabled ? "enabled" : "disabled", task: name, origin: e.origin });
+  }
+
+  /** Adds a module task (from the API); validates it first. */
+  add(spec: ModuleTaskSpec): void {
+    const e = this.d.tasks.create(spec);
+    this.d.rewatch(e);
+    this.d.changed({ kind: "created", task: spec.name, origin: "api" });
+  }
+
+  /** Swaps an API task's spec once it is not running and re-watches it. Queues no run: the caller decides. */
+  async replace(name: string, spec: ModuleTaskSpec): Promise<void> {
+    const { tasks, triggers, runs } = this.d;
+    const next = tasks.replacement(name, spec);
+    const e = tasks.get(name);
+    triggers.stop(e);
+    runs.drop(name);
+    await runs.queue.settled(name);
+    tasks.swap(e, next);
+    this.d.rewatch(e);
+    this.d.changed({ kind: "replaced", task: name, origin: "api" });
+  }
+
+  /** Plans a module task that is not kept (POST /v1/tasks?run=inspect); removes its working dir after. */
+  async dryRun(spec: ModuleTaskSpec): Promise<RunOutcome> {
+    const outcome = await this.d.runs.execute(moduleEntry(spec, true), "plan");
+    // PATCH ?run=inspect plans a kept task's new spec in its own dir: that dir stays.
+    if (!this.d.tasks.find(spec.name)) await this.removeDir(spec.name);
+    return outcome;
+  }
+
+  /** Deletes a task once it is not running; with `destroy`, destroys its infrastructure first. */
+  async delete(name: string, opts: { destroy?: boolean } = {}): Promise<RunOutcome | undefined> {
+    const { tasks, triggers, runs } = this.d;
+    const e = tasks.get(name);
+    e.deleting = true;
+    triggers.stop(e);
+    runs.drop(name);
+    await runs.queue.settled(name);
+    let outcome: RunOutcome | undefined;
+    if (opts.destroy) {
+      outcome = await runs.execute(e, "destroy");
+      if (!outcome.ok) {
+        e.deleting = false;
+        this.d.rewatch(e);
+        throw outcome.error ?? new CtsError("TERRAFORM_FAILED", "external", "destroy failed", { task: name });
+      }
+    }
+    tasks.remove(name);
+    this.d.events.delete(name);
+    this.d.changed({ kind: "deleted", task: name, origin: e.origin });
+    await this.removeDir(name);
+    return outcome;
+  }
+
+  /** Shared mode, a task this instance now owns: forget the applied hash (the previous owner may have applied since), watch it, run it once. */
+  takeOver(name: string): void {
+    const e = this.d.tasks.find(name);
+    if (!e || e.deleting || !e.enabled) return;
+    e.lastAppliedHash = undefined;
+    this.d.triggers.start(e);
+    this.d.runs.enqueue(name);
+  }
+
+  /** Shared mode, a task moving away: stop its triggers, cancel its run, wait (up to `graceMs`) until it is not running. */
+  async handOver(name: string, graceMs: number): Promise<void> {
+    const e = this.d.tasks.find(name);
+    if (!e) return;
+    this.d.triggers.stop(e);
+    this.d.runs.drop(name);
+    e.abort?.abort();
+    await atMost(this.d.runs.queue.settled(name), graceMs);
+  }
+
+  /** Ends the task's warm providers and removes its working dir (a deleted or inspect-only task). */
+  private async removeDir(name: string): Promise<void> {
+    const { log } = this.d;
+    await this.d.coolDown(name).catch((err) => log.warn(`task '${name}': stopping its warm provider processes: ${messageOf(err)}`, { task: name }));
+    try {
+      await rm(this.d.taskDir(name), { recursive: true, force: true });
+    } catch (err) {
+      log.warn(`task '${name}': could not remove its working dir: ${messageOf(err)}`, { task: name });
+    }
+  }
+}
