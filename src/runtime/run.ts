@@ -1,5 +1,6 @@
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { CtsError } from "../errors.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
@@ -93,6 +94,8 @@ async function prepare(deps: RunDeps, e: TaskEntry, signal: AbortSignal): Promis
     providerVersions: loaded.config.driver?.terraform?.providerVersions,
   });
   deps.metrics?.phase(e.name, "synthesize", (performance.now() - synthStarted) / 1000);
+  // Stopped (pause, stop, delete) while reading or synthesizing: Terraform is not started at all.
+  if (signal.aborted) throw new CtsError("TERRAFORM_CANCELLED", "external", "was cancelled before Terraform started; nothing was changed.", { task: e.name });
   // Secrets are read at every run (rotation needs no restart) and reach Terraform only as TF_VAR_ env.
   return { synth, ws: { task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } } };
 }

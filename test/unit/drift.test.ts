@@ -167,7 +167,8 @@ describe("drift checks in the runtime (fake driver)", () => {
     w.set(["a"], false);
     const release = d.hold();
     await controller.watch();
-    await new Promise((r) => setTimeout(r, 20));
+    // Wait for the apply to reach the (held) driver, however busy the machine is.
+    for (const end = Date.now() + 20_000; d.calls.length === 0 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
     assert.deepEqual(d.calls, ["apply a 10.0.0.1:80"], "the first apply is running");
     const check = controller.checkDrift("members");
     release();
