@@ -3,33 +3,10 @@ import assert from "node:assert/strict";
 import { createController } from "../../src/runtime/compose.ts";
 import { createLogger } from "../../src/log.ts";
 import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
-import type { Source, SourceData } from "../../src/consul/types.ts";
-import type { Subscription, SubscriptionListener, Watcher } from "../../src/watch/types.ts";
+import { fakeWatcher } from "../support/fake-watcher.ts";
 import type { RunResult, TaskWorkspace } from "../../src/terraform/types.ts";
 import { MemberList } from "../fixtures/tasks.ts";
 
-/** A watcher whose data the test sets and whose changes the test fires. */
-function fakeWatcher() {
-  let data: SourceData = [];
-  const listeners: SubscriptionListener[] = [];
-  const watcher: Watcher = {
-    subscribe<S extends Source>(_s: S, l: SubscriptionListener): Subscription<S> {
-      listeners.push(l);
-      return { ready: Promise.resolve(), current: () => data as never, close: () => listeners.splice(listeners.indexOf(l), 1) };
-    },
-    viewCount: () => 1,
-    close() {},
-  };
-  return {
-    watcher,
-    /** Open subscriptions (each a blocking query in a real watcher). */
-    open: () => listeners.length,
-    set(instances: Array<{ id: string }>) {
-      data = instances.map((i) => ({ ...i, name: "web", kind: "", address: "10.0.0.1", port: 80, meta: {}, tags: [], namespace: "", status: "passing", node: "n", nodeId: "", nodeAddress: "", nodeDatacenter: "", nodeTaggedAddresses: {}, nodeMeta: {}, ctsUserDefinedMeta: {} }));
-      for (const l of [...listeners]) l.onChange();
-    },
-  };
-}
 
 /** A driver that records applies and can be made slow or failing. */
 function fakeDriver() {

@@ -5,32 +5,11 @@ import { driftSettings } from "../../src/runtime/drift.ts";
 import { driftCheckProblems } from "../../src/task/validate.ts";
 import { createLogger } from "../../src/log.ts";
 import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
-import type { Source, SourceData } from "../../src/consul/types.ts";
-import type { Subscription, SubscriptionListener, Watcher } from "../../src/watch/types.ts";
+import { fakeWatcher } from "../support/fake-watcher.ts";
 import type { RunResult, TaskWorkspace } from "../../src/terraform/types.ts";
 import type { DriftCheckOption } from "../../src/task/task.ts";
 import { MemberList } from "../fixtures/tasks.ts";
 
-/** A watcher whose data the test sets. */
-function fakeWatcher() {
-  let data: SourceData = [];
-  const listeners: SubscriptionListener[] = [];
-  const watcher: Watcher = {
-    subscribe<S extends Source>(_s: S, l: SubscriptionListener): Subscription<S> {
-      listeners.push(l);
-      return { ready: Promise.resolve(), current: () => data as never, close: () => listeners.splice(listeners.indexOf(l), 1) };
-    },
-    viewCount: () => 1,
-    close() {},
-  };
-  return {
-    watcher,
-    set(ids: string[], fire = true) {
-      data = ids.map((id) => ({ id, name: "web", kind: "", address: "10.0.0.1", port: 80, meta: {}, tags: [], namespace: "", status: "passing", node: "n", nodeId: "", nodeAddress: "", nodeDatacenter: "", nodeTaggedAddresses: {}, nodeMeta: {}, ctsUserDefinedMeta: {} }));
-      if (fire) for (const l of [...listeners]) l.onChange();
-    },
-  };
-}
 
 /** A driver that records what it was asked, in order; plans find drift when told to. */
 function fakeDriver() {

@@ -5,35 +5,13 @@ import { createController } from "../../src/runtime/compose.ts";
 import { CtsError } from "../../src/errors.ts";
 import { createLogger } from "../../src/log.ts";
 import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
-import type { Source, SourceData } from "../../src/consul/types.ts";
-import type { Subscription, SubscriptionListener, Watcher } from "../../src/watch/types.ts";
+import { fakeWatcher } from "../support/fake-watcher.ts";
 import type { RunOptions, RunResult, TaskWorkspace } from "../../src/terraform/types.ts";
 import type { TaskEvent } from "../../src/runtime/events.ts";
 import type { ModuleTaskSpec } from "../../src/synth/task-ref.ts";
 import { services } from "../../src/task/conditions.ts";
 import { MemberList } from "../fixtures/tasks.ts";
 
-/** A watcher whose data the test sets and whose changes the test fires. */
-function fakeWatcher() {
-  let data: SourceData = [];
-  const listeners: SubscriptionListener[] = [];
-  const watcher: Watcher = {
-    subscribe<S extends Source>(_s: S, l: SubscriptionListener): Subscription<S> {
-      listeners.push(l);
-      return { ready: Promise.resolve(), current: () => data as never, close: () => listeners.splice(listeners.indexOf(l), 1) };
-    },
-    viewCount: () => 1,
-    close() {},
-  };
-  return {
-    watcher,
-    listeners,
-    set(ids: string[]) {
-      data = ids.map((id) => ({ id, name: "web", kind: "", address: "10.0.0.1", port: 80, meta: {}, tags: [], namespace: "", status: "passing", node: "n", nodeId: "", nodeAddress: "", nodeDatacenter: "", nodeTaggedAddresses: {}, nodeMeta: {}, ctsUserDefinedMeta: {} }));
-      for (const l of [...listeners]) l.onChange();
-    },
-  };
-}
 
 /** A driver whose applies can be held open; a held apply ends as Terraform does when cancelled. */
 function fakeDriver() {
