@@ -1,8 +1,7 @@
-import type { BufferPeriodOption } from "../task/task.ts";
 import type { CtsConfig, HighAvailabilityConfig } from "./types.ts";
 import { configError, isObject, type ReadBlock } from "./cts-schema.ts";
 import type { HclValue } from "../cli/hcl.ts";
-import { ctsTasks } from "./cts-tasks.ts";
+import { bufferPeriod, ctsTasks } from "./cts-tasks.ts";
 
 /** A CTS config mapped onto ours, with what was accepted but has no effect here. */
 export interface MappedCtsConfig {
@@ -123,15 +122,6 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<Mapped
 
   config.tasks = await ctsTasks(root, { cwd, providerReqs, globalBuffer: config.bufferPeriod, warn: warnings });
   return { config, ...(logLevel ? { logLevel } : {}), warnings };
-}
-
-/** CTS's buffer period rules: enabled=false → off; only min → max = 4×min (our default too). */
-export function bufferPeriod(b: ReadBlock): BufferPeriodOption | false {
-  if (b.attrs.enabled === false) return false;
-  const out: BufferPeriodOption = {};
-  if (b.attrs.min !== undefined) out.min = str(b.attrs.min)!;
-  if (b.attrs.max !== undefined) out.max = str(b.attrs.max)!;
-  return out;
 }
 
 function highAvailability(ha: ReadBlock): HighAvailabilityConfig {

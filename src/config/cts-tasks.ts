@@ -4,7 +4,6 @@ import { messageOf } from "../errors.ts";
 import { catalogServices, consulKv, schedule, services, type Condition, type ConsulKvCondition, type ServicesCondition, type TaskInputs } from "../task/conditions.ts";
 import { ModuleTask, type ModuleProvider } from "../task/module-task.ts";
 import type { BufferPeriodOption } from "../task/task.ts";
-import { bufferPeriod } from "./cts-map.ts";
 import { configError, isObject, type ReadBlock } from "./cts-schema.ts";
 import { taskNameProblem, taskProblems } from "../task/validate.ts";
 import { redactSecret } from "../log.ts";
@@ -186,5 +185,14 @@ export async function readVariableFiles(files: string[], at?: ReadBlock): Promis
     if (body.blocks.length) throw configError(file, body.blocks[0]!.line, `a .tfvars file holds NAME = value lines only; '${body.blocks[0]!.type}' is a block.`);
     for (const [k, v] of body.attributes) out[k] = v.value;
   }
+  return out;
+}
+
+/** CTS's buffer period rules: enabled=false → off; only min → max = 4×min (our default too). */
+export function bufferPeriod(b: ReadBlock): BufferPeriodOption | false {
+  if (b.attrs.enabled === false) return false;
+  const out: BufferPeriodOption = {};
+  if (b.attrs.min !== undefined) out.min = String(b.attrs.min);
+  if (b.attrs.max !== undefined) out.max = String(b.attrs.max);
   return out;
 }
