@@ -61,8 +61,10 @@ export class StateMirror {
         index = read.index < index ? 0n : read.index;
         failures = 0;
         const state = parseState(this.prefix, read.data);
-        this.hooks.onState(state);
+        // The controller first, then the listeners: shared mode reassigns tasks from the
+        // controller's task list as soon as it hears of a new state.
         for (const problem of this.controller.restore(state.tasks.values(), state.events)) this.log.debug(`ha: mirror: ${problem}`);
+        this.hooks.onState(state);
         const fingerprint = [...state.tasks.values()].filter((t) => t.origin === "api").map(taskFingerprint).sort().join("\n");
         if (fingerprint !== this.apiTasks) {
           this.apiTasks = fingerprint;

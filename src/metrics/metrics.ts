@@ -27,6 +27,8 @@ export interface Metrics {
   consulRequest(fetch: { ok: boolean; blocking: boolean; seconds: number }): void;
   /** A Terraform (or warm provider) process started (+1) or ended (-1). */
   terraformProcess(command: string, delta: 1 | -1): void;
+  /** A Terraform command hung (no exit within its limit, or silent too long) and was killed. */
+  terraformHung(command: string): void;
   /** This instance became (true) or stopped being (false) the high-availability leader. */
   leadership(leader: boolean): void;
   /** State read at scrape time: tasks and the work queue. Replaces an earlier probe. */
@@ -70,6 +72,7 @@ export const noMetrics: Metrics = {
   blockingQuery() {},
   consulRequest() {},
   terraformProcess() {},
+  terraformHung() {},
   leadership() {},
   observe() {},
   scrape: () => Promise.resolve({ contentType: "text/plain; version=0.0.4; charset=utf-8", body: "" }),

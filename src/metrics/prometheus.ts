@@ -79,6 +79,7 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
   const openQueries = new Gauge({ name: "cts_consul_blocking_queries", help: "Blocking queries waiting on Consul now.", labelNames: ["kind"], registers });
   const requests = new Counter({ name: "cts_consul_requests_total", help: "HTTP calls to Consul, by result.", labelNames: ["result"], registers });
   const requestSeconds = new Histogram({ name: "cts_consul_request_duration_seconds", help: "Time of one HTTP call to Consul.", labelNames: ["blocking"], buckets: CONSUL_BUCKETS, registers });
+  const hungCommands = new Counter({ name: "cts_terraform_hung_commands_total", help: "Terraform commands killed as hung (no exit within their limit, or silent past commandTimeouts.silence).", labelNames: ["command"], registers });
   const processes = new Gauge({ name: "cts_terraform_processes", help: "Terraform processes (and warm provider processes) running now, by command.", labelNames: ["command"], registers });
   const leader = new Gauge({ name: "cts_ha_leader", help: "1 while this instance is the high-availability leader.", registers });
   const leaderChanges = new Counter({ name: "cts_ha_leadership_changes_total", help: "Times this instance became or stopped being the leader.", registers });
@@ -155,6 +156,9 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
     },
     terraformProcess(command, delta) {
       processes.inc({ command: processLabel(command) }, delta);
+    },
+    terraformHung(command) {
+      hungCommands.inc({ command: processLabel(command) });
     },
     leadership(isLeader) {
       if (isLeader !== leading) leaderChanges.inc();

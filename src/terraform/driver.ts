@@ -264,8 +264,9 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
       lockTimeoutMs,
       pluginCache,
       track,
-      onHung: () => {
+      onHung: (command: string) => {
         hung++;
+        metrics.terraformHung(command);
       },
     };
     const op = new Operation(ws.task, dir, deps, opts, opts.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);

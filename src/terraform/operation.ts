@@ -26,7 +26,7 @@ export interface OperationDeps {
   /** Told each process group started and ended (reaper, group file). */
   track: (task: string, command: string) => { add(pgid: number): void; remove(pgid: number): void };
   /** Called each time a command hung and was killed. */
-  onHung: () => void;
+  onHung: (command: string) => void;
 }
 
 /** Result of a text-mode command (init, workspace, show). */
@@ -188,7 +188,7 @@ export class Operation {
       });
       if (res.spawnError) throw notStartedError(this.task, this.deps.binary, res.spawnError);
       if (hang.signal.aborted && !this.reason && res.exitCode !== 0) {
-        this.deps.onHung();
+        this.deps.onHung(command);
         const how = limit !== undefined ? `no exit within ${formatDuration(limit)}` : `no output for ${formatDuration(silence!)}`;
         if (attempt >= 2) throw hungError(this.task, command, limit ?? silence!, how);
         this.emit(`Terraform hung in \`${command}\` (${how}); killed it, running it once more`);

@@ -4,6 +4,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CtsError } from "../../src/errors.ts";
+import { createPrometheusMetrics } from "../../src/metrics/prometheus.ts";
 import { createTerraformDriver, TERRAFORM_HUNG } from "../../src/terraform/index.ts";
 import type { LocalTerraformDriver } from "../../src/terraform/types.ts";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
@@ -44,6 +45,7 @@ describe("a Terraform command that hangs (stand-in around the real OpenTofu, rea
   let root: string;
   let work: string;
   let driver: LocalTerraformDriver;
+  const metrics = createPrometheusMetrics();
   const lines: string[] = [];
 
   before(async () => {
@@ -62,6 +64,7 @@ describe("a Terraform command that hangs (stand-in around the real OpenTofu, rea
       killGraceMs: 1_000,
       lockTimeoutMs: 2_000,
       commandTimeouts: { workspace: 3_000, silence: 3_000 },
+      metrics,
       log: (task, line) => lines.push(`${task}: ${line}`),
     });
   });
@@ -77,6 +80,7 @@ describe("a Terraform command that hangs (stand-in around the real OpenTofu, rea
     assert.equal(res.changesPresent, true);
     assert.equal(await readFile(join(root, "once.txt"), "utf8"), "once");
     assert.equal(driver.hungCommands(), 1);
+    assert.match((await metrics.scrape()).body, /^cts_terraform_hung_commands_total\{command="workspace"\} 1$/m, "the metric counts it");
     assert.ok(lines.some((l) => /^once: Terraform hung in `tofu workspace new` \(no exit within 5s\); killed it, running it once more/.test(l)), lines.join("\n"));
     assert.deepEqual(await processesIn(work, { exceptWarmOf: process.pid }), []);
   });
