@@ -66,3 +66,16 @@ export function ctsTaskExitCode(err: unknown): number {
   if (err instanceof CtsError) return CTS_EXIT.error;
   return CTS_EXIT.error;
 }
+
+/**
+ * CTS's exit codes for `cts start` (its `start`/daemon command): a flag it cannot parse 14, a config
+ * it cannot load 15, Terraform that cannot run 16, any other failure (a failed `-once` task too) 11.
+ */
+export function ctsStartExitCode(err: unknown): number {
+  if (err instanceof CommanderError) return err.exitCode === 0 ? CTS_EXIT.ok : CTS_EXIT.parseFlags;
+  if (err instanceof CtsError) {
+    if (/^(CONFIG_|TASK_FILE_|TASK_INVALID|TASK_NAME_INVALID|DURATION_INVALID|BUFFER_PERIOD_INVALID|REGEXP_INVALID|SERVICES_QUERY_INVALID|KV_QUERY_INVALID|CONSUL_ADDRESS_INVALID|CONSUL_TLS_FILE|CONSUL_TOKEN_FILE)/.test(err.code)) return CTS_EXIT.config;
+    if (err.code.startsWith("TERRAFORM_")) return CTS_EXIT.driver;
+  }
+  return CTS_EXIT.error;
+}

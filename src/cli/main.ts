@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
 import { CtsError } from "../errors.ts";
-import { ctsTaskArgv, ctsTaskExitCode } from "./cts-flags.ts";
+import { ctsStartExitCode, ctsTaskArgv, ctsTaskExitCode } from "./cts-flags.ts";
 import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";
 import { registerDrift } from "./drift.ts";
@@ -42,14 +42,17 @@ registerDrift(program);
 
 // `cts task …` takes CTS's flag spellings and exits with CTS's codes (cts-flags.ts).
 const ctsTask = process.argv[2] === "task";
+// `cts start` is CTS's own command line: it exits with CTS's codes as well.
+const ctsStart = process.argv[2] === "start";
 try {
   await program.parseAsync(ctsTask ? ctsTaskArgv(process.argv) : process.argv);
+  if (ctsStart && process.exitCode === 1) process.exitCode = ctsStartExitCode(undefined);
 } catch (err) {
   if (err instanceof CommanderError) {
-    process.exitCode = ctsTask ? ctsTaskExitCode(err) : err.exitCode === 0 ? 0 : 2;
+    process.exitCode = ctsTask ? ctsTaskExitCode(err) : ctsStart ? ctsStartExitCode(err) : err.exitCode === 0 ? 0 : 2;
   } else if (err instanceof CtsError) {
     say(`error: ${err.message}${doctorHint(err)}\n`, process.stderr);
-    process.exitCode = ctsTask ? ctsTaskExitCode(err) : err.exitCode;
+    process.exitCode = ctsTask ? ctsTaskExitCode(err) : ctsStart ? ctsStartExitCode(err) : err.exitCode;
   } else {
     say(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`, process.stderr);
     process.exitCode = 70;

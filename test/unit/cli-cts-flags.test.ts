@@ -123,3 +123,20 @@ describe("cts task exits with CTS's codes", () => {
     assert.match(r.stdout, /--ca-path/);
   });
 });
+
+describe("cts start exits with CTS's codes", () => {
+  it("15 for a config it cannot load, 14 for a flag it cannot parse", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "cts-start-exit-"));
+    try {
+      const bad = join(dir, "bad.hcl");
+      await writeFile(bad, 'task {\n  name = "x"\n  no_such_key = 1\n}\n');
+      const config = await cts(["start", "-config-file", bad]);
+      assert.equal(config.code, CTS_EXIT.config, config.stderr);
+      assert.match(config.stderr, /bad\.hcl:\d+/);
+      const flag = await cts(["start", "-no-such-flag"]);
+      assert.equal(flag.code, CTS_EXIT.parseFlags, flag.stderr);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
