@@ -44,18 +44,22 @@ export function describeSample(s: TrafficSample): string {
 
 /**
  * Waits until traffic through the load balancer reaches exactly `expected` (each of them, and
- * nobody else) in one batch of requests, and returns that batch. Round robin over n servers
- * answers from each within n requests, so 4·n requests leave no room for luck.
+ * nobody else) in three batches in a row, and returns the last. Round robin over n servers answers
+ * from each within n requests (4·n per batch); the streak covers nginx's reload, during which the
+ * old worker may still take a connection now and then with the previous pool.
  */
 export async function waitForPool(url: string, expected: string[], timeoutMs = 60_000): Promise<TrafficSample> {
   const want = [...expected].sort();
   let last: TrafficSample | undefined;
+  let streak = 0;
   try {
     return await waitUntil(
       `traffic through ${url} to reach exactly [${want.join(", ")}]`,
       async () => {
         last = await sample(url, Math.max(4, 4 * want.length));
-        return last.ids.length === want.length && last.ids.every((id, i) => id === want[i]) ? last : undefined;
+        const exact = last.ids.length === want.length && last.ids.every((id, i) => id === want[i]);
+        streak = exact ? streak + 1 : 0;
+        return streak >= 3 ? last : undefined;
       },
       timeoutMs,
       250,
