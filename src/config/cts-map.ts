@@ -16,7 +16,6 @@ const BACKENDS = ["azurerm", "consul", "cos", "gcs", "kubernetes", "local", "man
 const LEVELS: Record<string, MappedCtsConfig["logLevel"]> = { TRACE: "trace", DEBUG: "debug", INFO: "info", WARN: "warn", ERR: "error", ERROR: "error" };
 
 const one = (b: ReadBlock, name: string): ReadBlock | undefined => b.blocks[name]?.[0];
-const str = (v: HclValue | undefined): string | undefined => (v === undefined || v === null ? undefined : String(v));
 
 /** Maps a merged CTS configuration (every file read and merged) onto cts's config. */
 export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<MappedCtsConfig> {

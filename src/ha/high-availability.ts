@@ -90,7 +90,7 @@ export class HighAvailability {
 
   constructor(
     rt: HaRuntime,
-    private readonly loaded: LoadedConfig,
+    loaded: LoadedConfig,
     private readonly opts: HighAvailabilityOptions = {},
   ) {
     if (!loaded.config.highAvailability) throw new CtsError("CTS_INTERNAL", "internal", "HighAvailability needs highAvailability in the config");

@@ -57,7 +57,7 @@ export class SharedCluster {
 
   constructor(
     rt: HaRuntime,
-    private readonly loaded: LoadedConfig,
+    loaded: LoadedConfig,
     private readonly opts: { stopGraceMs?: number } = {},
   ) {
     this.settings = resolveHaSettings(loaded.config);

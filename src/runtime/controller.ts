@@ -6,7 +6,6 @@ import type { Logger } from "../log.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import { Activity, EventStore, makeEvent, type RunActivity, type TaskEvent } from "./events.ts";
 import type { ControllerHooks, HaControl, RestoredTask, RunModes, RunOutcome, TaskControl, TaskView } from "./interfaces.ts";
-import type { RunMode } from "./run.ts";
 import { refused, type TaskRuns } from "./runs.ts";
 import { Ownership } from "./ownership.ts";
 import { TaskChanges } from "./task-changes.ts";
