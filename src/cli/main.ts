@@ -1,13 +1,12 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
-import { CtsError } from "../errors.ts";
+import { CtsError, doctorHint } from "../errors.ts";
 import { ctsStartExitCode, ctsTaskArgv, ctsTaskExitCode } from "./cts-flags.ts";
 import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";
 import { registerDrift } from "./drift.ts";
 import { say } from "./output.ts";
 import { VERSION } from "../version.ts";
-import { doctorHint } from "../doctor/check.ts";
 import { normalizeStartArgs } from "./start-args.ts";
 
 // CTS's spelling: `cts start -config-file x.hcl -once` (one dash, as Go's flag package allows).

@@ -1,12 +1,11 @@
 import type { Command } from "commander";
 import { loadConfig, type LoadedConfig } from "../config/load.ts";
 import type { CtsConfig, LogFormat } from "../config/types.ts";
-import { CtsError } from "../errors.ts";
+import { CtsError, doctorHint } from "../errors.ts";
 import { createLogger, type LogLevel } from "../log.ts";
 import { createRuntime, startDaemon } from "../runtime/compose.ts";
 import type { RunOutcome } from "../runtime/interfaces.ts";
 import { printJson, say, table } from "./output.ts";
-import { doctorHint } from "../doctor/check.ts";
 
 /** Flags shared by the run commands. */
 export interface RunFlags {

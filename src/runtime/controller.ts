@@ -1,7 +1,6 @@
-import { doctorHint } from "../doctor/check.ts";
 import { once } from "node:events";
 import { atMost } from "../pause.ts";
-import { CtsError, messageOf } from "../errors.ts";
+import { CtsError, messageOf, doctorHint } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import { Activity, EventStore, makeEvent, type RunActivity, type TaskEvent } from "./events.ts";

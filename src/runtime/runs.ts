@@ -1,5 +1,4 @@
-import { doctorHint } from "../doctor/check.ts";
-import { CtsError, messageOf, toCtsError } from "../errors.ts";
+import { CtsError, messageOf, toCtsError, doctorHint } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { makeEvent, type Activity, type TaskEvent } from "./events.ts";
