@@ -4,13 +4,10 @@
  * agent keeps nothing); the services are registered again with one instance more. The daemon must
  * stay up and apply the new catalog; a second change afterwards shows the watch is healthy.
  */
-import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { startConsul, type ConsulAgent } from "../../test/support/consul.ts";
-import { startDaemonProcess } from "../lib/daemon-process.ts";
-import { lit } from "../lib/config.ts";
 import { sleep } from "../lib/stats.ts";
-import { writeChaosConfig } from "./lib/config.ts";
+import { startMemberFileDaemon } from "./lib/config.ts";
 import { errorSamples, failedAttempts, mbRange, rssSampler, quiesce, secs, since, tally, waitForFile } from "./lib/observe.ts";
 import { alive, consulPid, describe, killAll, processesUnder } from "./lib/procs.ts";
 import type { ScenarioFn } from "./lib/types.ts";
@@ -38,17 +35,7 @@ export const run: ScenarioFn = async (ctx) => {
   ctx.onCleanup(() => consul.stop());
   await registerAll(consul, [1, 2]);
 
-  const dir = join(ctx.tmp, "consul-restart");
-  await mkdir(dir, { recursive: true });
-  const out = join(dir, "members.txt");
-  const file = await writeChaosConfig({
-    dir,
-    consulAddress: consul.address,
-    backend: { local: { path: join(dir, "terraform.tfstate") } },
-    tasks: [`new MemberFile({ name: "web", path: ${lit(out)}, condition: services({ names: [${lit(SERVICE)}] }) })`],
-  });
-  const d = startDaemonProcess(file, { cwd: dir });
-  ctx.onCleanup(() => d.stop());
+  const { dir, out, d } = await startMemberFileDaemon(ctx, { scenario: "consul-restart", consulAddress: consul.address, task: "web", service: SERVICE });
   const t = tally(d);
   await waitForFile(out, [line(1), line(2)], { timeoutMs: 180_000, pid: d.pid });
   const before = t.counts();

@@ -4,12 +4,9 @@
  * applied equal the final catalog, and how long after the last change? Runs, failed attempts and
  * the daemon's RSS are recorded throughout.
  */
-import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { startConsul } from "../../test/support/consul.ts";
-import { startDaemonProcess } from "../lib/daemon-process.ts";
-import { lit } from "../lib/config.ts";
-import { writeChaosConfig } from "./lib/config.ts";
+import { startMemberFileDaemon } from "./lib/config.ts";
 import { expectedLines, flap, makeSlots, seed } from "./lib/flapper.ts";
 import { errorSamples, failedAttempts, linesOf, mbRange, rssSampler, quiesce, secs, since, tally, waitForFile } from "./lib/observe.ts";
 import { alive, describe, killAll, processesUnder } from "./lib/procs.ts";
@@ -28,17 +25,7 @@ export const run: ScenarioFn = async (ctx) => {
   const slots = makeSlots(SERVICE, flapInstances);
   await seed(consul, SERVICE, slots);
 
-  const dir = join(ctx.tmp, "flapping");
-  await mkdir(dir, { recursive: true });
-  const out = join(dir, "members.txt");
-  const file = await writeChaosConfig({
-    dir,
-    consulAddress: consul.address,
-    backend: { local: { path: join(dir, "terraform.tfstate") } },
-    tasks: [`new MemberFile({ name: "flap", path: ${lit(out)}, condition: services({ names: [${lit(SERVICE)}] }) })`],
-  });
-  const d = startDaemonProcess(file, { cwd: dir });
-  ctx.onCleanup(() => d.stop());
+  const { dir, out, d } = await startMemberFileDaemon(ctx, { scenario: "flapping", consulAddress: consul.address, task: "flap", service: SERVICE });
   const t = tally(d);
   ctx.log(`daemon pid ${d.pid}; waiting for the first apply`);
   await waitForFile(out, expectedLines(SERVICE, slots), { timeoutMs: 180_000, pid: d.pid });

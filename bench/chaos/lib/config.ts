@@ -1,8 +1,10 @@
-import { writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { tools } from "../../../test/support/tools.ts";
-import { BENCH_TASKS, PUBLIC_API } from "../../lib/config.ts";
+import { BENCH_TASKS, lit, PUBLIC_API } from "../../lib/config.ts";
+import { startDaemonProcess, type DaemonProcess } from "../../lib/daemon-process.ts";
+import type { ChaosContext } from "./types.ts";
 
 const CHAOS_TASKS = fileURLToPath(new URL("../tasks.ts", import.meta.url));
 
@@ -41,4 +43,23 @@ export default defineConfig({
 `,
   );
   return file;
+}
+
+/**
+ * A real `cts watch` in `<ctx.tmp>/<scenario>` with one MemberFile task (`task`) writing the
+ * passing instances of `service` to members.txt, local state; stopped with the scenario.
+ */
+export async function startMemberFileDaemon(ctx: ChaosContext, o: { scenario: string; consulAddress: string; task: string; service: string }): Promise<{ dir: string; out: string; d: DaemonProcess }> {
+  const dir = join(ctx.tmp, o.scenario);
+  await mkdir(dir, { recursive: true });
+  const out = join(dir, "members.txt");
+  const file = await writeChaosConfig({
+    dir,
+    consulAddress: o.consulAddress,
+    backend: { local: { path: join(dir, "terraform.tfstate") } },
+    tasks: [`new MemberFile({ name: ${lit(o.task)}, path: ${lit(out)}, condition: services({ names: [${lit(o.service)}] }) })`],
+  });
+  const d = startDaemonProcess(file, { cwd: dir });
+  ctx.onCleanup(() => d.stop());
+  return { dir, out, d };
 }
