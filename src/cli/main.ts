@@ -19,21 +19,23 @@ const program = new Command()
   .showHelpAfterError()
   .exitOverride();
 
-// `cts task`, `cts status` and `cts drift` only talk HTTP to a daemon: they skip loading the runtime, whose
-// cdktf import alone costs seconds of CPU on every call.
-if (!["task", "status", "drift"].includes(process.argv[2] ?? "")) {
-  const [{ registerSynth }, { registerInit }, { registerRun }, { registerDoctor }, { registerStart }] = await Promise.all([
-    import("./synth.ts"),
-    import("./init.ts"),
-    import("./run.ts"),
-    import("./doctor.ts"),
-    import("./start.ts"),
-  ]);
-  registerStart(program);
-  registerSynth(program);
-  registerInit(program);
-  registerRun(program);
-  registerDoctor(program);
+// `cts task`, `cts status` and `cts drift` only talk HTTP to a daemon: they skip loading the runtime.
+// The other commands load only their own module (the daemon keeps no code of init, synth or doctor
+// resident); help and unknown commands load them all.
+const LOCAL_COMMANDS: Record<string, () => Promise<(p: Command) => void>> = {
+  start: async () => (await import("./start.ts")).registerStart,
+  synth: async () => (await import("./synth.ts")).registerSynth,
+  init: async () => (await import("./init.ts")).registerInit,
+  watch: async () => (await import("./run.ts")).registerRun,
+  once: async () => (await import("./run.ts")).registerRun,
+  inspect: async () => (await import("./run.ts")).registerRun,
+  doctor: async () => (await import("./doctor.ts")).registerDoctor,
+};
+const command = process.argv[2] ?? "";
+if (!["task", "status", "drift"].includes(command)) {
+  const wanted = LOCAL_COMMANDS[command] ? [LOCAL_COMMANDS[command]] : [...new Set(Object.values(LOCAL_COMMANDS))];
+  const registrars = new Set(await Promise.all(wanted.map((load) => load())));
+  for (const register of registrars) register(program);
 }
 registerTask(program);
 registerStatus(program);

@@ -4,6 +4,8 @@ import type { CtsConfig, LogFormat } from "../config/types.ts";
 import { CtsError, doctorHint } from "../errors.ts";
 import { createLogger, type LogLevel } from "../log.ts";
 import { createRuntime, startDaemon } from "../runtime/compose.ts";
+import { loadDaemonConfig } from "../synth/daemon-config.ts";
+import type { Synthesizer } from "../synth/synthesizer.ts";
 import type { RunOutcome } from "../runtime/interfaces.ts";
 import { printJson, say, table } from "./output.ts";
 
@@ -50,7 +52,8 @@ export function registerRun(program: Command): void {
     .option("--api-port <port>", "port of the HTTP API; 0 picks a free one (default api.port, then 8558)")
     .action(async (flags: RunFlags & Record<string, unknown>) => {
       logFormatOf(flags); // a bad --log-format fails before the config loads
-      await runWatch(await loadConfig(flags.config), flags);
+      const { loaded, synthesizer } = await loadDaemonConfig(flags.config);
+      await runWatch(loaded, flags, synthesizer);
     });
 
   common(program.command("once"))
@@ -66,10 +69,11 @@ export function registerRun(program: Command): void {
 }
 
 /** `cts watch` (and `cts start`): the daemon, until SIGINT or SIGTERM. */
-export async function runWatch(loaded: LoadedConfig, flags: RunFlags & Record<string, unknown>): Promise<void> {
+export async function runWatch(loaded: LoadedConfig, flags: RunFlags & Record<string, unknown>, synthesizer?: Synthesizer): Promise<void> {
   const log = logger(flags, loaded);
   const daemon = await startDaemon(loaded, {
     log,
+    ...(synthesizer ? { synthesizer } : {}),
     bufferOff: flags.buffer === false,
     resetStorage: flags.resetStorage === true,
     ...(typeof flags.apiAddress === "string" ? { apiAddress: flags.apiAddress } : {}),

@@ -1,7 +1,6 @@
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { tsImport } from "tsx/esm/api";
 import { apiAccessProblems } from "../api/access-config.ts";
 import { CtsError, isErrorCode, messageOf } from "../errors.ts";
 import type { Task } from "../task/task.ts";
@@ -62,6 +61,8 @@ export async function loadConfig(path?: string | string[], cwd = process.cwd()):
   const file = findConfigFile(paths[0], cwd);
   let mod: { default?: unknown };
   try {
+    // Loaded on use: a daemon's main thread never evaluates a TypeScript config (src/synth/daemon-config.ts).
+    const { tsImport } = await import("tsx/esm/api");
     mod = await tsImport(pathToFileURL(file).href, import.meta.url);
   } catch (cause) {
     throw loadError(file, cause);

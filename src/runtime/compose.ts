@@ -144,6 +144,8 @@ export interface RuntimeOptions {
   lockWaitMs?: number;
   /** Default: Prometheus metrics in their own registry for "watch", none for one-shot commands. */
   metrics?: Metrics;
+  /** The synthesizer (default: a worker synthesizer for "watch", in process otherwise). */
+  synthesizer?: Synthesizer;
 }
 
 /** The composition root: real Consul client, watcher, Terraform driver and synthesizer. */
@@ -178,7 +180,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
         })
       : undefined;
   const synthesizer =
-    opts.mode === "watch" ? workerSynthesizer() : inProcessSynthesizer((name) => config.tasks.find((t) => t.name === name));
+    opts.synthesizer ?? (opts.mode === "watch" ? workerSynthesizer() : inProcessSynthesizer((name) => config.tasks.find((t) => t.name === name)));
   const controller = createController({
     loaded,
     reader: createCatalogReader(consul),
@@ -218,6 +220,8 @@ export interface DaemonOptions {
   apiAddress?: string;
   apiPort?: string;
   resetStorage?: boolean;
+  /** The synthesizer whose worker loaded the config (src/synth/daemon-config.ts). */
+  synthesizer?: Synthesizer;
 }
 
 /** A running daemon: the runtime, its API, and high availability when configured. */
@@ -235,7 +239,7 @@ export interface Daemon {
  */
 export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Promise<Daemon> {
   const { log } = opts;
-  const runtime = createRuntime(loaded, { mode: "watch", ...(opts.bufferOff ? { bufferOff: true } : {}), log });
+  const runtime = createRuntime(loaded, { mode: "watch", ...(opts.bufferOff ? { bufferOff: true } : {}), log, ...(opts.synthesizer ? { synthesizer: opts.synthesizer } : {}) });
   // With high availability only the leader watches and runs tasks; the rest wait for the lock.
   // Shared mode: every healthy member runs a share of the tasks (README "Shared mode").
   const shared = loaded.config.highAvailability ? resolveHaSettings(loaded.config).mode === "shared" : false;

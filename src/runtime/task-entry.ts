@@ -2,6 +2,7 @@ import { CtsError } from "../errors.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { ModuleTask } from "../task/module-task.ts";
+import { isPlainModuleTask, moduleTaskData } from "../task/declaration.ts";
 import type { Task } from "../task/task.ts";
 import { taskProblems, throwProblems } from "../task/validate.ts";
 import type { ModuleTaskSpec, TaskRef } from "../synth/task-ref.ts";
@@ -38,7 +39,14 @@ export interface TaskEntry {
 
 /** The entry of a task declared in the config file. */
 export function configEntry(loaded: LoadedConfig, task: Task<Condition, TaskInputs>): TaskEntry {
-  return { name: task.name, task, ref: { kind: "config", configFile: loaded.file, name: task.name, ...(loaded.ctsFiles ? { configFiles: loaded.ctsFiles } : {}) }, origin: "config", enabled: task.enabled, subs: [] };
+  const ref: TaskRef = {
+    kind: "config",
+    configFile: loaded.file,
+    name: task.name,
+    ...(loaded.ctsFiles ? { configFiles: loaded.ctsFiles } : {}),
+    ...(isPlainModuleTask(task) ? { module: moduleTaskData(task) } : {}),
+  };
+  return { name: task.name, task, ref, origin: "config", enabled: task.enabled, subs: [] };
 }
 
 /** The entry of a module task from the API (or a stored state); throws TASK_INVALID with every problem. */

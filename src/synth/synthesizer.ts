@@ -3,6 +3,8 @@ import { CtsError, isErrorCode } from "../errors.ts";
 import type { AnyTaskInput, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { ModuleTask } from "../task/module-task.ts";
+import { moduleTaskFrom } from "../task/declaration.ts";
+import type { ConfigDescription } from "../config/description.ts";
 import { synthesizeTask, type SynthContext, type SynthResult } from "./synthesize.ts";
 import type { TaskRef } from "./task-ref.ts";
 
@@ -11,6 +13,12 @@ export interface Synthesizer {
   synth(ref: TaskRef, input: AnyTaskInput, ctx: SynthContext): Promise<SynthResult>;
   /** Frees the worker (if any). */
   close(): Promise<void>;
+}
+
+/** The module task a ref names, when it can be built on this thread without the config (else undefined). */
+export function moduleTaskOf(ref: TaskRef): ModuleTask<Condition, TaskInputs> | undefined {
+  if (ref.kind === "module") return new ModuleTask(ref.spec);
+  return ref.module ? moduleTaskFrom(ref.module) : undefined;
 }
 
 /** Synthesizes on the calling thread (for `cts synth`, `once` and tests). cdktf's token map grows. */
@@ -39,16 +47,28 @@ export interface WorkerSynthesizerOptions {
 }
 
 interface Pending {
-  resolve: (r: SynthResult) => void;
+  resolve: (r: any) => void;
   reject: (e: unknown) => void;
 }
 
+/** The daemon's synthesizer: also loads a TypeScript config in its worker and describes it. */
+export interface WorkerSynthesizer extends Synthesizer {
+  /** Loads a TypeScript config file in the worker (validated there) and returns it as plain data. */
+  describe(configFile: string): Promise<ConfigDescription>;
+  /** Ends the worker now (it starts again on the next task class to synthesize). */
+  release(): Promise<void>;
+  recycled(): number;
+  running(): boolean;
+}
+
 /**
- * Synthesizes in a worker thread that loads the config itself and is recycled after N syntheses or
- * past a heap size: cdktf keeps every token in a process-global map that is never cleared, so a
- * long-running daemon must throw that memory away. Only plain data crosses the thread boundary.
+ * Synthesizes task classes in a worker thread that loads the config itself and is recycled after N
+ * syntheses or past a heap size: cdktf keeps every token in a process-global map that is never
+ * cleared, so a long-running daemon must throw that memory away. Only plain data crosses the thread
+ * boundary. Module tasks are plain JSON and are built on the calling thread: a daemon whose tasks are
+ * all module tasks never starts the worker.
  */
-export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): Synthesizer & { recycled(): number; running(): boolean } {
+export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSynthesizer {
   const maxSyntheses = opts.maxSyntheses ?? 200;
   const maxHeap = opts.maxHeapBytes ?? 256 * 1024 * 1024;
   const idleMs = opts.idleMs ?? 2 * 60_000;
@@ -63,7 +83,7 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): Synthesi
   const start = () => {
     const w = new Worker(new URL("./worker-boot.mjs", import.meta.url));
     w.unref();
-    w.on("message", (msg: { id: number; ok: boolean; result?: SynthResult; error?: SerializedError; heapUsed: number }) => {
+    w.on("message", (msg: { id: number; ok: boolean; result?: SynthResult | ConfigDescription; error?: SerializedError; heapUsed: number }) => {
       const p = pending.get(msg.id);
       pending.delete(msg.id);
       if (!p) return;
@@ -92,35 +112,49 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): Synthesi
     }
   };
 
-  const synthOnce = (ref: TaskRef, input: AnyTaskInput, ctx: SynthContext) =>
-    new Promise<SynthResult>((resolve, reject) => {
-      if (count >= maxSyntheses) retire();
+  const ask = <T>(msg: Record<string, unknown>, counts: boolean) =>
+    new Promise<T>((resolve, reject) => {
+      if (counts && count >= maxSyntheses) retire();
       const w = worker ?? start();
-      count++;
+      if (counts) count++;
       const id = nextId++;
       pending.set(id, { resolve, reject });
-      w.postMessage({ id, ref, input, ctx });
+      w.postMessage({ id, ...msg });
     });
 
+  // One request at a time: synthesis is CPU-bound, and serializing keeps recycling simple.
+  const queue = <T>(work: () => Promise<T>): Promise<T> => {
+    clearTimeout(idleTimer);
+    const run = chain.then(work);
+    const settled = run.catch(() => undefined);
+    chain = settled;
+    void settled.then(() => {
+      if (chain !== settled) return; // another request is queued behind this one
+      idleTimer = setTimeout(() => {
+        if (chain === settled && pending.size === 0 && worker) {
+          const w = worker;
+          worker = undefined;
+          void w.terminate();
+        }
+      }, idleMs);
+      idleTimer.unref();
+    });
+    return run;
+  };
+
   return {
-    // One synthesis at a time: synthesis is CPU-bound, and serializing keeps recycling simple.
     synth(ref, input, ctx) {
+      const module = moduleTaskOf(ref);
+      if (module) return Promise.resolve().then(() => synthesizeTask(module, input, ctx));
+      return queue(() => ask<SynthResult>({ ref, input, ctx }, true));
+    },
+    describe: (configFile) => queue(() => ask<ConfigDescription>({ describe: configFile }, false)),
+    async release() {
+      await chain;
       clearTimeout(idleTimer);
-      const run = chain.then(() => synthOnce(ref, input, ctx));
-      const settled = run.catch(() => undefined);
-      chain = settled;
-      void settled.then(() => {
-        if (chain !== settled) return; // another synthesis is queued behind this one
-        idleTimer = setTimeout(() => {
-          if (chain === settled && pending.size === 0 && worker) {
-            const w = worker;
-            worker = undefined;
-            void w.terminate();
-          }
-        }, idleMs);
-        idleTimer.unref();
-      });
-      return run;
+      const w = worker;
+      worker = undefined;
+      if (w) await w.terminate();
     },
     running: () => worker !== undefined,
     async close() {

@@ -1,4 +1,5 @@
 import type { Condition, TaskInputs } from "../task/conditions.ts";
+import type { ModuleTaskData } from "../task/declaration.ts";
 import type { ModuleTaskOptions } from "../task/module-task.ts";
 
 /** Plain-data description of a module task (API-created tasks are these). */
@@ -6,6 +7,10 @@ export type ModuleTaskSpec = ModuleTaskOptions<Condition, TaskInputs>;
 
 /**
  * How a synthesizer finds a task without sharing objects across threads: a task class from the
- * config file (looked up by name), or a module task from its plain-data spec.
+ * config file (looked up by name), or a module task from its plain-data spec. A config task that is
+ * a plain ModuleTask also carries its data (`module`): it is built where it is needed, without the
+ * config or CDKTF.
  */
-export type TaskRef = { kind: "config"; configFile: string; name: string; /** A CTS config's files, in merge order. */ configFiles?: string[] } | { kind: "module"; spec: ModuleTaskSpec };
+export type TaskRef =
+  | { kind: "config"; configFile: string; name: string; /** A CTS config's files, in merge order. */ configFiles?: string[]; module?: ModuleTaskData }
+  | { kind: "module"; spec: ModuleTaskSpec };

@@ -6,7 +6,9 @@ import type { TaskRef } from "../../src/synth/task-ref.ts";
 import { services } from "../../src/task/conditions.ts";
 
 const MODULES = fileURLToPath(new URL("../../modules", import.meta.url));
-const ref: TaskRef = { kind: "module", spec: { name: "echo", module: "./cts-echo", condition: services({ names: ["web"] }) } as never };
+const CONFIG = fileURLToPath(new URL("../fixtures/configs/valid.ts", import.meta.url));
+const moduleRef: TaskRef = { kind: "module", spec: { name: "echo", module: "./cts-echo", condition: services({ names: ["web"] }) } as never };
+const classRef: TaskRef = { kind: "config", configFile: CONFIG, name: "members" };
 const input = { services: [] } as never;
 
 async function until(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
@@ -17,15 +19,26 @@ async function until(what: string, cond: () => boolean, ms = 20_000): Promise<vo
 }
 
 describe("the synthesis worker", () => {
-  it("starts on the first synthesis and ends after the idle period, then starts again when needed", async () => {
+  it("builds module tasks on the calling thread: they never start the worker", async () => {
+    const synth = workerSynthesizer({ idleMs: 200 });
+    try {
+      const result = await synth.synth(moduleRef, input, { configDir: MODULES });
+      assert.ok(result.json.includes("cts-echo"));
+      assert.equal(synth.running(), false);
+    } finally {
+      await synth.close();
+    }
+  });
+
+  it("starts on the first task class to synthesize and ends after the idle period, then starts again when needed", async () => {
     const synth = workerSynthesizer({ idleMs: 200 });
     try {
       assert.equal(synth.running(), false, "no worker before any synthesis");
-      const first = await synth.synth(ref, input, { configDir: MODULES });
-      assert.ok(first.json.includes("cts-echo"));
+      const first = await synth.synth(classRef, input, {});
+      assert.ok(first.json.includes("local_file"));
       assert.equal(synth.running(), true);
       await until("the idle worker to end", () => !synth.running());
-      const again = await synth.synth(ref, input, { configDir: MODULES });
+      const again = await synth.synth(classRef, input, {});
       assert.equal(again.hash, first.hash, "the same task and input synthesize the same JSON in a new worker");
     } finally {
       await synth.close();
