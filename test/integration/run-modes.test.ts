@@ -1,13 +1,14 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFile } from "node:child_process";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { tempDir, waitFor, writeConfig } from "../support/cts.ts";
 
 const CTS = fileURLToPath(new URL("../../bin/cts.js", import.meta.url));
+const LOADED_MODULES = fileURLToPath(new URL("../support/loaded-modules.mjs", import.meta.url));
 
 function cts(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -74,7 +75,7 @@ describe("cts once and cts inspect exit codes", () => {
 });
 
 describe("stopping the daemon", () => {
-  it("SIGTERM during an apply cancels Terraform and exits cleanly", async () => {
+  it("SIGTERM during an apply cancels Terraform and exits cleanly; the main thread never loaded cdktf or a provider binding", async () => {
     const consul = await startConsul();
     const tmp = await tempDir();
     try {
@@ -84,7 +85,8 @@ describe("stopping the daemon", () => {
         consulAddress: consul.address,
         tasks: [`new SlowMembers("slow", ${JSON.stringify(join(tmp.dir, "s.txt"))}, 61)`],
       });
-      const child = spawn("node", [CTS, "watch", "--config", file], { stdio: ["ignore", "pipe", "pipe"] });
+      const loadedOut = join(tmp.dir, "loaded.json");
+      const child = spawn("node", ["--import", LOADED_MODULES, CTS, "watch", "--config", file], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CTS_TEST_LOADED_OUT: loadedOut } });
       let log = "";
       child.stdout.on("data", (d) => (log += d));
       child.stderr.on("data", (d) => (log += d));
@@ -98,6 +100,10 @@ describe("stopping the daemon", () => {
       assert.match(log, /received SIGTERM, stopping/);
       const ps = await new Promise<string>((r) => execFile("ps", ["-eo", "args"], (_e, out) => r(out)));
       assert.doesNotMatch(ps, /sleep 61/, "no provisioner left behind");
+      // The task class was synthesized (its apply ran) in the worker; the main thread has none of it.
+      const loaded = JSON.parse(await readFile(loadedOut, "utf8")) as string[];
+      assert.ok(loaded.length > 0, "the preload wrote the main thread's modules");
+      assert.deepEqual(loaded.filter((f) => /[\\/](cdktf|constructs|@cdktf[\\/]provider-[^\\/]+)[\\/]/.test(f)), []);
     } finally {
       await consul.stop();
       await tmp.cleanup();
