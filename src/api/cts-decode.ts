@@ -1,6 +1,6 @@
 import { ApiError } from "./http-io.ts";
 import { decodeVariables } from "./cts-variables.ts";
-import { isObject } from "./schema-messages.ts";
+import { isObject } from "./is-object.ts";
 
 /**
  * CTS's server decodes request JSON with Go's encoding/json (and mapstructure for PATCH), which

@@ -2,7 +2,7 @@ import { attributesOf, parseHcl } from "../cli/hcl.ts";
 import { messageOf } from "../errors.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { ApiError } from "./http-io.ts";
-import { isObject } from "./schema-messages.ts";
+import { isObject } from "./is-object.ts";
 
 /**
  * Task `variables` in both forms clients send. CTS's API types them as a map of strings, each an

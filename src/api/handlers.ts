@@ -6,8 +6,11 @@ import { decodeCreateRequest, decodePatchRequest } from "./cts-decode.ts";
 import { encodeVariables } from "./cts-variables.ts";
 import { ApiError } from "./http-io.ts";
 import type { Match } from "./router.ts";
-import { parseCreateBody, parseTask } from "./task-request.ts";
-import { parsePatchBody, patchedTask } from "./task-patch.ts";
+
+// zod and the request schemas load with the first request that creates or changes a task: a daemon
+// whose tasks nobody changes through the API never holds them (about 10 MB resident).
+const requestSchemas = () => import("./task-request.ts");
+const patchSchemas = () => import("./task-patch.ts");
 
 /** The controller operations the API uses (a fake can stand in for unit tests). */
 export type ApiController = Pick<
@@ -105,6 +108,7 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
   };
 
   async function createTask(m: Match, body: BodyReader): Promise<Answer> {
+    const { parseCreateBody } = await requestSchemas();
     const spec = parseCreateBody(await decodeCreateRequest(await body()));
     const run = m.query.get("run");
     return locks.run(spec.name, () =>
@@ -138,6 +142,7 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
 
   async function patchTask(m: Match, body: BodyReader): Promise<Answer> {
     const name = m.task!;
+    const [{ parseTask }, { parsePatchBody, patchedTask }] = await Promise.all([requestSchemas(), patchSchemas()]);
     const patch = parsePatchBody(await decodePatchRequest(await body()), name);
     const run = m.query.get("run");
     return locks.run(name, () =>

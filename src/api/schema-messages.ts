@@ -7,7 +7,9 @@ import { z } from "zod";
  */
 
 /** Whether a JSON value is an object (not null, not a list). */
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+import { isObject } from "./is-object.ts";
+
+export { isObject };
 /** A short description of a JSON value for messages. */
 export const show = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "a list" : typeof v === "object" ? "an object" : JSON.stringify(v)?.slice(0, 40) ?? String(v));
 
