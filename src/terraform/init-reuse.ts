@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { lstat, mkdir, readdir, readFile, readlink, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
 
@@ -99,7 +99,7 @@ export async function restoreInit(dir: string, snap: InitSnapshot): Promise<bool
       await mkdir(dirname(from), { recursive: true, mode: 0o755 });
       await symlink(l.target, from);
     }
-    if (snap.backend) await writeFile(join(dir, DATA_DIR, "terraform.tfstate"), snap.backend.text, { mode: snap.backend.mode });
+    if (snap.backend) await writeFile(join(dir, DATA_DIR, "terraform.tfstate"), freshLineage(snap.backend.text), { mode: snap.backend.mode });
     // Last: a lock file next to an incomplete .terraform would make a later `init` keep it.
     if (snap.lockFile) await writeFile(join(dir, LOCK_FILE), snap.lockFile.text, { mode: snap.lockFile.mode });
     return true;
@@ -107,6 +107,14 @@ export async function restoreInit(dir: string, snap: InitSnapshot): Promise<bool
     await clearInit(dir);
     return false;
   }
+}
+
+/**
+ * Terraform (not tofu) stamps its backend settings file with a random lineage on each init; a
+ * copy gets a new one, as its own init would have given it.
+ */
+function freshLineage(text: string): string {
+  return text.replace(/("lineage":\s*")[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(")/, (_, a: string, b: string) => `${a}${randomUUID()}${b}`);
 }
 
 /** Removes what init (or a partial restore) made, so the folder is fresh again. */
