@@ -8,7 +8,8 @@ import { createGroupFile } from "./group-file.ts";
 import { initHash } from "./init-hash.ts";
 import { childPath, validateTaskName } from "./names.ts";
 import { createInitReuse, reuseKey, type InitReuse } from "./init-reuse.ts";
-import { Operation, type JsonResult, type TextResult } from "./operation.ts";
+import { createInitSteps } from "./init-steps.ts";
+import { Operation, type JsonResult } from "./operation.ts";
 import { redactedError, redactedResult } from "./redaction.ts";
 import { startReaper } from "./reaper.ts";
 import { recoverWorkingDir } from "./recovery.ts";
@@ -119,60 +120,9 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
       workspace,
     });
 
-  // `workspace select -or-create` (tofu; Terraform since 1.4) is one launch where select-then-new
-  // is two for a new task; an older Terraform that does not know the flag gets the pair.
-  let orCreate = true;
-
-  async function ensureWorkspace(op: Operation): Promise<void> {
-    if (orCreate) {
-      const res = await op.text(["workspace", "select", "-or-create", "-no-color", op.task]);
-      if (res.exitCode === 0) return;
-      if (!/flag provided but not defined/i.test(res.lines.join("\n"))) throw workspaceFailure(op, ["workspace", "select"], res);
-      orCreate = false;
-    }
-    const selected = await op.text(["workspace", "select", "-no-color", op.task], undefined, { quiet: true });
-    if (selected.exitCode === 0) return;
-    const created = await op.text(["workspace", "new", "-no-color", lockArg, op.task]);
-    if (created.exitCode === 0) return;
-    // A `new` killed as hung may have created the workspace before it stuck.
-    if (created.lines.some((l) => /already exists/i.test(l))) return;
-    throw workspaceFailure(op, ["workspace", "new"], created);
-  }
-
-  function workspaceFailure(op: Operation, args: string[], res: TextResult): CtsError {
-    return commandFailure(
-      op.task,
-      {
-        command: op.commandName(args),
-        exitCode: res.exitCode,
-        errors: textErrors(res.lines),
-        hint: "Check that the state backend is reachable (for the consul backend: CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN) and run the task again.",
-      },
-      res.lines.join("\n"),
-      lockTimeoutMs,
-    );
-  }
-
-  async function runInit(op: Operation): Promise<void> {
-    let res = await op.text(["init", "-input=false", "-no-color"]);
-    if (res.exitCode !== 0 && /lock file|locked provider/i.test(res.lines.join("\n"))) {
-      // The config now asks for provider versions the old lock file excludes.
-      res = await op.text(["init", "-input=false", "-no-color", "-upgrade"]);
-    }
-    if (res.exitCode !== 0) {
-      throw commandFailure(
-        op.task,
-        {
-          command: op.commandName(["init"]),
-          exitCode: res.exitCode,
-          errors: textErrors(res.lines),
-          hint: "Check the backend settings and that providers and modules can be installed (the CLI config's provider_installation, versions, network), then run the task again.",
-        },
-        res.lines.join("\n"),
-        lockTimeoutMs,
-      );
-    }
-  }
+  const steps = createInitSteps(lockTimeoutMs);
+  const ensureWorkspace = steps.ensureWorkspace;
+  const runInit = steps.runInit;
 
   /** The key under which a fresh folder may share another's init, or undefined when it may not. */
   function shareKey(ws: TaskWorkspace, hash: string): string | undefined {
