@@ -1,6 +1,6 @@
 /**
- * 4. Throughput: 50 tasks × 50 services in once mode (`cts once`: init, workspace, apply for every
- * task) at concurrency 1, 4 and 8, each level on fresh working dirs and a fresh state path. The
+ * 4. Throughput: 50 tasks × 50 services in once mode (`cts once`: init — once per provider set, the
+ * other fresh tasks copy it — workspace, apply for every * task) at concurrency 1, 4 and 8, each level on fresh working dirs and a fresh state path. The
  * shape follows CTS's own benchmark (e2e/benchmarks: every task watches all 50 services).
  */
 import { mkdir, readFile, writeFile } from "node:fs/promises";
@@ -17,7 +17,7 @@ import { procSample } from "./lib/machine.ts";
 import { median, ms } from "./lib/stats.ts";
 import type { BenchContext, BenchFn, ResultTable, TargetCheck } from "./lib/types.ts";
 
-const TARGET_S = 15;
+const TARGET_S = 10;
 const CPUS = cpus().length;
 
 interface Level {
@@ -123,9 +123,8 @@ async function commandCosts(ctx: BenchContext, mainJson: string, consulAddress: 
     const env = { CONSUL_HTTP_ADDR: consulAddress, TF_PLUGIN_CACHE_DIR: join(ctx.tmp, "by-hand-cache") };
     await mkdir(env.TF_PLUGIN_CACHE_DIR, { recursive: true });
     const steps: Array<[string, string[], Record<string, string>]> = [
-      ["init -input=false", ["init", "-input=false", "-no-color"], {}],
-      ["workspace select (fails: new task)", ["workspace", "select", "-no-color", "task"], {}],
-      ["workspace new", ["workspace", "new", "-no-color", "task"], {}],
+      ["init -input=false (the first task of a provider set only)", ["init", "-input=false", "-no-color"], {}],
+      ["workspace select -or-create", ["workspace", "select", "-or-create", "-no-color", "task"], {}],
       ["apply -auto-approve -json", ["apply", "-auto-approve", "-input=false", "-lock=true", "-json"], { TF_WORKSPACE: "task" }],
     ];
     for (const [label, args, extra] of steps) {
@@ -149,7 +148,7 @@ export const run: BenchFn = async (ctx) => {
     columns: ["Concurrency", "Working dirs", "Wall time", "Terraform CPU", "cts CPU", "CPU-bound floor on this machine", "One task's run (median / max)", "Failed"],
     rows: results.map((r) => [
       r.concurrency,
-      r.phase === "cold" ? "fresh (init, workspace new, apply)" : "second run (init skipped, nothing to change)",
+      r.phase === "cold" ? "fresh (one shared init, workspace, apply)" : "second run (init skipped, nothing to change)",
       ms(r.wallMs),
       `${r.terraformCpuS.toFixed(1)} s`,
       `${r.ctsCpuS.toFixed(1)} s`,
@@ -176,16 +175,23 @@ export const run: BenchFn = async (ctx) => {
       met: !full || !best ? null : best.wallMs < TARGET_S * 1000 && best.failed === 0,
     },
   ];
-  const perTask = commands.reduce((a, c) => a + c.cpuS, 0);
+  // init runs once per provider set; every other fresh task pays the rest.
+  const perTaskCommands = commands.filter((c) => !c.command.startsWith("init"));
+  const perTask = perTaskCommands.reduce((a, c) => a + c.cpuS, 0);
+  const initCpu = commands.filter((c) => c.command.startsWith("init")).reduce((a, c) => a + c.cpuS, 0);
   const cmdTable: ResultTable = {
     title: "Where a cold task's time goes: the Terraform commands for one fresh task, run by hand (medians of 3)",
     columns: ["Command", "Wall", "CPU (tofu + provider)"],
-    rows: [...commands.map((c) => [`\`tofu ${c.command}\``, ms(c.wallMs), `${c.cpuS.toFixed(2)} s`]), ["**one fresh task**", ms(commands.reduce((a, c) => a + c.wallMs, 0)), `${perTask.toFixed(2)} s`]],
-    notes: [`${tasks} fresh tasks × ${perTask.toFixed(2)} CPU-s = ${(tasks * perTask).toFixed(0)} CPU-s of Terraform, ${((tasks * perTask) / CPUS).toFixed(0)} s on ${CPUS} cores before cts does anything.`],
+    rows: [...commands.map((c) => [`\`tofu ${c.command}\``, ms(c.wallMs), `${c.cpuS.toFixed(2)} s`]), ["**one more fresh task (init shared)**", ms(perTaskCommands.reduce((a, c) => a + c.wallMs, 0)), `${perTask.toFixed(2)} s`]],
+    notes: [
+      `One init and ${tasks} fresh tasks × ${perTask.toFixed(2)} CPU-s = ${(initCpu + tasks * perTask).toFixed(0)} CPU-s of Terraform, ${((initCpu + tasks * perTask) / CPUS).toFixed(0)} s on ${CPUS} cores before cts does anything (by hand: providers launched by tofu, not warm).`,
+    ],
   };
   const whys: string[] = [];
-  if (best && best.wallMs >= TARGET_S * 1000) {
-    whys.push(`The run is CPU-bound in Terraform: ${best.terraformCpuS.toFixed(0)} CPU-seconds of tofu and provider processes (init, workspace select + new, apply: ≈ ${perTask.toFixed(2)} CPU-s per fresh task) against ${best.ctsCpuS.toFixed(1)} s in cts, so ${CPUS} cores cannot finish before ≈ ${((best.terraformCpuS + best.ctsCpuS) / CPUS).toFixed(0)} s.`);
+  if (best && best.wallMs >= TARGET_S * 1000 && best.wallMs > 1.3 * ((best.terraformCpuS + best.ctsCpuS) / CPUS) * 1000) {
+    whys.push(`The run is not CPU-bound (${((best.terraformCpuS + best.ctsCpuS) / CPUS).toFixed(1)} s of CPU per core against ${ms(best.wallMs)} of wall time): tasks waited on each other (the plugin-cache lock an \`init\` holds alone, the work queue) or on a loaded machine.`);
+  } else if (best && best.wallMs >= TARGET_S * 1000) {
+    whys.push(`The run is CPU-bound in Terraform: ${best.terraformCpuS.toFixed(0)} CPU-seconds of tofu and provider processes (workspace select -or-create and apply: ≈ ${perTask.toFixed(2)} CPU-s per fresh task by hand, without warm providers) against ${best.ctsCpuS.toFixed(1)} s in cts, so ${CPUS} cores cannot finish before ≈ ${((best.terraformCpuS + best.ctsCpuS) / CPUS).toFixed(0)} s.`);
   }
   const concurrentFailures = failures.filter((f) => f.concurrency > 1 && f.phase === "cold");
   if (concurrentFailures.length)
@@ -193,7 +199,7 @@ export const run: BenchFn = async (ctx) => {
   if (whys.length) targets[0]!.why = whys.join(" ");
   return {
     title: "Throughput",
-    method: `${tasks} MemberFile tasks, each watching the same ${services} services (one instance each), run by \`createRuntime(…, { mode: "once" })\` exactly as \`cts once\` does: read Consul, synthesize in process, then init, create the workspace and apply, through the work queue at the given concurrency. Every concurrency level gets fresh working dirs and its own Consul state path; the highest level is then run a second time on the same dirs.`,
+    method: `${tasks} MemberFile tasks, each watching the same ${services} services (one instance each), run by \`createRuntime(…, { mode: "once" })\` exactly as \`cts once\` does: read Consul, synthesize in process, then init (the driver runs one \`init\` per set of init inputs; the other fresh tasks get a copy of its lock file, backend settings and provider links), create the workspace and apply (warm providers on, the default), through the work queue at the given concurrency. Every concurrency level gets fresh working dirs and its own Consul state path; the highest level is then run a second time on the same dirs.`,
     tables: commands.length ? [t, cmdTable] : [t],
     targets,
     notes: [

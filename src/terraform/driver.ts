@@ -7,6 +7,8 @@ import { commandFailure, needsReinit, TERRAFORM_STATE_LOCKED, textErrors } from 
 import { createGroupFile } from "./group-file.ts";
 import { initHash } from "./init-hash.ts";
 import { childPath, validateTaskName } from "./names.ts";
+import { createInitReuse, reuseKey, type InitReuse } from "./init-reuse.ts";
+import { createInitSteps } from "./init-steps.ts";
 import { Operation, type JsonResult } from "./operation.ts";
 import { redactedError, redactedResult } from "./redaction.ts";
 import { startReaper } from "./reaper.ts";
@@ -104,6 +106,8 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
           log: notice,
         });
   const warm = pool && createWarmProviders(pool);
+  // Fresh task folders with the same init inputs share one `init` (see init-reuse.ts).
+  const inits: InitReuse | undefined = options.shareInit === false ? undefined : createInitReuse(options.pluginCacheDir ? { pluginCacheDir: options.pluginCacheDir } : {});
   let closed = false;
 
   const envFor = (task?: Record<string, string>, workspace?: string) =>
@@ -116,53 +120,31 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
       workspace,
     });
 
-  async function ensureWorkspace(op: Operation): Promise<void> {
-    // select, then new: portable across tofu and terraform (`select -or-create` is newer).
-    const selected = await op.text(["workspace", "select", "-no-color", op.task], undefined, { quiet: true });
-    if (selected.exitCode === 0) return;
-    const created = await op.text(["workspace", "new", "-no-color", lockArg, op.task]);
-    if (created.exitCode === 0) return;
-    // A `new` killed as hung may have created the workspace before it stuck.
-    if (created.lines.some((l) => /already exists/i.test(l))) return;
-    throw commandFailure(
-      op.task,
-      {
-        command: op.commandName(["workspace", "new"]),
-        exitCode: created.exitCode,
-        errors: textErrors(created.lines),
-        hint: "Check that the state backend is reachable (for the consul backend: CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN) and run the task again.",
-      },
-      created.lines.join("\n"),
-      lockTimeoutMs,
-    );
+  const steps = createInitSteps(lockTimeoutMs);
+  const ensureWorkspace = steps.ensureWorkspace;
+  const runInit = steps.runInit;
+
+  /** The key under which a fresh folder may share another's init, or undefined when it may not. */
+  function shareKey(ws: TaskWorkspace, hash: string): string | undefined {
+    const env = envFor(ws.env);
+    // A data dir elsewhere is not the `.terraform` we know how to copy.
+    if (!inits || env.TF_DATA_DIR) return undefined;
+    return reuseKey(hash, ws.json, ws.files ?? {}, env);
   }
 
   async function ensureInitialized(op: Operation, ws: TaskWorkspace, force: boolean): Promise<boolean> {
     const hash = initHash(ws.json, ws.files);
     if (!force && (await readInitMarker(op.dir)) === hash && (await exists(join(op.dir, ".terraform")))) return false;
     if (options.pluginCacheDir) await (cacheReady ??= mkdir(options.pluginCacheDir, { recursive: true }));
+    const key = shareKey(ws, hash);
     await timed(op.task, "init", async () => {
       await rm(join(op.dir, INIT_MARKER), { force: true });
       // init asks which workspace to use when the selected one vanished from the backend (a
       // restarted dev Consul); starting from "default", which always exists, avoids the prompt.
       await rm(join(op.dir, ".terraform", "environment"), { force: true });
-      let res = await op.text(["init", "-input=false", "-no-color"]);
-      if (res.exitCode !== 0 && /lock file|locked provider/i.test(res.lines.join("\n"))) {
-        // The config now asks for provider versions the old lock file excludes.
-        res = await op.text(["init", "-input=false", "-no-color", "-upgrade"]);
-      }
-      if (res.exitCode !== 0) {
-        throw commandFailure(
-          op.task,
-          {
-            command: op.commandName(["init"]),
-            exitCode: res.exitCode,
-            errors: textErrors(res.lines),
-            hint: "Check the backend settings and that providers and modules can be installed (the CLI config's provider_installation, versions, network), then run the task again.",
-          },
-          res.lines.join("\n"),
-          lockTimeoutMs,
-        );
+      if (force || !key || !inits) await runInit(op);
+      else if ((await inits.init(op.dir, key, () => runInit(op), (p) => op.until(p, op.commandName(["init"])))) === "reused") {
+        options.log?.(op.task, "initialized from another task's identical init (same providers, backend and environment): no `init` of its own");
       }
       await waitingOutLocks(op, () => ensureWorkspace(op));
     });
@@ -299,6 +281,8 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
         // A damaged .terraform or a vanished workspace: repair once, then let a second failure stand.
         if (!(err instanceof CtsError) || err.code !== "TERRAFORM_FAILED" || !needsReinit(String(err.detail.errors ?? ""))) throw err;
         options.log?.(ws.task, "working directory needs a fresh init; re-initializing and retrying once");
+        const key = shareKey(ws, initHash(ws.json, ws.files));
+        if (key) inits?.forget(key);
         await ensureInitialized(op, ws, true);
         return { ...(await main()), initialized: true };
       }

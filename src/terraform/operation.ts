@@ -122,6 +122,20 @@ export class Operation {
     this.throwIfAborted("waiting for the state lock");
   }
 
+  /** Waits for `p` (another task's work), or throws TERRAFORM_CANCELLED/TIMEOUT as soon as the operation is stopped. */
+  async until<T>(p: Promise<T>, command: string): Promise<T> {
+    this.throwIfAborted(command);
+    const signal = this.controller.signal;
+    let onAbort = () => {};
+    const stopped = new Promise<never>((_, reject) => (onAbort = () => reject(this.abortError(command))));
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await Promise.race([p, stopped]);
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+
   /** Stops the deadline and forgets the caller's signal. */
   dispose(): void {
     clearTimeout(this.timer);

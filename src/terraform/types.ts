@@ -119,6 +119,11 @@ export interface TerraformDriverOptions {
    * `log`/`onOutput`, and to the messages, details and plan text of what the driver returns/throws.
    */
   redact?: (text: string) => string;
+  /**
+   * Fresh task folders with identical init inputs (providers, backend, environment) share one
+   * `init`: the others get a copy of its lock file, backend settings and provider links. Default on.
+   */
+  shareInit?: boolean;
   /** The warm provider pool's limits, or false to let Terraform launch providers on every run (default on). */
   warmProviders?: false | WarmProviderOptions;
   /** Receives what warm provider processes print (their warnings and errors), per task, for the log's debug level. */

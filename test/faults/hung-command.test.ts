@@ -12,13 +12,13 @@ import { tools } from "../support/tools.ts";
 import { processesIn, slowFileConfig } from "./support.ts";
 
 /**
- * A stand-in for tofu that runs the real one, except that `workspace new` hangs (ignoring SIGINT,
- * as the deadlocked consul backend did) the first $HANGS times in a task folder, and `apply` goes
+ * A stand-in for tofu that runs the real one, except that creating the workspace (`workspace select
+ * -or-create`, or `workspace new`) hangs (ignoring SIGINT, as the deadlocked consul backend did) the first $HANGS times in a task folder, and `apply` goes
  * silent (prints nothing, never exits) the first $SILENT times.
  */
 function standIn(real: string): string {
   return `#!/bin/sh
-if [ "$1" = "workspace" ] && [ "$2" = "new" ]; then
+if [ "$1" = "workspace" ] && { [ "$2" = "new" ] || [ "$3" = "-or-create" ]; }; then
   n=$(cat .hangs-so-far 2>/dev/null || echo 0)
   echo $((n + 1)) > .hangs-so-far
   if [ "$n" -lt "\${HANGS:-0}" ]; then
@@ -81,7 +81,7 @@ describe("a Terraform command that hangs (stand-in around the real OpenTofu, rea
     assert.equal(await readFile(join(root, "once.txt"), "utf8"), "once");
     assert.equal(driver.hungCommands(), 1);
     assert.match((await metrics.scrape()).body, /^cts_terraform_hung_commands_total\{command="workspace"\} 1$/m, "the metric counts it");
-    assert.ok(lines.some((l) => /^once: Terraform hung in `tofu workspace new` \(no exit within 5s\); killed it, running it once more/.test(l)), lines.join("\n"));
+    assert.ok(lines.some((l) => /^once: Terraform hung in `tofu workspace select` \(no exit within 3s\); killed it, running it once more/.test(l)), lines.join("\n"));
     assert.deepEqual(await processesIn(work, { exceptWarmOf: process.pid }), []);
   });
 
@@ -101,7 +101,7 @@ describe("a Terraform command that hangs (stand-in around the real OpenTofu, rea
     assert.ok(err instanceof CtsError, String(err));
     assert.equal(err.code, TERRAFORM_HUNG);
     assert.equal(err.category, "external");
-    assert.match(err.message, /Terraform hung in `tofu workspace new` \(no exit within 5s\); it was killed and retried once/);
+    assert.match(err.message, /Terraform hung in `tofu workspace select` \(no exit within 3s\); it was killed and retried once/);
     assert.equal(driver.hungCommands(), 4);
     assert.deepEqual(await processesIn(work, { exceptWarmOf: process.pid }), []);
   });
