@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { loadConfig } from "../config/load.ts";
+import { loadDaemonConfig } from "../synth/daemon-config.ts";
 import { CtsError } from "../errors.ts";
 import { runInspect, runOnce, runWatch, type RunFlags } from "./run.ts";
 
@@ -26,9 +27,10 @@ export function registerStart(program: Command): void {
       if (paths.length === 0) throw new CtsError("CONFIG_NOT_FOUND", "usage", "cts start needs -config-file <file.hcl> or -config-dir <dir> (each may be repeated).");
       // CTS reads each -config-file and -config-dir in the order given; commander keeps each flag's own order.
       const order = process.argv.filter((a, i, all) => /^--config-(file|dir)$/.test(all[i - 1] ?? "") || /^--config-(file|dir)=/.test(a)).map((a) => a.replace(/^--config-(file|dir)=/, ""));
-      const loaded = await loadConfig(order.length === paths.length ? order : paths);
-      if (flags.inspect || flags.inspectTask?.length) return runInspect(loaded, flags.inspectTask ?? [], flags);
-      if (flags.once) return runOnce(loaded, flags);
-      return runWatch(loaded, flags);
+      const files = order.length === paths.length ? order : paths;
+      if (flags.inspect || flags.inspectTask?.length) return runInspect(await loadConfig(files), flags.inspectTask ?? [], flags);
+      if (flags.once) return runOnce(await loadConfig(files), flags);
+      const { loaded, synthesizer } = await loadDaemonConfig(files);
+      return runWatch(loaded, flags, synthesizer);
     });
 }

@@ -1,6 +1,7 @@
 import { restoreConfig } from "../config/description.ts";
 import { isCtsConfigPath } from "../config/cts-files.ts";
-import { findConfigFile, loadConfig, type LoadedConfig } from "../config/load.ts";
+import { resolve } from "node:path";
+import { findConfigFile, type LoadedConfig } from "../config/load.ts";
 import { DeclaredTask } from "../task/declaration.ts";
 import { workerSynthesizer, type WorkerSynthesizer } from "./synthesizer.ts";
 
@@ -15,15 +16,15 @@ export interface DaemonConfig {
  * the synthesis worker imports it (with cdktf and the provider bindings it pulls in), validates it
  * and sends the tasks back as plain data; the same worker then synthesizes the task classes. With
  * no task class to synthesize (module tasks only) the worker ends at once. A CTS HCL/JSON config is
- * read on the main thread: it holds module tasks only.
+ * read there too: the HCL parser's WebAssembly memory (about 35 MB) goes with the worker.
  */
 export async function loadDaemonConfig(path?: string | string[], cwd = process.cwd()): Promise<DaemonConfig> {
-  const synthesizer = workerSynthesizer();
   const paths = Array.isArray(path) ? path : path ? [path] : [];
-  if (paths.length > 1 || (paths[0] !== undefined && isCtsConfigPath(paths[0]))) return { loaded: await loadConfig(paths, cwd), synthesizer };
-  const file = findConfigFile(paths[0], cwd);
+  const cts = paths.length > 1 || (paths[0] !== undefined && isCtsConfigPath(paths[0]));
+  const files = cts ? paths.map((p) => resolve(cwd, p)) : findConfigFile(paths[0], cwd);
+  const synthesizer = workerSynthesizer();
   try {
-    const loaded = restoreConfig(await synthesizer.describe(file));
+    const loaded = restoreConfig(await synthesizer.describe(files));
     if (!loaded.config.tasks.some((t) => t instanceof DeclaredTask)) await synthesizer.release();
     return { loaded, synthesizer };
   } catch (err) {

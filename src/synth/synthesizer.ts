@@ -53,8 +53,8 @@ interface Pending {
 
 /** The daemon's synthesizer: also loads a TypeScript config in its worker and describes it. */
 export interface WorkerSynthesizer extends Synthesizer {
-  /** Loads a TypeScript config file in the worker (validated there) and returns it as plain data. */
-  describe(configFile: string): Promise<ConfigDescription>;
+  /** Loads a config (a TypeScript file, or CTS files in merge order) in the worker, validated there, and returns it as plain data. */
+  describe(configFile: string | string[]): Promise<ConfigDescription>;
   /** Ends the worker now (it starts again on the next task class to synthesize). */
   release(): Promise<void>;
   recycled(): number;

@@ -31,12 +31,13 @@ function configFor(key: string, files: string | string[]) {
   return loading;
 }
 
-type Request = { id: number; describe: string } | { id: number; ref: TaskRef; input: AnyTaskInput; ctx: SynthContext };
+type Request = { id: number; describe: string | string[] } | { id: number; ref: TaskRef; input: AnyTaskInput; ctx: SynthContext };
 
 parentPort!.on("message", async (msg: Request) => {
   if ("describe" in msg) {
     try {
-      const description = describeConfig(await configFor(msg.describe, msg.describe));
+      const key = Array.isArray(msg.describe) ? msg.describe.join("\n") : msg.describe;
+      const description = describeConfig(await configFor(key, msg.describe));
       parentPort!.postMessage({ id: msg.id, ok: true, result: description, heapUsed: process.memoryUsage().heapUsed });
     } catch (err) {
       parentPort!.postMessage({ id: msg.id, ok: false, error: serializeError(err), heapUsed: process.memoryUsage().heapUsed });
