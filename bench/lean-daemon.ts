@@ -5,6 +5,7 @@
  * run, its RSS with three tasks after 100 runs, and the time from spawning it to the first run
  * applied, after a restart (working dir initialised) and fresh.
  */
+import { execFileSync, spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
@@ -44,6 +45,21 @@ export function threadCpuMs(pid: number): number {
   return ns / 1e6;
 }
 
+/** CPU ms per thread name (main thread "node"/"MainThread", "node" workers, libuv "libuv-worker", V8 "V8 Worker"…). */
+export function threadCpuByName(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = `${tid}:${readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim()}`;
+      const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      out.set(name, (out.get(name) ?? 0) + ns / 1e6);
+    } catch {
+      /* the thread ended meanwhile */
+    }
+  }
+  return out;
+}
+
 /** A task expression for the config: a ModuleTask on cts-echo, or a class task with 10 local_files. */
 function taskExpr(kind: Kind, name: string, service: string, dir: string): string {
   if (kind === "module") return `new ModuleTask({ name: ${lit(name)}, condition: services({ names: [${lit(service)}] }), module: ${lit(MODULE)}, variables: { output_path: ${lit(join(dir, `${name}.json`))} } })`;
@@ -75,19 +91,25 @@ async function perEventCpu(ctx: BenchContext, consul: ConsulAgent, kind: Kind, c
   const instances = kind === "class" ? RESOURCES : 1;
   for (let k = 0; k < instances; k++) await change(consul, service, k, 0);
   const { file, dir } = await daemonFor(ctx, consul, `cpu-${kind}`, [taskExpr(kind, "t", service, join(ctx.tmp, `cpu-${kind}`))]);
-  const d = startDaemonProcess(file, { cwd: dir });
+  const perfOut = process.env.LEAN_PERF ? `${process.env.LEAN_PERF}-${kind}.data` : undefined;
+  const d = startDaemonProcess(file, { cwd: dir, ...(perfOut ? { nodeArgs: ["--perf-basic-prof"] } : {}) });
   ctx.onCleanup(() => d.stop());
+  let perf: ReturnType<typeof spawn> | undefined;
   try {
     await waitApplied(d, "t", d.waitForLine(appliedRe("t"), 120_000, { seen: true }));
     const perEvent: number[] = [];
     const latency: number[] = [];
     let before = 0;
     let stat0 = d.sample();
+    let byThread0 = new Map<string, number>();
     for (let i = 1; i <= WARMUP + changes; i++) {
       await sleep(GAP_MS);
       const now = threadCpuMs(d.pid);
       if (i === WARMUP + 1) {
         stat0 = d.sample();
+        byThread0 = threadCpuByName(d.pid);
+        // LEAN_PERF=<prefix>: perf record of the daemon (all threads, kernel too) over the measured changes.
+        if (perfOut) perf = spawn("perf", ["record", "-F", "1999", "-g", "-p", String(d.pid), "-o", perfOut], { stdio: "ignore" });
         ctx.window.begin();
       } else if (i > WARMUP + 1) perEvent.push(now - before);
       before = now;
@@ -100,6 +122,16 @@ async function perEventCpu(ctx: BenchContext, consul: ConsulAgent, kind: Kind, c
     await sleep(GAP_MS);
     perEvent.push(threadCpuMs(d.pid) - before);
     const stat1 = d.sample();
+    if (perf) {
+      const exited = new Promise((r) => perf!.once("exit", r));
+      perf.kill("SIGINT");
+      await exited;
+    }
+    const byThread = [...threadCpuByName(d.pid)].map(([k, v]) => [k, (v - (byThread0.get(k) ?? 0)) / changes] as const).filter(([, v]) => v >= 0.05);
+    if (process.env.LEAN_LINES) ctx.log(d.lines().slice(-25).join("\n"));
+    if (process.env.LEAN_LINES) ctx.log(execFileSync("ps", ["--ppid", String(d.pid), "-o", "pid,rss,args"], { encoding: "utf8" }));
+    ctx.log(`${kind}: per event by thread: ${byThread.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ")}`);
+    ctx.log(`${kind}: daemon CPU per event p50 ${ms(median(perEvent))}, mean ${ms(((stat1.cpuSec - stat0.cpuSec) * 1000) / changes)} (/proc stat); change → applied p50 ${ms(median(latency))}; RSS ${bytes(stat1.rssBytes)}`);
     return { perEvent, latency, meanFromStatMs: ((stat1.cpuSec - stat0.cpuSec) * 1000) / changes, rss: stat1.rssBytes };
   } finally {
     await d.stop();
@@ -235,8 +267,9 @@ export const run: BenchFn = async (ctx) => {
 export const profile: BenchFn = async (ctx) => {
   const consul = await startConsul();
   ctx.onCleanup(() => consul.stop());
-  await perEventCpu(ctx, consul, "module", 20);
-  await perEventCpu(ctx, consul, "class", 20);
+  // LEAN_PROFILE_CHANGES / LEAN_PROFILE_KINDS narrow the workload when profiling by hand.
+  const n = Number(process.env.LEAN_PROFILE_CHANGES ?? 20);
+  for (const kind of (process.env.LEAN_PROFILE_KINDS ?? "module,class").split(",") as Kind[]) await perEventCpu(ctx, consul, kind, n);
   ctx.window.end();
   return { title: "Lean daemon", method: "lean-daemon profile workload: 20 changes to a ModuleTask, then 20 to a class task with 10 resources (the daemon under --cpu-prof)", tables: [], targets: [], notes: [], data: {} };
 };
