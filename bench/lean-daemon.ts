@@ -5,7 +5,7 @@
  * run, its RSS with three tasks after 100 runs, and the time from spawning it to the first run
  * applied, after a restart (working dir initialised) and fresh.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
@@ -29,35 +29,24 @@ const RESOURCES = 10;
 type Kind = "module" | "class";
 
 /**
- * CPU time of every thread of a process now, in ms (/proc/<pid>/task/<tid>/schedstat: nanoseconds
- * on the CPU). /proc/<pid>/stat counts in 10 ms ticks, too coarse for one event; threads that exit
- * between two samples drop out here, so the loop's total is also taken from /proc/<pid>/stat.
+ * CPU time of a process's threads now, in ms (/proc/<pid>/task/<tid>/schedstat: nanoseconds on
+ * the CPU): the main thread and all the others (synthesis worker, V8's GC helpers, libuv's pool).
+ * /proc/<pid>/stat counts in 10 ms ticks, too coarse for one event; threads that exit between two
+ * samples drop out here, so the loop's mean is also taken from /proc/<pid>/stat.
  */
-export function threadCpuMs(pid: number): number {
-  let ns = 0;
+export function threadCpuMs(pid: number): { main: number; all: number } {
+  let all = 0;
+  let main = 0;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      const ms = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]) / 1e6;
+      all += ms;
+      if (tid === String(pid)) main = ms;
     } catch {
       /* the thread ended meanwhile */
     }
   }
-  return ns / 1e6;
-}
-
-/** CPU ms per thread name (main thread "node"/"MainThread", "node" workers, libuv "libuv-worker", V8 "V8 Worker"…). */
-export function threadCpuByName(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const name = `${tid}:${readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim()}`;
-      const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
-      out.set(name, (out.get(name) ?? 0) + ns / 1e6);
-    } catch {
-      /* the thread ended meanwhile */
-    }
-  }
-  return out;
+  return { main, all };
 }
 
 /** A task expression for the config: a ModuleTask on cts-echo, or a class task with 10 local_files. */
@@ -91,6 +80,7 @@ async function perEventCpu(ctx: BenchContext, consul: ConsulAgent, kind: Kind, c
   const instances = kind === "class" ? RESOURCES : 1;
   for (let k = 0; k < instances; k++) await change(consul, service, k, 0);
   const { file, dir } = await daemonFor(ctx, consul, `cpu-${kind}`, [taskExpr(kind, "t", service, join(ctx.tmp, `cpu-${kind}`))]);
+  // LEAN_PERF=<prefix> (by hand): `perf record` of the daemon over the measured changes, with JIT symbols.
   const perfOut = process.env.LEAN_PERF ? `${process.env.LEAN_PERF}-${kind}.data` : undefined;
   const d = startDaemonProcess(file, { cwd: dir, ...(perfOut ? { nodeArgs: ["--perf-basic-prof"] } : {}) });
   ctx.onCleanup(() => d.stop());
@@ -98,41 +88,38 @@ async function perEventCpu(ctx: BenchContext, consul: ConsulAgent, kind: Kind, c
   try {
     await waitApplied(d, "t", d.waitForLine(appliedRe("t"), 120_000, { seen: true }));
     const perEvent: number[] = [];
+    const mainThread: number[] = [];
     const latency: number[] = [];
-    let before = 0;
+    let before = { main: 0, all: 0 };
     let stat0 = d.sample();
-    let byThread0 = new Map<string, number>();
-    for (let i = 1; i <= WARMUP + changes; i++) {
+    for (let i = 1; i <= WARMUP + changes + 1; i++) {
       await sleep(GAP_MS);
       const now = threadCpuMs(d.pid);
       if (i === WARMUP + 1) {
         stat0 = d.sample();
-        byThread0 = threadCpuByName(d.pid);
-        // LEAN_PERF=<prefix>: perf record of the daemon (all threads, kernel too) over the measured changes.
-        if (perfOut) perf = spawn("perf", ["record", "-F", "1999", "-g", "-p", String(d.pid), "-o", perfOut], { stdio: "ignore" });
         ctx.window.begin();
-      } else if (i > WARMUP + 1) perEvent.push(now - before);
+        if (perfOut) perf = spawn("perf", ["record", "-F", "1999", "-g", "-p", String(d.pid), "-o", perfOut], { stdio: "ignore" });
+      } else if (i > WARMUP + 1) {
+        perEvent.push(now.all - before.all);
+        mainThread.push(now.main - before.main);
+      }
       before = now;
+      if (i > WARMUP + changes) break;
       const applied = d.waitForLine(appliedRe("t"), 60_000);
       const t0 = performance.now();
       await change(consul, service, i % instances, i);
       const t = await waitApplied(d, "t", applied);
       if (i > WARMUP) latency.push(t - t0);
     }
-    await sleep(GAP_MS);
-    perEvent.push(threadCpuMs(d.pid) - before);
     const stat1 = d.sample();
     if (perf) {
       const exited = new Promise((r) => perf!.once("exit", r));
       perf.kill("SIGINT");
       await exited;
     }
-    const byThread = [...threadCpuByName(d.pid)].map(([k, v]) => [k, (v - (byThread0.get(k) ?? 0)) / changes] as const).filter(([, v]) => v >= 0.05);
-    if (process.env.LEAN_LINES) ctx.log(d.lines().slice(-25).join("\n"));
-    if (process.env.LEAN_LINES) ctx.log(execFileSync("ps", ["--ppid", String(d.pid), "-o", "pid,rss,args"], { encoding: "utf8" }));
-    ctx.log(`${kind}: per event by thread: ${byThread.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ")}`);
-    ctx.log(`${kind}: daemon CPU per event p50 ${ms(median(perEvent))}, mean ${ms(((stat1.cpuSec - stat0.cpuSec) * 1000) / changes)} (/proc stat); change → applied p50 ${ms(median(latency))}; RSS ${bytes(stat1.rssBytes)}`);
-    return { perEvent, latency, meanFromStatMs: ((stat1.cpuSec - stat0.cpuSec) * 1000) / changes, rss: stat1.rssBytes };
+    const meanFromStatMs = ((stat1.cpuSec - stat0.cpuSec) * 1000) / changes;
+    ctx.log(`${kind}: daemon CPU per event p50 ${ms(median(perEvent))} (main thread ${ms(median(mainThread))}), mean ${ms(meanFromStatMs)} (/proc stat); change → applied p50 ${ms(median(latency))}; RSS ${bytes(stat1.rssBytes)}`);
+    return { perEvent, mainThread, latency, meanFromStatMs, rss: stat1.rssBytes };
   } finally {
     await d.stop();
   }
@@ -217,10 +204,10 @@ export const run: BenchFn = async (ctx) => {
   const sf = summarize(starts.fresh);
   const cpu: ResultTable = {
     title: "CPU of the daemon process per change that ends in an applied run (its own threads; Terraform and providers excluded)",
-    columns: ["Task", "n", "CPU p50", "CPU p95", "CPU mean (from /proc/<pid>/stat)", "change → applied p50", "RSS after"],
+    columns: ["Task", "n", "CPU p50", "… main thread p50", "CPU p95", "CPU mean (from /proc/<pid>/stat)", "change → applied p50", "RSS after"],
     rows: [
-      ["ModuleTask (modules/cts-echo, one instance)", cm.n, ms(cm.p50), ms(cm.p95), ms(cpuModule.meanFromStatMs), ms(lm.p50), bytes(cpuModule.rss)],
-      [`class task, ${RESOURCES} local_file resources (PerInstanceFiles)`, cc.n, ms(cc.p50), ms(cc.p95), ms(cpuClass.meanFromStatMs), ms(lc.p50), bytes(cpuClass.rss)],
+      ["ModuleTask (modules/cts-echo, one instance)", cm.n, ms(cm.p50), ms(median(cpuModule.mainThread)), ms(cm.p95), ms(cpuModule.meanFromStatMs), ms(lm.p50), bytes(cpuModule.rss)],
+      [`class task, ${RESOURCES} local_file resources (PerInstanceFiles)`, cc.n, ms(cc.p50), ms(median(cpuClass.mainThread)), ms(cc.p95), ms(cpuClass.meanFromStatMs), ms(lc.p50), bytes(cpuClass.rss)],
     ],
     notes: [`Each change re-registers one instance with a new meta value (the task renders it); ${WARMUP} changes of warm-up first; CPU counted from just before one write to just before the next (${GAP_MS} ms apart after the apply).`],
   };
@@ -253,8 +240,8 @@ export const run: BenchFn = async (ctx) => {
     targets,
     notes: [],
     data: {
-      cpuModule: { ...cpuModule, perEvent: cpuModule.perEvent.map((x) => round(x, 2)), latency: cpuModule.latency.map((x) => round(x)) },
-      cpuClass: { ...cpuClass, perEvent: cpuClass.perEvent.map((x) => round(x, 2)), latency: cpuClass.latency.map((x) => round(x)) },
+      cpuModule: { ...cpuModule, perEvent: cpuModule.perEvent.map((x) => round(x, 2)), mainThread: cpuModule.mainThread.map((x) => round(x, 2)), latency: cpuModule.latency.map((x) => round(x)) },
+      cpuClass: { ...cpuClass, perEvent: cpuClass.perEvent.map((x) => round(x, 2)), mainThread: cpuClass.mainThread.map((x) => round(x, 2)), latency: cpuClass.latency.map((x) => round(x)) },
       rssModule,
       rssClass,
       firstSync: { restart: starts.restart.map((x) => round(x)), fresh: starts.fresh.map((x) => round(x)) },
