@@ -115,12 +115,12 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     });
 
   async function ensureWorkspace(op: Operation): Promise<void> {
-    // select, then new: portable across tofu and terraform (`select -or-create` is newer).
-    const selected = await op.text(["workspace", "select", "-no-color", op.task], undefined, { quiet: true });
-    if (selected.exitCode === 0) return;
-    const created = await op.text(["workspace", "new", "-no-color", lockArg, op.task]);
+    // Every command runs with TF_WORKSPACE=<task>, so the workspace only has to exist: `new`, and
+    // "already exists" is as good (also after a `new` killed as hung that created it before it
+    // stuck). One Terraform process where select-then-new took two for every fresh task, and
+    // portable across tofu and terraform (`select -or-create` is newer). Quiet: its text is noise.
+    const created = await op.text(["workspace", "new", "-no-color", lockArg, op.task], undefined, { quiet: true });
     if (created.exitCode === 0) return;
-    // A `new` killed as hung may have created the workspace before it stuck.
     if (created.lines.some((l) => /already exists/i.test(l))) return;
     throw commandFailure(
       op.task,
