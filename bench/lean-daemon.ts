@@ -99,6 +99,7 @@ async function perEventCpu(ctx: BenchContext, consul: ConsulAgent, kind: Kind, c
         stat0 = d.sample();
         ctx.window.begin();
         if (perfOut) perf = spawn("perf", ["record", "-F", "1999", "-g", "-p", String(d.pid), "-o", perfOut], { stdio: "ignore" });
+        if (process.env.LEAN_STRACE) perf = spawn("strace", ["-c", "-o", `${process.env.LEAN_STRACE}-${kind}.txt`, "-p", String(d.pid)], { stdio: "ignore" });
       } else if (i > WARMUP + 1) {
         perEvent.push(now.all - before.all);
         mainThread.push(now.main - before.main);

@@ -53,7 +53,7 @@ export async function installedProviders(taskDir: string): Promise<InstalledProv
     try {
       const names = readdirSync(dir).filter((n) => n === `terraform-provider-${type}` || n.startsWith(`terraform-provider-${type}_`));
       if (names.length !== 1) continue;
-      const binary = realpathSync(join(dir, names[0]!));
+      const binary = realpathSync.native(join(dir, names[0]!));
       const st = statSync(binary);
       if (!st.isFile() || (st.mode & 0o111) === 0 || binary.split(sep).includes("..")) continue;
       found.push({ address, version, binary });
