@@ -104,9 +104,12 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   const warm = pool && createWarmProviders(pool);
   let closed = false;
 
+  // The daemon's environment as it was when the driver was made, as a plain object: enumerating
+  // process.env goes through a native interceptor per variable, and every command needs it twice.
+  const inherited = { ...process.env };
   const envFor = (task?: Record<string, string>, workspace?: string) =>
     commandEnv({
-      inherited: process.env,
+      inherited,
       base: options.env,
       task,
       cliConfigFile: options.cliConfigFile,
