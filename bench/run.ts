@@ -4,7 +4,7 @@
  *
  *   --quick                 small sizes (about 3 minutes)
  *   --help                  this text and every size with its default
- *   --only=a,b / --skip=a,b benchmarks by id: trigger, e2e, synthesis, throughput, scale, consul-load
+ *   --only=a,b / --skip=a,b benchmarks by id: trigger, e2e, synthesis, throughput, scale, consul-load, lean
  *   --no-profile            do not re-run a missed benchmark under --cpu-prof
  *   --keep                  keep the scratch dirs ($TMPDIR/cts-bench-run-…: configs, working dirs)
  *   --out=<prefix>          write <prefix>.json and <prefix>.md instead
@@ -33,6 +33,7 @@ const BENCHES = [
   { id: "throughput", module: "throughput.ts", limitMs: 8 * 60_000 },
   { id: "scale", module: "scale-memory.ts", limitMs: 8 * 60_000 },
   { id: "consul-load", module: "consul-load.ts", limitMs: 4 * 60_000 },
+  { id: "lean", module: "lean-daemon.ts", limitMs: 6 * 60_000 },
 ] as const;
 
 const DEFAULTS: Sizes = {
@@ -54,6 +55,9 @@ const DEFAULTS: Sizes = {
   loadIdleSeconds: 20,
   loadChurnSeconds: 15,
   loadChurnPerSecond: 5,
+  leanChanges: 40,
+  leanRuns: 100,
+  leanStarts: 4,
 };
 
 const QUICK: Partial<Sizes> = {
@@ -73,6 +77,9 @@ const QUICK: Partial<Sizes> = {
   loadTasks: 10,
   loadIdleSeconds: 5,
   loadChurnSeconds: 5,
+  leanChanges: 10,
+  leanRuns: 30,
+  leanStarts: 2,
 };
 
 const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);

@@ -38,9 +38,9 @@ export async function writeBenchConfig(opts: BenchConfigOptions): Promise<string
       : "";
   await writeFile(
     file,
-    `import { defineConfig, services, catalogServices } from ${JSON.stringify(PUBLIC_API)};
+    `import { defineConfig, services, catalogServices, ModuleTask } from ${JSON.stringify(PUBLIC_API)};
 import { MemberFile, PerInstanceFiles, ChainedFiles, CatalogFile } from ${JSON.stringify(BENCH_TASKS)};
-void services; void catalogServices; void MemberFile; void PerInstanceFiles; void ChainedFiles; void CatalogFile;
+void services; void catalogServices; void ModuleTask; void MemberFile; void PerInstanceFiles; void ChainedFiles; void CatalogFile;
 export default defineConfig({
   consul: { address: ${JSON.stringify(opts.consulAddress)} },
   driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(opts.dir, "sync-tasks"))}, ${backend} } },

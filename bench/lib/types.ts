@@ -94,6 +94,12 @@ export interface Sizes {
   loadIdleSeconds: number;
   loadChurnSeconds: number;
   loadChurnPerSecond: number;
+  /** lean: measured changes per task kind (per-event daemon CPU). */
+  leanChanges: number;
+  /** lean: applied runs (3 tasks) before the RSS is read. */
+  leanRuns: number;
+  /** lean: restarts timed for the first sync. */
+  leanStarts: number;
 }
 
 /** A benchmark module's export. */

@@ -1,4 +1,4 @@
-import { rm, writeFile } from "node:fs/promises";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CtsError } from "../errors.ts";
 import type { LoadedConfig } from "../config/load.ts";
@@ -106,7 +106,8 @@ function outputLog(deps: RunDeps, e: TaskEntry): (line: string) => void {
 
 async function voidAppliedHash(deps: RunDeps, e: TaskEntry): Promise<void> {
   e.lastAppliedHash = undefined;
-  await rm(join(deps.driver.taskDir(e.name), APPLIED_HASH_FILE), { force: true });
+  // Synchronous: a tiny local file, and a thread-pool round trip costs more CPU than the call.
+  rmSync(join(deps.driver.taskDir(e.name), APPLIED_HASH_FILE), { force: true });
 }
 
 async function applyPrepared(deps: RunDeps, e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, signal: AbortSignal): Promise<RunOutcome> {
@@ -114,6 +115,10 @@ async function applyPrepared(deps: RunDeps, e: TaskEntry, synth: SynthResult, ws
   const result = await deps.driver.apply(ws, { signal, onOutput: outputLog(deps, e) });
   e.lastAppliedHash = synth.hash;
   // Best effort: a missing file only costs one apply that could have been skipped.
-  await writeFile(join(deps.driver.taskDir(e.name), APPLIED_HASH_FILE), synth.hash + "\n", { mode: 0o640 }).catch(() => undefined);
+  try {
+    writeFileSync(join(deps.driver.taskDir(e.name), APPLIED_HASH_FILE), synth.hash + "\n", { mode: 0o640 });
+  } catch {
+    /* kept in memory; the next start applies once more */
+  }
   return { task: e.name, ok: true, outcome: "applied", result, synth };
 }

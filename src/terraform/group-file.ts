@@ -1,7 +1,6 @@
-import { readFileSync } from "node:fs";
-import { mkdir, rm } from "node:fs/promises";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { DIR_MODE, writeFileSafely } from "./working-dir.ts";
+import { DIR_MODE, writeFileSafelySync } from "./working-dir.ts";
 
 /** Folder under the working dir where each driver records the process groups it runs. */
 export const GROUPS_DIR = ".cts-processes";
@@ -34,27 +33,36 @@ let instances = 0;
 
 /**
  * Keeps `<workingDir>/.cts-processes/<pid>-<n>.json` up to date with the live process groups of one
- * driver, so the next start can find what a crashed daemon left running. Writes are serialized
- * and best-effort: a failed write must never fail a Terraform run.
+ * driver, so the next start can find what a crashed daemon left running. Writes are synchronous
+ * (the record is on disk before the command's output is read; a small local file, and no
+ * thread-pool round trips twice per command) and best-effort: a failed write must never fail a
+ * Terraform run.
  */
 export function createGroupFile(root: string, warn?: (line: string) => void) {
   const path = join(root, GROUPS_DIR, `${process.pid}-${++instances}.json`);
   const owner = { pid: process.pid, start: processStart(process.pid) ?? "" };
   const live = new Map<number, GroupRecord>();
-  let chain: Promise<void> = Promise.resolve();
   let warned = false;
+  let dirMade = false;
   const flush = () => {
-    chain = chain
-      .then(async () => {
-        if (live.size === 0) return rm(path, { force: true });
-        await mkdir(join(root, GROUPS_DIR), { recursive: true, mode: DIR_MODE });
-        const file: GroupFile = { owner, groups: [...live.values()] };
-        await writeFileSafely(path, JSON.stringify(file));
-      })
-      .catch((err: unknown) => {
-        if (!warned) warn?.(`could not record running Terraform processes in ${path}: ${String(err)}`);
-        warned = true;
-      });
+    try {
+      if (live.size === 0) return rmSync(path, { force: true });
+      const file: GroupFile = { owner, groups: [...live.values()] };
+      const write = () => writeFileSafelySync(path, JSON.stringify(file));
+      if (!dirMade) mkdirSync(join(root, GROUPS_DIR), { recursive: true, mode: DIR_MODE });
+      try {
+        write();
+      } catch (err) {
+        // The folder was removed meanwhile (a clean-up, a test): make it again once.
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+        mkdirSync(join(root, GROUPS_DIR), { recursive: true, mode: DIR_MODE });
+        write();
+      }
+      dirMade = true;
+    } catch (err) {
+      if (!warned) warn?.(`could not record running Terraform processes in ${path}: ${String(err)}`);
+      warned = true;
+    }
   };
   return {
     path,
@@ -65,8 +73,8 @@ export function createGroupFile(root: string, warn?: (line: string) => void) {
     remove(pgid: number): void {
       if (live.delete(pgid)) flush();
     },
-    /** Resolves once every recorded change is on disk (tests). */
-    settled: () => chain,
+    /** Resolves once every recorded change is on disk (tests; writes are synchronous now). */
+    settled: (): Promise<void> => Promise.resolve(),
   };
 }
 

@@ -21,7 +21,7 @@ export function createInitSteps(lockTimeoutMs: number) {
     /** Selects the task's workspace, creating it when it does not exist yet. */
     async ensureWorkspace(op: Operation): Promise<void> {
       if (orCreate) {
-        const res = await op.text(["workspace", "select", "-or-create", "-no-color", op.task]);
+        const res = await op.text(["workspace", "select", "-or-create", "-no-color", op.task], undefined, { quiet: true });
         if (res.exitCode === 0) return;
         if (!/flag provided but not defined/i.test(res.lines.join("\n"))) throw failure(op, ["workspace", "select"], res, workspaceHint);
         orCreate = false;

@@ -1,4 +1,4 @@
-import { readdir, readFile, realpath, stat } from "node:fs/promises";
+import { readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { join, sep } from "node:path";
 
 /** A provider plugin `init` installed for a task: its address in the lock file and its binary. */
@@ -36,12 +36,13 @@ export function platform(): string {
  * The provider binaries `init` installed in a task folder: for each provider of the lock file, the
  * `terraform-provider-<type>*` executable under `.terraform/providers/<address>/<version>/<platform>`,
  * exactly where Terraform itself looks, so the lock file's versions and hashes still hold. A
- * provider whose folder is missing or odd is left out (it launches the normal way).
+ * provider whose folder is missing or odd is left out (it launches the normal way). Read before
+ * every warm command, so synchronously: a lock file and a folder listing, no thread-pool round trips.
  */
 export async function installedProviders(taskDir: string): Promise<InstalledProvider[]> {
   let lock: string;
   try {
-    lock = await readFile(join(taskDir, ".terraform.lock.hcl"), "utf8");
+    lock = readFileSync(join(taskDir, ".terraform.lock.hcl"), "utf8");
   } catch {
     return [];
   }
@@ -50,10 +51,10 @@ export async function installedProviders(taskDir: string): Promise<InstalledProv
     const type = address.split("/")[2]!;
     const dir = join(taskDir, ".terraform", "providers", ...address.split("/"), version, platform());
     try {
-      const names = (await readdir(dir)).filter((n) => n === `terraform-provider-${type}` || n.startsWith(`terraform-provider-${type}_`));
+      const names = readdirSync(dir).filter((n) => n === `terraform-provider-${type}` || n.startsWith(`terraform-provider-${type}_`));
       if (names.length !== 1) continue;
-      const binary = await realpath(join(dir, names[0]!));
-      const st = await stat(binary);
+      const binary = realpathSync.native(join(dir, names[0]!));
+      const st = statSync(binary);
       if (!st.isFile() || (st.mode & 0o111) === 0 || binary.split(sep).includes("..")) continue;
       found.push({ address, version, binary });
     } catch {

@@ -21,6 +21,18 @@ const REATTACH_LINE = /TF_REATTACH_PROVIDERS='(\{.*\})'/;
 // asked to, and so do we (a run would otherwise push ~100 KB of trace through the log).
 const CHATTY = /^\{.*?"@level":"(trace|debug)"/;
 
+/**
+ * The environment a warm provider starts with. A provider in debug mode logs every gRPC call of the
+ * SDK at trace level (its logger defaults to trace when TF_LOG_SDK is unset, and ignores TF_LOG):
+ * ~200 KB and ~440 lines per one-resource apply for hashicorp/local, all read by the daemon only
+ * to be dropped. INFO keeps exactly the lines we forward; someone who set TF_LOG or the
+ * variables themselves (debugging a provider) keeps what they asked for.
+ */
+export function providerEnv(env: Record<string, string>): Record<string, string> {
+  if (env.TF_LOG) return env;
+  return { ...env, TF_LOG_SDK: env.TF_LOG_SDK ?? "INFO", TF_LOG_PROVIDER: env.TF_LOG_PROVIDER ?? "INFO" };
+}
+
 /** The single provider entry of a `-debug` reattach line, or undefined when it is not one. */
 export function parseReattachLine(line: string): ReattachConfig | undefined {
   const m = REATTACH_LINE.exec(line);
@@ -56,7 +68,7 @@ export function providerLauncher(opts: ProviderLaunchOptions): ProviderLauncher 
   return {
     launch(spec: LaunchSpec): Promise<ProviderServer> {
       const name = spec.binary.slice(spec.binary.lastIndexOf("/") + 1);
-      const child = spawn(spec.binary, ["-debug"], { cwd: spec.cwd, env: spec.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(spec.binary, ["-debug"], { cwd: spec.cwd, env: providerEnv(spec.env), detached: true, stdio: ["ignore", "pipe", "pipe"] });
       const pid = child.pid;
       const tracked = opts.track(spec.task, `${name} -debug`);
       let exited = false;

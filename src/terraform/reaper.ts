@@ -8,6 +8,8 @@ import { spawn, type ChildProcess } from "node:child_process";
  * INT/TERM/HUP so a Ctrl-C to the terminal's process group cannot take it down before the daemon.
  */
 // dash's kill knows no "--" and no "-s NAME -pgid": numeric signals before a negative pid only.
+// Removing a group uses shell built-ins only: a `sed` there forked and exec'd a process for every
+// Terraform command that ended.
 const SCRIPT = `
 trap '' INT TERM HUP
 grace=$1
@@ -15,7 +17,7 @@ groups=" "
 while IFS= read -r line; do
   case "$line" in
     +*) groups="$groups\${line#+} " ;;
-    -*) groups=$(printf '%s' "$groups" | sed "s/ \${line#-} / /") ;;
+    -*) kept=" "; for g in $groups; do [ "$g" = "\${line#-}" ] || kept="$kept$g "; done; groups=$kept ;;
   esac
 done
 [ "$groups" = " " ] && exit 0

@@ -4,7 +4,7 @@ import { CtsError } from "../../src/errors.ts";
 import { createWarmPool, type LaunchSpec, type ProviderLauncher, type ProviderServer, type WarmLimits } from "../../src/terraform/warm-pool.ts";
 import { createWarmProviders, isTransportFailure } from "../../src/terraform/warm-providers.ts";
 import { parseLockFile } from "../../src/terraform/installed-providers.ts";
-import { parseReattachLine } from "../../src/terraform/provider-process.ts";
+import { parseReattachLine, providerEnv } from "../../src/terraform/provider-process.ts";
 
 /** A fake provider process: records stops, can crash on demand. */
 class FakeServer implements ProviderServer {
@@ -186,5 +186,11 @@ describe("warm providers for a command", () => {
     const line = `\tTF_REATTACH_PROVIDERS='{"registry.terraform.io/hashicorp/local":{"Protocol":"grpc","ProtocolVersion":5,"Pid":15890,"Test":true,"Addr":{"Network":"unix","String":"/tmp/plugin45867226"}}}'`;
     assert.equal(parseReattachLine(line)?.Pid, 15890);
     assert.equal(parseReattachLine("Provider started."), undefined);
+  });
+
+  it("starts warm providers with the SDK's trace logging off, unless someone asked for provider logs", () => {
+    assert.deepEqual(providerEnv({ PATH: "/bin" }), { PATH: "/bin", TF_LOG_SDK: "INFO", TF_LOG_PROVIDER: "INFO" });
+    assert.deepEqual(providerEnv({ TF_LOG: "trace" }), { TF_LOG: "trace" });
+    assert.deepEqual(providerEnv({ TF_LOG_SDK: "DEBUG" }), { TF_LOG_SDK: "DEBUG", TF_LOG_PROVIDER: "INFO" });
   });
 });
