@@ -1,5 +1,5 @@
 /**
- * 7. A lean daemon: the real `cts watch --no-buffer` process (bin/cts.js, warm providers on as by
+ * 7. A lean daemon: the real `cts watch --no-buffer` process (dist/cli/main.js as installed, warm providers on as by
  * default) against a real Consul agent and OpenTofu. Measures the CPU of the daemon process itself
  * (all its threads, not Terraform or the providers) per catalog change that ends in an applied
  * run, its RSS with three tasks after 100 runs, and the time from spawning it to the first run
@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startConsul, type ConsulAgent } from "../test/support/consul.ts";
 import { lit, writeBenchConfig } from "./lib/config.ts";
-import { startDaemonProcess, type DaemonProcess } from "./lib/daemon-process.ts";
+import { buildPackage, startDaemonProcess, type DaemonProcess } from "./lib/daemon-process.ts";
 import { bytes, median, ms, round, sleep, summarize } from "./lib/stats.ts";
 import type { BenchContext, BenchFn, ResultTable, TargetCheck } from "./lib/types.ts";
 
@@ -82,7 +82,7 @@ async function perEventCpu(ctx: BenchContext, consul: ConsulAgent, kind: Kind, c
   const { file, dir } = await daemonFor(ctx, consul, `cpu-${kind}`, [taskExpr(kind, "t", service, join(ctx.tmp, `cpu-${kind}`))]);
   // LEAN_PERF=<prefix> (by hand): `perf record` of the daemon over the measured changes, with JIT symbols.
   const perfOut = process.env.LEAN_PERF ? `${process.env.LEAN_PERF}-${kind}.data` : undefined;
-  const d = startDaemonProcess(file, { cwd: dir, ...(perfOut ? { nodeArgs: ["--perf-basic-prof"] } : {}) });
+  const d = startDaemonProcess(file, { cwd: dir, built: true, ...(perfOut ? { nodeArgs: ["--perf-basic-prof"] } : {}) });
   ctx.onCleanup(() => d.stop());
   let perf: ReturnType<typeof spawn> | undefined;
   try {
@@ -134,7 +134,7 @@ async function rssAfterRuns(ctx: BenchContext, consul: ConsulAgent, kind: Kind, 
   const names = ["a", "b", "c"];
   const base = join(ctx.tmp, `rss-${kind}`);
   const { file, dir } = await daemonFor(ctx, consul, `rss-${kind}`, names.map((n) => taskExpr(kind, n, service, base)));
-  const d = startDaemonProcess(file, { cwd: dir });
+  const d = startDaemonProcess(file, { cwd: dir, built: true });
   ctx.onCleanup(() => d.stop());
   try {
     for (const n of names) await waitApplied(d, n, d.waitForLine(appliedRe(n), 120_000, { seen: true }));
@@ -168,7 +168,7 @@ async function firstSync(ctx: BenchContext, consul: ConsulAgent, starts: number)
     for (let r = 0; r <= (f === 0 ? starts : 0); r++) {
       if (r > 0) await change(consul, service, 0, rev++);
       const t0 = performance.now();
-      const d = startDaemonProcess(file, { cwd: dir });
+      const d = startDaemonProcess(file, { cwd: dir, built: true });
       ctx.onCleanup(() => d.stop());
       try {
         const t = await waitApplied(d, "s", d.waitForLine(appliedRe("s"), 120_000, { seen: true }));
@@ -183,6 +183,8 @@ async function firstSync(ctx: BenchContext, consul: ConsulAgent, starts: number)
 
 export const run: BenchFn = async (ctx) => {
   const { leanChanges, leanRuns, leanStarts } = ctx.sizes;
+  ctx.log("building the package (npm run build): the daemon runs as installed, from dist/");
+  buildPackage();
   const consul = await startConsul();
   ctx.onCleanup(() => consul.stop());
   ctx.log(`per-event CPU: ModuleTask, ${leanChanges} changes`);
@@ -244,7 +246,7 @@ export const run: BenchFn = async (ctx) => {
   for (const t of targets) if (t.met === false) t.why = why[t.id];
   return {
     title: "Lean daemon",
-    method: `The real \`cts watch --no-buffer\` process (bin/cts.js, TypeScript config, warm providers on as by default, Consul state backend) against a Consul dev agent and OpenTofu. CPU is the daemon's own (the sum of /proc/<pid>/task/*/schedstat over its threads: main, synthesis worker, libuv and V8 helpers), never Terraform's or the providers'. ${leanChanges} measured changes per task kind; ${leanRuns} runs for RSS; ${leanStarts} restarts.`,
+    method: `The real \`cts watch --no-buffer\` process as an installed cts runs it (dist/cli/main.js built by \`npm run build\`, with the node flags of its shebang; TypeScript config, warm providers on as by default, Consul state backend) against a Consul dev agent and OpenTofu. CPU is the daemon's own (the sum of /proc/<pid>/task/*/schedstat over its threads: main, synthesis worker, libuv and V8 helpers), never Terraform's or the providers'. ${leanChanges} measured changes per task kind; ${leanRuns} runs for RSS; ${leanStarts} restarts.`,
     tables: [cpu, mem, sync],
     targets,
     notes: [],
@@ -265,6 +267,7 @@ export const run: BenchFn = async (ctx) => {
  * (e.g. "class" or "module,class") change it when profiling by hand.
  */
 export const profile: BenchFn = async (ctx) => {
+  buildPackage();
   const consul = await startConsul();
   ctx.onCleanup(() => consul.stop());
   const n = Number(process.env.LEAN_PROFILE_CHANGES ?? 30);

@@ -1,8 +1,22 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { procSample, type ProcSample } from "./machine.ts";
 
 const CTS_BIN = fileURLToPath(new URL("../../bin/cts.js", import.meta.url));
+const BUILT_BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+
+/** Builds dist/ (`npm run build`): the installed package's `cts`, which needs no tsx at start. */
+export function buildPackage(): void {
+  execFileSync("npm", ["run", "build"], { cwd: fileURLToPath(new URL("../..", import.meta.url)), stdio: "ignore" });
+}
+
+/** The node flags of the built `cts`'s shebang (`#!/usr/bin/env -S node --flag …`): what the installed command runs with. */
+function shebangFlags(file: string): string[] {
+  const first = readFileSync(file, "utf8").split("\n", 1)[0] ?? "";
+  const m = /^#!\S*env\s+(?:-S\s+)?node\s*(.*)$/.exec(first);
+  return m?.[1] ? m[1].split(/\s+/).filter(Boolean) : [];
+}
 
 /** A real `cts watch` process, its log lines and its /proc numbers. */
 export interface DaemonProcess {
@@ -20,11 +34,15 @@ export interface DaemonProcess {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Starts `node bin/cts.js watch --no-buffer --config <file>` (the daemon exactly as users run it). */
-export function startDaemonProcess(configFile: string, opts: { nodeArgs?: string[]; cwd?: string } = {}): DaemonProcess {
+/**
+ * Starts `cts watch --no-buffer --config <file>`: from the sources (`node bin/cts.js`, tsx compiles
+ * at start) or, with `built`, the package's `dist/cli/main.js` with its shebang's node flags (the
+ * command an installed cts runs; call buildPackage() first).
+ */
+export function startDaemonProcess(configFile: string, opts: { nodeArgs?: string[]; cwd?: string; built?: boolean } = {}): DaemonProcess {
   // Under --cpu-prof (the runner's profile re-run) the daemon is profiled into the same folder.
-  const nodeArgs = [...process.execArgv.filter((a) => a.startsWith("--cpu-prof")), ...(opts.nodeArgs ?? [])];
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, CTS_BIN, "watch", "--no-buffer", "--config", configFile, "--log-level", "info", "--api-port", "0"], {
+  const nodeArgs = [...process.execArgv.filter((a) => a.startsWith("--cpu-prof")), ...(opts.built ? shebangFlags(BUILT_BIN) : []), ...(opts.nodeArgs ?? [])];
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, opts.built ? BUILT_BIN : CTS_BIN, "watch", "--no-buffer", "--config", configFile, "--log-level", "info", "--api-port", "0"], {
     stdio: ["ignore", "pipe", "pipe"],
     ...(opts.cwd ? { cwd: opts.cwd } : {}),
   });

@@ -12,8 +12,6 @@ import { parseDuration } from "./duration.ts";
 import { haProblems } from "../ha/settings.ts";
 import type { ModuleTask } from "../task/module-task.ts";
 import { isCtsConfigPath } from "./cts-files.ts";
-import { readCtsConfig } from "./cts-load.ts";
-import { readVariableFiles } from "./cts-tasks.ts";
 
 /** The config file names tried in order when none is given. */
 export const DEFAULT_CONFIG_FILES = ["cts.config.ts", "cts.config.mts", "cts.config.js", "cts.config.mjs"];
@@ -54,6 +52,8 @@ export function findConfigFile(path: string | undefined, cwd = process.cwd()): s
 export async function loadConfig(path?: string | string[], cwd = process.cwd()): Promise<LoadedConfig> {
   const paths = Array.isArray(path) ? path : path ? [path] : [];
   if (paths.length > 1 || (paths[0] !== undefined && isCtsConfigPath(paths[0]))) {
+    // The HCL reader (and its WebAssembly parser) loads only for a CTS config.
+    const { readCtsConfig } = await import("./cts-load.ts");
     const cts = await readCtsConfig(paths, cwd);
     validateConfig(cts.config, cts.files[0]!);
     return { config: cts.config, file: cts.files[0]!, dir: cwd, ctsFiles: cts.files, warnings: cts.warnings, ...(cts.logLevel ? { logLevel: cts.logLevel } : {}) };
@@ -79,7 +79,9 @@ export async function loadConfig(path?: string | string[], cwd = process.cwd()):
 async function readModuleVariableFiles(config: CtsConfig, dir: string): Promise<void> {
   for (const task of config.tasks) {
     const t = task as Partial<ModuleTask>;
-    if (t.variableFiles?.length && t.fileVariables === undefined) t.fileVariables = await readVariableFiles(t.variableFiles.map((f) => resolve(dir, f)));
+    if (!t.variableFiles?.length || t.fileVariables !== undefined) continue;
+    const { readVariableFiles } = await import("./cts-tasks.ts");
+    t.fileVariables = await readVariableFiles(t.variableFiles.map((f) => resolve(dir, f)));
   }
 }
 
