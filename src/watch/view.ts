@@ -3,9 +3,15 @@ import { CtsError, toCtsError } from "../errors.ts";
 import { isAbortError, isFatalConsulError } from "../consul/api-error.ts";
 import { DEFAULT_WAIT_MS } from "../consul/client.ts";
 import { noMetrics, viewKind, type Metrics } from "../metrics/metrics.ts";
+import { stableDigest, stableStringify } from "./digest.ts";
 
-/** One fetch of a view: a (converted) answer and the index to block on next. */
-export type ViewFetch<T> = (opts: { index: bigint; wait: number; signal: AbortSignal }) => Promise<{ data: T; index: bigint }>;
+export { stableStringify };
+
+/**
+ * One fetch of a view: a (converted) answer and the index to block on next. `digest` identifies
+ * the data (equal data, equal digest); without it the view digests the data with sorted keys.
+ */
+export type ViewFetch<T> = (opts: { index: bigint; wait: number; signal: AbortSignal }) => Promise<{ data: T; index: bigint; digest?: string }>;
 
 /** What a view tells the things built on it. */
 export interface ViewListener<T> {
@@ -53,7 +59,7 @@ export class View<T> {
   private readonly random: () => number;
   private readonly listeners = new Set<ViewListener<T>>();
   private readonly controller = new AbortController();
-  private latest: { data: T; json: string } | undefined;
+  private latest: { data: T; digest: string } | undefined;
   private failure: { error: CtsError; fatal: boolean } | undefined;
   private loop: Promise<void> | undefined;
   private fetches = 0;
@@ -72,6 +78,11 @@ export class View<T> {
   /** The latest data, or undefined before the first answer. */
   get data(): T | undefined {
     return this.latest?.data;
+  }
+
+  /** Identifies the latest data (equal data, equal digest); undefined before the first answer. */
+  get digest(): string | undefined {
+    return this.latest?.digest;
   }
 
   /** True once a fetch has answered. */
@@ -140,7 +151,7 @@ export class View<T> {
         } else {
           // An index of 0 would make the next query return at once, forever; Consul says use 1.
           index = res.index > 0n ? res.index : 1n;
-          this.accept(res.data);
+          this.accept(res.data, res.digest);
         }
         delay = this.timing.minIntervalMs + this.random() * this.timing.jitterMs - (Date.now() - started);
       } catch (err) {
@@ -180,10 +191,10 @@ export class View<T> {
     return full / 2 + (this.random() * full) / 2;
   }
 
-  private accept(data: T): void {
-    const json = stableStringify(data);
-    if (this.latest && this.latest.json === json) return;
-    this.latest = { data, json };
+  private accept(data: T, given: string | undefined): void {
+    const digest = given ?? stableDigest(data);
+    if (this.latest && this.latest.digest === digest) return;
+    this.latest = { data, digest };
     for (const l of [...this.listeners]) {
       try {
         l.onData(data);
@@ -202,18 +213,6 @@ export class View<T> {
       }
     }
   }
-}
-
-/** JSON with object keys sorted, so equal data compares equal whatever the key order. */
-export function stableStringify(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (v && typeof v === "object" && !Array.isArray(v)) {
-      const out: Record<string, unknown> = {};
-      for (const k of Object.keys(v).sort()) out[k] = (v as Record<string, unknown>)[k];
-      return out;
-    }
-    return v;
-  });
 }
 
 /** Waits ms, or less when the signal aborts; never leaves a timer behind. */
