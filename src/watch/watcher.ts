@@ -57,11 +57,15 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
   let closed = false;
 
   const health = (req: HealthServiceRequest): ViewHandle<ServiceInstance[]> =>
-    pool.acquire(`health:${stableStringify(req)}`, (): ViewFetch<ServiceInstance[]> => async ({ index, wait, signal }) => {
-      const res = await api.healthService(req, { index, wait, signal });
-      const data = toServiceInstances(res.data);
-      return { data, index: res.index, digest: canonicalDigest(data) };
-    });
+    pool.acquire(`health:${stableStringify(req)}`, (): ViewFetch<ServiceInstance[]> => ({ index, wait, signal, sameAs }) =>
+      // The raw answer is digested first: Consul wakes a query for writes that leave its answer
+      // byte-identical (and re-sends it when its wait ends), which then costs no parse.
+      api.healthService(req, sameAs === undefined ? { index, wait, signal, digestBody: true } : { index, wait, signal, sameAs }).then((res) => {
+        if (res.unchanged) return { index: res.index, unchanged: true as const };
+        const data = toServiceInstances(res.data);
+        return { data, index: res.index, digest: canonicalDigest(data), ...(res.bodyDigest !== undefined ? { source: res.bodyDigest } : {}) };
+      }),
+    );
   const catalog = (req: CatalogServicesRequest): ViewHandle<CatalogServices> =>
     pool.acquire(`catalog:${stableStringify(req)}`, (): ViewFetch<CatalogServices> => async ({ index, wait, signal }) => {
       const res = await api.catalogServices(req, { index, wait, signal });
