@@ -43,14 +43,14 @@ export interface ViewTiming {
 }
 
 /** CTS's timing. */
-export const DEFAULT_VIEW_TIMING: ViewTiming = {
+export const DEFAULT_VIEW_TIMING: ViewTiming = Object.freeze({
   waitMs: DEFAULT_WAIT_MS,
   minIntervalMs: 100,
   jitterMs: 20,
   backoffBaseMs: 250,
   backoffMaxMs: 30_000,
   fatalRetryMs: 30_000,
-};
+});
 
 /**
  * One blocking-query loop for one distinct query. Starts at index 0, then blocks on the last
@@ -76,7 +76,8 @@ export class View<T> {
     this.metrics = opts.metrics ?? noMetrics;
     this.kind = viewKind(key);
     this.fetch = fetch;
-    this.timing = { ...DEFAULT_VIEW_TIMING, ...opts.timing };
+    // No timing (the daemon's case): share the defaults instead of a copy per view.
+    this.timing = !opts.timing ? DEFAULT_VIEW_TIMING : isComplete(opts.timing) ? opts.timing : { ...DEFAULT_VIEW_TIMING, ...opts.timing };
     this.random = opts.random ?? Math.random;
   }
 
@@ -218,6 +219,10 @@ export class View<T> {
       }
     }
   }
+}
+
+function isComplete(t: Partial<ViewTiming>): t is ViewTiming {
+  return (Object.keys(DEFAULT_VIEW_TIMING) as (keyof ViewTiming)[]).every((k) => t[k] !== undefined);
 }
 
 /** Waits ms, or less when the signal aborts; never leaves a timer behind. */

@@ -2,7 +2,10 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { EventEmitter } from "node:events";
+import { Agent } from "node:http";
 import { createConsulApi } from "../../src/consul/client.ts";
+import { rawGet } from "../../src/consul/raw-get.ts";
 import { CtsError } from "../../src/errors.ts";
 
 /** A stand-in for the agent's health endpoint (unit level: the real agent is in the integration tests). */
@@ -69,6 +72,21 @@ describe("healthService over the raw GET", () => {
       assert.equal(garbled.code, "CONSUL_HTTP_ERROR");
     } finally {
       api.close();
+    }
+  });
+
+  it("gives up on a request that hears nothing for its time limit, as a timeout", async () => {
+    const hang = createServer(() => {});
+    await new Promise<void>((r) => hang.listen(0, "127.0.0.1", r));
+    const agent = new Agent({ keepAlive: true });
+    try {
+      const target = { baseUrl: `http://127.0.0.1:${(hang.address() as AddressInfo).port}/v1`, agent, tls: {}, headers: {} };
+      const err = (await rawGet(target, "/health/service/web", 50, new EventEmitter()).catch((e: unknown) => e)) as { isTimeout?: boolean };
+      assert.equal(err.isTimeout, true);
+    } finally {
+      agent.destroy();
+      hang.closeAllConnections();
+      await new Promise<void>((r) => hang.close(() => r()));
     }
   });
 
