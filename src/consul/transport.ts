@@ -122,9 +122,12 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
       const wait = opts.wait ?? DEFAULT_WAIT_MS;
       // papi cancels through an EventEmitter; `includeResponse` gives us the headers (X-Consul-Index).
       const ctx = Object.assign(new EventEmitter(), { includeResponse: true as const, canceled: false });
-      const onAbort = () => {
-        ctx.canceled = true;
-        ctx.emit("cancel");
+      // A listener object, not a named closure (see raw-get.ts on what those cost per query).
+      const onAbort = {
+        handleEvent(): void {
+          ctx.canceled = true;
+          ctx.emit("cancel");
+        },
       };
       signal?.addEventListener("abort", onAbort, { once: true });
       const common: CommonCallOptions = {
@@ -138,19 +141,7 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
       const started = performance.now();
       let ok = false;
       try {
-        const get: RawGet = (path, query = {}) => {
-          const q = new URLSearchParams(query);
-          if (common.index !== undefined) q.set("index", common.index);
-          if (common.wait !== undefined) q.set("wait", common.wait);
-          if (common.dc) q.set("dc", common.dc);
-          if (common.partition) q.set("partition", common.partition);
-          const search = q.toString();
-          const headers: Record<string, string> = {};
-          if (p.conn.token) headers["x-consul-token"] = p.conn.token;
-          if (scope.namespace) headers["x-consul-namespace"] = scope.namespace;
-          return rawGet({ baseUrl: `${p.conn.url}/v1`, agent: p.agent, tls: p.tls, headers }, search ? `${path}?${search}` : path, common.timeout, ctx);
-        };
-        const [res, body] = await run(clientFor(p, scope.namespace), common, get);
+        const [res, body] = await run(clientFor(p, scope.namespace), common, (path, query) => getOn(p, scope.namespace, common, ctx, path, query));
         ok = true;
         return {
           data: body,
@@ -187,6 +178,20 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
       pool.clients.clear();
     },
   };
+}
+
+/** A raw GET on the pool with the call's blocking options, scope, token and cancellation. */
+function getOn(p: Pool, namespace: string | undefined, common: CommonCallOptions, ctx: EventEmitter, path: string, query: Record<string, string> = {}): Promise<Answer<Buffer>> {
+  const q = new URLSearchParams(query);
+  if (common.index !== undefined) q.set("index", common.index);
+  if (common.wait !== undefined) q.set("wait", common.wait);
+  if (common.dc) q.set("dc", common.dc);
+  if (common.partition) q.set("partition", common.partition);
+  const search = q.toString();
+  const headers: Record<string, string> = {};
+  if (p.conn.token) headers["x-consul-token"] = p.conn.token;
+  if (namespace) headers["x-consul-namespace"] = namespace;
+  return rawGet({ baseUrl: `${p.conn.url}/v1`, agent: p.agent, tls: p.tls, headers }, search ? `${path}?${search}` : path, common.timeout, ctx);
 }
 
 /** The HTTP status of a failed call, when Consul answered at all. */

@@ -51,15 +51,17 @@ export class ViewPool {
     }
     entry.refs++;
     const held = entry;
+    const entries = this.entries;
     let released = false;
     return {
       view: held.view as View<T>,
-      release: () => {
+      // A method, not a named arrow: no own `name` property per handle under tsx (see raw-get.ts).
+      release() {
         if (released) return;
         released = true;
         held.refs--;
-        if (held.refs === 0 && this.entries.get(key) === held) {
-          this.entries.delete(key);
+        if (held.refs === 0 && entries.get(key) === held) {
+          entries.delete(key);
           held.view.close();
         }
       },

@@ -71,7 +71,8 @@ export class DerivedSubscription<S extends Source, T = SourceData<S>> implements
     if (this.isClosed) return handle.release();
     const key = handle.view.key;
     if (this.views.has(key)) return handle.release();
-    const unlisten = handle.view.addListener({ onData, onError: (err, fatal) => this.fail(err, fatal) });
+    // fail.bind, not a named arrow: no own `name` property per held view under tsx (see raw-get.ts).
+    const unlisten = handle.view.addListener({ onData, onError: this.fail.bind(this) });
     this.views.set(key, { handle, unlisten });
     const failure = handle.view.lastError;
     // A view that is already failing tells a newcomer too, once subscribe() has returned.
