@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { CtsError } from "../errors.ts";
 import { resolveConsulConnection, type ConsulConnection, type ConsulConnectionConfig } from "./connection.ts";
 import { createConsulTransport, type CallOptions, type ConsulScope, type ConsulTransport } from "./transport.ts";
@@ -44,6 +45,20 @@ export interface QueryResult<T> {
   filtered?: boolean;
 }
 
+/** Options of a health query for the watch: the raw answer is digested and compared first. */
+export interface HealthQueryOptions extends QueryOptions {
+  /** Digest the answer's body (sha256, base64) into `bodyDigest`. */
+  digestBody?: boolean;
+  /** The body digest the caller already holds: an answer with it is not parsed (`unchanged`). */
+  sameAs?: string;
+}
+
+/** A health answer; with `unchanged`, `data` is empty and the caller's data still holds. */
+export interface HealthQueryResult extends QueryResult<HealthEntry[]> {
+  bodyDigest?: string;
+  unchanged?: boolean;
+}
+
 /** Parameters of a health query. */
 export interface HealthServiceRequest {
   service: string;
@@ -75,7 +90,7 @@ export interface KvRequest {
 /** The few Consul HTTP calls cts makes. Errors are CtsErrors with `detail.status` for HTTP answers. */
 export interface ConsulApi {
   /** `GET /v1/health/service/<name>`. */
-  healthService(req: HealthServiceRequest, opts?: QueryOptions): Promise<QueryResult<HealthEntry[]>>;
+  healthService(req: HealthServiceRequest, opts?: HealthQueryOptions): Promise<HealthQueryResult>;
   /** `GET /v1/catalog/services`: service name → tags. */
   catalogServices(req: CatalogServicesRequest, opts?: QueryOptions): Promise<QueryResult<Record<string, string[] | null>>>;
   /** `GET /v1/kv/<path>[?recurse]`; a missing key is an empty list, not an error. */
@@ -95,9 +110,10 @@ export function createConsulApi(connection: ConsulConnection | ConsulConnectionC
   return {
     async healthService(req, opts = {}) {
       const desc = { what: `reading the health of service '${req.service}'`, permission: `service:read on "${req.service}" (and node:read)` };
-      const r = await transport.call(desc, scopeOf(req), opts, (c, common) =>
-        c.health.service({ service: req.service, ...(req.passing ? { passing: true } : {}), ...(req.filter ? { filter: req.filter } : {}), ...common }),
-      );
+      const query: Record<string, string> = {};
+      if (req.passing) query.passing = "true";
+      if (req.filter) query.filter = req.filter;
+      const r = await transport.call(desc, scopeOf(req), opts, (_c, _common, get) => get(`/health/service/${encodeURIComponent(req.service)}`, query));
       // Consul hides what a token may not read instead of refusing: a partial list of instances
       // would make Terraform remove live ones, so this is a permission error, not data.
       if (r.filtered)
@@ -107,7 +123,16 @@ export function createConsulApi(connection: ConsulConnection | ConsulConnectionC
           `Consul filtered instances of service '${req.service}' by ACLs: the token lacks ${desc.permission}. Grant service:read on "${req.service}" and node:read on its nodes (see examples/acl/cts-policy.hcl).`,
           { detail: { status: 403 } },
         );
-      return { data: (r.data ?? []) as HealthEntry[], index: r.index };
+      const body = r.data ?? Buffer.alloc(0);
+      const bodyDigest = opts.digestBody || opts.sameAs !== undefined ? createHash("sha256").update(body).digest("base64") : undefined;
+      if (bodyDigest !== undefined && bodyDigest === opts.sameAs) return { data: [], index: r.index, bodyDigest, unchanged: true };
+      let data: HealthEntry[] | null = [];
+      try {
+        if (body.length > 0) data = JSON.parse(body.toString("utf8")) as HealthEntry[] | null;
+      } catch (cause) {
+        throw new CtsError("CONSUL_HTTP_ERROR", "external", `Consul's answer to ${desc.what} is not JSON (${(cause as Error).message}). cts will retry; check what listens at ${transport.url()}.`, { cause });
+      }
+      return { data: data ?? [], index: r.index, ...(bodyDigest !== undefined ? { bodyDigest } : {}) };
     },
     async catalogServices(req, opts = {}) {
       const desc = { what: "listing the catalog's services", permission: "service:read on the services to watch" };

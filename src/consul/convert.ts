@@ -35,7 +35,11 @@ export function aggregateStatus(checks: HealthEntry["Checks"]): string {
   return maintenance ? "maintenance" : critical ? "critical" : warning ? "warning" : "passing";
 }
 
-/** One health entry as a CTS protocol v0 service instance. */
+/**
+ * One health entry as a CTS protocol v0 service instance. Every object is built in a fixed key
+ * order and maps are copied with sorted keys, so equal instances give equal JSON.stringify output
+ * (the watch compares digests of it instead of sorting keys on every answer).
+ */
 export function toServiceInstance(entry: HealthEntry, userMeta: Record<string, string> = {}): ServiceInstance {
   const { Node: node, Service: svc } = entry;
   return {
@@ -44,7 +48,7 @@ export function toServiceInstance(entry: HealthEntry, userMeta: Record<string, s
     kind: svc.Kind ?? "",
     address: svc.Address ? svc.Address : node.Address,
     port: svc.Port ?? 0,
-    meta: { ...(svc.Meta ?? {}) },
+    meta: sortedRecord(svc.Meta),
     tags: sortedStrings(svc.Tags),
     namespace: svc.Namespace ?? "",
     status: aggregateStatus(entry.Checks),
@@ -52,9 +56,9 @@ export function toServiceInstance(entry: HealthEntry, userMeta: Record<string, s
     nodeId: node.ID ?? "",
     nodeAddress: node.Address,
     nodeDatacenter: node.Datacenter ?? "",
-    nodeTaggedAddresses: { ...(node.TaggedAddresses ?? {}) },
-    nodeMeta: { ...(node.Meta ?? {}) },
-    ctsUserDefinedMeta: { ...userMeta },
+    nodeTaggedAddresses: sortedRecord(node.TaggedAddresses),
+    nodeMeta: sortedRecord(node.Meta),
+    ctsUserDefinedMeta: sortedRecord(userMeta),
   };
 }
 
@@ -74,26 +78,43 @@ export function sortInstances(list: ServiceInstance[]): ServiceInstance[] {
 /** Returns the instances with the condition's user metadata set on each. */
 export function withUserMeta(list: ServiceInstance[], userMeta: Record<string, string> | undefined): ServiceInstance[] {
   if (!userMeta || Object.keys(userMeta).length === 0) return list;
-  return list.map((i) => ({ ...i, ctsUserDefinedMeta: { ...userMeta } }));
+  const meta = sortedRecord(userMeta);
+  return list.map((i) => ({ ...i, ctsUserDefinedMeta: { ...meta } }));
 }
 
 /** `/v1/catalog/services` as name → sorted tags, names in sorted order. */
 export function toCatalogServices(raw: Record<string, string[] | null>): CatalogServices {
   const out: CatalogServices = {};
-  for (const name of Object.keys(raw).sort(cmp)) out[name] = sortedStrings(raw[name]);
+  for (const name of Object.keys(raw).sort(cmp)) setOwn(out, name, sortedStrings(raw[name]));
   return out;
 }
 
 /** KV entries as key → value (values are UTF-8 text; a key without a value maps to ""). */
 export function toKvPairs(entries: KvEntry[]): KvPairs {
   const out: KvPairs = {};
-  for (const e of [...entries].sort((a, b) => cmp(a.Key, b.Key))) out[e.Key] = e.Value ?? "";
+  for (const e of [...entries].sort((a, b) => cmp(a.Key, b.Key))) setOwn(out, e.Key, e.Value ?? "");
   return out;
 }
 
 /** Decodes a base64 KV value as Consul sends it raw (the `consul` package does this already). */
 export function decodeKvValue(value: string | null | undefined): string {
   return value ? Buffer.from(value, "base64").toString("utf8") : "";
+}
+
+/** A copy of a string map with its keys in byte order (null or absent: {}). */
+export function sortedRecord(map: Record<string, string> | null | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!map) return out;
+  const keys = Object.keys(map);
+  if (keys.length > 1) keys.sort(cmp);
+  for (const k of keys) setOwn(out, k, map[k]!);
+  return out;
+}
+
+/** Sets an own property, also for the key "__proto__" (a plain assignment would set the prototype). */
+function setOwn<V>(out: Record<string, V>, key: string, value: V): void {
+  if (key === "__proto__") Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  else out[key] = value;
 }
 
 function sortedStrings(list: string[] | null | undefined): string[] {

@@ -6,6 +6,7 @@ import { noMetrics, type Metrics } from "../metrics/metrics.ts";
 import { abortError, toConsulError, type CallDescription } from "./api-error.ts";
 import { httpsOptions, type ConsulConnection } from "./connection.ts";
 import { openPackageClient, type Answer, type CommonCallOptions, type PackageClient } from "./package.ts";
+import { rawGet } from "./raw-get.ts";
 
 /** Where a call goes: Consul's datacenter, namespace and admin partition (all optional). */
 export interface ConsulScope {
@@ -35,6 +36,12 @@ export interface Reply<T> {
   filtered: boolean;
 }
 
+/**
+ * A GET of `path` (under /v1) with `query`, the call's blocking options, scope, token and
+ * cancellation applied, answered with the raw body (see raw-get.ts).
+ */
+export type RawGet = (path: string, query?: Record<string, string>) => Promise<Answer<Buffer>>;
+
 /** Turns what the HTTP layer threw into the caller's CtsError (default: toConsulError). */
 export type ErrorMapper = (err: unknown, call: CallDescription) => CtsError;
 
@@ -45,7 +52,7 @@ export interface ConsulTransport {
     desc: Omit<CallDescription, "url">,
     scope: ConsulScope,
     opts: CallOptions,
-    run: (client: PackageClient, common: CommonCallOptions) => Promise<Answer<T>>,
+    run: (client: PackageClient, common: CommonCallOptions, get: RawGet) => Promise<Answer<T>>,
     mapError?: ErrorMapper,
   ): Promise<Reply<T>>;
   /** Consul's URL for messages (never carries the token). */
@@ -115,9 +122,12 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
       const wait = opts.wait ?? DEFAULT_WAIT_MS;
       // papi cancels through an EventEmitter; `includeResponse` gives us the headers (X-Consul-Index).
       const ctx = Object.assign(new EventEmitter(), { includeResponse: true as const, canceled: false });
-      const onAbort = () => {
-        ctx.canceled = true;
-        ctx.emit("cancel");
+      // A listener object, not a named closure (see raw-get.ts on what those cost per query).
+      const onAbort = {
+        handleEvent(): void {
+          ctx.canceled = true;
+          ctx.emit("cancel");
+        },
       };
       signal?.addEventListener("abort", onAbort, { once: true });
       const common: CommonCallOptions = {
@@ -131,7 +141,7 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
       const started = performance.now();
       let ok = false;
       try {
-        const [res, body] = await run(clientFor(p, scope.namespace), common);
+        const [res, body] = await run(clientFor(p, scope.namespace), common, (path, query) => getOn(p, scope.namespace, common, ctx, path, query));
         ok = true;
         return {
           data: body,
@@ -168,6 +178,20 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
       pool.clients.clear();
     },
   };
+}
+
+/** A raw GET on the pool with the call's blocking options, scope, token and cancellation. */
+function getOn(p: Pool, namespace: string | undefined, common: CommonCallOptions, ctx: EventEmitter, path: string, query: Record<string, string> = {}): Promise<Answer<Buffer>> {
+  const q = new URLSearchParams(query);
+  if (common.index !== undefined) q.set("index", common.index);
+  if (common.wait !== undefined) q.set("wait", common.wait);
+  if (common.dc) q.set("dc", common.dc);
+  if (common.partition) q.set("partition", common.partition);
+  const search = q.toString();
+  const headers: Record<string, string> = {};
+  if (p.conn.token) headers["x-consul-token"] = p.conn.token;
+  if (namespace) headers["x-consul-namespace"] = namespace;
+  return rawGet({ baseUrl: `${p.conn.url}/v1`, agent: p.agent, tls: p.tls, headers }, search ? `${path}?${search}` : path, common.timeout, ctx);
 }
 
 /** The HTTP status of a failed call, when Consul answered at all. */

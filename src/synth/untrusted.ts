@@ -62,16 +62,29 @@ export function encodeUntrusted(s: string): string {
   return out;
 }
 
-/** Recursively encodes every string (keys included) in plain data from Consul. */
+/**
+ * Recursively encodes every string (keys included) in plain data from Consul, as a copy. Plain
+ * loops instead of map/Object.entries: this walks every string of every instance on each
+ * synthesis (25,000 strings at 1,000 instances).
+ */
 export function encodeData<T>(value: T): T {
   if (typeof value === "string") return encodeUntrusted(value) as T;
-  if (Array.isArray(value)) return value.map((v) => encodeData(v)) as T;
-  if (value && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[encodeUntrusted(k)] = encodeData(v);
+  if (typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) {
+    const out = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) out[i] = encodeData(value[i]);
     return out as T;
   }
-  return value;
+  const src = value as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(src)) {
+    const key = encodeUntrusted(k);
+    const v = encodeData(src[k]);
+    // A "__proto__" key from Consul stays data (an assignment would set the copy's prototype).
+    if (key === "__proto__") Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
+    else out[key] = v;
+  }
+  return out as T;
 }
 
 /**

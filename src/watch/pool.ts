@@ -1,6 +1,6 @@
 import type { Metrics } from "../metrics/metrics.ts";
 import type { View, ViewFetch, ViewTiming } from "./view.ts";
-import { View as ViewClass } from "./view.ts";
+import { DEFAULT_VIEW_TIMING, View as ViewClass } from "./view.ts";
 
 /** A counted hold on a shared view. */
 export interface ViewHandle<T> {
@@ -12,13 +12,14 @@ export interface ViewHandle<T> {
 /** Views keyed by their normalized query, refcounted: one blocking loop per distinct query. */
 export class ViewPool {
   private readonly entries = new Map<string, { view: View<unknown>; refs: number }>();
-  private readonly timing: Partial<ViewTiming> | undefined;
+  private readonly timing: ViewTiming | undefined;
   private readonly random: (() => number) | undefined;
   private readonly onGrow: ((count: number) => void) | undefined;
   private readonly metrics: Metrics | undefined;
 
   constructor(opts: { timing?: Partial<ViewTiming>; random?: () => number; onGrow?: (count: number) => void; metrics?: Metrics } = {}) {
-    this.timing = opts.timing;
+    // Completed once here, so every view shares one timing object.
+    this.timing = opts.timing ? { ...DEFAULT_VIEW_TIMING, ...opts.timing } : undefined;
     this.metrics = opts.metrics;
     this.random = opts.random;
     this.onGrow = opts.onGrow;
@@ -50,15 +51,17 @@ export class ViewPool {
     }
     entry.refs++;
     const held = entry;
+    const entries = this.entries;
     let released = false;
     return {
       view: held.view as View<T>,
-      release: () => {
+      // A method, not a named arrow: no own `name` property per handle under tsx (see raw-get.ts).
+      release() {
         if (released) return;
         released = true;
         held.refs--;
-        if (held.refs === 0 && this.entries.get(key) === held) {
-          this.entries.delete(key);
+        if (held.refs === 0 && entries.get(key) === held) {
+          entries.delete(key);
           held.view.close();
         }
       },

@@ -4,12 +4,18 @@ import type { ViewHandle } from "./pool.ts";
 import type { View } from "./view.ts";
 import type { Subscription, SubscriptionListener } from "./types.ts";
 
-/** How a subscription turns its views' data into the source's data. */
+/**
+ * How a subscription turns its views' data into the source's data. The key comes from the views'
+ * digests, so an answer that changes nothing a subscriber sees costs no copy of the data.
+ */
 export interface Derivation<T> {
-  /** The data now, or undefined while it cannot be known yet (`ready` tells whether it was before). */
-  compute(ready: boolean): T | undefined;
-  /** What must differ for subscribers to be told (e.g. only the set of names). */
-  changeKey(value: T): string;
+  /**
+   * What must differ for subscribers to be told (e.g. only the set of names), or undefined while
+   * the data cannot be known yet (`ready` tells whether it was before).
+   */
+  key(ready: boolean): string | undefined;
+  /** The data now; called only once key() has given a key. */
+  value(): T;
 }
 
 /**
@@ -22,7 +28,8 @@ export class DerivedSubscription<S extends Source, T = SourceData<S>> implements
   private readonly listener: SubscriptionListener;
   private readonly views = new Map<string, { handle: ViewHandle<unknown>; unlisten: () => void }>();
   private derivation: Derivation<T> | undefined;
-  private value: T | undefined;
+  /** The data when close() ran: a run still in flight reads what the task last saw. */
+  private closedValue: T | undefined;
   private lastKey: string | undefined;
   private isReady = false;
   private rejected = false;
@@ -64,7 +71,8 @@ export class DerivedSubscription<S extends Source, T = SourceData<S>> implements
     if (this.isClosed) return handle.release();
     const key = handle.view.key;
     if (this.views.has(key)) return handle.release();
-    const unlisten = handle.view.addListener({ onData, onError: (err, fatal) => this.fail(err, fatal) });
+    // fail.bind, not a named arrow: no own `name` property per held view under tsx (see raw-get.ts).
+    const unlisten = handle.view.addListener({ onData, onError: this.fail.bind(this) });
     this.views.set(key, { handle, unlisten });
     const failure = handle.view.lastError;
     // A view that is already failing tells a newcomer too, once subscribe() has returned.
@@ -80,13 +88,11 @@ export class DerivedSubscription<S extends Source, T = SourceData<S>> implements
     held.handle.release();
   }
 
-  /** Recomputes the data; tells the listener when its change key moved. */
+  /** Recomputes the change key; tells the listener when it moved. */
   refresh(): void {
     if (this.isClosed || !this.derivation) return;
-    const value = this.derivation.compute(this.isReady);
-    if (value === undefined) return;
-    const key = this.derivation.changeKey(value);
-    this.value = value;
+    const key = this.derivation.key(this.isReady);
+    if (key === undefined) return;
     if (!this.isReady) {
       this.isReady = true;
       this.lastKey = key;
@@ -118,12 +124,16 @@ export class DerivedSubscription<S extends Source, T = SourceData<S>> implements
     }
   }
 
+  /** Built from the views on each call (once per run), so the subscription keeps no copy of it. */
   current(): SourceData<S> | undefined {
-    return this.value as SourceData<S> | undefined;
+    if (this.isClosed) return this.closedValue as SourceData<S> | undefined;
+    if (!this.isReady || !this.derivation) return undefined;
+    return this.derivation.value() as SourceData<S>;
   }
 
   close(): void {
     if (this.isClosed) return;
+    if (this.isReady && this.derivation) this.closedValue = this.derivation.value();
     this.isClosed = true;
     for (const key of [...this.views.keys()]) this.drop(key);
     this.onClose(this);

@@ -3,9 +3,20 @@ import { CtsError, toCtsError } from "../errors.ts";
 import { isAbortError, isFatalConsulError } from "../consul/api-error.ts";
 import { DEFAULT_WAIT_MS } from "../consul/client.ts";
 import { noMetrics, viewKind, type Metrics } from "../metrics/metrics.ts";
+import { stableDigest, stableStringify } from "./digest.ts";
 
-/** One fetch of a view: a (converted) answer and the index to block on next. */
-export type ViewFetch<T> = (opts: { index: bigint; wait: number; signal: AbortSignal }) => Promise<{ data: T; index: bigint }>;
+export { stableStringify };
+
+/**
+ * One fetch of a view: a (converted) answer and the index to block on next. `digest` identifies
+ * the data (equal data, equal digest); without it the view digests the data with sorted keys.
+ * `source` identifies the raw answer it came from: the next fetch gets it as `sameAs` and may
+ * answer `unchanged` (same raw answer, so same data) without parsing anything.
+ */
+export type ViewFetch<T> = (opts: { index: bigint; wait: number; signal: AbortSignal; sameAs?: string }) => Promise<ViewAnswer<T>>;
+
+/** What one fetch answers. */
+export type ViewAnswer<T> = { data: T; index: bigint; digest?: string; source?: string } | { index: bigint; unchanged: true };
 
 /** What a view tells the things built on it. */
 export interface ViewListener<T> {
@@ -32,14 +43,14 @@ export interface ViewTiming {
 }
 
 /** CTS's timing. */
-export const DEFAULT_VIEW_TIMING: ViewTiming = {
+export const DEFAULT_VIEW_TIMING: ViewTiming = Object.freeze({
   waitMs: DEFAULT_WAIT_MS,
   minIntervalMs: 100,
   jitterMs: 20,
   backoffBaseMs: 250,
   backoffMaxMs: 30_000,
   fatalRetryMs: 30_000,
-};
+});
 
 /**
  * One blocking-query loop for one distinct query. Starts at index 0, then blocks on the last
@@ -53,7 +64,7 @@ export class View<T> {
   private readonly random: () => number;
   private readonly listeners = new Set<ViewListener<T>>();
   private readonly controller = new AbortController();
-  private latest: { data: T; json: string } | undefined;
+  private latest: { data: T; digest: string; source: string | undefined } | undefined;
   private failure: { error: CtsError; fatal: boolean } | undefined;
   private loop: Promise<void> | undefined;
   private fetches = 0;
@@ -65,13 +76,19 @@ export class View<T> {
     this.metrics = opts.metrics ?? noMetrics;
     this.kind = viewKind(key);
     this.fetch = fetch;
-    this.timing = { ...DEFAULT_VIEW_TIMING, ...opts.timing };
+    // No timing (the daemon's case): share the defaults instead of a copy per view.
+    this.timing = !opts.timing ? DEFAULT_VIEW_TIMING : isComplete(opts.timing) ? opts.timing : { ...DEFAULT_VIEW_TIMING, ...opts.timing };
     this.random = opts.random ?? Math.random;
   }
 
   /** The latest data, or undefined before the first answer. */
   get data(): T | undefined {
     return this.latest?.data;
+  }
+
+  /** Identifies the latest data (equal data, equal digest); undefined before the first answer. */
+  get digest(): string | undefined {
+    return this.latest?.digest;
   }
 
   /** True once a fetch has answered. */
@@ -127,7 +144,19 @@ export class View<T> {
       let delay: number;
       try {
         this.fetches++;
-        const res = await this.measured(blocking, () => this.fetch({ index, wait: this.timing.waitMs, signal }));
+        // Counted as an open blocking query while it waits (a cancelled one is not a fetch).
+        const fetchStarted = performance.now();
+        if (blocking) this.metrics.blockingQuery(this.kind, 1);
+        let ok = false;
+        let res: ViewAnswer<T>;
+        try {
+          const sameAs = this.latest?.source;
+          res = await this.fetch(sameAs === undefined ? { index, wait: this.timing.waitMs, signal } : { index, wait: this.timing.waitMs, signal, sameAs });
+          ok = true;
+        } finally {
+          if (blocking) this.metrics.blockingQuery(this.kind, -1);
+          if (!this.closed) this.metrics.viewFetched(this.kind, { ok, blocking, seconds: (performance.now() - fetchStarted) / 1000 });
+        }
         if (signal.aborted) break;
         failures = 0;
         this.failure = undefined;
@@ -140,7 +169,7 @@ export class View<T> {
         } else {
           // An index of 0 would make the next query return at once, forever; Consul says use 1.
           index = res.index > 0n ? res.index : 1n;
-          this.accept(res.data);
+          if (!("unchanged" in res)) this.accept(res.data, res.digest, res.source);
         }
         delay = this.timing.minIntervalMs + this.random() * this.timing.jitterMs - (Date.now() - started);
       } catch (err) {
@@ -159,31 +188,19 @@ export class View<T> {
     }
   }
 
-  /** Runs one fetch, counting it as an open blocking query while it waits (a cancelled one is not a fetch). */
-  private async measured<R>(blocking: boolean, fetch: () => Promise<R>): Promise<R> {
-    const started = performance.now();
-    if (blocking) this.metrics.blockingQuery(this.kind, 1);
-    let ok = false;
-    try {
-      const res = await fetch();
-      ok = true;
-      return res;
-    } finally {
-      if (blocking) this.metrics.blockingQuery(this.kind, -1);
-      if (!this.closed) this.metrics.viewFetched(this.kind, { ok, blocking, seconds: (performance.now() - started) / 1000 });
-    }
-  }
-
   /** Exponential backoff with jitter: between half and all of base·2^(n-1), capped. */
   private backoff(failures: number): number {
     const full = Math.min(this.timing.backoffMaxMs, this.timing.backoffBaseMs * 2 ** Math.min(failures - 1, 20));
     return full / 2 + (this.random() * full) / 2;
   }
 
-  private accept(data: T): void {
-    const json = stableStringify(data);
-    if (this.latest && this.latest.json === json) return;
-    this.latest = { data, json };
+  private accept(data: T, given: string | undefined, source: string | undefined): void {
+    const digest = given ?? stableDigest(data);
+    if (this.latest && this.latest.digest === digest) {
+      this.latest.source = source;
+      return;
+    }
+    this.latest = { data, digest, source };
     for (const l of [...this.listeners]) {
       try {
         l.onData(data);
@@ -204,16 +221,8 @@ export class View<T> {
   }
 }
 
-/** JSON with object keys sorted, so equal data compares equal whatever the key order. */
-export function stableStringify(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (v && typeof v === "object" && !Array.isArray(v)) {
-      const out: Record<string, unknown> = {};
-      for (const k of Object.keys(v).sort()) out[k] = (v as Record<string, unknown>)[k];
-      return out;
-    }
-    return v;
-  });
+function isComplete(t: Partial<ViewTiming>): t is ViewTiming {
+  return (Object.keys(DEFAULT_VIEW_TIMING) as (keyof ViewTiming)[]).every((k) => t[k] !== undefined);
 }
 
 /** Waits ms, or less when the signal aborts; never leaves a timer behind. */

@@ -8,9 +8,13 @@ import type { Metrics } from "../metrics/metrics.ts";
 import { ViewPool, type ViewHandle } from "./pool.ts";
 import { DerivedSubscription } from "./subscription.ts";
 import type { Subscription, SubscriptionListener, Watcher } from "./types.ts";
-import { stableStringify, type ViewFetch, type ViewTiming } from "./view.ts";
+import { canonicalDigest, digestOf, stableStringify } from "./digest.ts";
+import type { ViewFetch, ViewTiming } from "./view.ts";
 
 export { createCatalogReader } from "../consul/reader.ts";
+
+/** The digest of a service without instances (it contributes nothing to a combined list). */
+const NO_INSTANCES = canonicalDigest([]);
 
 /** CTS warns above this many watched dependencies. */
 const MANY_VIEWS = 128;
@@ -53,25 +57,34 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
   let closed = false;
 
   const health = (req: HealthServiceRequest): ViewHandle<ServiceInstance[]> =>
-    pool.acquire(`health:${stableStringify(req)}`, (): ViewFetch<ServiceInstance[]> => async ({ index, wait, signal }) => {
-      const res = await api.healthService(req, { index, wait, signal });
-      return { data: toServiceInstances(res.data), index: res.index };
-    });
+    pool.acquire(`health:${stableStringify(req)}`, (): ViewFetch<ServiceInstance[]> => ({ index, wait, signal, sameAs }) =>
+      // The raw answer is digested first: Consul wakes a query for writes that leave its answer
+      // byte-identical (and re-sends it when its wait ends), which then costs no parse.
+      api.healthService(req, sameAs === undefined ? { index, wait, signal, digestBody: true } : { index, wait, signal, sameAs }).then((res) => {
+        if (res.unchanged) return { index: res.index, unchanged: true as const };
+        const data = toServiceInstances(res.data);
+        return { data, index: res.index, digest: canonicalDigest(data), ...(res.bodyDigest !== undefined ? { source: res.bodyDigest } : {}) };
+      }),
+    );
   const catalog = (req: CatalogServicesRequest): ViewHandle<CatalogServices> =>
     pool.acquire(`catalog:${stableStringify(req)}`, (): ViewFetch<CatalogServices> => async ({ index, wait, signal }) => {
       const res = await api.catalogServices(req, { index, wait, signal });
-      return { data: toCatalogServices(res.data), index: res.index };
+      const data = toCatalogServices(res.data);
+      return { data, index: res.index, digest: canonicalDigest(data) };
     });
   const kv = (req: KvRequest): ViewHandle<KvPairs> =>
     pool.acquire(`kv:${stableStringify(req)}`, (): ViewFetch<KvPairs> => async ({ index, wait, signal }) => {
       const res = await api.kv(req, { index, wait, signal });
-      return { data: toKvPairs(res.data), index: res.index };
+      const data = toKvPairs(res.data);
+      return { data, index: res.index, digest: canonicalDigest(data) };
     });
 
   function subscribeServices(sub: AnySubscription, query: ServicesQuery): void {
     const q = normalizeServicesQuery(query);
     const healthKeys = new Set<string>();
-    // Held views that have not answered yet. Before the first data, `combined` answers "not yet"
+    // healthKeys in sorted order, rebuilt only when the set changes (the change key walks it).
+    let sortedKeys: string[] | undefined;
+    // Held views that have not answered yet. Before the first data, the key answers "not yet"
     // from this set instead of walking every view on every answer: with a regexp matching 10,000
     // services, that walk made start-up quadratic (tens of CPU-seconds).
     const unanswered = new Set<string>();
@@ -79,31 +92,46 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
       const handle = health({ ...q.health, service });
       const key = handle.view.key;
       healthKeys.add(key);
+      sortedKeys = undefined;
       if (!handle.view.hasData) unanswered.add(key);
       sub.hold(handle, () => {
         unanswered.delete(key);
         sub.refresh();
       });
     };
-    const combined = (ready: boolean): ServiceInstance[] | undefined => {
+    const dropHealth = (key: string) => {
+      healthKeys.delete(key);
+      sortedKeys = undefined;
+      unanswered.delete(key);
+      sub.drop(key);
+    };
+    // The combined list is a function of the held views' data, so its change key is a digest of
+    // their digests: no copy or serialization of the instances on an answer. Views without data
+    // (just opened) and views with no instances contribute nothing, as in value().
+    const key = (ready: boolean): string | undefined => {
       if (!ready && unanswered.size > 0) return undefined;
-      const lists: ServiceInstance[][] = [];
-      for (const key of healthKeys) {
-        const view = sub.view<ServiceInstance[]>(key);
-        // Before the first answer every view must have spoken; afterwards a just-opened view
-        // (a newly matching service) simply contributes nothing until it answers.
-        if (!view?.hasData) {
-          if (!ready) return undefined;
-          continue;
-        }
-        lists.push(view.data!);
+      sortedKeys ??= [...healthKeys].sort();
+      let text = "";
+      for (const k of sortedKeys) {
+        const digest = sub.view<ServiceInstance[]>(k)?.digest;
+        if (digest !== undefined && digest !== NO_INSTANCES) text += `${k}\n${digest}\n`;
       }
-      return withUserMeta(sortInstances(lists.flat()), q.userMeta);
+      return digestOf(text);
+    };
+    const value = (): ServiceInstance[] => {
+      const lists: ServiceInstance[][] = [];
+      for (const k of healthKeys) {
+        const view = sub.view<ServiceInstance[]>(k);
+        if (view?.hasData && view.data!.length > 0) lists.push(view.data!);
+      }
+      // One service's list is already sorted (toServiceInstances): share it instead of copying.
+      const list = lists.length === 1 ? lists[0]! : sortInstances(lists.flat());
+      return withUserMeta(list, q.userMeta);
     };
 
     if (q.names) {
       for (const name of q.names) holdHealth(name);
-      sub.derive({ compute: combined, changeKey: stableStringify });
+      sub.derive({ key, value });
       return;
     }
 
@@ -117,27 +145,18 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
       if (!view?.hasData) return;
       const wanted = new Set<string>();
       for (const name of matchingNames(Object.keys(view.data!), regexp)) {
-        const key = keyOf(name);
-        wanted.add(key);
-        if (!healthKeys.has(key)) holdHealth(name);
+        const k = keyOf(name);
+        wanted.add(k);
+        if (!healthKeys.has(k)) holdHealth(name);
       }
-      for (const key of [...healthKeys]) {
-        if (!wanted.has(key)) {
-          healthKeys.delete(key);
-          unanswered.delete(key);
-          sub.drop(key);
-        }
-      }
+      for (const k of [...healthKeys]) if (!wanted.has(k)) dropHealth(k);
     };
     sub.hold(catalogHandle, () => {
       syncNames();
       sub.refresh();
     });
     syncNames();
-    sub.derive({
-      compute: (ready) => (sub.view<CatalogServices>(catalogKey)?.hasData ? combined(ready) : undefined),
-      changeKey: stableStringify,
-    });
+    sub.derive({ key: (ready) => (sub.view<CatalogServices>(catalogKey)?.hasData ? key(ready) : undefined), value });
   }
 
   function subscribeCatalog(sub: AnySubscription, query: CatalogServicesQuery): void {
@@ -145,13 +164,11 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
     const handle = catalog(catalogRequestFor(query));
     const key = handle.view.key;
     sub.hold(handle);
+    const value = () => filterCatalog(sub.view<CatalogServices>(key)!.data!, regexp);
     sub.derive({
-      compute: () => {
-        const view = sub.view<CatalogServices>(key);
-        return view?.hasData ? filterCatalog(view.data!, regexp) : undefined;
-      },
       // As CTS: only a change in the SET of names triggers, not a tag change.
-      changeKey: (value: CatalogServices) => JSON.stringify(Object.keys(value).sort()),
+      key: () => (sub.view<CatalogServices>(key)?.hasData ? digestOf(JSON.stringify(Object.keys(value()).sort())) : undefined),
+      value,
     });
   }
 
@@ -159,7 +176,7 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
     const handle = kv(kvRequestFor(query));
     const key = handle.view.key;
     sub.hold(handle);
-    sub.derive({ compute: () => sub.view<KvPairs>(key)?.data, changeKey: stableStringify });
+    sub.derive({ key: () => sub.view<KvPairs>(key)?.digest, value: () => sub.view<KvPairs>(key)!.data! });
   }
 
   return {

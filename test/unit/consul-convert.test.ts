@@ -69,6 +69,20 @@ describe("toServiceInstance (CTS protocol v0)", () => {
     assert.equal(toServiceInstance(entry({ service: { Kind: "connect-proxy" } })).kind, "connect-proxy");
   });
 
+  it("copies maps with their keys in byte order, so equal instances serialize to equal JSON", () => {
+    const a = toServiceInstance(entry({ service: { Meta: { b: "2", a: "1" } }, node: { Meta: { z: "", y: "" } } }));
+    const b = toServiceInstance(entry({ service: { Meta: { a: "1", b: "2" } }, node: { Meta: { y: "", z: "" } } }));
+    assert.deepEqual(Object.keys(a.meta), ["a", "b"]);
+    assert.equal(JSON.stringify(a), JSON.stringify(b));
+  });
+
+  it("keeps a meta key named __proto__ as data, not as the map's prototype", () => {
+    const meta = JSON.parse('{"__proto__":"x","a":"1"}') as Record<string, string>;
+    const i = toServiceInstance(entry({ service: { Meta: meta } }));
+    assert.deepEqual(Object.keys(i.meta), ["__proto__", "a"]);
+    assert.equal(Object.getPrototypeOf(i.meta), Object.prototype);
+  });
+
   it("does not share maps with the Consul entry", () => {
     const e = entry();
     const i = toServiceInstance(e);

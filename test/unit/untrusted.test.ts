@@ -61,6 +61,13 @@ describe("untrusted catalog strings", () => {
     assert.deepEqual(Object.values(out)[0], [`$${MARK}{v}`, 1, true, null]);
   });
 
+  it("keeps a __proto__ key from Consul as an encoded own key, not as the copy's prototype", () => {
+    const out = encodeData(JSON.parse('{"__proto__":{"polluted":"${x}"}}') as Record<string, unknown>);
+    assert.deepEqual(Object.keys(out), ["__proto__"]);
+    assert.equal(Object.getPrototypeOf(out), Object.prototype);
+    assert.equal((Object.getOwnPropertyDescriptor(out, "__proto__")!.value as { polluted: string }).polluted, `$${MARK}{x}`);
+  });
+
   it("leaves strings without openers at their edges untouched", () => {
     assert.equal(encodeUntrusted("web-1 10.0.0.1 {ok} $ % x"), "web-1 10.0.0.1 {ok} $ % x");
   });

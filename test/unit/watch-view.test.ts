@@ -135,6 +135,29 @@ describe("View (one blocking-query loop)", () => {
     assert.deepEqual(seen.data[1], { x: 2, y: [1, 2] });
   });
 
+  it("passes the accepted answer's source as sameAs, keeps its data on `unchanged`, and forgets a source it did not accept", async () => {
+    const seenSameAs: (string | undefined)[] = [];
+    const answers: Array<Awaited<ReturnType<ViewFetch<unknown>>> | "block"> = [
+      { data: ["a"], index: 5n, source: "raw-1" },
+      { index: 6n, unchanged: true },
+      { data: ["b"], index: 2n, source: "raw-2" }, // index went backwards: not accepted
+      { data: ["b"], index: 3n, source: "raw-2" },
+    ];
+    const fetch: ViewFetch<unknown> = ({ sameAs, signal }) => {
+      seenSameAs.push(sameAs);
+      const next = answers.shift() ?? "block";
+      if (next === "block") return new Promise((_r, reject) => signal.addEventListener("abort", () => reject(Object.assign(new Error("aborted"), { name: "AbortError" }))));
+      return Promise.resolve(next);
+    };
+    const view = new View("k", fetch, { timing: fast });
+    const seen = collect(view);
+    view.start();
+    await until(() => seenSameAs.length === 5);
+    view.close();
+    assert.deepEqual(seenSameAs, [undefined, "raw-1", "raw-1", "raw-1", "raw-2"]);
+    assert.deepEqual(seen.data, [["a"], ["b"]]);
+  });
+
   it("keeps at least the minimum interval between two fetches", async () => {
     const s = scripted([
       { data: 1, index: 1n },

@@ -227,6 +227,27 @@ describe("createWatcher", () => {
     assert.equal(watcher.viewCount(), 0);
   });
 
+  it("with a regexp, a matching service whose instances all fail is no change, and a closed subscription keeps its last data", async () => {
+    const consul = new FakeConsul();
+    consul.register("web-a", "a1");
+    watcher = createWatcher(consul, { timing });
+    const l = counter();
+    const sub = watcher.subscribe({ kind: "services", query: { regexp: "^web-" } }, l);
+    await sub.ready;
+
+    consul.register("web-b", "b1", { status: "critical" });
+    await until(() => watcher!.viewCount() === 3);
+    const seen = consul.index;
+    await until(() => consul.calls.some((c) => c.what === "health:web-b" && c.index >= seen));
+    assert.equal(l.changes, 0, "web-b contributes no passing instance: the list is the same");
+
+    consul.register("web-b", "b1");
+    await until(() => l.changes === 1);
+    assert.deepEqual(ids(sub.current()), ["web-a/a1", "web-b/b1"]);
+    sub.close();
+    assert.deepEqual(ids(sub.current()), ["web-a/a1", "web-b/b1"], "a run still in flight reads what the task last saw");
+  });
+
   it("shares the catalog view between a regexp services source and a catalog-services source", async () => {
     const consul = new FakeConsul();
     consul.register("web", "w1");
