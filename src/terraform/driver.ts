@@ -328,6 +328,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     close: async () => {
       closed = true;
       await pool?.close();
+      groupFile.close();
     },
     taskDir: (task) => {
       validateTaskName(task);

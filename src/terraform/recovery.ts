@@ -39,7 +39,8 @@ export async function recoverWorkingDir(root: string, graceMs: number, log: (lin
   for (const name of names.filter((n) => n.endsWith(".json"))) {
     const file = parseGroupFile(await readFile(join(dir, name), "utf8").catch(() => ""));
     if (file && alive(file.owner)) {
-      otherOwnerLive = true;
+      // A running driver that is running nothing right now keeps an empty record.
+      if (file.groups.length > 0) otherOwnerLive = true;
       continue;
     }
     if (file) stale.push(...file.groups);
