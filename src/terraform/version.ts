@@ -1,16 +1,27 @@
-import { execa } from "execa";
+import { execFile } from "node:child_process";
 
 /**
  * The version of a tofu/terraform binary ("1.12.6"), from `version -json` (both print
  * `terraform_version`), falling back to the first version-looking word of the text output.
+ * node:child_process, not execa: the daemon calls this once per driver, and execa's module graph
+ * (about 260 files) would stay resident in every daemon for it.
  */
 export async function terraformVersion(binary: string, env: Record<string, string>, timeoutMs = 30_000): Promise<string> {
-  const res = await execa(binary, ["version", "-json"], { env, extendEnv: false, reject: false, timeout: timeoutMs, stdin: "ignore" });
-  if (res.failed && res.exitCode === undefined) {
-    throw res.cause instanceof Error ? res.cause : new Error(res.shortMessage);
-  }
+  const res = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
+    const child = execFile(binary, ["version", "-json"], { env, timeout: timeoutMs, maxBuffer: 1024 * 1024, windowsHide: true }, (err, stdout, stderr) => {
+      const e = err as (NodeJS.ErrnoException & { killed?: boolean }) | null;
+      // A non-zero exit still prints what it knows; a binary that cannot start or hangs is an error.
+      if (e && typeof e.code !== "number") {
+        if (e.killed) reject(new Error(`'${binary} version' did not answer within ${timeoutMs} ms`));
+        else reject(e);
+        return;
+      }
+      resolve({ stdout: String(stdout), stderr: String(stderr) });
+    });
+    child.stdin?.end();
+  });
   try {
-    const parsed = JSON.parse(String(res.stdout)) as { terraform_version?: unknown };
+    const parsed = JSON.parse(res.stdout) as { terraform_version?: unknown };
     if (typeof parsed.terraform_version === "string") return parsed.terraform_version;
   } catch {
     /* older binaries: text output */
