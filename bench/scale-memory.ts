@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { startConsul } from "../test/support/consul.ts";
 import { registerInstances, type CatalogInstance } from "./lib/catalog.ts";
 import { lit, writeBenchConfig } from "./lib/config.ts";
-import { startDaemonProcess } from "./lib/daemon-process.ts";
+import { buildPackage, startDaemonProcess } from "./lib/daemon-process.ts";
 import { socketCount } from "./lib/machine.ts";
 import { summarizeHeapSnapshot } from "./lib/heap.ts";
 import { synthMemory } from "./lib/synth-memory.ts";
@@ -68,7 +68,7 @@ async function baselineRss(ctx: BenchContext, consulAddress: string, register: (
     backend: { local: { path: join(dir, "terraform.tfstate") } },
     tasks: [`new MemberFile({ name: "base", path: ${lit(join(dir, "base.txt"))}, condition: services({ names: ["base"] }) })`],
   });
-  const d = startDaemonProcess(file, { nodeArgs: ["--heapsnapshot-signal=SIGUSR2"], cwd: dir });
+  const d = startDaemonProcess(file, { nodeArgs: ["--heapsnapshot-signal=SIGUSR2"], cwd: dir, built: true });
   try {
     await d.waitForLine(/task 'base': (applied|failed)/, 120_000, { seen: true });
     await sleep(3_000);
@@ -129,7 +129,7 @@ async function catalogScale(ctx: BenchContext, services: number, perService: num
   });
   ctx.window.begin();
   const t0 = performance.now();
-  const d = startDaemonProcess(file, { nodeArgs: ["--heapsnapshot-signal=SIGUSR2"], cwd: dir });
+  const d = startDaemonProcess(file, { nodeArgs: ["--heapsnapshot-signal=SIGUSR2"], cwd: dir, built: true });
   ctx.onCleanup(() => d.stop());
   let peak = 0;
   const sampler = setInterval(() => {
@@ -227,6 +227,8 @@ async function catalogScale(ctx: BenchContext, services: number, perService: num
 
 export const run: BenchFn = async (ctx) => {
   const { scaleServices, scaleInstances, scaleIdleSeconds, syntheses, synthesesInProcess } = ctx.sizes;
+  // The daemon runs as installed (dist/, the shebang's node flags), not from the sources under tsx.
+  buildPackage();
   // Syntheses first, while this process is fresh (the heap snapshot parsed later inflates it).
   const sm = await synthMemory(ctx, syntheses, synthesesInProcess);
   const cs = await catalogScale(ctx, scaleServices, scaleInstances, scaleIdleSeconds, 6, { heapIfAbove: RSS_TARGET });
@@ -238,7 +240,7 @@ export const run: BenchFn = async (ctx) => {
       ["Registering the instances (PUT /v1/txn, 128 per transaction, 4 in flight)", `${ms(cs.registerMs)} (${Math.round(cs.instances / (cs.registerMs / 1000)).toLocaleString("en")} instances/s)`],
       ["Open sockets of the daemon (one per blocking query, plus the API and Terraform pipes)", `${cs.sockets} (distinct queries: ${cs.services} health + 1 catalog)`],
       ["Start → first runs of all three tasks applied", ms(cs.startMs)],
-      ["RSS of `cts watch` with one task on one service (the fixed cost: Node, tsx, cdktf in the main thread and in the synthesis worker)", bytes(cs.baselineRss)],
+      ["RSS of `cts watch` with one task on one service (the fixed cost: Node and the daemon's modules in the main thread; cdktf, the task classes and the config in the synthesis worker)", bytes(cs.baselineRss)],
       ["Peak RSS (start-up included)", bytes(cs.peakRss)],
       [`CPU in the ${SETTLE_SECONDS} s after the first runs (start-up garbage being collected)`, `${(cs.settleCpu * 100).toFixed(2)}% of one core`],
       [`RSS ${SETTLE_SECONDS} s after the first runs`, bytes(cs.rssAfterStart)],
@@ -293,7 +295,7 @@ export const run: BenchFn = async (ctx) => {
     },
   ];
   if (full && cs.idleRss >= RSS_TARGET)
-    targets[0]!.why = `${bytes(cs.baselineRss)} is the fixed cost of the daemon with one small task (Node, tsx, cdktf and the provider bindings loaded twice: main thread and synthesis worker). The other ${bytes(cs.idleRss - cs.baselineRss)} is ≈ ${Math.round((cs.idleRss - cs.baselineRss) / (cs.services + 1) / 1024)} KB per watched service: one blocking query per service means ${cs.sockets.toLocaleString("en")} open sockets, each with its ClientRequest, socket, parser, timers and promise chain, and every view's data kept with its comparison JSON. The heap snapshot below breaks the JS part down.`;
+    targets[0]!.why = `${bytes(cs.baselineRss)} is the fixed cost of the daemon with one small task class (Node and the daemon's modules on the main thread; cdktf, the provider bindings and the config in the synthesis worker, which stays for 2 minutes after a synthesis). The other ${bytes(cs.idleRss - cs.baselineRss)} is ≈ ${Math.round((cs.idleRss - cs.baselineRss) / (cs.services + 1) / 1024)} KB per watched service: one blocking query per service means ${cs.sockets.toLocaleString("en")} open sockets, each with its ClientRequest, socket, parser, timers and promise chain, and every view's data with its digest. The heap snapshot below breaks the JS part down.`;
   const tables = [scale, memory];
   if (cs.heap) tables.push({ ...cs.heap.table, title: `Heap of the daemon after start-up, idle and churn with ${cs.instances.toLocaleString("en")} instances (${bytes(cs.heap.totalBytes)} of JS objects; heap snapshot, self sizes)` });
   if (cs.idleCpu >= IDLE_CPU_TARGET)
@@ -301,7 +303,7 @@ export const run: BenchFn = async (ctx) => {
   if (!flat) targets[2]!.why = "RSS grew across worker recycles.";
   return {
     title: "Scale and memory",
-    method: `The real \`cts watch --no-buffer\` process (bin/cts.js, real OpenTofu) with ${cs.services.toLocaleString("en")} services × ${scaleInstances} instances registered; RSS and CPU from /proc/<pid>. Then ${syntheses} syntheses through workerSynthesizer() with its defaults, RSS sampled every 100, against ${synthesesInProcess} syntheses on the main thread.`,
+    method: `The real \`cts watch --no-buffer\` process as installed (dist/cli/main.js with its shebang's node flags, real OpenTofu) with ${cs.services.toLocaleString("en")} services × ${scaleInstances} instances registered; RSS and CPU from /proc/<pid>. Then ${syntheses} syntheses through workerSynthesizer() with its defaults, RSS sampled every 100, against ${synthesesInProcess} syntheses on the main thread.`,
     tables,
     targets,
     notes: [],
