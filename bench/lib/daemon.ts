@@ -170,7 +170,8 @@ export async function startBenchDaemon(configFile: string, opts: { driver: "fake
   const log = createLogger({
     level: "info",
     write: (line) => {
-      const m = /\(ctrl\) task '([^']+)': (applied|no-op|failed|cancelled|destroyed|planned)\b/.exec(line);
+      // Text lines read "… [INFO] ctrl: task 'x': applied …" (older builds: "(ctrl) task …").
+      const m = /(?:\(ctrl\)|ctrl:) task '([^']+)': (applied|no-op|failed|cancelled|destroyed|planned)\b/.exec(line);
       if (m) rec.push({ task: m[1]!, kind: "outcome", t: performance.now(), outcome: m[2]! });
       if (/\[(WARN|ERROR)\]/.test(line) && problems.length < 50) problems.push(line);
     },
