@@ -71,8 +71,9 @@ export function encodeData<T>(value: T): T {
   if (typeof value === "string") return encodeUntrusted(value) as T;
   if (typeof value !== "object" || value === null) return value;
   if (Array.isArray(value)) {
-    const out = new Array<unknown>(value.length);
-    for (let i = 0; i < value.length; i++) out[i] = encodeData(value[i]);
+    // Pushed, not preallocated: `new Array(n)` makes a holey array, slower for cdktf to walk.
+    const out: unknown[] = [];
+    for (let i = 0; i < value.length; i++) out.push(encodeData(value[i]));
     return out as T;
   }
   const src = value as Record<string, unknown>;
