@@ -11,11 +11,20 @@ export function buildPackage(): void {
   execFileSync("npm", ["run", "build"], { cwd: fileURLToPath(new URL("../..", import.meta.url)), stdio: "ignore" });
 }
 
-/** The node flags of the built `cts`'s shebang (`#!/usr/bin/env -S node --flag …`): what the installed command runs with. */
-function shebangFlags(file: string): string[] {
+/**
+ * What the built `cts`'s shebang (`#!/usr/bin/env -S NAME=value … node --flag …`) sets: the
+ * environment assignments and node flags the installed command runs with.
+ */
+function shebang(file: string): { env: Record<string, string>; flags: string[] } {
   const first = readFileSync(file, "utf8").split("\n", 1)[0] ?? "";
-  const m = /^#!\S*env\s+(?:-S\s+)?node\s*(.*)$/.exec(first);
-  return m?.[1] ? m[1].split(/\s+/).filter(Boolean) : [];
+  const m = /^#!\S*env\s+(?:-S\s+)?(.*)$/.exec(first);
+  const words = m?.[1]?.split(/\s+/).filter(Boolean) ?? [];
+  const env: Record<string, string> = {};
+  while (words[0] && /^[A-Z_][A-Z0-9_]*=/.test(words[0])) {
+    const [name, ...value] = words.shift()!.split("=");
+    env[name!] = value.join("=");
+  }
+  return { env, flags: words[0] === "node" ? words.slice(1) : [] };
 }
 
 /** A real `cts watch` process, its log lines and its /proc numbers. */
@@ -41,10 +50,11 @@ export interface DaemonProcess {
  */
 export function startDaemonProcess(configFile: string, opts: { nodeArgs?: string[]; cwd?: string; built?: boolean } = {}): DaemonProcess {
   // Under --cpu-prof (the runner's profile re-run) the daemon is profiled into the same folder.
-  const nodeArgs = [...process.execArgv.filter((a) => a.startsWith("--cpu-prof")), ...(opts.built ? shebangFlags(BUILT_BIN) : []), ...(opts.nodeArgs ?? [])];
+  const nodeArgs = [...process.execArgv.filter((a) => a.startsWith("--cpu-prof")), ...(opts.built ? shebang(BUILT_BIN).flags : []), ...(opts.nodeArgs ?? [])];
   const child: ChildProcess = spawn(process.execPath, [...nodeArgs, opts.built ? BUILT_BIN : CTS_BIN, "watch", "--no-buffer", "--config", configFile, "--log-level", "info", "--api-port", "0"], {
     stdio: ["ignore", "pipe", "pipe"],
     ...(opts.cwd ? { cwd: opts.cwd } : {}),
+    ...(opts.built ? { env: { ...process.env, ...shebang(BUILT_BIN).env } } : {}),
   });
   const head: string[] = [];
   const tail: string[] = [];
