@@ -108,31 +108,42 @@ export function createConsulApi(connection: ConsulConnection | ConsulConnectionC
     ...(r.partition ? { partition: r.partition } : {}),
   });
   return {
-    async healthService(req, opts = {}) {
-      const desc = { what: `reading the health of service '${req.service}'`, permission: `service:read on "${req.service}" (and node:read)` };
+    healthService(req, opts = {}) {
+      // Not async, and the call's wording built only for an error: thousands of these wait at once.
+      const describe = () => ({ what: `reading the health of service '${req.service}'`, permission: `service:read on "${req.service}" (and node:read)` });
       const query: Record<string, string> = {};
       if (req.passing) query.passing = "true";
       if (req.filter) query.filter = req.filter;
-      const r = await transport.call(desc, scopeOf(req), opts, (_c, _common, get) => get(`/health/service/${encodeURIComponent(req.service)}`, query));
-      // Consul hides what a token may not read instead of refusing: a partial list of instances
-      // would make Terraform remove live ones, so this is a permission error, not data.
-      if (r.filtered)
-        throw new CtsError(
-          "CONSUL_PERMISSION_DENIED",
-          "external",
-          `Consul filtered instances of service '${req.service}' by ACLs: the token lacks ${desc.permission}. Grant service:read on "${req.service}" and node:read on its nodes (see examples/acl/cts-policy.hcl).`,
-          { detail: { status: 403 } },
-        );
-      const body = r.data ?? Buffer.alloc(0);
-      const bodyDigest = opts.digestBody || opts.sameAs !== undefined ? createHash("sha256").update(body).digest("base64") : undefined;
-      if (bodyDigest !== undefined && bodyDigest === opts.sameAs) return { data: [], index: r.index, bodyDigest, unchanged: true };
-      let data: HealthEntry[] | null = [];
+      let path: string;
       try {
-        if (body.length > 0) data = JSON.parse(body.toString("utf8")) as HealthEntry[] | null;
-      } catch (cause) {
-        throw new CtsError("CONSUL_HTTP_ERROR", "external", `Consul's answer to ${desc.what} is not JSON (${(cause as Error).message}). cts will retry; check what listens at ${transport.url()}.`, { cause });
+        path = `/health/service/${encodeURIComponent(req.service)}`;
+      } catch (err) {
+        // A name with a lone surrogate (URIError): rejected like any failed call.
+        return Promise.reject(err);
       }
-      return { data: data ?? [], index: r.index, ...(bodyDigest !== undefined ? { bodyDigest } : {}) };
+      return transport.get(describe, scopeOf(req), opts, path, query).then((r) => {
+        // Consul hides what a token may not read instead of refusing: a partial list of instances
+        // would make Terraform remove live ones, so this is a permission error, not data.
+        if (r.filtered) {
+          const desc = describe();
+          throw new CtsError(
+            "CONSUL_PERMISSION_DENIED",
+            "external",
+            `Consul filtered instances of service '${req.service}' by ACLs: the token lacks ${desc.permission}. Grant service:read on "${req.service}" and node:read on its nodes (see examples/acl/cts-policy.hcl).`,
+            { detail: { status: 403 } },
+          );
+        }
+        const body = r.data ?? Buffer.alloc(0);
+        const bodyDigest = opts.digestBody || opts.sameAs !== undefined ? createHash("sha256").update(body).digest("base64") : undefined;
+        if (bodyDigest !== undefined && bodyDigest === opts.sameAs) return { data: [], index: r.index, bodyDigest, unchanged: true };
+        let data: HealthEntry[] | null = [];
+        try {
+          if (body.length > 0) data = JSON.parse(body.toString("utf8")) as HealthEntry[] | null;
+        } catch (cause) {
+          throw new CtsError("CONSUL_HTTP_ERROR", "external", `Consul's answer to ${describe().what} is not JSON (${(cause as Error).message}). cts will retry; check what listens at ${transport.url()}.`, { cause });
+        }
+        return { data: data ?? [], index: r.index, ...(bodyDigest !== undefined ? { bodyDigest } : {}) };
+      });
     },
     async catalogServices(req, opts = {}) {
       const desc = { what: "listing the catalog's services", permission: "service:read on the services to watch" };

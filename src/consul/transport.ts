@@ -6,7 +6,7 @@ import { noMetrics, type Metrics } from "../metrics/metrics.ts";
 import { abortError, toConsulError, type CallDescription } from "./api-error.ts";
 import { httpsOptions, type ConsulConnection } from "./connection.ts";
 import { openPackageClient, type Answer, type CommonCallOptions, type PackageClient } from "./package.ts";
-import { rawGet } from "./raw-get.ts";
+import { rawGet, type RawGetTarget } from "./raw-get.ts";
 
 /** Where a call goes: Consul's datacenter, namespace and admin partition (all optional). */
 export interface ConsulScope {
@@ -36,12 +36,6 @@ export interface Reply<T> {
   filtered: boolean;
 }
 
-/**
- * A GET of `path` (under /v1) with `query`, the call's blocking options, scope, token and
- * cancellation applied, answered with the raw body (see raw-get.ts).
- */
-export type RawGet = (path: string, query?: Record<string, string>) => Promise<Answer<Buffer>>;
-
 /** Turns what the HTTP layer threw into the caller's CtsError (default: toConsulError). */
 export type ErrorMapper = (err: unknown, call: CallDescription) => CtsError;
 
@@ -52,9 +46,16 @@ export interface ConsulTransport {
     desc: Omit<CallDescription, "url">,
     scope: ConsulScope,
     opts: CallOptions,
-    run: (client: PackageClient, common: CommonCallOptions, get: RawGet) => Promise<Answer<T>>,
+    run: (client: PackageClient, common: CommonCallOptions) => Promise<Answer<T>>,
     mapError?: ErrorMapper,
   ): Promise<Reply<T>>;
+  /**
+   * A GET of `path` (under /v1) with `query`, the blocking options, scope, token and cancellation
+   * applied, answered with the raw body: the watch's health queries, thousands of which wait at
+   * once, so a waiting one holds one request (raw-get.ts) and one promise step. `describe` is
+   * called only to word an error.
+   */
+  get(describe: () => Omit<CallDescription, "url">, scope: ConsulScope, opts: CallOptions, path: string, query?: Record<string, string>): Promise<Reply<Buffer>>;
   /** Consul's URL for messages (never carries the token). */
   url(): string;
   /** Sends every later call with this connection (a rotated token); calls in flight finish on the old one. */
@@ -73,6 +74,8 @@ interface Pool {
   agent: HttpAgent | HttpsAgent;
   tls: Record<string, unknown>;
   clients: Map<string, PackageClient>;
+  /** Raw GET targets, one per namespace (their headers carry the token and namespace). */
+  targets: Map<string, RawGetTarget>;
 }
 
 function openPool(conn: ConsulConnection): Pool {
@@ -82,7 +85,21 @@ function openPool(conn: ConsulConnection): Pool {
     agent: secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true }),
     tls: secure ? httpsOptions(conn) : {},
     clients: new Map(),
+    targets: new Map(),
   };
+}
+
+function targetFor(p: Pool, namespace: string | undefined): RawGetTarget {
+  const key = namespace ?? "";
+  let target = p.targets.get(key);
+  if (!target) {
+    const headers: Record<string, string> = {};
+    if (p.conn.token) headers["x-consul-token"] = p.conn.token;
+    if (namespace) headers["x-consul-namespace"] = namespace;
+    target = { secure: p.conn.scheme === "https", host: p.conn.host, port: p.conn.port, agent: p.agent, tls: p.tls, headers };
+    p.targets.set(key, target);
+  }
+  return target;
 }
 
 /**
@@ -141,7 +158,7 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
       const started = performance.now();
       let ok = false;
       try {
-        const [res, body] = await run(clientFor(p, scope.namespace), common, (path, query) => getOn(p, scope.namespace, common, ctx, path, query));
+        const [res, body] = await run(clientFor(p, scope.namespace), common);
         ok = true;
         return {
           data: body,
@@ -157,6 +174,42 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
         // A call we cancelled (stop, a closed view) says nothing about Consul.
         if (!signal?.aborted) metrics.consulRequest({ ok, blocking, seconds: (performance.now() - started) / 1000 });
       }
+    },
+    get(describe, scope, opts, path, query = {}) {
+      const { signal } = opts;
+      if (signal?.aborted) return Promise.reject(abortError(signal));
+      const p = pool;
+      const blocking = opts.index !== undefined && opts.index > 0n;
+      const wait = opts.wait ?? DEFAULT_WAIT_MS;
+      const q = new URLSearchParams(query);
+      if (blocking) {
+        q.set("index", String(opts.index));
+        q.set("wait", `${Math.max(1, Math.round(wait))}ms`);
+      }
+      if (scope.datacenter) q.set("dc", scope.datacenter);
+      if (scope.partition) q.set("partition", scope.partition);
+      const search = q.toString();
+      // Consul adds up to wait/16 of jitter; past that plus a margin the connection is dead.
+      const timeout = blocking ? wait + wait / 16 + 15_000 : (opts.timeoutMs ?? PLAIN_TIMEOUT_MS);
+      const started = performance.now();
+      // No async frame: a waiting query holds this one step, not a suspended function per layer.
+      return rawGet(targetFor(p, scope.namespace), search ? `/v1${path}?${search}` : `/v1${path}`, timeout, signal).then(
+        ([res, body]) => {
+          metrics.consulRequest({ ok: true, blocking, seconds: (performance.now() - started) / 1000 });
+          return {
+            data: body,
+            index: parseIndex(res.headers["x-consul-index"]),
+            status: res.statusCode ?? 0,
+            filtered: res.headers["x-consul-results-filtered-by-acls"] === "true",
+          };
+        },
+        (err: unknown) => {
+          // A call we cancelled (stop, a closed view) says nothing about Consul.
+          if (signal?.aborted) throw abortError(signal);
+          metrics.consulRequest({ ok: false, blocking, seconds: (performance.now() - started) / 1000 });
+          throw toConsulError(err, { ...describe(), url: p.conn.url });
+        },
+      );
     },
     setConnection(next) {
       const old = pool;
@@ -178,20 +231,6 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
       pool.clients.clear();
     },
   };
-}
-
-/** A raw GET on the pool with the call's blocking options, scope, token and cancellation. */
-function getOn(p: Pool, namespace: string | undefined, common: CommonCallOptions, ctx: EventEmitter, path: string, query: Record<string, string> = {}): Promise<Answer<Buffer>> {
-  const q = new URLSearchParams(query);
-  if (common.index !== undefined) q.set("index", common.index);
-  if (common.wait !== undefined) q.set("wait", common.wait);
-  if (common.dc) q.set("dc", common.dc);
-  if (common.partition) q.set("partition", common.partition);
-  const search = q.toString();
-  const headers: Record<string, string> = {};
-  if (p.conn.token) headers["x-consul-token"] = p.conn.token;
-  if (namespace) headers["x-consul-namespace"] = namespace;
-  return rawGet({ baseUrl: `${p.conn.url}/v1`, agent: p.agent, tls: p.tls, headers }, search ? `${path}?${search}` : path, common.timeout, ctx);
 }
 
 /** The HTTP status of a failed call, when Consul answered at all. */

@@ -2,8 +2,8 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { EventEmitter } from "node:events";
 import { Agent } from "node:http";
+import { getEventListeners } from "node:events";
 import { createConsulApi } from "../../src/consul/client.ts";
 import { rawGet } from "../../src/consul/raw-get.ts";
 import { CtsError } from "../../src/errors.ts";
@@ -80,13 +80,27 @@ describe("healthService over the raw GET", () => {
     await new Promise<void>((r) => hang.listen(0, "127.0.0.1", r));
     const agent = new Agent({ keepAlive: true });
     try {
-      const target = { baseUrl: `http://127.0.0.1:${(hang.address() as AddressInfo).port}/v1`, agent, tls: {}, headers: {} };
-      const err = (await rawGet(target, "/health/service/web", 50, new EventEmitter()).catch((e: unknown) => e)) as { isTimeout?: boolean };
+      const target = { secure: false, host: "127.0.0.1", port: (hang.address() as AddressInfo).port, agent, tls: {}, headers: {} };
+      const err = (await rawGet(target, "/v1/health/service/web", 50).catch((e: unknown) => e)) as { isTimeout?: boolean };
       assert.equal(err.isTimeout, true);
     } finally {
       agent.destroy();
       hang.closeAllConnections();
       await new Promise<void>((r) => hang.close(() => r()));
+    }
+  });
+
+  it("leaves no abort listener on the view's signal once a query is answered", async () => {
+    const api = createConsulApi({ address });
+    try {
+      reply = { status: 200, body: JSON.stringify([entry]) };
+      const ac = new AbortController();
+      for (let i = 0; i < 20; i++) await api.healthService({ service: "web" }, { index: 1n, wait: 1000, signal: ac.signal });
+      reply = { status: 500, body: "boom" };
+      await api.healthService({ service: "web" }, { signal: ac.signal }).catch(() => undefined);
+      assert.equal(getEventListeners(ac.signal, "abort").length, 0);
+    } finally {
+      api.close();
     }
   });
 
