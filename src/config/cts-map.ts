@@ -100,7 +100,7 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<Mapped
     if (d.labels[0] !== "terraform") throw configError(d.file, d.line, `driver "${d.labels[0]}" is not a driver. Use driver "terraform".`);
     if (d.attrs.path !== undefined) tf.binary = `${String(d.attrs.path).replace(/\/$/, "")}/terraform`;
     if (d.attrs.version !== undefined) warn(d, "version", "has no effect: cts does not download Terraform; it runs tofu, or the binary in driver.path.");
-    if (d.attrs.log === true) warn(d, "log", "has no effect: Terraform output is always logged at debug level (--log-level debug).");
+    if (d.attrs.log === true) tf.log = true;
     if (d.attrs.persist_log === true) warn(d, "persist_log", "has no effect: cts does not write terraform.log; run with --log-level debug to see Terraform's output.");
     const backends = d.blocks.backend ?? [];
     if (backends.length > 1) throw configError(backends[1]!.file, backends[1]!.line, "only one backend can be configured.");

@@ -45,6 +45,12 @@ export interface TerraformDriverConfig {
   warmProviders?: false | { maxProcesses?: number; maxRunsPerProcess?: number; idleTimeout?: string | number; maxRssMb?: number };
   /** Provider version constraints written instead of the cdktf bindings' exact pins. */
   providerVersions?: Record<string, string>;
+  /**
+   * Terraform's own output (its plan/apply messages, diagnostics and stderr) in the log at info
+   * level, as CTS's `driver "terraform" { log = true }`. Default false: at debug level
+   * (`--log-level debug`); cts's own lines about each run stay at info either way.
+   */
+  log?: boolean;
 }
 
 /** The HTTP API. */

@@ -32,7 +32,7 @@ export function terraformDriverFor(loaded: LoadedConfig, o: DriverSetup): LocalT
     ...(tf.timeout !== undefined ? { defaultTimeoutMs: parseDuration(tf.timeout) ?? 30 * 60_000 } : {}),
     ...(tf.lockTimeout !== undefined ? { lockTimeoutMs: parseDuration(tf.lockTimeout) } : {}),
     commandTimeouts: Object.fromEntries(Object.entries(tf.commandTimeouts ?? {}).map(([k, v]) => [k, v === undefined ? undefined : parseDuration(v)])),
-    log: (task, line) => o.log.info(`[${task}] ${line}`, { task }),
+    log: terraformOutputLog(tf, o.log),
     // One redaction at the source: no Terraform or provider text leaves the driver unscrubbed.
     redact: (text) => knownSecrets.redact(text),
     notice: (line) => o.log.warn(line),
@@ -40,6 +40,15 @@ export function terraformDriverFor(loaded: LoadedConfig, o: DriverSetup): LocalT
     warmProviders: warmProviderOptions(tf.warmProviders),
     metrics: o.metrics,
   });
+}
+
+/**
+ * Where Terraform's own lines go: info with `driver.terraform.log: true`, else debug, as CTS
+ * leaves them out of its log unless `log = true`. Each is a log write (a dozen per apply).
+ */
+export function terraformOutputLog(tf: Pick<TerraformDriverConfig, "log">, log: Logger): (task: string, line: string) => void {
+  if (tf.log === true) return (task, line) => log.info(`[${task}] ${line}`, { task });
+  return (task, line) => log.debug(`[${task}] ${line}`, { task });
 }
 
 /** `driver.terraform.warmProviders` in the driver's terms (durations in ms). */

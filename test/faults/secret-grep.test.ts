@@ -52,7 +52,7 @@ import { SecretInError } from ${JSON.stringify(SECRET_TASKS)};
 export default defineConfig({
   id: ${JSON.stringify(`cts-${name}`)},
   consul: { address: ${JSON.stringify(consul.address)} },
-  driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))} } },
+  driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))}, log: true } },
   api: { port: 0 },
   ${ha ? `highAvailability: { cluster: { name: "leaky", storage: { sessionTtl: "10s" } } },` : ""}
   tasks: [new SecretInError(${JSON.stringify(task)}, ${JSON.stringify(out)}, { env: "CTS_FAULT_API_KEY" })],

@@ -159,7 +159,7 @@ void MemberList; void SlowMembers; void AppendMembers; void OwnerLog;
 export default defineConfig({
   id: ${JSON.stringify(o.id)},
   consul: { address: ${JSON.stringify(o.consulAddress)} },
-  driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))} } },
+  driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))}, log: true } },
   api: { port: ${o.apiPort ?? 0} },
   highAvailability: { cluster: { name: ${JSON.stringify(o.cluster)}, ${o.mode ? `mode: ${JSON.stringify(o.mode)}, ` : ""}${o.settle ? `settle: ${JSON.stringify(o.settle)}, ` : ""}storage: { sessionTtl: ${JSON.stringify(o.sessionTtl)} } } },
   ${o.extra ?? ""}

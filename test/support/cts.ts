@@ -41,7 +41,7 @@ import { MemberList, SlowMembers, SlowThenMembers, FailingTask, MetaFiles, KvWit
 void MemberList; void SlowMembers; void SlowThenMembers; void FailingTask; void MetaFiles; void KvWithServices; void ScheduledMembers; void SecretUser;
 export default defineConfig({
   consul: { address: ${JSON.stringify(opts.consulAddress)} },
-  driver: { terraform: { binary: ${JSON.stringify(opts.binary ?? t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))} } },
+  driver: { terraform: { binary: ${JSON.stringify(opts.binary ?? t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))}, log: true } },
   ${opts.extra ?? ""}
   ${/\bapi\s*:/.test(opts.extra ?? "") ? "" : "api: { port: 0 }, // daemons in tests never compete for 8558"}
   tasks: [${opts.tasks.join(", ")}],

@@ -128,6 +128,20 @@ export default defineConfig({ tasks: [new ModuleTask({ name: "m", condition: sch
     });
   }
 
+  it("maps driver \"terraform\" { log = true } to driver.terraform.log (Terraform's output at info)", async () => {
+    const { writeFile, mkdtemp, rm } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const dir = await mkdtemp(join(tmpdir(), "cts-hcl-"));
+    try {
+      await writeFile(join(dir, "log.hcl"), 'driver "terraform" {\n  log = true\n}\n');
+      const r = await readCtsConfig([join(dir, "log.hcl")], dir);
+      assert.equal(r.config.driver?.terraform?.log, true);
+      assert.ok(!r.warnings.some((w) => /'log'/.test(w)), r.warnings.join("\n"));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("refuses an HCL syntax error with file:line:column", async () => {
     const { writeFile, mkdtemp, rm } = await import("node:fs/promises");
     const { tmpdir } = await import("node:os");
