@@ -3,8 +3,7 @@ import { loadConfig, type LoadedConfig } from "../config/load.ts";
 import type { CtsConfig, LogFormat } from "../config/types.ts";
 import { CtsError, doctorHint } from "../errors.ts";
 import { createLogger, type LogLevel } from "../log.ts";
-import { createRuntime, startDaemon } from "../runtime/compose.ts";
-import { loadDaemonConfig } from "../synth/daemon-config.ts";
+import { loadDaemonConfig, type DaemonConfig } from "../synth/daemon-config.ts";
 import type { Synthesizer } from "../synth/synthesizer.ts";
 import type { RunOutcome } from "../runtime/interfaces.ts";
 import { printJson, say, table } from "./output.ts";
@@ -52,7 +51,7 @@ export function registerRun(program: Command): void {
     .option("--api-port <port>", "port of the HTTP API; 0 picks a free one (default api.port, then 8558)")
     .action(async (flags: RunFlags & Record<string, unknown>) => {
       logFormatOf(flags); // a bad --log-format fails before the config loads
-      const { loaded, synthesizer } = await loadDaemonConfig(flags.config);
+      const { loaded, synthesizer } = await daemonConfig(flags.config);
       await runWatch(loaded, flags, synthesizer);
     });
 
@@ -68,9 +67,32 @@ export function registerRun(program: Command): void {
     .action(async (names: string[], flags: RunFlags) => runInspect(await loadConfig(flags.config), names, flags));
 }
 
+/** The daemon's modules (the runtime, the driver, the API), loaded on first need. */
+const runtime = () => import("../runtime/compose.ts");
+
+/**
+ * The daemon's config (read in the synthesis worker, see loadDaemonConfig), with the daemon's own
+ * modules loaded on this thread meanwhile: on two cores the start-up's two halves overlap.
+ */
+export async function daemonConfig(path?: string | string[]): Promise<DaemonConfig> {
+  const config = loadDaemonConfig(path);
+  const modules = runtime();
+  // A config that fails to load is the error to report; the modules' promise must not go unhandled.
+  modules.catch(() => undefined);
+  const loaded = await config;
+  try {
+    await modules;
+  } catch (err) {
+    await loaded.synthesizer.close();
+    throw err;
+  }
+  return loaded;
+}
+
 /** `cts watch` (and `cts start`): the daemon, until SIGINT or SIGTERM. */
 export async function runWatch(loaded: LoadedConfig, flags: RunFlags & Record<string, unknown>, synthesizer?: Synthesizer): Promise<void> {
   const log = logger(flags, loaded);
+  const { startDaemon } = await runtime();
   const daemon = await startDaemon(loaded, {
     log,
     ...(synthesizer ? { synthesizer } : {}),
@@ -97,6 +119,7 @@ export async function runWatch(loaded: LoadedConfig, flags: RunFlags & Record<st
 
 /** `cts once` (and `cts start -once`): every enabled task once, exit 1 if any failed. */
 export async function runOnce(loaded: LoadedConfig, flags: RunFlags): Promise<void> {
+  const { createRuntime } = await runtime();
   const rt = createRuntime(loaded, { mode: "once", log: logger(flags, loaded) });
   if (loaded.config.highAvailability)
     rt.log.warn("cts once runs every task itself, whatever the high-availability leader does; only the Terraform state lock keeps it from applying at the same time as the leader");
@@ -111,6 +134,7 @@ export async function runOnce(loaded: LoadedConfig, flags: RunFlags): Promise<vo
 
 /** `cts inspect` (and `cts start -inspect`): plan, print, exit 0 / 2 (changes) / 1 (error). */
 export async function runInspect(loaded: LoadedConfig, names: string[], flags: RunFlags): Promise<void> {
+  const { createRuntime } = await runtime();
   const rt = createRuntime(loaded, { mode: "inspect", log: logger(flags, loaded) });
   try {
     const results = await rt.controller.inspect(names);

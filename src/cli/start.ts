@@ -1,8 +1,7 @@
 import type { Command } from "commander";
 import { loadConfig } from "../config/load.ts";
-import { loadDaemonConfig } from "../synth/daemon-config.ts";
 import { CtsError } from "../errors.ts";
-import { runInspect, runOnce, runWatch, type RunFlags } from "./run.ts";
+import { daemonConfig, runInspect, runOnce, runWatch, type RunFlags } from "./run.ts";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
@@ -30,7 +29,7 @@ export function registerStart(program: Command): void {
       const files = order.length === paths.length ? order : paths;
       if (flags.inspect || flags.inspectTask?.length) return runInspect(await loadConfig(files), flags.inspectTask ?? [], flags);
       if (flags.once) return runOnce(await loadConfig(files), flags);
-      const { loaded, synthesizer } = await loadDaemonConfig(files);
+      const { loaded, synthesizer } = await daemonConfig(files);
       return runWatch(loaded, flags, synthesizer);
     });
 }
