@@ -1,3 +1,4 @@
+import { createHash, randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -62,8 +63,11 @@ export async function loadConfig(path?: string | string[], cwd = process.cwd()):
   let mod: { default?: unknown };
   try {
     // Loaded on use: a daemon's main thread never evaluates a TypeScript config (src/synth/daemon-config.ts).
-    const { tsImport } = await import("tsx/esm/api");
-    mod = await tsImport(pathToFileURL(file).href, import.meta.url);
+    // As tsx's tsImport does (CommonJS and ESM hooks in one namespace), with our namespace.
+    const [{ register: registerCjs }, { register }] = await Promise.all([import("tsx/cjs/api"), import("tsx/esm/api")]);
+    const namespace = namespaceFor(file);
+    registerCjs({ namespace });
+    mod = await register({ namespace }).import(pathToFileURL(file).href, import.meta.url);
   } catch (cause) {
     throw loadError(file, cause);
   }
@@ -73,6 +77,23 @@ export async function loadConfig(path?: string | string[], cwd = process.cwd()):
   validateConfig(config, file);
   await readModuleVariableFiles(config, dirname(file));
   return { config: config!, file, dir: dirname(file) };
+}
+
+/** How often each config file was loaded in this thread. */
+const loads = new Map<string, number>();
+
+/**
+ * The tsx namespace a config loads in. tsx keys its disk cache of compiled files by the module's
+ * URL, which carries the namespace: a random one per load (tsImport's) misses that cache on every
+ * start, compiles every TypeScript file again and leaves ~30 new files in /tmp/tsx-<uid> each time.
+ * The first load of a file in a thread (a daemon's worker, a `cts once`) takes a namespace fixed by
+ * its path, so starts after the first reuse the compiled files (tsx checks their content); loading
+ * the same file again in one thread takes a fresh namespace, so an edited file is read anew.
+ */
+function namespaceFor(file: string): string {
+  const n = loads.get(file) ?? 0;
+  loads.set(file, n + 1);
+  return n === 0 ? `cts-config-${createHash("sha256").update(file).digest("hex").slice(0, 16)}` : `cts-config-${randomUUID()}`;
 }
 
 /** ModuleTask `variableFiles` are read once, when the config loads (as CTS reads variable_files). */

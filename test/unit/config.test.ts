@@ -12,6 +12,24 @@ describe("loading cts.config.ts", () => {
     assert.equal(loaded.file, fixture("valid.ts"));
   });
 
+  it("reads an edited config again when the same file is loaded twice in one process", async () => {
+    const { mkdtemp, writeFile, rm } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const dir = await mkdtemp(join(tmpdir(), "cts-reload-"));
+    const api = fileURLToPath(new URL("../../src/index.ts", import.meta.url));
+    const write = (name: string) =>
+      writeFile(join(dir, "cts.config.ts"), `import { defineConfig, ModuleTask, services } from ${JSON.stringify(api)};\nexport default defineConfig({ tasks: [new ModuleTask({ name: ${JSON.stringify(name)}, module: "./m", condition: services({ names: ["web"] }) })] });\n`);
+    try {
+      await write("first");
+      assert.equal((await loadConfig(join(dir, "cts.config.ts"))).config.tasks[0]!.name, "first");
+      await write("second");
+      assert.equal((await loadConfig(join(dir, "cts.config.ts"))).config.tasks[0]!.name, "second");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("names the file, every bad field and the fix", async () => {
     await assert.rejects(loadConfig(fixture("bad.ts")), (e: any) => {
       assert.equal(e.code, "CONFIG_INVALID");
