@@ -135,8 +135,7 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
       const { signal } = opts;
       if (signal?.aborted) throw abortError(signal);
       const p = pool;
-      const blocking = opts.index !== undefined && opts.index > 0n;
-      const wait = opts.wait ?? DEFAULT_WAIT_MS;
+      const { blocking, timeout, params } = exchange(opts, scope);
       // papi cancels through an EventEmitter; `includeResponse` gives us the headers (X-Consul-Index).
       const ctx = Object.assign(new EventEmitter(), { includeResponse: true as const, canceled: false });
       // A listener object, not a named closure (see raw-get.ts on what those cost per query).
@@ -147,25 +146,13 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
         },
       };
       signal?.addEventListener("abort", onAbort, { once: true });
-      const common: CommonCallOptions = {
-        ctx,
-        // Consul adds up to wait/16 of jitter; past that plus a margin the connection is dead.
-        timeout: blocking ? wait + wait / 16 + 15_000 : (opts.timeoutMs ?? PLAIN_TIMEOUT_MS),
-        ...(blocking ? { index: String(opts.index), wait: `${Math.max(1, Math.round(wait))}ms` } : {}),
-        ...(scope.datacenter ? { dc: scope.datacenter } : {}),
-        ...(scope.partition ? { partition: scope.partition } : {}),
-      };
+      const common: CommonCallOptions = { ctx, timeout, ...params };
       const started = performance.now();
       let ok = false;
       try {
         const [res, body] = await run(clientFor(p, scope.namespace), common);
         ok = true;
-        return {
-          data: body,
-          index: parseIndex(res.headers["x-consul-index"]),
-          status: res.statusCode ?? 0,
-          filtered: res.headers["x-consul-results-filtered-by-acls"] === "true",
-        };
+        return toReply(res, body);
       } catch (err) {
         if (signal?.aborted) throw abortError(signal);
         throw mapError(err, { ...desc, url: p.conn.url });
@@ -179,29 +166,14 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
       const { signal } = opts;
       if (signal?.aborted) return Promise.reject(abortError(signal));
       const p = pool;
-      const blocking = opts.index !== undefined && opts.index > 0n;
-      const wait = opts.wait ?? DEFAULT_WAIT_MS;
-      const q = new URLSearchParams(query);
-      if (blocking) {
-        q.set("index", String(opts.index));
-        q.set("wait", `${Math.max(1, Math.round(wait))}ms`);
-      }
-      if (scope.datacenter) q.set("dc", scope.datacenter);
-      if (scope.partition) q.set("partition", scope.partition);
-      const search = q.toString();
-      // Consul adds up to wait/16 of jitter; past that plus a margin the connection is dead.
-      const timeout = blocking ? wait + wait / 16 + 15_000 : (opts.timeoutMs ?? PLAIN_TIMEOUT_MS);
+      const { blocking, timeout, params } = exchange(opts, scope);
+      const search = new URLSearchParams({ ...query, ...params }).toString();
       const started = performance.now();
       // No async frame: a waiting query holds this one step, not a suspended function per layer.
       return rawGet(targetFor(p, scope.namespace), search ? `/v1${path}?${search}` : `/v1${path}`, timeout, signal).then(
         ([res, body]) => {
           metrics.consulRequest({ ok: true, blocking, seconds: (performance.now() - started) / 1000 });
-          return {
-            data: body,
-            index: parseIndex(res.headers["x-consul-index"]),
-            status: res.statusCode ?? 0,
-            filtered: res.headers["x-consul-results-filtered-by-acls"] === "true",
-          };
+          return toReply(res, body);
         },
         (err: unknown) => {
           // A call we cancelled (stop, a closed view) says nothing about Consul.
@@ -230,6 +202,34 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
       pool.agent.destroy();
       pool.clients.clear();
     },
+  };
+}
+
+/**
+ * What one exchange sends and how long it may take: blocking options and scope as Consul's query
+ * parameters (papi takes the same names), and the time limit.
+ */
+function exchange(opts: CallOptions, scope: ConsulScope): { blocking: boolean; timeout: number; params: Record<string, string> } {
+  const blocking = opts.index !== undefined && opts.index > 0n;
+  const wait = opts.wait ?? DEFAULT_WAIT_MS;
+  const params: Record<string, string> = {};
+  if (blocking) {
+    params.index = String(opts.index);
+    params.wait = `${Math.max(1, Math.round(wait))}ms`;
+  }
+  if (scope.datacenter) params.dc = scope.datacenter;
+  if (scope.partition) params.partition = scope.partition;
+  // Consul adds up to wait/16 of jitter; past that plus a margin the connection is dead.
+  return { blocking, timeout: blocking ? wait + wait / 16 + 15_000 : (opts.timeoutMs ?? PLAIN_TIMEOUT_MS), params };
+}
+
+/** An answer's body with X-Consul-Index, the status and the ACL-filtered flag. */
+function toReply<T>(res: { headers: Record<string, string | string[] | undefined>; statusCode?: number | undefined }, body: T | undefined): Reply<T> {
+  return {
+    data: body,
+    index: parseIndex(res.headers["x-consul-index"]),
+    status: res.statusCode ?? 0,
+    filtered: res.headers["x-consul-results-filtered-by-acls"] === "true",
   };
 }
 

@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../src/config/load.ts";
+import { tempDir } from "../support/cts.ts";
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/configs/${name}`, import.meta.url));
 
@@ -13,10 +14,9 @@ describe("loading cts.config.ts", () => {
   });
 
   it("reads an edited config again when the same file is loaded twice in one process", async () => {
-    const { mkdtemp, writeFile, rm } = await import("node:fs/promises");
-    const { tmpdir } = await import("node:os");
+    const { writeFile } = await import("node:fs/promises");
     const { join } = await import("node:path");
-    const dir = await mkdtemp(join(tmpdir(), "cts-reload-"));
+    const { dir, cleanup } = await tempDir("cts-reload-");
     const api = fileURLToPath(new URL("../../src/index.ts", import.meta.url));
     const write = (name: string) =>
       writeFile(join(dir, "cts.config.ts"), `import { defineConfig, ModuleTask, services } from ${JSON.stringify(api)};\nexport default defineConfig({ tasks: [new ModuleTask({ name: ${JSON.stringify(name)}, module: "./m", condition: services({ names: ["web"] }) })] });\n`);
@@ -26,7 +26,7 @@ describe("loading cts.config.ts", () => {
       await write("second");
       assert.equal((await loadConfig(join(dir, "cts.config.ts"))).config.tasks[0]!.name, "second");
     } finally {
-      await rm(dir, { recursive: true, force: true });
+      await cleanup();
     }
   });
 

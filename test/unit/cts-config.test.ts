@@ -2,9 +2,11 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
+import { writeFile } from "node:fs/promises";
 import { readCtsConfig, fromCtsConfig } from "../../src/config/cts-load.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { Testing } from "../../src/testing.ts";
+import { tempDir } from "../support/cts.ts";
 
 const DIR = fileURLToPath(new URL("../fixtures/cts-configs/", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -84,9 +86,7 @@ describe("a CTS configuration file", () => {
   });
 
   it("reads a TypeScript ModuleTask's variableFiles when the config loads (relative to the config), variables winning", async () => {
-    const { writeFile, mkdtemp, rm } = await import("node:fs/promises");
-    const { tmpdir } = await import("node:os");
-    const dir = await mkdtemp(join(tmpdir(), "cts-vf-"));
+    const { dir, cleanup } = await tempDir("cts-vf-");
     try {
       await writeFile(join(dir, "a.tfvars"), 'x = "from-a"\ny = "from-a"\n');
       await writeFile(join(dir, "b.tfvars"), 'y = "from-b"\nz = "from-b"\n');
@@ -101,7 +101,7 @@ export default defineConfig({ tasks: [new ModuleTask({ name: "m", condition: sch
       const out = Testing.synthTask(loaded.config.tasks[0]!, {});
       assert.deepEqual([out.module.m.x, out.module.m.y, out.module.m.z], ["from-a", "from-b", "inline"]);
     } finally {
-      await rm(dir, { recursive: true, force: true });
+      await cleanup();
     }
   });
 
@@ -129,28 +129,24 @@ export default defineConfig({ tasks: [new ModuleTask({ name: "m", condition: sch
   }
 
   it("maps driver \"terraform\" { log = true } to driver.terraform.log (Terraform's output at info)", async () => {
-    const { writeFile, mkdtemp, rm } = await import("node:fs/promises");
-    const { tmpdir } = await import("node:os");
-    const dir = await mkdtemp(join(tmpdir(), "cts-hcl-"));
+    const { dir, cleanup } = await tempDir("cts-hcl-");
     try {
       await writeFile(join(dir, "log.hcl"), 'driver "terraform" {\n  log = true\n}\n');
       const r = await readCtsConfig([join(dir, "log.hcl")], dir);
       assert.equal(r.config.driver?.terraform?.log, true);
       assert.ok(!r.warnings.some((w) => /'log'/.test(w)), r.warnings.join("\n"));
     } finally {
-      await rm(dir, { recursive: true, force: true });
+      await cleanup();
     }
   });
 
   it("refuses an HCL syntax error with file:line:column", async () => {
-    const { writeFile, mkdtemp, rm } = await import("node:fs/promises");
-    const { tmpdir } = await import("node:os");
-    const dir = await mkdtemp(join(tmpdir(), "cts-hcl-"));
+    const { dir, cleanup } = await tempDir("cts-hcl-");
     try {
       await writeFile(join(dir, "broken.hcl"), 'consul {\n  address = "a"\n');
       await assert.rejects(readCtsConfig([join(dir, "broken.hcl")]), (e: any) => e.code === "CONFIG_INVALID" && /broken\.hcl:\d+:\d+: /.test(e.message));
     } finally {
-      await rm(dir, { recursive: true, force: true });
+      await cleanup();
     }
   });
 });
