@@ -1,7 +1,7 @@
 /**
  * 3. Synthesis: 10 … 5,000 instances → synthesis time and JSON size, against raw cdktf building the
- * same constructs. "Ours" is synthesizeTask (encode the untrusted data, build, check addresses,
- * toTerraform, decode, sort keys, hash); raw is the same task class on a bare cdktf App.
+ * same constructs. "Ours" is synthesizeTask (mark literal text while cdktf resolves, build, check addresses,
+ * toTerraform, write literals, sort keys, hash); raw is the same task class on a bare cdktf App.
  */
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
@@ -121,7 +121,7 @@ export const run: BenchFn = async (ctx) => {
       r.times.ours.length,
     ]),
     notes: [
-      "Raw cdktf uses the same App options (skipValidation, no stack traces) and calls the same task class on the raw input. Ours adds escaping of the untrusted input and decoding of the output, the duplicate-address check, sorted keys (stable bytes) and a sha256; \"via the worker\" adds the structured clone to the worker thread and back.",
+      "Raw cdktf uses the same App options (skipValidation, no stack traces) and calls the same task class on the raw input. Ours adds marking every literal text while cdktf resolves and writing it as Terraform text, the duplicate-address check, sorted keys (stable bytes) and a sha256; \"via the worker\" adds the structured clone to the worker thread and back.",
       "The ratio is taken on CPU time (process.cpuUsage, GC threads included): on a machine shared with other work, wall time of one call swings by ±50% while CPU time stays within about ±15%. Wall-time ratios are in brackets.",
       "Raw JSON is a little smaller: ours is indented the same way but also carries the backend block.",
     ],

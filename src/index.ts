@@ -23,6 +23,6 @@ export type { ServiceInstance, CatalogServices, KvPairs, ServicesQuery, CatalogS
 export { fromCtsConfig, readCtsConfig } from "./config/cts-load.ts";
 export { defineConfig, type CtsConfig, type ConsulConfig, type ConsulTlsConfig, type TerraformDriverConfig, type ApiConfig } from "./config/types.ts";
 export { render, TEMPLATES_DIR } from "./render.ts";
-export { raw, untrusted } from "./synth/untrusted.ts";
+export { expression, raw, untrusted } from "./task/catalog-text.ts";
 export { Testing, type TestInput } from "./testing.ts";
 export { CtsError } from "./errors.ts";

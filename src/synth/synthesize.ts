@@ -1,6 +1,4 @@
-import type * as Cdktf from "cdktf";
 import type { TerraformModule, TerraformStack } from "cdktf";
-import { createRequire } from "node:module";
 import type { IConstruct } from "constructs";
 import { tmpdir } from "node:os";
 import { CtsError, messageOf } from "../errors.ts";
@@ -9,12 +7,10 @@ import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { isModuleTask } from "../task/module-task.ts";
 import { CONTEXT_CONFIG_DIR, CONTEXT_TASK_DIR } from "./context.ts";
 import { backendBlock, type BackendConfig } from "./backend.ts";
-import { decodeOutput, encodeData } from "./untrusted.ts";
+import { withLiteralTable } from "./cdktf-literals.ts";
+import { cdktf } from "./cdktf.ts";
 import { sha256, stableStringify } from "./stable-json.ts";
 
-// cdktf costs seconds of CPU to load; a daemon whose tasks are all module tasks never loads it.
-let cdktfModule: typeof Cdktf | undefined;
-const cdktf = (): typeof Cdktf => (cdktfModule ??= createRequire(import.meta.url)("cdktf") as typeof Cdktf);
 
 /** Where a synthesis happens: backend and paths ModuleTask needs to point at local modules. */
 export interface SynthContext {
@@ -43,12 +39,14 @@ export interface SynthResult {
 
 
 /**
- * Synthesizes one task to Terraform JSON in memory. Consul data is encoded before the task sees it
- * and decoded into Terraform literals afterwards (see untrusted.ts). Starts no Terraform process.
+ * Synthesizes one task to Terraform JSON in memory. The task sees catalog data exactly as Consul
+ * holds it; every piece of literal text in the output (catalog data and the task's own strings)
+ * is written as literal Terraform text, and only cdktf's expressions are live (literal-text.ts).
+ * Starts no Terraform process.
  */
 export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTaskInput, ctx: SynthContext = {}): SynthResult {
   // A module task is CTS's generated root module: plain JSON, no CDKTF app or stack.
-  if (isModuleTask(task)) return result(task.name, finish(decodeOutput(task.terraformJson(encodeData(input), ctx)), ctx));
+  if (isModuleTask(task)) return result(task.name, finish(task.terraformJson(input, ctx), ctx));
   const { App, TerraformStack } = cdktf();
   const app = new App({
     outdir: tmpdir(),
@@ -57,31 +55,40 @@ export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTask
     skipBackendValidation: true,
     context: { [CONTEXT_CONFIG_DIR]: ctx.configDir, [CONTEXT_TASK_DIR]: ctx.taskDir },
   });
-  let stack: TerraformStack;
-  try {
-    stack = new TerraformStack(app, task.name);
-  } catch (cause) {
-    throw new CtsError("TASK_NAME_INVALID", "usage", `cannot create a stack: ${messageOf(cause)}`, { task: task.name, cause });
-  }
-  try {
-    task.synthesize(stack, encodeData(input) as never);
-  } catch (cause) {
-    const path = lastConstructPath(stack);
-    throw new CtsError("TASK_SYNTH_FAILED", "usage", `synthesize() threw: ${messageOf(cause)}${path ? ` (last construct: ${path})` : ""}. Fix the task class and run \`cts synth ${task.name}\`.`, {
-      task: task.name,
-      cause,
-      detail: { constructPath: path },
-    });
-  }
-  assertUniqueAddresses(task.name, stack);
-  let tf: Record<string, any>;
-  try {
-    stack.prepareStack();
-    tf = stack.toTerraform();
-  } catch (cause) {
-    throw new CtsError("TASK_SYNTH_INVALID", "usage", `produced invalid configuration: ${messageOf(cause)}. Fix the task class and run \`cts synth ${task.name}\`.`, { task: task.name, cause });
-  }
-  return result(task.name, finish(decodeOutput(tf), ctx));
+  return withLiteralTable((literals) => {
+    let stack: TerraformStack;
+    try {
+      stack = new TerraformStack(app, task.name);
+    } catch (cause) {
+      throw new CtsError("TASK_NAME_INVALID", "usage", `cannot create a stack: ${messageOf(cause)}`, { task: task.name, cause });
+    }
+    try {
+      task.synthesize(stack, input as never);
+    } catch (cause) {
+      const path = lastConstructPath(stack);
+      throw new CtsError("TASK_SYNTH_FAILED", "usage", `synthesize() threw: ${messageOf(cause)}${path ? ` (last construct: ${path})` : ""}. Fix the task class and run \`cts synth ${task.name}\`.`, {
+        task: task.name,
+        cause,
+        detail: { constructPath: path },
+      });
+    }
+    assertUniqueAddresses(task.name, stack);
+    let tf: Record<string, any>;
+    try {
+      stack.prepareStack();
+      tf = stack.toTerraform();
+    } catch (cause) {
+      throw new CtsError("TASK_SYNTH_INVALID", "usage", `produced invalid configuration: ${messageOf(cause)}. Fix the task class and run \`cts synth ${task.name}\`.`, { task: task.name, cause });
+    }
+    let written: Record<string, any>;
+    try {
+      written = literals.writeDeep(tf);
+    } catch (cause) {
+      if (cause instanceof CtsError) throw new CtsError(cause.code, cause.category, cause.message, { task: task.name, cause });
+      throw cause;
+    }
+    return result(task.name, finish(written, ctx));
+  });
 }
 
 function result(task: string, out: Record<string, any>): SynthResult {

@@ -1,9 +1,11 @@
 import { isAbsolute, relative, resolve } from "node:path";
 import { CONTEXT_CONFIG_DIR, CONTEXT_TASK_DIR } from "../synth/context.ts";
-import { encodeData } from "../synth/untrusted.ts";
+import { literalData } from "../synth/literal-text.ts";
 import type { Condition, TaskInputs } from "./conditions.ts";
 import { toCtsServices } from "./cts-protocol.ts";
 import { providerEnvironment, providerJson, type ModuleProvider } from "./module-providers.ts";
+import { verbatim } from "../synth/cdktf-literals.ts";
+import { cdktf } from "../synth/cdktf.ts";
 import { Task, type TaskOptions, type TaskScope, type AnyTaskInput } from "./task.ts";
 
 export type { ModuleProvider } from "./module-providers.ts";
@@ -72,12 +74,12 @@ export class ModuleTask<C extends Condition = Condition, I extends TaskInputs = 
     const args: Record<string, unknown> = {
       source: moduleSource(this.module, ctx),
       ...(this.version ? { version: this.version } : {}),
-      services: (cond === "services" && fromCondition) || inputs.services ? toCtsServices(input.services ?? []) : {},
+      // Catalog data and variables are literal text (CTS passes them in tfvars, never evaluated).
+      services: literalData((cond === "services" && fromCondition) || inputs.services ? toCtsServices(input.services ?? []) : {}),
     };
-    if (cond === "catalog-services" && fromCondition) args.catalog_services = input.catalogServices ?? {};
-    if ((cond === "consul-kv" && fromCondition) || inputs.kv) args.consul_kv = input.kv ?? {};
-    // Variables are data, as in CTS's tfvars: a `${` in them is text, not an interpolation.
-    Object.assign(args, encodeData(this.fileVariables ?? {}), encodeData(this.variables));
+    if (cond === "catalog-services" && fromCondition) args.catalog_services = literalData(input.catalogServices ?? {});
+    if ((cond === "consul-kv" && fromCondition) || inputs.kv) args.consul_kv = literalData(input.kv ?? {});
+    Object.assign(args, literalData(this.fileVariables ?? {}), literalData(this.variables));
     return { ...providerJson(this.providers), module: { [this.name]: args } };
   }
 
@@ -89,7 +91,8 @@ export class ModuleTask<C extends Condition = Condition, I extends TaskInputs = 
   /** Writes the same root module into a CDKTF stack (for `Testing` and code that calls synthesize). */
   override synthesize(scope: TaskScope, input: any): void {
     const ctx = { configDir: scope.node.tryGetContext(CONTEXT_CONFIG_DIR), taskDir: scope.node.tryGetContext(CONTEXT_TASK_DIR) };
-    for (const [key, value] of Object.entries(this.terraformJson(input as AnyTaskInput, ctx))) scope.addOverride(key, value);
+    // Already Terraform text: cdktf must write it as it is (its literal marking would escape it twice).
+    for (const [key, value] of Object.entries(this.terraformJson(input as AnyTaskInput, ctx))) scope.addOverride(key, verbatim(cdktf(), value));
   }
 }
 

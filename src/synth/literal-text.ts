@@ -1,0 +1,329 @@
+import { randomBytes } from "node:crypto";
+import { CtsError } from "../errors.ts";
+
+/**
+ * Literal text in Terraform JSON. Every string in Terraform JSON is a template: `${…}` and `%{…}`
+ * run code, and inside a `${…}` a string literal ends at a `"`. Task code builds strings from
+ * catalog data (which task code sees exactly as Consul holds it) and from its own text; both are
+ * literal. Only cdktf's expressions (references, `Fn.*`, iterators, `expression()`) are live.
+ *
+ * During a synthesis, the cdktf hooks (`cdktf-literals.ts`) replace each piece of literal text
+ * with a placeholder from a `LiteralTable` at the point cdktf writes it: a private-use OPEN, the
+ * table's random nonce, the index in private-use digits, CLOSE. Nothing cdktf does to a string
+ * (its token and number scans, its quoting) can see or change text inside a placeholder, and data
+ * cannot forge one (it does not know the nonce). The text a cdktf expression renders goes behind a
+ * trusted placeholder, so that cdktf resolving a string a second time cannot mistake it for typed
+ * text. `write` then turns each string of the output
+ * into Terraform text: the expression text around placeholders is cdktf's and kept; each
+ * placeholder becomes its text escaped for where it landed.
+ */
+const OPEN = "\uE000";
+const CLOSE = "\uE001";
+/** Closes a placeholder for expression text cdktf rendered (kept, never escaped). */
+const CLOSE_TRUSTED = "\uE002";
+/** Nonce chars: U+E010…U+E01F (one per hex digit); index digits: U+E020…U+E029. */
+const NONCE_BASE = 0xe010;
+const DIGIT_BASE = 0xe020;
+const NONCE_LENGTH = 8;
+const HAS_MARKER = /[\uE000-\uE002]/;
+
+/** The literal texts of one synthesis, each behind a placeholder. */
+export class LiteralTable {
+  private readonly texts: string[] = [];
+  private readonly trustedTexts: string[] = [];
+  private readonly nonce: string;
+  private readonly cache = new Map<string, string>();
+  private readonly trustedCache = new Map<string, string>();
+
+  constructor() {
+    const bytes = randomBytes(NONCE_LENGTH);
+    let nonce = "";
+    for (let i = 0; i < NONCE_LENGTH; i++) nonce += String.fromCharCode(NONCE_BASE + (bytes[i]! & 0x0f));
+    this.nonce = nonce;
+  }
+
+  /**
+   * The placeholder text for literal `text`. Placeholders of this table already in `text` are kept
+   * (marking is idempotent); everything else in it is literal.
+   */
+  mark(text: string): string {
+    if (text === "") return "";
+    if (!text.includes(OPEN)) return this.placeholder(text);
+    let out = "";
+    let from = 0;
+    for (let i = text.indexOf(OPEN); i !== -1; i = text.indexOf(OPEN, i + 1)) {
+      const end = this.placeholderEnd(text, i);
+      if (end === -1) continue;
+      if (i > from) out += this.placeholder(text.slice(from, i));
+      out += text.slice(i, end);
+      from = end;
+      i = end - 1;
+    }
+    if (from < text.length) out += this.placeholder(text.slice(from));
+    return out;
+  }
+
+  /** A placeholder for expression text cdktf rendered (placeholders inside it stay as they are). */
+  trusted(text: string): string {
+    if (text === "") return "";
+    let ph = this.trustedCache.get(text);
+    if (ph !== undefined) return ph;
+    ph = OPEN + this.nonce + digitsOf(this.trustedTexts.push(text) - 1) + CLOSE_TRUSTED;
+    this.trustedCache.set(text, ph);
+    return ph;
+  }
+
+  /** Turns one output string into Terraform text (see module doc). */
+  write(s: string): string {
+    if (!HAS_MARKER.test(s)) return s;
+    const pieces = this.split(s);
+    if (pieces.length === 1 && pieces[0]!.literal) return templateText(pieces[0]!.text, "", "");
+    return new TemplateWriter(pieces).run();
+  }
+
+  /** Writes every string (keys too) of synthesized output; walks without recursion. */
+  writeDeep<T>(value: T): T {
+    return mapStrings(value, (s) => this.write(s));
+  }
+
+  private placeholder(text: string): string {
+    let ph = this.cache.get(text);
+    if (ph !== undefined) return ph;
+    ph = OPEN + this.nonce + digitsOf(this.texts.push(text) - 1) + CLOSE;
+    this.cache.set(text, ph);
+    return ph;
+  }
+
+  /** Index just past the placeholder starting at `at`, or -1 if none of this table starts there. */
+  private placeholderEnd(s: string, at: number): number {
+    if (s.slice(at + 1, at + 1 + NONCE_LENGTH) !== this.nonce) return -1;
+    let i = at + 1 + NONCE_LENGTH;
+    const digitsFrom = i;
+    while (i < s.length && s.charCodeAt(i) >= DIGIT_BASE && s.charCodeAt(i) < DIGIT_BASE + 10) i++;
+    if (i === digitsFrom || (s[i] !== CLOSE && s[i] !== CLOSE_TRUSTED)) return -1;
+    return i + 1;
+  }
+
+  private textAt(s: string, at: number, end: number): { text: string; trusted: boolean } {
+    let index = 0;
+    for (let i = at + 1 + NONCE_LENGTH; i < end - 1; i++) index = index * 10 + (s.charCodeAt(i) - DIGIT_BASE);
+    const trusted = s[end - 1] === CLOSE_TRUSTED;
+    return { text: (trusted ? this.trustedTexts : this.texts)[index]!, trusted };
+  }
+
+  /** Expression text and literals; adjacent literals are one literal. */
+  private split(s: string, pieces: Piece[] = []): Piece[] {
+    const push = (literal: boolean, text: string) => {
+      const last = pieces[pieces.length - 1];
+      if (last && last.literal === literal) last.text += text;
+      else if (text !== "" || literal) pieces.push({ literal, text });
+    };
+    let from = 0;
+    for (let i = 0; i < s.length; i++) {
+      const c = s[i];
+      if (c !== OPEN && c !== CLOSE) continue;
+      const end = c === OPEN ? this.placeholderEnd(s, i) : -1;
+      // A marker char outside a placeholder of this table can only be data that reached cdktf's
+      // own expression text: refuse rather than guess what it meant.
+      if (end === -1) throw unsafe("catalog or task text reached a Terraform expression without being marked as literal text");
+      if (i > from) push(false, s.slice(from, i));
+      const { text, trusted } = this.textAt(s, i, end);
+      // Rendered expressions nest only as deep as the task's own code does.
+      if (trusted) this.split(text, pieces);
+      else push(true, text);
+      from = end;
+      i = end - 1;
+    }
+    if (from < s.length) push(false, s.slice(from));
+    return pieces;
+  }
+}
+
+function digitsOf(index: number): string {
+  let digits = "";
+  for (const d of String(index)) digits += String.fromCharCode(DIGIT_BASE + d.charCodeAt(0) - 48);
+  return digits;
+}
+
+interface Piece {
+  literal: boolean;
+  text: string;
+}
+
+type Mode = { kind: "text"; quoted: boolean } | { kind: "expr"; depth: number };
+
+/**
+ * Walks expression text (cdktf's, trusted) keeping track of where it is: template text at the top,
+ * a live `${…}`/`%{…}`, or a quoted string inside one (itself a template). Literals are escaped
+ * for the place they land in and for their neighbours.
+ */
+class TemplateWriter {
+  private out = "";
+  private readonly modes: Mode[] = [{ kind: "text", quoted: false }];
+
+  constructor(private readonly pieces: Piece[]) {}
+
+  run(): string {
+    for (let p = 0; p < this.pieces.length; p++) {
+      const piece = this.pieces[p]!;
+      if (piece.literal) this.literal(piece.text, this.pieces[p + 1]?.text ?? "");
+      else this.expression(piece.text);
+    }
+    return this.out;
+  }
+
+  private get mode(): Mode {
+    return this.modes[this.modes.length - 1]!;
+  }
+
+  private literal(text: string, next: string): void {
+    const mode = this.mode;
+    if (mode.kind === "expr") {
+      // cdktf quotes every string it writes into an expression; bare text here would be code.
+      if (!/^[A-Za-z0-9_.-]*$/.test(text)) throw unsafe("a string value landed in a Terraform expression outside a string literal");
+      this.out += text;
+      return;
+    }
+    this.out += templateText(text, this.out, next, mode.quoted);
+  }
+
+  private expression(text: string): void {
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i]!;
+      const mode = this.mode;
+      if (mode.kind === "expr") {
+        if (c === '"') this.modes.push({ kind: "text", quoted: true });
+        else if (c === "{") mode.depth++;
+        else if (c === "}") {
+          if (mode.depth === 0) this.modes.pop();
+          else mode.depth--;
+        }
+        this.out += c;
+        continue;
+      }
+      if (mode.quoted && c === "\\") {
+        this.out += c + (text[i + 1] ?? "");
+        i++;
+        continue;
+      }
+      if (mode.quoted && c === '"') {
+        this.modes.pop();
+        this.out += c;
+        continue;
+      }
+      if (c === "$" || c === "%") {
+        let end = i;
+        while (text[end] === c) end++;
+        // Exactly one lead before `{` opens; more are an escape (n leads read as n-1, then `{`).
+        if (text[end] === "{" && end - i === 1) {
+          this.out += c + "{";
+          this.modes.push({ kind: "expr", depth: 0 });
+          i = end;
+          continue;
+        }
+        this.out += text.slice(i, end);
+        i = end - 1;
+        continue;
+      }
+      this.out += c;
+    }
+  }
+}
+
+/**
+ * Literal `text` as Terraform template text (`quoted`: inside a string literal of an expression,
+ * where HCL's string escapes apply too). `before` is what was written before it, `next` the
+ * expression text after it: a lead of ours must not join theirs, nor theirs our `{`.
+ */
+export function templateText(text: string, before: string, next: string, quoted = false): string {
+  let out = "";
+  const last = before[before.length - 1];
+  // Their `$` (or `%`) and our `{` would open an expression: one more lead makes both literal.
+  if (text[0] === "{" && (last === "$" || last === "%")) out += last;
+  for (let i = 0; i < text.length; ) {
+    const c = text[i]!;
+    if (c === "$" || c === "%") {
+      let end = i;
+      while (text[end] === c) end++;
+      const run = text.slice(i, end);
+      if (end < text.length) out += text[end] === "{" ? run + c : run;
+      else if (next[0] === "{") out += run + c;
+      // Our leads right before their `$`/`%` would change how theirs read: write ours as a value.
+      else if (next[0] === c) out += `\${"${run}"}`;
+      else out += run;
+      i = end;
+      continue;
+    }
+    out += quoted ? quotedChar(c) : c;
+    i++;
+  }
+  return out;
+}
+
+/** One character inside an HCL quoted string. */
+function quotedChar(c: string): string {
+  switch (c) {
+    case "\\":
+      return "\\\\";
+    case '"':
+      return '\\"';
+    case "\n":
+      return "\\n";
+    case "\r":
+      return "\\r";
+    case "\t":
+      return "\\t";
+  }
+  const code = c.charCodeAt(0);
+  if (code < 0x20 || code === 0x7f) return `\\u${code.toString(16).padStart(4, "0")}`;
+  return c;
+}
+
+function unsafe(what: string): CtsError {
+  return new CtsError("TASK_SYNTH_INVALID", "usage", `${what}. Pass catalog values to cdktf as plain strings (resource arguments, Fn arguments, map values); build expressions only with cdktf's tokens or expression().`);
+}
+
+/**
+ * A copy of JSON-like data with `fn` applied to every string, keys included. Iterative: the depth of
+ * data is whatever a user or Consul sent, and a stack overflow must not be the limit.
+ */
+export function mapStrings<T>(value: T, fn: (s: string) => string): T {
+  if (typeof value === "string") return fn(value) as T;
+  if (typeof value !== "object" || value === null) return value;
+  const root: { v: unknown } = { v: undefined };
+  const stack: Array<{ src: unknown; set: (v: unknown) => void }> = [{ src: value, set: (v) => (root.v = v) }];
+  while (stack.length > 0) {
+    const { src, set } = stack.pop()!;
+    if (typeof src === "string") {
+      set(fn(src));
+      continue;
+    }
+    if (typeof src !== "object" || src === null) {
+      set(src);
+      continue;
+    }
+    if (Array.isArray(src)) {
+      const out: unknown[] = [];
+      set(out);
+      for (let i = 0; i < src.length; i++) {
+        out.push(undefined);
+        stack.push({ src: src[i], set: (v) => (out[i] = v) });
+      }
+      continue;
+    }
+    const out: Record<string, unknown> = {};
+    set(out);
+    for (const k of Object.keys(src)) {
+      const key = fn(k);
+      // A "__proto__" key stays data (an assignment would set the copy's prototype).
+      Object.defineProperty(out, key, { value: undefined, enumerable: true, writable: true, configurable: true });
+      stack.push({ src: (src as Record<string, unknown>)[k], set: (v) => (out[key] = v) });
+    }
+  }
+  return root.v as T;
+}
+
+/** A copy of plain data whose every string (keys too) is literal Terraform template text. */
+export function literalData<T>(value: T): T {
+  return mapStrings(value, (s) => templateText(s, "", ""));
+}
