@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { dirname, join } from "node:path";
+import { createRequire } from "node:module";
 import type * as Cdktf from "cdktf";
+import { CtsError } from "../errors.ts";
 import { LiteralTable } from "./literal-text.ts";
 
 /**
@@ -13,29 +14,58 @@ import { LiteralTable } from "./literal-text.ts";
  *   renders is the only text resolved as trusted; its arguments are resolved as literal text;
  * - `escapeString` (how cdktf quotes a literal into an expression) and map keys inside expressions
  *   mark their text instead of pasting it;
- * - token keys carry a per-process nonce and an unknown key is literal text, so a catalog string
- *   shaped like `${TfToken[TOKEN.1]}` (or a list or map token) is never taken for a token;
  * - Fn arguments with a `"` are accepted (cdktf refuses them; the writer escapes them), and list
  *   arguments are not pre-quoted;
+ * - token keys carry a per-process nonce and an unknown key is literal text, so a catalog string
+ *   shaped like `${TfToken[TOKEN.1]}` (or a list or map token) is never taken for a token;
  * - cdktf's warning that prints a string with `${` in Fn arguments to the console is off (it
  *   would print catalog data).
  * Outside `withLiteralTable` cdktf behaves as shipped.
+ *
+ * A config loads in a tsx namespace, which gives some of cdktf's files a second copy (`…js?namespace=…`)
+ * while others stay shared. So each hook goes into every copy of its file found in require.cache
+ * before a synthesis, and their state is one per thread (on globalThis).
  */
-let active: LiteralTable | undefined;
-let trustDepth = 0;
-let installed = false;
+interface LiteralState {
+  active: LiteralTable | undefined;
+  trustDepth: number;
+  /** The exports of each hooked cdktf file copy. */
+  hooked: WeakSet<object>;
+  /** Each copy's TFExpression: a token of any copy may be resolved by another copy's resolver. */
+  expressions: Set<Function>;
+  /** require.cache size at the last scan for copies. */
+  scanned: number;
+  nonce: string;
+  /** Token keys registered before the hooks (a config that made tokens while loading). */
+  earlier: Set<string> | undefined;
+  /** Which of the hooked files have at least one copy hooked. */
+  kinds: Set<string>;
+}
+const STATE = Symbol.for("cdktf-sync.literal-text");
+const state: LiteralState = ((globalThis as Record<symbol, unknown>)[STATE] ??= {
+  active: undefined,
+  trustDepth: 0,
+  hooked: new WeakSet(),
+  expressions: new Set(),
+  scanned: -1,
+  nonce: randomBytes(9).toString("base64url").replace(/[^A-Za-z0-9]/g, "x"),
+  earlier: undefined,
+  kinds: new Set(),
+} satisfies LiteralState) as LiteralState;
 
-/** Marks literal text during `fn` (a synthesis) with a new table, which it returns with fn's result. */
+/** Marks literal text during `fn` (a synthesis) with a new table; hooks cdktf copies loaded by then. */
 export function withLiteralTable<R>(fn: (table: LiteralTable) => R): R {
-  const previous = active;
-  const savedDepth = trustDepth;
-  active = new LiteralTable();
-  trustDepth = 0;
+  hookLoadedCdktf();
+  const previous = state.active;
+  const savedDepth = state.trustDepth;
+  const table = new LiteralTable();
+  state.active = table;
+  state.trustDepth = 0;
   try {
-    return fn(active);
+    return fn(table);
   } finally {
-    active = previous;
-    trustDepth = savedDepth;
+    state.active = previous;
+    state.trustDepth = savedDepth;
   }
 }
 
@@ -47,88 +77,98 @@ export function verbatim(cdktf: typeof Cdktf, value: unknown): unknown {
   return typeof value === "string" ? cdktf.Token.asString(resolvable) : cdktf.Token.asAny(resolvable);
 }
 
-interface Fragment {
-  type: "literal" | "token" | "escape" | "intrinsic";
-  lit?: string;
-  kind?: "open" | "close";
-  token?: unknown;
-  value?: unknown;
+type Patcher = (exports: any) => void;
+
+/** cdktf files with hooks, by their path under cdktf/lib. */
+const PATCHERS: Record<string, Patcher> = {
+  "tokens/private/encoding.js": patchEncoding,
+  "tokens/resolvable.js": patchResolver,
+  "tfExpression.js": patchExpressions,
+  "functions/helpers.js": patchFunctionHelpers,
+  "tokens/private/token-map.js": patchTokenMap,
+};
+const FILE = /[\\/]cdktf[\\/]lib[\\/](tokens[\\/]private[\\/]encoding|tokens[\\/]resolvable|tfExpression|functions[\\/]helpers|tokens[\\/]private[\\/]token-map)\.js(\?.*)?$/;
+
+/** Hooks every copy of cdktf's hooked files in require.cache not hooked yet. */
+export function hookLoadedCdktf(): void {
+  const cache = createRequire(import.meta.url).cache;
+  const keys = Object.keys(cache);
+  if (keys.length === state.scanned) return;
+  for (const key of keys) {
+    const m = FILE.exec(key);
+    const exports = m && cache[key]?.exports;
+    if (!m || !exports || state.hooked.has(exports)) continue;
+    const kind = `${m[1]!.replace(/\\/g, "/")}.js`;
+    PATCHERS[kind]!(exports);
+    state.hooked.add(exports);
+    state.kinds.add(kind);
+  }
+  state.scanned = keys.length;
+  // Fail closed: a synthesis with an unhooked part of cdktf would write literal text as code.
+  const missing = Object.keys(PATCHERS).filter((k) => !state.kinds.has(k));
+  if (missing.length > 0) throw new CtsError("CTS_INTERNAL", "internal", `cdktf's ${missing.join(", ")} was not found loaded, so literal text cannot be marked and nothing is synthesized. Report this with your cdktf version (cts needs cdktf 0.21).`);
 }
 
-/** Installs the hooks into the cdktf copy `require` loads (once per thread). */
-export function installLiteralHooks(req: NodeJS.Require): void {
-  if (installed) return;
-  installed = true;
-  const lib = dirname(req.resolve("cdktf"));
-  const load = (path: string) => req(join(lib, path));
-  const encoding = load("tokens/private/encoding.js");
-  const resolvable = load("tokens/resolvable.js");
-  const fragmentsModule = load("tokens/string-fragments.js");
-  const expressions = load("tfExpression.js");
-  const tokenMapModule = load("tokens/private/token-map.js");
-  const tokens = load("tokens/token.js");
-  const helpers = load("functions/helpers.js");
-  // TFExpression is not exported; every cdktf expression (rawString's RawString too) extends it.
-  const TFExpression = Object.getPrototypeOf(Object.getPrototypeOf(expressions.rawString(""))).constructor;
-  if (typeof TFExpression !== "function" || typeof TFExpression.prototype.escapeString !== "function")
-    throw new Error("cdktf's TFExpression was not found: the literal-text hooks need cdktf 0.21");
+/** Whether `s` holds a marker of one of our tokens (what cdktf's `test()` should have meant). */
+function hasOwnToken(s: string, re: RegExp): boolean {
+  const scan = new RegExp(re.source, "g");
+  for (let m = scan.exec(s); m; m = scan.exec(s)) if (ownKey(m[1] ?? "")) return true;
+  return false;
+}
 
-  // Token keys: a nonce the catalog cannot guess; a key that is not ours is text, not a lookup.
-  const map = tokenMapModule.TokenMap.instance();
-  // Keys registered before the hooks (a config that made tokens while it loaded) stay valid.
-  const earlier = new Set<string>(map.stringTokenMap.keys());
-  const nonce = randomBytes(9).toString("base64url").replace(/[^A-Za-z0-9]/g, "x");
-  const ownKey = (key: string) => key.includes(`.${nonce}.`) || earlier.has(key);
-  /** Whether `s` holds a marker of one of our tokens (what cdktf's `test()` should have meant). */
-  const hasOwnToken = (s: string, re: RegExp) => {
-    const scan = new RegExp(re.source, "g");
-    for (let m = scan.exec(s); m; m = scan.exec(s)) if (ownKey(m[1] ?? "")) return true;
-    return false;
-  };
-  const registerStringKey = map.registerStringKey;
-  map.registerStringKey = function (token: unknown, displayHint?: string) {
-    return registerStringKey.call(this, token, `${displayHint || "TOKEN"}.${nonce}`);
-  };
-  const lookupToken = map.lookupToken;
-  map.lookupToken = function (key: string) {
-    if (!ownKey(key)) return undefined;
-    return lookupToken.call(this, key);
-  };
+function ownKey(key: string): boolean {
+  return key.includes(`.${state.nonce}.`) || (state.earlier?.has(key) ?? false);
+}
 
-  // Every string resolve() meets is split (resolve.js is the only caller passing the escape flags);
-  // elsewhere a string "is a token" only when it holds one of ours, not text shaped like one.
+function isExpression(t: unknown): boolean {
+  for (const C of state.expressions) if (t instanceof C) return true;
+  return false;
+}
+
+/**
+ * TokenString: every string resolve() meets is split (resolve.js is the only caller passing the
+ * escape flags); elsewhere a string "is a token" only when it holds one of ours.
+ */
+function patchEncoding(encoding: any): void {
   const TokenString = encoding.TokenString;
+  const ownTokensOnly = (ts: { re: RegExp; test(): boolean }, s: string) => {
+    if (typeof s === "string") ts.test = () => hasOwnToken(s, ts.re);
+    return ts;
+  };
   const forString = TokenString.forString;
   TokenString.forString = function (s: string, ...flags: boolean[]) {
-    if (!active) return forString.call(this, s, ...flags);
+    if (!state.active) return forString.call(this, s, ...flags);
     if (flags.length === 0) return ownTokensOnly(forString.call(this, s), s);
     const ts = forString.call(this, s, flags[0], false);
     if (s.length > 0) ts.test = () => true;
     return ts;
   };
-  const forListToken = TokenString.forListToken;
-  TokenString.forListToken = function (s: string) {
-    const ts = forListToken.call(this, s);
-    return active ? ownTokensOnly(ts, s) : ts;
-  };
-  const forMapToken = TokenString.forMapToken;
-  TokenString.forMapToken = function (s: string) {
-    const ts = forMapToken.call(this, s);
-    return active ? ownTokensOnly(ts, s) : ts;
-  };
-  function ownTokensOnly(ts: { re: RegExp; test(): boolean }, s: string) {
-    if (typeof s === "string") ts.test = () => hasOwnToken(s, ts.re);
-    return ts;
+  for (const name of ["forListToken", "forMapToken"]) {
+    const original = TokenString[name];
+    TokenString[name] = function (s: string) {
+      const ts = original.call(this, s);
+      return state.active ? ownTokensOnly(ts, s) : ts;
+    };
   }
+}
 
+interface Fragment {
+  type: "literal" | "token" | "escape" | "intrinsic";
+  lit?: string;
+  kind?: "open" | "close";
+}
+
+/** The resolver: literal fragments become placeholders; an expression's rendering is trusted. */
+function patchResolver(resolvable: any): void {
   const resolver = resolvable.DefaultTokenResolver.prototype;
   const resolveString = resolver.resolveString;
-  resolver.resolveString = function (fragments: { fragments: Fragment[] }, context: unknown) {
-    if (!active || trustDepth > 0) return resolveString.call(this, fragments, context);
-    const marked = new fragmentsModule.TokenizedStringFragments();
+  resolver.resolveString = function (fragments: { fragments: Fragment[]; constructor: new () => { fragments: Fragment[] } }, context: unknown) {
+    const table = state.active;
+    if (!table || state.trustDepth > 0) return resolveString.call(this, fragments, context);
+    const marked = new fragments.constructor();
     for (const f of fragments.fragments) {
-      if (f.type === "literal") marked.fragments.push({ type: "literal", lit: active.mark(f.lit ?? "") });
-      else if (f.type === "escape") marked.fragments.push({ type: "literal", lit: active.mark(f.kind === "open" ? "${" : "}") });
+      if (f.type === "literal") marked.fragments.push({ type: "literal", lit: table.mark(f.lit ?? "") });
+      else if (f.type === "escape") marked.fragments.push({ type: "literal", lit: table.mark(f.kind === "open" ? "${" : "}") });
       else marked.fragments.push(f);
     }
     return resolveString.call(this, marked, context);
@@ -137,50 +177,59 @@ export function installLiteralHooks(req: NodeJS.Require): void {
   const resolveToken = resolver.resolveToken;
   resolver.resolveToken = function (t: any, context: any, postProcessor: any) {
     if (t?.[VERBATIM]) return t.resolve();
-    if (!active) return resolveToken.call(this, t, context, postProcessor);
-    const saved = trustDepth;
-    trustDepth = 0;
+    const table = state.active;
+    if (!table) return resolveToken.call(this, t, context, postProcessor);
+    const saved = state.trustDepth;
+    state.trustDepth = 0;
     try {
-      if (!(t instanceof TFExpression)) return resolveToken.call(this, t, context, postProcessor);
-      const table = active;
+      if (!isExpression(t)) return resolveToken.call(this, t, context, postProcessor);
       let resolved = t.resolve(context);
       if (typeof resolved !== "string") return postProcessor.postProcess(context.resolve(resolved), context);
-      trustDepth = 1;
+      state.trustDepth = 1;
       resolved = context.resolve(resolved);
-      trustDepth = 0;
+      state.trustDepth = 0;
       resolved = postProcessor.postProcess(resolved, context);
       // cdktf resolves strings again later: behind a placeholder, this text stays cdktf's.
       return typeof resolved === "string" ? table.trusted(resolved) : resolved;
     } finally {
-      trustDepth = saved;
+      state.trustDepth = saved;
     }
   };
+}
+
+/** TFExpression: quoting a literal and writing a map key mark the text instead of pasting it. */
+function patchExpressions(expressions: any): void {
+  // TFExpression is not exported; every cdktf expression (rawString's RawString too) extends it.
+  const TFExpression = Object.getPrototypeOf(Object.getPrototypeOf(expressions.rawString(""))).constructor;
+  if (typeof TFExpression !== "function" || typeof TFExpression.prototype.escapeString !== "function")
+    throw new Error("cdktf's TFExpression was not found: the literal-text hooks need cdktf 0.21");
+  state.expressions.add(TFExpression);
 
   const escapeString = TFExpression.prototype.escapeString;
   TFExpression.prototype.escapeString = function (str: string) {
-    return active ? active.mark(str) : escapeString.call(this, str);
+    return state.active ? state.active.mark(str) : escapeString.call(this, str);
   };
 
   const resolveExpressionPart = TFExpression.prototype.resolveExpressionPart;
   TFExpression.prototype.resolveExpressionPart = function (context: any, arg: any) {
-    if (!active || arg === null || typeof arg !== "object" || Array.isArray(arg) || tokens.Tokenization.isResolvable(arg))
+    const table = state.active;
+    if (!table || arg === null || typeof arg !== "object" || Array.isArray(arg) || typeof arg.resolve === "function")
       return resolveExpressionPart.call(this, context, arg);
     const resolvedArg = context.resolve(arg);
     if (resolvedArg === null || typeof resolvedArg !== "object" || Array.isArray(resolvedArg)) return resolveExpressionPart.call(this, context, arg);
-    const table = active;
     const entries = Object.keys(arg)
       .filter((key) => arg[key] !== undefined)
       .map((key) => `"${table.mark(key)}" = ${this.resolveArg(context, arg[key])}`);
     return `{${entries.join(", ")}}`;
   };
+}
 
-  // cdktf refuses a `"` in an Fn string argument (it would paste it into the expression); the
-  // writer escapes it, so a catalog value with a quote is a value, not a failed task.
+/** Fn argument validation: a `"` is a value, and list items are not pre-quoted. */
+function patchFunctionHelpers(helpers: any): void {
   const stringValue = helpers.stringValue;
   helpers.stringValue = function (value: unknown) {
-    return active && typeof value === "string" ? { value } : stringValue(value);
+    return state.active && typeof value === "string" ? { value } : stringValue(value);
   };
-
   // cdktf puts quotes around each string of a list argument when Fn is called, so `"` in it ended
   // the literal. Strings stay unquoted here; resolveArg quotes and the writer escapes them.
   const listOf = helpers.listOf;
@@ -188,7 +237,7 @@ export function installLiteralHooks(req: NodeJS.Require): void {
     const validate = listOf(type);
     return (value: unknown) => {
       const checked = validate(value);
-      if (!active || !Array.isArray(value) || !Array.isArray(checked.value)) return checked;
+      if (!state.active || !Array.isArray(value) || !Array.isArray(checked.value)) return checked;
       const items = value.filter((item) => item !== undefined && item !== null);
       return { value: checked.value.map((v: unknown, i: number) => (typeof items[i] === "string" && v === `"${items[i]}"` ? items[i] : v)) };
     };
@@ -197,5 +246,22 @@ export function installLiteralHooks(req: NodeJS.Require): void {
   helpers.variadic = function (type: unknown) {
     return (value: unknown) => ({ value: helpers.listOf(type)(value).value, variadic: true });
   };
+}
 
+/** Token keys: a nonce the catalog cannot guess; a key that is not ours is text, not a lookup. */
+function patchTokenMap(tokenMapModule: any): void {
+  // One map for every copy (cdktf keeps it on globalThis): it is patched once.
+  const map = tokenMapModule.TokenMap.instance();
+  if (map[STATE]) return;
+  map[STATE] = true;
+  state.earlier = new Set<string>(map.stringTokenMap.keys());
+  const registerStringKey = map.registerStringKey;
+  map.registerStringKey = function (token: unknown, displayHint?: string) {
+    return registerStringKey.call(this, token, `${displayHint || "TOKEN"}.${state.nonce}`);
+  };
+  const lookupToken = map.lookupToken;
+  map.lookupToken = function (key: string) {
+    if (!ownKey(key)) return undefined;
+    return lookupToken.call(this, key);
+  };
 }

@@ -240,21 +240,26 @@ export function templateText(text: string, before: string, next: string, quoted 
   const last = before[before.length - 1];
   // Their `$` (or `%`) and our `{` would open an expression: one more lead makes both literal.
   if (text[0] === "{" && (last === "$" || last === "%")) out += last;
+  if (!quoted && text[0] === "\r" && last === "$") throw unsafe("a carriage return followed a `$` of a Terraform expression");
   for (let i = 0; i < text.length; ) {
     const c = text[i]!;
     if (c === "$" || c === "%") {
       let end = i;
       while (text[end] === c) end++;
       const run = text.slice(i, end);
-      if (end < text.length) out += text[end] === "{" ? run + c : run;
-      else if (next[0] === "{") out += run + c;
-      // Our leads right before their `$`/`%` would change how theirs read: write ours as a value.
-      else if (next[0] === c) out += `\${"${run}"}`;
+      // What follows the run: our own text, or (at the end) theirs; our CR is written as `${"\r"}`.
+      const after = end < text.length ? (text[end] === "\r" && !quoted ? "$" : text[end]) : next[0];
+      if (after === "{") out += run + c;
+      // Our leads right before a `$`/`%` would change how that one reads: write ours as a value.
+      else if (after === c) out += `\${"${run}"}`;
       else out += run;
       i = end;
       continue;
     }
-    out += quoted ? quotedChar(c) : c;
+    // After a bare CR, Terraform reads the rest of a template as plain text (checked with tofu):
+    // our CR must not switch off the task's expressions after it, so it is written as a value.
+    if (c === "\r" && !quoted) out += '${"\\r"}';
+    else out += quoted ? quotedChar(c) : c;
     i++;
   }
   return out;

@@ -48,7 +48,7 @@ describe("catalog strings combined by task code land byte for byte (one real app
 
   it(`applies ${cases.length} combinations (seed ${seed}) and every file holds exactly the raw values`, { timeout: 300_000 }, async () => {
     for (const [i, { c, values }] of cases.entries())
-      for (const inst of instancesFor(i, c.shape, values)) await consul.register({ Name: inst.name, ID: inst.id, Port: 80, Meta: inst.meta });
+      for (const inst of instancesFor(i, c.shape, values)) await consul.register({ Name: inst.name, ID: inst.id, Port: 80, Meta: inst.meta, ...(inst.tags ? { Tags: inst.tags } : {}) });
     const out = join(tmp.dir, "out");
     const spec = JSON.stringify(cases.map((x) => x.c));
     const config = await writeConfig(tmp.dir, { consulAddress: consul.address, tasks: [`new ConcatCases("concat", ${JSON.stringify(out)}, ${spec})`] });

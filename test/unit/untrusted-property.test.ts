@@ -5,12 +5,11 @@ import { Testing } from "../../src/testing.ts";
 import { CaseViews, ConcatCases, expectedContent, hclTemplateValue, type ConcatCase, type Shape } from "../fixtures/untrusted-cases.ts";
 import { caseArbitrary, instancesFor } from "../fixtures/untrusted-arbitraries.ts";
 
-/** An HCL quoted string's content as HCL reads it: string escapes, then template escapes. */
+/** An HCL quoted string's content as HCL reads it: its template (leads before `{`), then its escapes. */
 function hclString(quoted: string): string {
-  const unescaped = quoted.replace(/\\(["\\nrt]|u[0-9a-fA-F]{4})/g, (_, e: string) =>
+  return hclTemplateValue(quoted).replace(/\\(["\\nrt]|u[0-9a-fA-F]{4})/g, (_, e: string) =>
     e === "n" ? "\n" : e === "r" ? "\r" : e === "t" ? "\t" : e.length === 5 ? String.fromCharCode(parseInt(e.slice(1), 16)) : e,
   );
-  return hclTemplateValue(unescaped);
 }
 const QUOTED = /"((?:[^"\\]|\\.)*)"/gs;
 
