@@ -106,3 +106,45 @@ describe("ModuleTask runs an unchanged CTS module", () => {
     }
   });
 });
+
+describe("service names and tags with newlines, quotes and openers, as catalog-services map keys", () => {
+  const NAMES = ["evil\nname", 'q"uote\\', "${file(\"/etc/hostname\")}", "%{ if true }", "plain"];
+  const TAGS = ["line\nbreak", 'x"y', "<&>", "${x}"];
+  const RECORD = fileURLToPath(new URL("../fixtures/cts-modules/record", import.meta.url));
+
+  it("reach a task class and a CTS module exactly (JSON.stringify in task code, jsonencode keys in Terraform, module variables)", async () => {
+    const consul = await startConsul();
+    const tmp = await tempDir();
+    try {
+      for (const [i, name] of NAMES.entries()) await consul.register({ Name: name, ID: `svc-${i}`, Port: 80, Tags: TAGS });
+      const out = join(tmp.dir, "cat");
+      const received = join(tmp.dir, "received.json");
+      const file = await writeConfig(tmp.dir, {
+        consulAddress: consul.address,
+        tasks: [
+          `new CatalogJson("catalog", ${JSON.stringify(out)})`,
+          `new ModuleTask({ name: "module", condition: catalogServices({ regexp: "" }), module: ${JSON.stringify(RECORD)}, variables: { prefix: "p", out: ${JSON.stringify(received)} } })`,
+        ],
+      });
+      const rt = await startRuntime(file, { mode: "once" });
+      try {
+        const outcomes = await rt.controller.once();
+        for (const o of outcomes) assert.equal(o.ok, true, o.error?.message);
+      } finally {
+        await rt.close();
+      }
+      const fromTask = JSON.parse(await readFile(join(out, "task.json"), "utf8")) as Record<string, string[]>;
+      const fromTerraform = JSON.parse(await readFile(join(out, "terraform.json"), "utf8")) as Record<string, string[]>;
+      const fromModule = (JSON.parse(await readFile(received, "utf8")) as { catalog_services: Record<string, string[]> }).catalog_services;
+      const want = [...TAGS].sort();
+      for (const name of NAMES) {
+        assert.deepEqual(fromTask[name], want, `task code saw ${JSON.stringify(name)}`);
+        assert.deepEqual(fromTerraform[name], want, `jsonencode wrote ${JSON.stringify(name)}`);
+        assert.deepEqual(fromModule[name], want, `the module received ${JSON.stringify(name)}`);
+      }
+    } finally {
+      await consul.stop();
+      await tmp.cleanup();
+    }
+  });
+});
