@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { runsOf, startRuntime, tempDir, waitFor, writeConfig } from "../support/cts.ts";
 import { createPrometheusMetrics } from "../../src/metrics/prometheus.ts";
-import { quote } from "../../src/quote.ts";
+import { quote, UNPRINTABLE } from "../../src/quote.ts";
 
 const CTS = fileURLToPath(new URL("../../bin/cts.js", import.meta.url));
 const MODULE = fileURLToPath(new URL("../../modules/cts-echo", import.meta.url));
@@ -65,6 +65,17 @@ describe("services whose names Consul cannot serve (a newline, a NUL, a tab)", (
       const res = await fetch(`${consul.url}/v1/health/service/${encodeURIComponent(name)}`);
       assert.equal(res.status, 400, quote(name));
       assert.equal(await res.text(), "", "no reason given");
+    }
+  });
+
+  it("the rule cts uses (a character Go's unicode.IsPrint refuses) is the rule Consul applies", async () => {
+    // Named "probe…" so the tasks' regexp does not match them.
+    const probes = ["probe ünïcödé", "probe😀", "probe a/b?c#d%e", "probe\u00a0nbsp", "probe\u2028ls", "probe\u200bzw", "probe\rcr", "probe\u007fdel", "probe\u{E0001}tag"];
+    for (const [i, name] of probes.entries()) {
+      await consul.register({ Name: name, ID: `probe-${i}` });
+      const res = await fetch(`${consul.url}/v1/health/service/${encodeURIComponent(name)}`);
+      const refused = res.status === 400 && (await res.text()) === "";
+      assert.equal(refused, UNPRINTABLE.test(name), `${quote(name)}: Consul answered ${res.status}`);
     }
   });
 
