@@ -12,16 +12,17 @@ import { readFromSnapshot, readSnapshot } from "../synth/snapshot.ts";
 import { synthesizeTask } from "../synth/synthesize.ts";
 import { taskDir, workingRoot } from "../synth/paths.ts";
 import { assembleInput } from "../task/sources.ts";
-import { createConsulReader } from "../runtime/consul-setup.ts";
+import { createConsulReader, warnSkipped } from "../runtime/consul-setup.ts";
 
 const loaded = await loadConfig(process.env.CTS_CONFIG);
 const snapshot = process.env.CTS_INPUT ? readSnapshot(process.env.CTS_INPUT) : undefined;
-const read = snapshot ? (s: Parameters<typeof readFromSnapshot>[1]) => readFromSnapshot(snapshot, s) : createConsulReader(loaded.config);
+const fromConsul = snapshot ? undefined : createConsulReader(loaded.config);
 const app = new App({ skipValidation: true, stackTraces: false });
 const root = workingRoot(loaded.dir, loaded.config.driver?.terraform?.workingDir);
 const outputs = new Map<string, string>();
 for (const task of loaded.config.tasks) {
-  const input = await assembleInput(task, read);
+  const onSkipped = warnSkipped(task.name, (line) => process.stderr.write(`${line}\n`));
+  const input = await assembleInput(task, (s) => (fromConsul ? fromConsul(s, onSkipped) : readFromSnapshot(snapshot!, s)));
   const result = synthesizeTask(task, input, {
     backend: loaded.config.driver?.terraform?.backend,
     configDir: loaded.dir,

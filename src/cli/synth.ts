@@ -10,7 +10,8 @@ import { assembleInput } from "../task/sources.ts";
 import type { Source, SourceData } from "../consul/types.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import type { Task } from "../task/task.ts";
-import { createConsulReader } from "../runtime/consul-setup.ts";
+import { createConsulReader, warnSkipped } from "../runtime/consul-setup.ts";
+import type { SkippedServiceListener } from "../watch/types.ts";
 import { printJson, table } from "./output.ts";
 
 interface SynthFlags {
@@ -79,7 +80,7 @@ function snapshotReader(file: string): (source: Source) => SourceData {
 async function synthOne(
   loaded: LoadedConfig,
   task: Task<Condition, TaskInputs>,
-  read: (source: Source) => Promise<SourceData> | SourceData,
+  read: (source: Source, onSkipped?: SkippedServiceListener) => Promise<SourceData> | SourceData,
   root: string,
   outRoot: string,
   flags: SynthFlags,
@@ -87,7 +88,8 @@ async function synthOne(
   let result: SynthResult;
   const dir = taskDir(outRoot, task.name);
   try {
-    const input = await assembleInput(task, read);
+    const onSkipped = warnSkipped(task.name, (line) => process.stderr.write(`${line}\n`));
+    const input = await assembleInput(task, (source) => read(source, onSkipped));
     result = synthesizeTask(task, input, {
       backend: loaded.config.driver?.terraform?.backend,
       configDir: loaded.dir,

@@ -1,4 +1,5 @@
 import { CtsError } from "../errors.ts";
+import { quote, UNPRINTABLE } from "../quote.ts";
 
 /** What a failed Consul call was doing, for error messages that teach. */
 export interface CallDescription {
@@ -30,6 +31,29 @@ export function isFatalConsulError(err: unknown): boolean {
   if (err.code === "CONSUL_BAD_REQUEST") return true;
   const status = err.detail.status;
   return typeof status === "number" && status >= 400 && status < 500 && status !== 429;
+}
+
+/**
+ * The error for "Consul cannot serve this service's health", when `err` is that. Consul's HTTP
+ * server answers 400 with an empty body to any URL path holding a character Go's
+ * `unicode.IsPrint` refuses (go-cleanhttp's PrintablePathCheckHandler), while its catalog accepts
+ * such names at registration. So: a 400 with an empty body (every 400 of Consul's own handlers
+ * carries a reason, a bad filter's included) to a health read of a name holding such a
+ * character. Anything else: undefined.
+ */
+export function refusedServiceName(err: unknown, service: string): CtsError | undefined {
+  if (!(err instanceof CtsError) || err.detail.status !== 400 || err.detail.reply !== undefined || !UNPRINTABLE.test(service)) return undefined;
+  return new CtsError(
+    "CONSUL_BAD_REQUEST",
+    "usage",
+    `Consul cannot serve the health of service ${quote(service)} (HTTP 400 without a reason): its HTTP API refuses URL paths with characters that are not printable, and this name has one. Rename the service in Consul, or set disable_http_unprintable_char_filter = true on the Consul agents.`,
+    { cause: err, detail: { ...err.detail, refusedName: true } },
+  );
+}
+
+/** True for the error of refusedServiceName: the service is left out, the others still read. */
+export function isRefusedServiceName(err: unknown): err is CtsError {
+  return err instanceof CtsError && err.detail.refusedName === true;
 }
 
 /**

@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
 import { CtsError } from "../errors.ts";
+import { quote } from "../quote.ts";
 import { resolveConsulConnection, type ConsulConnection, type ConsulConnectionConfig } from "./connection.ts";
+import { refusedServiceName } from "./api-error.ts";
 import { createConsulTransport, type CallOptions, type ConsulScope, type ConsulTransport } from "./transport.ts";
 
 export { DEFAULT_WAIT_MS } from "./transport.ts";
@@ -110,7 +112,8 @@ export function createConsulApi(connection: ConsulConnection | ConsulConnectionC
   return {
     healthService(req, opts = {}) {
       // Not async, and the call's wording built only for an error: thousands of these wait at once.
-      const describe = () => ({ what: `reading the health of service '${req.service}'`, permission: `service:read on "${req.service}" (and node:read)` });
+      // The name is quoted: a catalog name holding a newline must not forge a log line.
+      const describe = () => ({ what: `reading the health of service ${quote(req.service)}`, permission: `service:read on ${quote(req.service)} (and node:read)` });
       const query: Record<string, string> = {};
       if (req.passing) query.passing = "true";
       if (req.filter) query.filter = req.filter;
@@ -129,7 +132,7 @@ export function createConsulApi(connection: ConsulConnection | ConsulConnectionC
           throw new CtsError(
             "CONSUL_PERMISSION_DENIED",
             "external",
-            `Consul filtered instances of service '${req.service}' by ACLs: the token lacks ${desc.permission}. Grant service:read on "${req.service}" and node:read on its nodes (see examples/acl/cts-policy.hcl).`,
+            `Consul filtered instances of service ${quote(req.service)} by ACLs: the token lacks ${desc.permission}. Grant service:read on ${quote(req.service)} and node:read on its nodes (see examples/acl/cts-policy.hcl).`,
             { detail: { status: 403 } },
           );
         }
@@ -143,6 +146,8 @@ export function createConsulApi(connection: ConsulConnection | ConsulConnectionC
           throw new CtsError("CONSUL_HTTP_ERROR", "external", `Consul's answer to ${describe().what} is not JSON (${(cause as Error).message}). cts will retry; check what listens at ${transport.url()}.`, { cause });
         }
         return { data: data ?? [], index: r.index, ...(bodyDigest !== undefined ? { bodyDigest } : {}) };
+      }, (err: unknown) => {
+        throw refusedServiceName(err, req.service) ?? err;
       });
     },
     async catalogServices(req, opts = {}) {

@@ -1,4 +1,5 @@
-import type { CatalogReader } from "../watch/types.ts";
+import type { CatalogReader, SkippedServiceListener } from "../watch/types.ts";
+import { isRefusedServiceName } from "./api-error.ts";
 import type { ConsulApi } from "./client.ts";
 import { sortInstances, toCatalogServices, toKvPairs, toServiceInstances } from "./convert.ts";
 import { catalogRequestFor, compileRegexp, kvRequestFor, matchingNames, normalizeServicesQuery } from "./query.ts";
@@ -7,11 +8,11 @@ import type { ServiceInstance, ServicesQuery, Source, SourceData } from "./types
 /** A CatalogReader over a ConsulApi: one non-blocking read per request (for synth, once, inspect). */
 export function createCatalogReader(api: ConsulApi): CatalogReader {
   return {
-    async read<S extends Source>(source: S, signal?: AbortSignal): Promise<SourceData<S>> {
+    async read<S extends Source>(source: S, signal?: AbortSignal, onSkipped?: SkippedServiceListener): Promise<SourceData<S>> {
       const opts = signal ? { signal } : {};
       switch (source.kind) {
         case "services":
-          return (await readServices(api, source.query, signal)) as SourceData<S>;
+          return (await readServices(api, source.query, signal, onSkipped)) as SourceData<S>;
         case "catalog-services": {
           const regexp = compileCatalogRegexp(source.query.regexp);
           const { data } = await api.catalogServices(catalogRequestFor(source.query), opts);
@@ -28,7 +29,7 @@ export function createCatalogReader(api: ConsulApi): CatalogReader {
   };
 }
 
-async function readServices(api: ConsulApi, query: ServicesQuery, signal?: AbortSignal): Promise<ServiceInstance[]> {
+async function readServices(api: ConsulApi, query: ServicesQuery, signal?: AbortSignal, onSkipped?: SkippedServiceListener): Promise<ServiceInstance[]> {
   const q = normalizeServicesQuery(query);
   const opts = signal ? { signal } : {};
   let names = q.names;
@@ -36,9 +37,19 @@ async function readServices(api: ConsulApi, query: ServicesQuery, signal?: Abort
     const { data } = await api.catalogServices(q.catalog, opts);
     names = matchingNames(Object.keys(data), q.regexp!);
   }
-  const lists = await mapLimited(names, READ_CONCURRENCY, (service) => api.healthService({ ...q.health, service }, opts));
+  const lists = await mapLimited(names, READ_CONCURRENCY, (service) =>
+    api.healthService({ ...q.health, service }, opts).catch((err: unknown) => {
+      // A name Consul cannot serve is left out (and told); it must not fail the other services' task.
+      if (!isRefusedServiceName(err)) throw err;
+      onSkipped?.(service, err);
+      return NOTHING;
+    }),
+  );
   return sortInstances(lists.flatMap(({ data }) => toServiceInstances(data, q.userMeta)));
 }
+
+/** The answer standing in for a service Consul cannot serve. */
+const NOTHING = { data: [], index: 0n };
 
 /**
  * Health reads in flight for one source. Each read holds a connection to the agent, and Consul

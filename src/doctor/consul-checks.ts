@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { ConsulProbe } from "./consul-probe.ts";
 import type { Source } from "../consul/types.ts";
 import { messageOf } from "../errors.ts";
+import { quote } from "../quote.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { allSources } from "../task/sources.ts";
 import type { Task } from "../task/task.ts";
@@ -45,12 +46,16 @@ function describe(source: Source): string {
 }
 
 /** Every read the task needs succeeds with this token (reads exactly what a run reads). */
-export async function checkTaskReads(task: Task<Condition, TaskInputs>, read: (source: Source) => Promise<unknown>): Promise<CheckResult> {
+export async function checkTaskReads(
+  task: Task<Condition, TaskInputs>,
+  read: (source: Source, onSkipped?: (service: string) => void) => Promise<unknown>,
+): Promise<CheckResult> {
   const sources = allSources(task);
   if (sources.length === 0) return pass(`reads:${task.name}`, "reads nothing from Consul (schedule task)");
+  const skipped = new Set<string>();
   for (const source of sources) {
     try {
-      await read(source);
+      await read(source, (service) => skipped.add(service));
     } catch (err) {
       const code = (err as { code?: string }).code;
       const fix =
@@ -60,7 +65,9 @@ export async function checkTaskReads(task: Task<Condition, TaskInputs>, read: (s
       return fail(`reads:${task.name}`, `cannot read ${describe(source)}: ${messageOf(err)}`, fix);
     }
   }
-  return pass(`reads:${task.name}`, `may read ${sources.map(describe).join("; ")}`);
+  // Not a failure (runs skip them too), but the operator should know those services are left out.
+  const left = skipped.size ? `; leaves out services Consul cannot serve (names with unprintable characters): ${[...skipped].map(quote).join(", ")}` : "";
+  return pass(`reads:${task.name}`, `may read ${sources.map(describe).join("; ")}${left}`);
 }
 
 /** The token may write and delete Terraform state under the backend's KV path. */

@@ -25,6 +25,8 @@ export interface Metrics {
   blockingQuery(kind: string, delta: 1 | -1): void;
   /** One HTTP call to Consul took `seconds`. */
   consulRequest(fetch: { ok: boolean; blocking: boolean; seconds: number }): void;
+  /** A service Consul cannot serve was left out of a task's input (told once per task and service). */
+  serviceSkipped(task: string): void;
   /** A Terraform (or warm provider) process started (+1) or ended (-1). */
   terraformProcess(command: string, delta: 1 | -1): void;
   /** A Terraform command hung (no exit within its limit, or silent too long) and was killed. */
@@ -71,6 +73,7 @@ export const noMetrics: Metrics = {
   viewIndexReset() {},
   blockingQuery() {},
   consulRequest() {},
+  serviceSkipped() {},
   terraformProcess() {},
   terraformHung() {},
   leadership() {},

@@ -78,6 +78,7 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
   const viewSeconds = new Histogram({ name: "cts_consul_view_fetch_duration_seconds", help: "Time of one view fetch (a blocking one waits until data changes or the wait ends).", labelNames: ["kind", "blocking"], buckets: CONSUL_BUCKETS, registers });
   const openQueries = new Gauge({ name: "cts_consul_blocking_queries", help: "Blocking queries waiting on Consul now.", labelNames: ["kind"], registers });
   const requests = new Counter({ name: "cts_consul_requests_total", help: "HTTP calls to Consul, by result.", labelNames: ["result"], registers });
+  const skippedServices = new Counter({ name: "cts_consul_skipped_services_total", help: "Services left out of a task's input because Consul cannot serve their health (a name its HTTP API refuses), once per task and service.", labelNames: ["task"], registers });
   const requestSeconds = new Histogram({ name: "cts_consul_request_duration_seconds", help: "Time of one HTTP call to Consul.", labelNames: ["blocking"], buckets: CONSUL_BUCKETS, registers });
   const hungCommands = new Counter({ name: "cts_terraform_hung_commands_total", help: "Terraform commands killed as hung (no exit within their limit, or silent past commandTimeouts.silence).", labelNames: ["command"], registers });
   const processes = new Gauge({ name: "cts_terraform_processes", help: "Terraform processes (and warm provider processes) running now, by command.", labelNames: ["command"], registers });
@@ -153,6 +154,10 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
     consulRequest(f) {
       requests.inc({ result: f.ok ? "ok" : "error" });
       requestSeconds.observe({ blocking: String(f.blocking) }, f.seconds);
+    },
+    serviceSkipped(task) {
+      if (!tracked(task)) return;
+      skippedServices.inc({ task });
     },
     terraformProcess(command, delta) {
       processes.inc({ command: processLabel(command) }, delta);

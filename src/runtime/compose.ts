@@ -24,6 +24,7 @@ import type { Runtime } from "./interfaces.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.ts";
 import { driftAttempt, runAttempt, type RunDriver } from "./run.ts";
 import { TaskRuns } from "./runs.ts";
+import { skippedServices } from "./skipped-services.ts";
 import { taskInputSource } from "./task-input.ts";
 import { TaskRegistry } from "./tasks.ts";
 import { Triggers } from "./triggers.ts";
@@ -68,7 +69,9 @@ export function createController(deps: ControllerDeps): Controller {
     ...(deps.retryDelayMs !== undefined ? { delayMs: deps.retryDelayMs } : {}),
     ...(deps.lockWaitMs !== undefined ? { lockWaitMs: deps.lockWaitMs } : {}),
   };
-  const runDeps = { loaded, driver: deps.driver, synthesizer: deps.synthesizer, inputs: taskInputSource(deps.reader), log, metrics };
+  // One record of skipped services for watched and one-off reads: a task is warned once per name.
+  const skipped = skippedServices(log, metrics);
+  const runDeps = { loaded, driver: deps.driver, synthesizer: deps.synthesizer, inputs: taskInputSource(deps.reader, skipped), log, metrics };
   // The controller is made last, but the parts call back into it (is it paused? record an event).
   let controller!: Controller;
   const runs = new TaskRuns({
@@ -102,6 +105,7 @@ export function createController(deps: ControllerDeps): Controller {
     },
     fatal: (name, err) => controller.watchFailed(name, err),
     metrics,
+    skipped,
   });
   controller = new Controller({
     tasks: new TaskRegistry(loaded),

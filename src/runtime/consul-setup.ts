@@ -5,6 +5,8 @@ import { readTokenFile } from "../consul/token-file.ts";
 import { resolveConsulConnection, type ConsulConnection } from "../consul/connection.ts";
 import { createCatalogReader } from "../consul/reader.ts";
 import { redactSecret } from "../log.ts";
+import type { SkippedServiceListener } from "../watch/types.ts";
+import { skippedServiceMessage } from "./skipped-services.ts";
 
 /** The token file a config names (consul.tokenFile, else CONSUL_HTTP_TOKEN_FILE), if any. */
 export function tokenFileFor(config: CtsConfig): string | undefined {
@@ -25,8 +27,21 @@ export function consulConnectionFor(config: CtsConfig, tokenOverride?: string): 
   return conn;
 }
 
-/** A one-shot reader of Consul data built from the config (for `cts synth`). */
-export function createConsulReader(config: CtsConfig): (source: Source) => Promise<SourceData> {
+/**
+ * A one-shot reader of Consul data built from the config (for `cts synth`, doctor): services
+ * Consul cannot serve are left out and told to `onSkipped`.
+ */
+export function createConsulReader(config: CtsConfig): (source: Source, onSkipped?: SkippedServiceListener) => Promise<SourceData> {
   const reader = createCatalogReader(createConsulApi(consulConnectionFor(config)));
-  return (source) => reader.read(source);
+  return (source, onSkipped) => reader.read(source, undefined, onSkipped);
+}
+
+/** A SkippedServiceListener for one task of a one-shot command: writes the warning once per name. */
+export function warnSkipped(task: string, write: (line: string) => void): SkippedServiceListener {
+  const told = new Set<string>();
+  return (service) => {
+    if (told.has(service)) return;
+    told.add(service);
+    write(`warning: ${skippedServiceMessage(task, service)}`);
+  };
 }

@@ -1,6 +1,8 @@
+import type { CtsError } from "../errors.ts";
 import type { AnyTaskInput } from "../task/task.ts";
 import { allSources, fieldOf } from "../task/sources.ts";
 import type { CatalogReader } from "../watch/types.ts";
+import type { SkippedServices } from "./skipped-services.ts";
 import type { TaskEntry } from "./task-entry.ts";
 
 /** Where a run's input comes from: one interface, whether the task is watched or read once. */
@@ -13,7 +15,7 @@ export interface TaskInputSource {
  * Watched tasks take the data their subscriptions hold (the latest blocking-query answer); tasks
  * that are not watched (once, inspect, dry runs, a paused instance) read Consul once per run.
  */
-export function taskInputSource(reader: CatalogReader): TaskInputSource {
+export function taskInputSource(reader: CatalogReader, skipped: SkippedServices): TaskInputSource {
   return {
     async inputOf(e, signal) {
       const input: Record<string, unknown> = {};
@@ -23,7 +25,8 @@ export function taskInputSource(reader: CatalogReader): TaskInputSource {
           input[s.field] = s.sub.current();
         }
       } else {
-        for (const source of allSources(e.task)) input[fieldOf(source)] = await reader.read(source, signal);
+        const onSkipped = (service: string, error: CtsError) => skipped.report(e.name, service, error);
+        for (const source of allSources(e.task)) input[fieldOf(source)] = await reader.read(source, signal, onSkipped);
       }
       return input as AnyTaskInput;
     },

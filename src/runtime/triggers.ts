@@ -7,6 +7,7 @@ import type { Watcher } from "../watch/types.ts";
 import { parseCron, type Cron } from "./cron.ts";
 import { driftSettings, type DriftSettings } from "./drift.ts";
 import type { DriftCheckOption } from "../task/task.ts";
+import type { SkippedServices } from "./skipped-services.ts";
 import type { TaskEntry } from "./task-entry.ts";
 
 /** What the triggers feed and ask. */
@@ -32,6 +33,8 @@ export interface TriggerDeps {
   fatal(name: string, err: CtsError): void;
   /** Where buffer waits are measured. */
   metrics?: Metrics;
+  /** Told when a service Consul cannot serve is left out of a task's watched data. */
+  skipped?: SkippedServices;
 }
 
 /**
@@ -76,6 +79,7 @@ export class Triggers {
           if (fatal) this.deps.fatal(e.name, err);
           else this.deps.log.warn(`task '${e.name}': watching Consul: ${err.message}`, { task: e.name });
         },
+        onSkipped: (service, err) => this.deps.skipped?.report(e.name, service, err),
       });
       e.subs.push({ field: fieldOf(source), source, sub });
     });

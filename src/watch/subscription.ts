@@ -66,17 +66,32 @@ export class DerivedSubscription<S extends Source, T = SourceData<S>> implements
     return this.views.get(key)?.handle.view as View<V> | undefined;
   }
 
-  /** Takes a hold on a view; its new data runs onData (default: recompute), its errors reach the listener. */
-  hold(handle: ViewHandle<unknown>, onData: () => void = () => this.refresh()): void {
+  /**
+   * Takes a hold on a view; its new data runs onData (default: recompute), its errors reach the
+   * listener. A view Consul refuses runs onRefused (default: a fatal error).
+   */
+  hold(handle: ViewHandle<unknown>, onData: () => void = () => this.refresh(), onRefused?: (error: CtsError) => void): void {
     if (this.isClosed) return handle.release();
     const key = handle.view.key;
     if (this.views.has(key)) return handle.release();
     // fail.bind, not a named arrow: no own `name` property per held view under tsx (see raw-get.ts).
-    const unlisten = handle.view.addListener({ onData, onError: this.fail.bind(this) });
+    const unlisten = handle.view.addListener(onRefused ? { onData, onError: this.fail.bind(this), onRefused } : { onData, onError: this.fail.bind(this) });
     this.views.set(key, { handle, unlisten });
+    const refused = handle.view.refused;
+    // A view that was refused, or is already failing, tells a newcomer too, once subscribe() has returned.
+    if (refused) queueMicrotask(() => this.views.has(key) && (onRefused ? onRefused(refused) : this.fail(refused, true)));
     const failure = handle.view.lastError;
-    // A view that is already failing tells a newcomer too, once subscribe() has returned.
-    if (failure && !handle.view.hasData) queueMicrotask(() => this.views.has(key) && this.fail(failure.error, failure.fatal));
+    if (!refused && failure && !handle.view.hasData) queueMicrotask(() => this.views.has(key) && this.fail(failure.error, failure.fatal));
+  }
+
+  /** Tells the listener that a service Consul cannot serve was left out of the data. */
+  skipped(service: string, error: CtsError): void {
+    if (this.isClosed) return;
+    try {
+      this.listener.onSkipped?.(service, error);
+    } catch {
+      // A subscriber's bug must not break the shared view's other subscribers.
+    }
   }
 
   /** Lets go of the view for key. */

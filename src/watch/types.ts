@@ -17,7 +17,12 @@ export interface SubscriptionListener {
   onChange(): void;
   /** A fetch failed. `fatal` errors (4xx other than 429) are configuration errors. */
   onError?(error: CtsError, fatal: boolean): void;
+  /** A service Consul cannot serve (see `refusedServiceName`) was left out of the data. */
+  onSkipped?: SkippedServiceListener;
 }
+
+/** Told that a service Consul cannot serve was left out of a source's data, the others kept. */
+export type SkippedServiceListener = (service: string, error: CtsError) => void;
 
 /**
  * Watches Consul with blocking queries. One view per distinct query, shared by every subscriber:
@@ -34,6 +39,6 @@ export interface Watcher {
 
 /** Reads a source once, without blocking (for `cts synth`, `cts once`, inspect). */
 export interface CatalogReader {
-  /** Current data for a source. */
-  read<S extends Source>(source: S, signal?: AbortSignal): Promise<SourceData<S>>;
+  /** Current data for a source; services Consul cannot serve are left out and told to `onSkipped`. */
+  read<S extends Source>(source: S, signal?: AbortSignal, onSkipped?: SkippedServiceListener): Promise<SourceData<S>>;
 }

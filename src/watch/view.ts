@@ -1,6 +1,6 @@
 import { pause } from "../pause.ts";
 import { CtsError, toCtsError } from "../errors.ts";
-import { isAbortError, isFatalConsulError } from "../consul/api-error.ts";
+import { isAbortError, isFatalConsulError, isRefusedServiceName } from "../consul/api-error.ts";
 import { DEFAULT_WAIT_MS } from "../consul/client.ts";
 import { noMetrics, viewKind, type Metrics } from "../metrics/metrics.ts";
 import { stableDigest, stableStringify } from "./digest.ts";
@@ -24,6 +24,11 @@ export interface ViewListener<T> {
   onData(data: T): void;
   /** A failed fetch; `fatal` when retrying will not help without a config/ACL change. */
   onError(error: CtsError, fatal: boolean): void;
+  /**
+   * Consul cannot serve this query at all (a service name its HTTP API refuses): the view has
+   * stopped asking. Without this method, the listener hears it as a fatal error.
+   */
+  onRefused?(error: CtsError): void;
 }
 
 /** Timing of the blocking loop. Defaults match CTS; tests shorten them. */
@@ -54,8 +59,8 @@ export const DEFAULT_VIEW_TIMING: ViewTiming = Object.freeze({
 
 /**
  * One blocking-query loop for one distinct query. Starts at index 0, then blocks on the last
- * X-Consul-Index; tells listeners only about data that differs from the last. Never gives up; close()
- * aborts the in-flight request and every timer.
+ * X-Consul-Index; tells listeners only about data that differs from the last. Gives up only when
+ * Consul refuses the query itself (`refused`); close() aborts the in-flight request and every timer.
  */
 export class View<T> {
   readonly key: string;
@@ -66,6 +71,7 @@ export class View<T> {
   private readonly controller = new AbortController();
   private latest: { data: T; digest: string; source: string | undefined } | undefined;
   private failure: { error: CtsError; fatal: boolean } | undefined;
+  private refusal: CtsError | undefined;
   private loop: Promise<void> | undefined;
   private fetches = 0;
   private readonly metrics: Metrics;
@@ -99,6 +105,11 @@ export class View<T> {
   /** The last failure, cleared by the next successful fetch. */
   get lastError(): { error: CtsError; fatal: boolean } | undefined {
     return this.failure;
+  }
+
+  /** Why Consul cannot serve this query, once it refused it; the view asks no more then. */
+  get refused(): CtsError | undefined {
+    return this.refusal;
   }
 
   /** How many fetches were made (for tests and metrics). */
@@ -179,6 +190,12 @@ export class View<T> {
         if (index > 0n) this.metrics.viewIndexReset(this.kind);
         index = 0n;
         const error = err instanceof CtsError ? err : toCtsError(err, "CONSUL_WATCH_FAILED");
+        if (isRefusedServiceName(error)) {
+          // The same question gets the same 400 forever: no retry, and no query left open.
+          this.refusal = error;
+          this.emitRefused(error);
+          break;
+        }
         const fatal = isFatalConsulError(error);
         this.failure = { error, fatal };
         this.emitError(error, fatal);
@@ -206,6 +223,17 @@ export class View<T> {
         l.onData(data);
       } catch {
         // A listener's bug must not stop the watch for everyone else.
+      }
+    }
+  }
+
+  private emitRefused(error: CtsError): void {
+    for (const l of [...this.listeners]) {
+      try {
+        if (l.onRefused) l.onRefused(error);
+        else l.onError(error, true);
+      } catch {
+        // As above.
       }
     }
   }

@@ -93,11 +93,20 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
       const key = handle.view.key;
       healthKeys.add(key);
       sortedKeys = undefined;
-      if (!handle.view.hasData) unanswered.add(key);
-      sub.hold(handle, () => {
-        unanswered.delete(key);
-        sub.refresh();
-      });
+      if (!handle.view.hasData && !handle.view.refused) unanswered.add(key);
+      sub.hold(
+        handle,
+        () => {
+          unanswered.delete(key);
+          sub.refresh();
+        },
+        // A name Consul cannot serve counts as answered with no instances: the others still run.
+        (error) => {
+          unanswered.delete(key);
+          sub.skipped(service, error);
+          sub.refresh();
+        },
+      );
     };
     const dropHealth = (key: string) => {
       healthKeys.delete(key);

@@ -7,6 +7,8 @@ import { getEventListeners } from "node:events";
 import { createConsulApi } from "../../src/consul/client.ts";
 import { rawGet } from "../../src/consul/raw-get.ts";
 import { CtsError } from "../../src/errors.ts";
+import { isRefusedServiceName } from "../../src/consul/api-error.ts";
+import { quote } from "../../src/quote.ts";
 
 /** A stand-in for the agent's health endpoint (unit level: the real agent is in the integration tests). */
 describe("healthService over the raw GET", () => {
@@ -70,6 +72,38 @@ describe("healthService over the raw GET", () => {
       const garbled = await api.healthService({ service: "web" }).catch((e: unknown) => e);
       assert.ok(garbled instanceof CtsError);
       assert.equal(garbled.code, "CONSUL_HTTP_ERROR");
+    } finally {
+      api.close();
+    }
+  });
+
+  it("tells a name Consul cannot serve (an empty 400 to a name with a character Go does not print) from every other 400", async () => {
+    const api = createConsulApi({ address });
+    const outcome = (service: string, filter?: string): Promise<CtsError> =>
+      api.healthService({ service, ...(filter ? { filter } : {}) }).then(() => assert.fail(`a 400 for ${quote(service)} is an error`), (e: unknown) => e as CtsError);
+    try {
+      // What Consul's path check answers: 400, no body.
+      reply = { status: 400, body: "" };
+      for (const name of ["odd\nline", "odd\u0000nul", "odd\ttab", "odd\u00a0nbsp", "odd\u2028sep"]) {
+        const err = await outcome(name);
+        assert.ok(isRefusedServiceName(err), `${JSON.stringify(name)} is a name Consul cannot serve`);
+        assert.equal(err.code, "CONSUL_BAD_REQUEST");
+        assert.ok(err.message.includes(quote(name)), "the name is quoted");
+        assert.doesNotMatch(err.message, /[\n\t\u0000\u00a0\u2028]/, "no unprintable character of the name reaches the message");
+      }
+      const plain = await outcome("web");
+      assert.equal(plain.code, "CONSUL_BAD_REQUEST");
+      assert.equal(isRefusedServiceName(plain), false, "a printable name's 400 is not about the name");
+      assert.ok(!isRefusedServiceName(await outcome("we b ü-ok.1_/:@")), "ASCII space, letters and punctuation are printable");
+
+      // A bad filter: Consul gives a reason, so it stays a failure even for an odd name.
+      reply = { status: 400, body: 'Failed to create boolean expression evaluator: 1:1 (0): no match found, expected: "!"' };
+      const badFilter = await outcome("odd\nline", "=== nonsense");
+      assert.equal(badFilter.code, "CONSUL_BAD_REQUEST");
+      assert.equal(isRefusedServiceName(badFilter), false);
+
+      reply = { status: 403, body: "" };
+      assert.equal(isRefusedServiceName(await outcome("odd\nline")), false, "only a 400 is a refusal");
     } finally {
       api.close();
     }

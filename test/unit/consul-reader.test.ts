@@ -2,6 +2,8 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { ConsulApi, HealthEntry, HealthServiceRequest } from "../../src/consul/client.ts";
 import { createCatalogReader } from "../../src/consul/reader.ts";
+import { isRefusedServiceName, refusedServiceName } from "../../src/consul/api-error.ts";
+import { CtsError } from "../../src/errors.ts";
 
 function entry(name: string, id: string, node: string): HealthEntry {
   return { Node: { Node: node, Address: "10.0.0.1" }, Service: { ID: id, Service: name, Port: 1 }, Checks: [] };
@@ -92,5 +94,43 @@ describe("createCatalogReader", () => {
     assert.deepEqual(await reader.read({ kind: "consul-kv", query: { path: "/cfg/", recurse: true } }), { "cfg/a": "1", "cfg/b": "2" });
     assert.deepEqual(await reader.read({ kind: "consul-kv", query: { path: "missing" } }), {});
     assert.deepEqual(f.kv[0], { path: "cfg/", recurse: true });
+  });
+
+  describe("a service Consul cannot serve", () => {
+    const ODD = ["odd\nline", "odd\u0000nul", "odd\ttab"];
+    /** Consul as it is: the catalog lists the odd names, their health reads fail as the client reports them. */
+    function oddApi(healthError: (service: string) => unknown = (service) => refusedServiceName(emptyBadRequest(), service)) {
+      const f = fakeApi();
+      const api: ConsulApi = {
+        ...f.api,
+        healthService: (req, opts) => (ODD.includes(req.service) ? Promise.reject(healthError(req.service)) : f.api.healthService(req, opts)),
+        catalogServices: async () => ({ data: { web: [], [ODD[0]!]: [], [ODD[1]!]: [], [ODD[2]!]: [] }, index: 5n }),
+      };
+      return api;
+    }
+    const emptyBadRequest = () => new CtsError("CONSUL_BAD_REQUEST", "usage", "Consul rejected it (HTTP 400).", { detail: { status: 400 } });
+
+    it("is left out of a regexp's data and told, the other services read", async () => {
+      const skipped: string[] = [];
+      const list = await createCatalogReader(oddApi()).read({ kind: "services", query: { regexp: "" } }, undefined, (service, err) => {
+        assert.equal(isRefusedServiceName(err), true);
+        skipped.push(service);
+      });
+      assert.deepEqual(list.map((i) => i.id), ["w2", "w1"]);
+      assert.deepEqual(skipped.sort(), [...ODD].sort());
+    });
+
+    it("is left out of named services too: its data cannot be read either way", async () => {
+      const skipped: string[] = [];
+      const list = await createCatalogReader(oddApi()).read({ kind: "services", query: { names: ["web", ODD[0]!] } }, undefined, (s) => skipped.push(s));
+      assert.equal(list.length, 2);
+      assert.deepEqual(skipped, [ODD[0]]);
+    });
+
+    it("a 400 that is not about the name (a bad filter) still fails the read", async () => {
+      const badFilter = new CtsError("CONSUL_BAD_REQUEST", "usage", "bad filter", { detail: { status: 400, reply: "Failed to create boolean expression evaluator" } });
+      const api = oddApi((service) => refusedServiceName(badFilter, service) ?? badFilter);
+      await assert.rejects(createCatalogReader(api).read({ kind: "services", query: { regexp: "", filter: "nonsense" } }, undefined, () => assert.fail("not a skip")), /bad filter/);
+    });
   });
 });

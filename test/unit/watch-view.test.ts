@@ -1,6 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { CtsError } from "../../src/errors.ts";
+import { refusedServiceName } from "../../src/consul/api-error.ts";
+import { createPrometheusMetrics } from "../../src/metrics/prometheus.ts";
 import { View, stableStringify, type ViewFetch } from "../../src/watch/view.ts";
 
 type Answer = { data: unknown; index: bigint } | { error: unknown } | "block";
@@ -208,6 +210,27 @@ describe("View (one blocking-query loop)", () => {
       ],
     );
     assert.ok(s.calls[1]!.at - s.calls[0]!.at >= 20, "fatal errors retry after fatalRetryMs (jittered down by at most a quarter)");
+  });
+
+  it("stops asking when Consul refuses the query itself (a service name it cannot serve): no retry, no query left open", async () => {
+    const refusal = refusedServiceName(new CtsError("CONSUL_BAD_REQUEST", "usage", "HTTP 400", { detail: { status: 400 } }), "odd\nline")!;
+    // Were the view to ask again, it would get data: the script proves it never does.
+    const s = scripted([{ error: refusal }, { data: ["never"], index: 9n }]);
+    const metrics = createPrometheusMetrics({ defaultMetrics: false });
+    const view = new View("health:odd", s.fetch, { timing: fast, metrics });
+    const told: CtsError[] = [];
+    const plain = collect(view);
+    view.addListener({ onData: () => assert.fail("no data"), onError: () => assert.fail("a refusal is not an error"), onRefused: (e) => told.push(e) });
+    view.start();
+    await view.done();
+    assert.equal(view.closed, false, "the loop ended by itself, not by close()");
+    assert.equal(s.calls.length, 1);
+    assert.equal(view.refused, refusal);
+    assert.deepEqual(told, [refusal]);
+    assert.deepEqual(plain.errors, [{ error: refusal, fatal: true }], "a listener without onRefused hears it as a fatal error");
+    const gauge = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === "cts_consul_blocking_queries");
+    assert.ok((gauge?.values ?? []).every((v) => v.value === 0), "no blocking query open");
+    view.close();
   });
 
   it("close() aborts the blocking request and leaves no timer or promise behind", async () => {

@@ -1,6 +1,7 @@
 import { describe, it, afterEach } from "node:test";
 import assert from "node:assert/strict";
 import { CtsError } from "../../src/errors.ts";
+import { refusedServiceName } from "../../src/consul/api-error.ts";
 import type { ConsulApi, HealthEntry, KvEntry, QueryOptions, QueryResult } from "../../src/consul/client.ts";
 import type { ServiceInstance } from "../../src/consul/types.ts";
 import { createWatcher, type ConsulWatcher } from "../../src/watch/watcher.ts";
@@ -315,6 +316,36 @@ describe("createWatcher", () => {
     await assert.rejects(first.ready);
     const second = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, counter());
     await assert.rejects(second.ready, /bad filter/);
+  });
+
+  it("leaves a service Consul cannot serve out of the data, tells each subscriber once, and never asks for it again", async () => {
+    const ODD = ["odd\nline", "odd\ttab"];
+    const consul = new FakeConsul();
+    consul.register("web", "w1");
+    for (const [i, name] of ODD.entries()) consul.register(name, `odd-${i}`);
+    const empty400 = new CtsError("CONSUL_BAD_REQUEST", "usage", "HTTP 400", { detail: { status: 400 } });
+    consul.failWith = (what) => (what.startsWith("health:odd") ? refusedServiceName(empty400, what.slice("health:".length)) : undefined);
+    watcher = createWatcher(consul, { timing });
+    const listen = () => Object.assign(counter(), { skipped: [] as string[], onSkipped(service: string) { this.skipped.push(service); } });
+    const l = listen();
+    const sub = watcher.subscribe({ kind: "services", query: { regexp: "" } }, l);
+    await sub.ready;
+    assert.deepEqual(ids(sub.current()), ["web/w1"]);
+    assert.deepEqual(l.skipped.sort(), [...ODD].sort());
+    assert.deepEqual(l.errors, [], "a skipped service is no error of the task");
+
+    // Another task naming an odd service holds the same (refused) view and is told as well.
+    const late = listen();
+    const named = watcher.subscribe({ kind: "services", query: { names: ["web", ODD[0]!] } }, late);
+    await named.ready;
+    assert.deepEqual(ids(named.current()), ["web/w1"]);
+    assert.deepEqual(late.skipped, [ODD[0]]);
+
+    consul.register("web", "w2");
+    await until(() => l.changes === 1 && late.changes === 1);
+    assert.deepEqual(ids(sub.current()), ["web/w1", "web/w2"]);
+    for (const name of ODD) assert.equal(consul.count(`health:${name}`), 1, `${JSON.stringify(name)} was asked once, not polled`);
+    assert.equal(l.skipped.length, 2, "a later catalog answer tells nothing again");
   });
 
   it("refuses invalid sources with usage errors", () => {
