@@ -151,13 +151,6 @@ describe("the TFC client's errors against the test server (by status class, toke
       await rm(module, { recursive: true, force: true });
     }
   });
-
-  it("sends the token only to API paths, never to the upload, log or plan-JSON URLs", () => {
-    const archivist = server.requests.filter((r) => r.path.startsWith("/_archivist/"));
-    assert.ok(archivist.length > 0);
-    assert.ok(archivist.every((r) => !r.authorized), "no Authorization header on archivist URLs");
-    assert.ok(archivist.filter((r) => r.method === "PUT").every((r) => r.contentType === "application/octet-stream"));
-  });
 });
 
 describe("the TFC client's reachability and TLS", () => {

@@ -153,7 +153,7 @@ describe("a server with every variation of TFC-API-NOTES.md switched on, driven 
     await f.client.workspaces.unlock(ws.id);
     const bad = new TfcClient({ hostname: f.server.url, token: "not-a-token-at-all-000", retry: FAST });
     try {
-      await assert.rejects(bad.organization(f.server.organization), (err: any) => err.code === "TFC_UNAUTHORIZED" && /401: unauthorized/.test(err.message));
+      await assert.rejects(bad.organization(f.server.organization), (err: any) => err.code === "TFC_UNAUTHORIZED" && /answered 401 to GET [^:]+: unauthorized\./.test(err.message));
       const res = await fetch(`${f.server.url}/api/v2/organizations/${f.server.organization}`, { headers: { Authorization: "Bearer nope" } });
       assert.match(res.headers.get("content-type") ?? "", /^text\/plain/);
     } finally {

@@ -1,6 +1,6 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -178,7 +178,14 @@ describe("the TFE-API test server, driven by the TFC client (real OpenTofu behin
   });
 
   it("leaves no working directory behind after its runs", async () => {
-    const { readdir } = await import("node:fs/promises");
     assert.deepEqual(await readdir(server.workRoot), []);
+  });
+
+  it("got the token only on API paths: never on uploads, logs or the plan's JSON", () => {
+    const archivist = server.requests.filter((r) => r.path.startsWith("/_archivist/"));
+    assert.deepEqual([...new Set(archivist.map((r) => `${r.method} ${r.path.split("/")[2]}`))].sort(), ["GET blob", "PUT upload"]);
+    assert.ok(archivist.every((r) => !r.authorized), "no Authorization header on archivist URLs");
+    assert.ok(archivist.filter((r) => r.method === "PUT").every((r) => r.contentType === "application/octet-stream"));
+    assert.ok(server.requests.filter((r) => r.path.startsWith("/api/v2/") && r.path !== "/api/v2/ping").every((r) => r.authorized));
   });
 });
