@@ -11,6 +11,9 @@ import { rootModule } from "../support/tfc-server/fixtures.ts";
 import { startTfcServer, type TfcTestServer } from "../support/tfc-server/index.ts";
 
 const FOLLOW = { intervalMs: 50, limitMs: 120_000 };
+/** A string value Terraform must never evaluate: it reaches the file as written. */
+const V1 = 'v1 "quoted" ${not_evaluated} %{ if true }x%{ endif } \\ end';
+const FIRST = `${V1}|{"a":"1"}|from-env|12`;
 
 describe("the TFE-API test server, driven by the TFC client (real OpenTofu behind it)", () => {
   let server: TfcTestServer;
@@ -64,7 +67,7 @@ describe("the TFE-API test server, driven by the TFC client (real OpenTofu behin
 
   it("stores variables: HCL and strings, env, and sensitive values that never read back", async () => {
     await client.variables.set(ws.id, { key: "filename", value: join(out, "web.txt"), category: "terraform" });
-    await client.variables.set(ws.id, { key: "content", value: 'v1 "quoted" ${not_evaluated}', category: "terraform" });
+    await client.variables.set(ws.id, { key: "content", value: "v0", category: "terraform" });
     await client.variables.set(ws.id, { key: "extra", value: '{ a = "1" }', category: "terraform", hcl: true });
     await client.variables.set(ws.id, { key: "TF_VAR_greeting", value: "from-env", category: "env" });
     await client.variables.set(ws.id, { key: "secret", value: "s3cr3t-value", category: "terraform", sensitive: true });
@@ -74,8 +77,8 @@ describe("the TFE-API test server, driven by the TFC client (real OpenTofu behin
     assert.deepEqual([secret.sensitive, secret.value], [true, ""], "a sensitive value reads back empty");
     assert.equal(vars.find((v) => v.key === "extra")!.hcl, true);
 
-    const updated = await client.variables.set(ws.id, { key: "content", value: "v1", category: "terraform" });
-    assert.equal(updated.value, "v1");
+    const updated = await client.variables.set(ws.id, { key: "content", value: V1, category: "terraform" });
+    assert.equal(updated.value, V1);
     assert.equal((await client.variables.list(ws.id)).length, 5, "set updates the variable with the same key and category");
   });
 
@@ -84,14 +87,14 @@ describe("the TFE-API test server, driven by the TFC client (real OpenTofu behin
     assert.equal(created.status, "pending");
     const done = await client.runs.follow(created.id, FOLLOW);
     assert.equal(done.status, "applied", await client.plans.log(done.included.plan?.logReadUrl ?? ""));
-    assert.equal(await readFile(join(out, "web.txt"), "utf8"), 'v1|{"a":"1"}|from-env|12');
+    assert.equal(await readFile(join(out, "web.txt"), "utf8"), FIRST, "string values are written literally, never evaluated");
     assert.deepEqual(await client.plans.outcome(done.planId!), { changesPresent: true, summary: { add: 1, change: 0, destroy: 0 } });
     const apply = await client.plans.readApply(done.applyId!);
     assert.deepEqual([apply.status, apply.additions], ["finished", 1]);
     assert.match(await client.plans.log(apply.logReadUrl!), /Apply complete! Resources: 1 added/);
 
     const outputs = await client.stateOutputs(ws.id);
-    assert.deepEqual(outputs.find((o) => o.name === "content")?.value, 'v1|{"a":"1"}|from-env|12');
+    assert.deepEqual(outputs.find((o) => o.name === "content")?.value, FIRST);
     assert.deepEqual(outputs.find((o) => o.name === "secret"), { name: "secret", sensitive: true, value: null });
     assert.equal(server.store.workspaces.get(ws.id)!.stateVersions.length, 1);
   });
@@ -113,7 +116,7 @@ describe("the TFE-API test server, driven by the TFC client (real OpenTofu behin
     assert.deepEqual(json.resource_changes[0]!.change.actions, ["delete", "create"]);
     assert.match(json.resource_changes[0]!.change.after.content, /^v2\|/);
     assert.deepEqual(await client.plans.outcome(done.planId!), { changesPresent: true, summary: { add: 1, change: 0, destroy: 1 } });
-    assert.equal(await readFile(join(out, "web.txt"), "utf8"), 'v1|{"a":"1"}|from-env|12', "a plan-only run applies nothing");
+    assert.equal(await readFile(join(out, "web.txt"), "utf8"), FIRST, "a plan-only run applies nothing");
     const listed = await client.runs.read(done.id);
     assert.equal(listed.planOnly, true);
   });
@@ -136,7 +139,7 @@ describe("the TFE-API test server, driven by the TFC client (real OpenTofu behin
     const waiting = await client.runs.follow((await run(ws, module, { autoApply: false })).id, FOLLOW);
     assert.equal(waiting.status, "planned");
     assert.ok(awaitsPerson(waiting) && waiting.actions.isConfirmable && waiting.actions.isDiscardable);
-    assert.match(await readFile(join(out, "web.txt"), "utf8"), /^v1\|/, "nothing applied before confirmation");
+    assert.equal(await readFile(join(out, "web.txt"), "utf8"), FIRST, "nothing applied before confirmation");
     await client.runs.apply(waiting.id);
     assert.equal((await client.runs.follow(waiting.id, FOLLOW)).status, "applied");
     assert.match(await readFile(join(out, "web.txt"), "utf8"), /^v3\|/);

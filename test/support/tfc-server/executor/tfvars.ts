@@ -25,7 +25,8 @@ export function hclString(s: string): string {
     .replace(/\r/g, "\\r")
     .replace(/\t/g, "\\t")
     .replace(/[\u0000-\u001f\u007f]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`)
-    .replace(/\$\{/g, "$${")
-    .replace(/%\{/g, "%%{");
+    // Replacer functions: in a replacement string "$${" would collapse to "${".
+    .replace(/\$\{/g, () => "$${")
+    .replace(/%\{/g, () => "%%{");
   return `"${escaped}"`;
 }
