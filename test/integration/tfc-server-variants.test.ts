@@ -259,17 +259,33 @@ describe("stopping the server while tofu runs", () => {
     return found;
   }
 
+  it("cancels an applying run: its tofu and the provisioner's command end, the run is canceled", async () => {
+    const ws = await f.client.workspaces.create(f.server.organization, { name: "cancel-me", autoApply: true });
+    await f.client.variables.set(ws.id, { key: "filename", value: join(f.out, "cancel.txt"), category: "terraform" });
+    const cv = await f.client.configurationVersions.uploadDirectory(ws.id, await module(f, "slow", 3218), { intervalMs: 10 });
+    const run = await f.client.runs.create({ workspaceId: ws.id, configurationVersionId: cv.id });
+    await untilProcess(run.id, "sleep 3218");
+    await f.client.runs.cancel(run.id);
+    assert.equal((await f.client.runs.follow(run.id, FOLLOW)).status, "canceled");
+    assert.deepEqual((await runProcesses("sleep 3218")).filter((p) => p.includes("sleep 3218")), []);
+    assert.equal((await f.client.workspaces.readById(ws.id)).locked, false, "the canceled run released the workspace");
+  });
+
+  /** Waits (checking every 50 ms) until a process with `marker` runs; fails if the run ends first. */
+  async function untilProcess(runId: string, marker: string): Promise<void> {
+    while (!(await runProcesses(marker)).some((p) => p.includes(marker))) {
+      const now = await f.client.runs.read(runId);
+      assert.ok(!["errored", "applied", "canceled"].includes(now.status), `the run ended ${now.status} before '${marker}' showed`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   it("ends every process it started (tofu, providers, provisioner commands) and removes the run directories", async () => {
     const ws = await f.client.workspaces.create(f.server.organization, { name: "slow", autoApply: true });
     await f.client.variables.set(ws.id, { key: "filename", value: join(f.out, "started.txt"), category: "terraform" });
     const cv = await f.client.configurationVersions.uploadDirectory(ws.id, await module(f, "slow", 3217), { intervalMs: 10 });
     const run = await f.client.runs.create({ workspaceId: ws.id, configurationVersionId: cv.id });
-    // Wait until the provisioner's `sleep` runs (a condition, checked every 50 ms).
-    while (!(await runProcesses("sleep 3217")).some((p) => p.includes("sleep 3217"))) {
-      const now = await f.client.runs.read(run.id);
-      assert.ok(!["errored", "applied", "canceled"].includes(now.status), `the run ended ${now.status} before its sleep showed`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await untilProcess(run.id, "sleep 3217");
     assert.ok(f.server.processGroups().length > 0);
     await f.server.stop();
     assert.deepEqual(await runProcesses("sleep 3217"), []);

@@ -30,7 +30,7 @@ describe("the TFE-API test server, driven by the TFC client (real OpenTofu behin
   }
 
   before(async () => {
-    server = await startTfcServer();
+    server = await startTfcServer({ agentPools: [{ organization: "cts-test", name: "pool-a" }] });
     client = new TfcClient({ hostname: server.url, token: server.token, retry: { baseDelayMs: 1, maxDelayMs: 5 } });
     out = await mkdtemp(join(tmpdir(), "cts-tfc-out-"));
     module = await rootModule("file");
@@ -61,8 +61,31 @@ describe("the TFE-API test server, driven by the TFC client (real OpenTofu behin
 
     await client.workspaces.create(server.organization, { name: "untagged" });
     const tagged = await client.workspaces.list(server.organization, { tags: ["source:cts", "team-a"] });
+    assert.equal((await client.workspaces.list(server.organization)).length, 2);
     assert.deepEqual(tagged.map((w) => w.name), ["cts-web"]);
     assert.equal(await client.workspaces.read(server.organization, "no-such-workspace"), undefined);
+  });
+
+  it("changes settings: agent mode with a pool found by name, back to remote; sees a VCS-connected workspace", async () => {
+    const other = await client.workspaces.create(server.organization, { name: "settings" });
+    const pool = (await client.agentPools(server.organization)).find((p) => p.name === "pool-a")!;
+    const agent = await client.workspaces.update(other.id, { executionMode: "agent", agentPoolId: pool.id, autoApply: true, terraformVersion: "1.8.0" });
+    assert.deepEqual([agent.executionMode, agent.agentPoolId, agent.autoApply, agent.terraformVersion], ["agent", pool.id, true, "1.8.0"]);
+    const remote = await client.workspaces.update(other.id, { executionMode: "remote" });
+    assert.deepEqual([remote.executionMode, remote.agentPoolId], ["remote", undefined]);
+    server.store.addWorkspace(server.organization, "from-vcs", { vcsRepo: { identifier: "acme/infra" } });
+    assert.equal((await client.workspaces.read(server.organization, "from-vcs"))!.vcsConnected, true);
+  });
+
+  it("force-unlocks a workspace another user locked (unlock alone is refused), and deletes a variable", async () => {
+    const other = await client.workspaces.create(server.organization, { name: "locked-by-other" });
+    server.store.workspaces.get(other.id)!.lockedBy = { type: "users", id: "user-someone-else" };
+    await assert.rejects(client.workspaces.unlock(other.id), { code: "TFC_CONFLICT" });
+    assert.equal((await client.workspaces.forceUnlock(other.id)).locked, false);
+    await assert.rejects(client.workspaces.forceUnlock(other.id), { code: "TFC_CONFLICT" });
+    const v = await client.variables.create(other.id, { key: "gone", value: "x", category: "env" });
+    await client.variables.delete(other.id, v.id);
+    assert.deepEqual(await client.variables.list(other.id), []);
   });
 
   it("stores variables: HCL and strings, env, and sensitive values that never read back", async () => {

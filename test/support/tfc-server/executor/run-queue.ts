@@ -18,6 +18,8 @@ export interface RunQueueDeps {
  */
 export class RunQueue {
   private readonly work = new Set<Promise<void>>();
+  /** The phase each run is executing now (plan or apply), by run id. */
+  private readonly active = new Map<string, Promise<void>>();
   private stopped = false;
   private initChain: Promise<unknown> = Promise.resolve();
 
@@ -51,10 +53,17 @@ export class RunQueue {
     this.end(run, "discarded");
   }
 
-  /** The cancel action: a run planning, applying or queued (409 otherwise); stops its tofu. */
+  /**
+   * The cancel action: a run planning, applying or queued (409 otherwise). Asynchronous as in TFC:
+   * tofu is interrupted, and the run becomes `canceled` once its processes have ended.
+   */
   cancel(run: Run, force: boolean): void {
-    if (!runActions(run)["is-cancelable"] && !(force && run.status === "canceled")) throw new ApiError(409, "conflict", `Run ${run.id} is ${run.status}: it cannot be canceled`);
-    this.end(run, force ? "force_canceled" : "canceled");
+    if (!runActions(run)["is-cancelable"] || run.abort.signal.aborted) throw new ApiError(409, "conflict", `Run ${run.id} is ${run.status}: it cannot be canceled`);
+    const status = force ? "force_canceled" : "canceled";
+    const phase = this.active.get(run.id);
+    run.abort.abort();
+    if (phase) void phase.finally(() => this.end(run, status));
+    else this.end(run, status);
   }
 
   /** Stops every run (their tofu gets SIGINT, then SIGKILL) and waits for them. */
@@ -83,8 +92,14 @@ export class RunQueue {
 
   /** Keeps a phase's promise until it settles (stop waits for them); an exception errors the run. */
   private track(run: Run, p: Promise<void>): void {
-    const tracked = p.catch((err) => this.fail(run, `Error: ${err instanceof Error ? err.message : String(err)}\n`)).finally(() => this.work.delete(tracked));
+    const tracked = p
+      .catch((err) => this.fail(run, `Error: ${err instanceof Error ? err.message : String(err)}\n`))
+      .finally(() => {
+        this.work.delete(tracked);
+        if (this.active.get(run.id) === tracked) this.active.delete(run.id);
+      });
     this.work.add(tracked);
+    this.active.set(run.id, tracked);
   }
 
   private async planPhase(run: Run, ws: Workspace): Promise<void> {
@@ -167,7 +182,7 @@ export class RunQueue {
   }
 
   private fail(run: Run, logText?: string): void {
-    if (["errored", "canceled", "force_canceled", "discarded"].includes(run.status)) return;
+    if (run.abort.signal.aborted || ["errored", "canceled", "force_canceled", "discarded"].includes(run.status)) return;
     if (logText) this.ctx.store.appendLog(run.status === "applying" ? run.apply : run.plan, logText);
     setPhaseStatus(run.status === "applying" ? run.apply : run.plan, "errored");
     this.end(run, "errored");
