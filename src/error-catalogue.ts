@@ -70,6 +70,22 @@ export const ERROR_CATALOGUE = {
   TERRAFORM_STATE_LOCKED: { category: "external", fix: "Wait: cts waits such locks out. Only if no Terraform runs for the task anywhere, `tofu force-unlock ID` in the task's working dir." },
   TERRAFORM_CANCELLED: { category: "external", fix: "Nothing to fix: the run was stopped (shutdown, task deleted or disabled) and runs again when needed." },
 
+  // Terraform Cloud / Enterprise
+  TFC_UNREACHABLE: { category: "external", fix: "Check driver.terraformCloud.hostname and the network (proxy, firewall) between cts and it; `cts doctor` checks reachability." },
+  TFC_TLS_FILE: { category: "usage", fix: "Make the CA, certificate and key files in driver.terraformCloud.tls readable PEM files." },
+  TFC_TLS_FAILED: { category: "external", fix: "Check the server's certificate against driver.terraformCloud.tls (caCert, serverName); verify: false is for test servers only." },
+  TFC_UNAUTHORIZED: { category: "usage", fix: "Set a valid team or user API token in driver.terraformCloud.token (or TFC_TOKEN); it may have expired or been revoked." },
+  TFC_FORBIDDEN: { category: "usage", fix: "Give the token's team the permission the call needs in the organization (manage workspaces, read and write variables, queue and apply runs)." },
+  TFC_NOT_FOUND: { category: "usage", fix: "Check driver.terraformCloud.organization and the workspace name; Terraform Cloud also answers 404 for what the token may not see." },
+  TFC_CONFLICT: { category: "external", fix: "A lock or another run holds the workspace: wait, or unlock it in Terraform Cloud; cts re-reads before it tries again." },
+  TFC_INVALID: { category: "usage", fix: "Correct what the server's message names (workspace setting, variable, Terraform version); it refused the request as invalid." },
+  TFC_RATE_LIMITED: { category: "external", fix: "Nothing to change at once: cts waited as long as the server asked and gave up; fewer tasks changing at once or a later retry helps." },
+  TFC_SERVER_ERROR: { category: "external", fix: "The server failed (5xx): check Terraform Cloud's status page or the Terraform Enterprise logs; cts retries calls that are safe to repeat." },
+  TFC_BAD_ANSWER: { category: "external", fix: "Check that driver.terraformCloud.hostname points at Terraform Cloud or Enterprise, not at a proxy or another server." },
+  TFC_UPLOAD_FAILED: { category: "external", fix: "Read the server's message about the configuration version; `cts synth TASK` shows the files that were uploaded." },
+  TFC_RUN_TIMEOUT: { category: "external", fix: "Open the run's URL to see what it waits for (queue, agent, approval, policy); raise the run time limit if runs are merely slow." },
+  TFC_CANCELLED: { category: "external", fix: "Nothing to fix: the call was stopped (shutdown, task deleted or disabled) and is made again when needed." },
+
   // Runtime, API and CLI
   CTS_INTERNAL: { category: "internal", fix: "Report this as a bug with the log lines around it." },
   CTS_NOT_OWNER: { category: "external", fix: "Nothing to fix: another member of the shared cluster runs this task; ask that member." },

@@ -1,0 +1,89 @@
+import { CtsError } from "../errors.ts";
+import { pause } from "../pause.ts";
+import { cancelledError } from "./errors.ts";
+import { included, one, toRun } from "./jsonapi.ts";
+import type { Transport } from "./transport.ts";
+import { FINAL_RUN_STATUSES, type Run, type RunInput } from "./types.ts";
+import { enc } from "./workspaces.ts";
+
+/** How to follow a run. */
+export interface FollowOptions {
+  signal?: AbortSignal;
+  /** Between reads (default 1 s). */
+  intervalMs?: number;
+  /** Give up after this long: TFC_RUN_TIMEOUT naming the run and its status. Unset: no limit. */
+  limitMs?: number;
+  /** Called with each status the run is seen in. */
+  onStatus?: (run: Run) => void;
+}
+
+/** True when the run will not change again by itself. */
+export function isFinal(run: Run): boolean {
+  return FINAL_RUN_STATUSES.has(run.status);
+}
+
+/**
+ * True when the run waits for a person: planned and confirmable without auto-apply (a run with
+ * auto-apply moves on by itself), or stopped by a soft-failed policy that needs an override.
+ */
+export function awaitsPerson(run: Run): boolean {
+  if (run.status === "policy_soft_failed" || run.status === "policy_override") return true;
+  return ["planned", "cost_estimated", "policy_checked"].includes(run.status) && run.actions.isConfirmable && !run.autoApply;
+}
+
+/** Runs: create, read, the apply/discard/cancel actions, and following one to its end. */
+export class Runs {
+  constructor(private readonly t: Transport) {}
+
+  /** Creates a run on a workspace and configuration version. */
+  async create(input: RunInput, signal?: AbortSignal): Promise<Run> {
+    const attributes: Record<string, unknown> = { "is-destroy": input.isDestroy === true, message: input.message ?? "Queued by cts", "plan-only": input.planOnly === true };
+    if (input.autoApply !== undefined) attributes["auto-apply"] = input.autoApply;
+    if (input.variables?.length) attributes.variables = input.variables;
+    const relationships: Record<string, unknown> = { workspace: { data: { type: "workspaces", id: input.workspaceId } } };
+    if (input.configurationVersionId) relationships["configuration-version"] = { data: { type: "configuration-versions", id: input.configurationVersionId } };
+    const body = { data: { type: "runs", attributes, relationships } };
+    return toRun(one(await this.t.json({ method: "POST", path: "/api/v2/runs", body, signal }), { method: "POST", path: "/api/v2/runs" }));
+  }
+
+  /** Reads a run, asking for its plan and apply too (servers may ignore that: read them by id then). */
+  async read(id: string, signal?: AbortSignal): Promise<Run> {
+    const path = `/api/v2/runs/${enc(id)}`;
+    const doc = await this.t.json({ method: "GET", path, query: { include: "plan,apply" }, signal, idempotent: true });
+    return toRun(one(doc, { method: "GET", path }), included(doc));
+  }
+
+  /** Confirms a run waiting for it (TFC_CONFLICT otherwise). */
+  async apply(id: string, comment = "Applied by cts", signal?: AbortSignal): Promise<void> {
+    await this.t.call({ method: "POST", path: `/api/v2/runs/${enc(id)}/actions/apply`, body: { comment }, signal });
+  }
+
+  /** Discards a run waiting for confirmation (TFC_CONFLICT otherwise). */
+  async discard(id: string, comment = "Discarded by cts", signal?: AbortSignal): Promise<void> {
+    await this.t.call({ method: "POST", path: `/api/v2/runs/${enc(id)}/actions/discard`, body: { comment }, signal });
+  }
+
+  /** Cancels a planning, applying or queued run (TFC_CONFLICT otherwise). */
+  async cancel(id: string, comment = "Canceled by cts", signal?: AbortSignal): Promise<void> {
+    await this.t.call({ method: "POST", path: `/api/v2/runs/${enc(id)}/actions/cancel`, body: { comment }, signal });
+  }
+
+  /** Reads the run until it is final or waits for a person; the limit gives TFC_RUN_TIMEOUT. */
+  async follow(id: string, opts: FollowOptions = {}): Promise<Run> {
+    const started = Date.now();
+    let last = "";
+    for (;;) {
+      const run = await this.read(id, opts.signal);
+      if (run.status !== last) opts.onStatus?.(run);
+      last = run.status;
+      if (isFinal(run) || awaitsPerson(run)) return run;
+      const left = opts.limitMs === undefined ? Number.POSITIVE_INFINITY : started + opts.limitMs - Date.now();
+      if (left <= 0) {
+        throw new CtsError("TFC_RUN_TIMEOUT", "external", `Run ${id} is still '${run.status}' after ${opts.limitMs} ms; cts stopped following it (the run goes on in Terraform Cloud).`, {
+          detail: { run: id, status: run.status },
+        });
+      }
+      if (!(await pause(Math.min(opts.intervalMs ?? 1000, left), opts.signal))) throw cancelledError({ method: "GET", path: `/api/v2/runs/${id}` });
+    }
+  }
+}
