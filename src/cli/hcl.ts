@@ -107,7 +107,7 @@ function readBody(body: Node, r: Reading, depth: number): HclBody {
   return out;
 }
 
-/** An attribute's value; `depth` counts the lists and objects around it. */
+/** An attribute's value; `depth` counts the blocks, lists and objects around it. */
 function readValue(expr: Node, r: Reading, depth: number): HclValue {
   const { fail } = r;
   const n = expr.type === "expression" ? named(expr)[0]! : expr;
