@@ -21,6 +21,7 @@ export const ERROR_CATALOGUE = {
   SECRET_MISSING: { category: "usage", fix: "Set the environment variable or create the file the secret reads, in the daemon's environment." },
   TEMPLATE_NOT_FOUND: { category: "usage", fix: "Reinstall cts: its templates/ folder is missing from the package." },
   INPUT_INVALID: { category: "usage", fix: "Pass a JSON snapshot like the one in README 'cts synth --input'." },
+  DATA_TOO_DEEP: { category: "usage", fix: "Flatten the value the message names (task data nests at most 64 levels, the JSON a task builds at most 256), or pass it as a JSON string and jsondecode() it in Terraform." },
 
   // Tasks
   TASK_OPTION_INVALID: { category: "usage", fix: "Correct the option passed to the task's constructor in the config (the message names it)." },

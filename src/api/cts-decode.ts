@@ -1,4 +1,4 @@
-import { ApiError } from "./http-io.ts";
+import { ApiError, checkBodyDepth } from "./http-io.ts";
 import { decodeVariables } from "./cts-variables.ts";
 import { isObject } from "./is-object.ts";
 
@@ -64,18 +64,25 @@ export function foldKeys(value: unknown, shape: Shape, at: string): unknown {
   return out;
 }
 
-/** `POST /v1/tasks`'s body with keys folded and the task's variables decoded (both forms, see cts-variables.ts). */
+/**
+ * `POST /v1/tasks`'s body with keys folded and the task's variables decoded (both forms, see
+ * cts-variables.ts). A decoded HCL value may nest deeper than its text did: the depth limit holds for it too.
+ */
 export async function decodeCreateRequest(raw: unknown): Promise<unknown> {
   const body = foldKeys(raw, CREATE_SHAPE, "");
   if (!isObject(body) || !isObject(body.task)) return body;
   const task = foldKeys(body.task, TASK_SHAPE, "task") as Record<string, unknown>;
   if (task.variables === undefined) return { ...body, task };
-  return { ...body, task: { ...task, variables: await decodeVariables(task.variables, "task.variables") } };
+  const decoded = { ...body, task: { ...task, variables: await decodeVariables(task.variables, "task.variables") } };
+  checkBodyDepth(decoded);
+  return decoded;
 }
 
-/** A PATCH body with keys folded and its variables decoded. */
+/** A PATCH body with keys folded and its variables decoded (within the depth limit, as for create). */
 export async function decodePatchRequest(raw: unknown): Promise<unknown> {
   const body = foldKeys(raw, TASK_SHAPE, "");
   if (!isObject(body) || body.variables === undefined || body.variables === null) return body;
-  return { ...body, variables: await decodeVariables(body.variables, "variables") };
+  const decoded = { ...body, variables: await decodeVariables(body.variables, "variables") };
+  checkBodyDepth(decoded);
+  return decoded;
 }

@@ -1,4 +1,5 @@
 import { attributesOf, parseHcl } from "../cli/hcl.ts";
+import { MAX_DATA_DEPTH } from "../data-depth.ts";
 import { messageOf } from "../errors.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { ApiError } from "./http-io.ts";
@@ -58,7 +59,7 @@ async function decodeOne(text: string, where: string): Promise<unknown> {
 async function parseLiteral(text: string, where: string): Promise<unknown> {
   let value: unknown;
   try {
-    const body = await parseHcl(`v = ${text}\n`, where);
+    const body = await parseHcl(`v = ${text}\n`, where, "TASK_FILE_INVALID", MAX_DATA_DEPTH);
     if (body.blocks.length || body.attributes.size !== 1) throw new Error("more than one value");
     value = attributesOf(body).v;
   } catch (err) {

@@ -1,5 +1,13 @@
+import { MAX_DATA_DEPTH, tooDeepAt } from "../data-depth.ts";
+
 /** Largest request body the API reads (a task definition is a few KB). */
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+
+/**
+ * How deeply a request body may nest (objects and lists; `{"task":{"variables":{}}}` is 3 levels),
+ * CTS-encoded variables counted decoded. Deeper bodies are refused with 400 before anything is stored.
+ */
+export const MAX_BODY_DEPTH = MAX_DATA_DEPTH;
 
 /** A failure with its HTTP status; the message is what the client reads (what, why, how to fix). */
 export class ApiError extends Error {
@@ -44,12 +52,26 @@ export async function readLimitedBody(body: ReadableStream<Uint8Array> | null, d
   return Buffer.concat(chunks).toString("utf8");
 }
 
-/** Parses a request body's text as JSON, with messages that say what to send instead. */
+/** Parses a request body's text as JSON, with messages that say what to send instead; refuses bodies nested too deep. */
 export function parseJsonBody(text: string): unknown {
   if (text.trim() === "") throw new ApiError(400, "the request body is empty. Send a JSON object.");
+  let body: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    // JSON.parse itself copes with any depth; what reads the result afterwards may not.
+    body = JSON.parse(text) as unknown;
   } catch (err) {
     throw new ApiError(400, `the request body is not valid JSON: ${(err as Error).message}. Send a JSON object.`);
   }
+  checkBodyDepth(body);
+  return body;
+}
+
+/** 400 when a (decoded) request body nests deeper than MAX_BODY_DEPTH levels, naming where. */
+export function checkBodyDepth(body: unknown): void {
+  const at = tooDeepAt(body, MAX_BODY_DEPTH);
+  if (at !== undefined)
+    throw new ApiError(
+      400,
+      `the request body nests deeper than ${MAX_BODY_DEPTH} levels of objects and lists (at ${at}). Flatten the value, or send it as a JSON string and decode it in the module with jsondecode().`,
+    );
 }

@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
 import { Language, Parser, type Node } from "web-tree-sitter";
+import { MAX_WALK_DEPTH } from "../data-depth.ts";
 import { CtsError, type ErrorCode } from "../errors.ts";
 
 /** A literal HCL value (no expressions: task files hold data, not code). */
@@ -35,9 +36,10 @@ function hclParser(): Promise<Parser> {
 /**
  * Parses HCL (a CTS task file, a CTS config file, a .tfvars file) into attributes and labelled blocks with
  * their line numbers. Values must be literals (strings, numbers, booleans, null, lists, objects,
- * heredocs): references, functions, operators and `${…}` templates are refused with their place.
+ * heredocs): references, functions, operators and `${…}` templates are refused with their place, and
+ * so are values and blocks nested deeper than `maxDepth` levels (the readers below recurse).
  */
-export async function parseHcl(text: string, file = "task file", code: ErrorCode = "TASK_FILE_INVALID"): Promise<HclBody> {
+export async function parseHcl(text: string, file = "task file", code: ErrorCode = "TASK_FILE_INVALID", maxDepth = MAX_WALK_DEPTH): Promise<HclBody> {
   const tree = (await hclParser()).parse(text);
   if (!tree) throw new CtsError(code, "usage", `${file}: could not be parsed as HCL.`);
   try {
@@ -48,29 +50,33 @@ export async function parseHcl(text: string, file = "task file", code: ErrorCode
     };
     if (tree.rootNode.hasError) syntaxError(tree.rootNode, fail);
     const body = named(tree.rootNode).find((n) => n.type === "body");
-    return body ? readBody(body, fail) : { attributes: new Map(), blocks: [] };
+    return body ? readBody(body, { fail, maxDepth }, 0) : { attributes: new Map(), blocks: [] };
   } finally {
     tree.delete();
   }
 }
 
 type Fail = (n: Node, msg: string) => never;
+/** How a reader reports a problem, and how deep it may go. */
+interface Reading {
+  fail: Fail;
+  maxDepth: number;
+}
+
+function checkDepth(n: Node, depth: number, r: Reading): void {
+  if (depth > r.maxDepth) r.fail(n, `this nests deeper than ${r.maxDepth} levels of blocks, lists and objects. Flatten it.`);
+}
 
 const named = (n: Node): Node[] => n.namedChildren.filter((c): c is Node => c !== null && c.type !== "comment");
 
-/** Reports the first ERROR or MISSING node, in document order. */
+/** Reports the first ERROR or MISSING node, in document order (a loop: broken input may nest deep). */
 function syntaxError(root: Node, fail: Fail): never {
-  const walk = (n: Node): Node | undefined => {
-    if (n.isMissing || n.isError) return n;
-    for (const c of n.children) {
-      if (c && (c.hasError || c.isMissing || c.isError)) {
-        const found = walk(c);
-        if (found) return found;
-      }
-    }
-    return undefined;
-  };
-  const bad = walk(root) ?? root;
+  let bad = root;
+  for (let n: Node | undefined = root; n && !n.isMissing && !n.isError; ) {
+    // The first child on an erroneous path; a node with an error below it always has one.
+    n = n.children.find((c): c is Node => c !== null && (c.hasError || c.isMissing || c.isError));
+    if (n) bad = n;
+  }
   if (bad.isMissing) {
     const what = bad.type;
     return fail(bad, what === "}" || what === "block_end" ? "a block is not closed: a '}' is missing." : `'${what}' is missing here.`);
@@ -80,7 +86,9 @@ function syntaxError(root: Node, fail: Fail): never {
   return fail(bad, shown ? `unexpected '${shown}': this is not valid HCL here.` : "this is not valid HCL here.");
 }
 
-function readBody(body: Node, fail: Fail): HclBody {
+function readBody(body: Node, r: Reading, depth: number): HclBody {
+  checkDepth(body, depth, r);
+  const { fail } = r;
   const out: HclBody = { attributes: new Map(), blocks: [] };
   for (const n of named(body)) {
     const line = n.startPosition.row + 1;
@@ -88,29 +96,32 @@ function readBody(body: Node, fail: Fail): HclBody {
       const [name, expr] = named(n);
       const key = name!.text;
       if (out.attributes.has(key)) fail(name!, `'${key}' is set twice.`);
-      out.attributes.set(key, { value: readValue(expr!, fail), line });
+      out.attributes.set(key, { value: readValue(expr!, r, depth), line });
     } else if (n.type === "block") {
       const parts = named(n);
       const labels = parts.slice(1).filter((p) => p.type === "string_lit" || p.type === "identifier").map((p) => (p.type === "identifier" ? p.text : readString(p, fail)));
       const inner = parts.find((p) => p.type === "body");
-      out.blocks.push({ type: parts[0]!.text, labels, body: inner ? readBody(inner, fail) : { attributes: new Map(), blocks: [] }, line });
+      out.blocks.push({ type: parts[0]!.text, labels, body: inner ? readBody(inner, r, depth + 1) : { attributes: new Map(), blocks: [] }, line });
     }
   }
   return out;
 }
 
-function readValue(expr: Node, fail: Fail): HclValue {
+/** An attribute's value; `depth` counts the blocks, lists and objects around it. */
+function readValue(expr: Node, r: Reading, depth: number): HclValue {
+  const { fail } = r;
   const n = expr.type === "expression" ? named(expr)[0]! : expr;
   switch (n.type) {
     case "literal_value":
       return readLiteral(named(n)[0]!, fail);
     case "collection_value": {
+      checkDepth(n, depth + 1, r);
       const c = named(n)[0]!;
-      if (c.type === "tuple") return named(c).filter((e) => e.type === "expression").map((e) => readValue(e, fail));
+      if (c.type === "tuple") return named(c).filter((e) => e.type === "expression").map((e) => readValue(e, r, depth + 1));
       const obj: { [key: string]: HclValue } = {};
       for (const elem of named(c).filter((e) => e.type === "object_elem")) {
         const key = objectKey(elem.childForFieldName("key")!, fail);
-        obj[key] = readValue(elem.childForFieldName("val")!, fail);
+        obj[key] = readValue(elem.childForFieldName("val")!, r, depth + 1);
       }
       return obj;
     }

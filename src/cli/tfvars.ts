@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { MAX_DATA_DEPTH } from "../data-depth.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import { attributesOf, parseHcl, type HclValue } from "./hcl.ts";
 
@@ -18,7 +19,7 @@ export async function readVariableFiles(files: unknown, where: string): Promise<
     } catch (err) {
       throw new CtsError("TASK_FILE_INVALID", "usage", `${where}: cannot read variable file '${file}': ${messageOf(err)}. Paths are relative to the current directory, as in CTS.`);
     }
-    const body = await parseHcl(text, file);
+    const body = await parseHcl(text, file, "TASK_FILE_INVALID", MAX_DATA_DEPTH);
     if (body.blocks.length) throw new CtsError("TASK_FILE_INVALID", "usage", `${file}:${body.blocks[0]!.line}: a variable file holds only 'name = value' lines, not '${body.blocks[0]!.type}' blocks.`);
     Object.assign(out, attributesOf(body));
   }

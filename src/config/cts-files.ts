@@ -1,6 +1,7 @@
 import { readFile, readdir, stat } from "node:fs/promises";
 import { extname, join, resolve } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
+import { MAX_WALK_DEPTH, tooDeepAt } from "../data-depth.ts";
 import { parseHcl, type HclBody, type HclValue } from "../cli/hcl.ts";
 import { CTS_SCHEMA, configError, readBlock, type BlockSchema, type ReadBlock } from "./cts-schema.ts";
 
@@ -81,6 +82,9 @@ function jsonBody(text: string, file: string): HclBody {
     throw new CtsError("CONFIG_INVALID", "usage", `${file}: not valid JSON: ${messageOf(err)}.`);
   }
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw configError(file, 1, "a JSON config must be an object.");
+  // The config readers recurse over values, as they do over HCL (whose reader has the same bound).
+  const deep = tooDeepAt(doc, MAX_WALK_DEPTH);
+  if (deep !== undefined) throw configError(file, 1, `'${deep}' nests deeper than ${MAX_WALK_DEPTH} levels of objects and lists. Flatten it.`);
   const lines = text.split("\n");
   const lineOf = (key: string) => Math.max(1, lines.findIndex((l) => l.includes(JSON.stringify(key))) + 1);
   return { attributes: new Map(Object.entries(doc as Record<string, HclValue>).map(([k, v]) => [k, { value: v, line: lineOf(k) }])), blocks: [] };

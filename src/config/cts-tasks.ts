@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { messageOf } from "../errors.ts";
+import { MAX_DATA_DEPTH } from "../data-depth.ts";
 import { catalogServices, consulKv, schedule, services, type Condition, type ConsulKvCondition, type ServicesCondition, type TaskInputs } from "../task/conditions.ts";
 import { ModuleTask, type ModuleProvider } from "../task/module-task.ts";
 import type { BufferPeriodOption } from "../task/task.ts";
@@ -181,7 +182,7 @@ export async function readVariableFiles(files: string[], at?: ReadBlock): Promis
       if (at) throw configError(at.file, at.lines.variable_files ?? at.line, `variable file '${file}' cannot be read: ${messageOf(err)}.`);
       throw err;
     }
-    const body = await parseHcl(text, file, "CONFIG_INVALID");
+    const body = await parseHcl(text, file, "CONFIG_INVALID", MAX_DATA_DEPTH);
     if (body.blocks.length) throw configError(file, body.blocks[0]!.line, `a .tfvars file holds NAME = value lines only; '${body.blocks[0]!.type}' is a block.`);
     for (const [k, v] of body.attributes) out[k] = v.value;
   }

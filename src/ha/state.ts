@@ -1,3 +1,4 @@
+import { MAX_WALK_DEPTH, tooDeepAt } from "../data-depth.ts";
 import type { TaskEvent } from "../runtime/events.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { KvItem } from "./kv.ts";
@@ -45,6 +46,9 @@ export function parseState(prefix: string, entries: KvItem[]): StoredState {
     if (!name) continue;
     try {
       const value = JSON.parse(e.value) as unknown;
+      // KV is writable by anyone with the ACL: an entry nested too deep to re-encode is set aside, not restored.
+      const deep = tooDeepAt(value, MAX_WALK_DEPTH);
+      if (deep !== undefined) throw new Error(`nests deeper than ${MAX_WALK_DEPTH} levels (at ${deep})`);
       if (kind === "tasks") {
         const t = value as StoredTask;
         if (!t || typeof t !== "object" || t.name !== name || (t.origin !== "config" && t.origin !== "api") || typeof t.enabled !== "boolean")

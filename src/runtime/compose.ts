@@ -174,7 +174,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
   const tf = config.driver?.terraform ?? {};
   const root = workingRoot(loaded.dir, tf.workingDir);
   const tfLog = log.child("terraform");
-  const driver = terraformDriverFor(loaded, { root, env: terraformEnv, log: tfLog, metrics });
+  const driver = terraformDriverFor(loaded, { root, env: terraformEnv, log: tfLog, metrics, lockRetryMs: opts.lockWaitMs ?? DEFAULT_RETRY_POLICY.lockWaitMs });
   const watcher =
     opts.mode === "watch"
       ? createWatcher(consul, {

@@ -7,6 +7,8 @@ import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { createTerraformDriver } from "../terraform/driver.ts";
+import { formatDuration } from "../terraform/failures.ts";
+import { stateLockWaitText, type StateLockWait } from "../terraform/lock-wait.ts";
 import type { LocalTerraformDriver, WarmProviderOptions } from "../terraform/types.ts";
 
 /** What the driver gets from the composition root besides the config. */
@@ -17,6 +19,8 @@ export interface DriverSetup {
   env: Record<string, string>;
   log: Logger;
   metrics: Metrics;
+  /** How long the runtime keeps retrying a run whose state stays locked (the retry policy's lockWaitMs). */
+  lockRetryMs?: number;
 }
 
 /** The Terraform driver `driver.terraform` describes (durations in ms, defaults filled in). */
@@ -36,10 +40,21 @@ export function terraformDriverFor(loaded: LoadedConfig, o: DriverSetup): LocalT
     // One redaction at the source: no Terraform or provider text leaves the driver unscrubbed.
     redact: (text) => knownSecrets.redact(text),
     notice: (line) => o.log.warn(line),
+    onStateLockWait: (w) => o.log.warn(stateLockWaitLine(w, o.lockRetryMs), { task: w.task, ...(w.lock?.ID ? { lock_id: w.lock.ID } : {}) }),
     debugLog: (task, line) => o.log.debug(`[${task}] ${line}`, { task }),
     warmProviders: warmProviderOptions(tf.warmProviders),
     metrics: o.metrics,
   });
+}
+
+/**
+ * The warning a run logs when it starts waiting for a state lock someone else holds (a paused
+ * member's tofu finishing its apply, a person running tofu by hand): who holds it and for how long
+ * cts waits, so a run that seems stuck says why.
+ */
+export function stateLockWaitLine(w: StateLockWait, lockRetryMs?: number): string {
+  const then = lockRetryMs ? `, then the run is retried for up to ${formatDuration(lockRetryMs)}` : "";
+  return `task '${w.task}': ${stateLockWaitText(w)}${then}. Nothing is applied for the task until the holder releases it.`;
 }
 
 /**

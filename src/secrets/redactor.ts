@@ -1,3 +1,5 @@
+import { dataTooDeep, MAX_WALK_DEPTH } from "../data-depth.ts";
+
 /** What a known secret value is replaced with, wherever it would have been shown. */
 export const REDACTED = "[redacted]";
 
@@ -50,12 +52,14 @@ export class Redactor {
     return this.walk(value) as T;
   }
 
-  private walk(v: unknown): unknown {
+  private walk(v: unknown, depth = 0): unknown {
     if (typeof v === "string") return this.redact(v);
-    if (Array.isArray(v)) return v.map((x) => this.walk(x));
+    // Bounded: a stack overflow would lose the answer or event this redacts; DATA_TOO_DEEP says why.
+    if (typeof v === "object" && v !== null && depth >= MAX_WALK_DEPTH) throw dataTooDeep("a value to redact");
+    if (Array.isArray(v)) return v.map((x) => this.walk(x, depth + 1));
     if (v && typeof v === "object" && Object.getPrototypeOf(v) === Object.prototype) {
       const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) out[this.redact(k)] = this.walk(x);
+      for (const [k, x] of Object.entries(v)) out[this.redact(k)] = this.walk(x, depth + 1);
       return out;
     }
     return v;

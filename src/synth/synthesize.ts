@@ -1,6 +1,7 @@
 import type { TerraformModule, TerraformStack } from "cdktf";
 import type { IConstruct } from "constructs";
 import { tmpdir } from "node:os";
+import { dataTooDeep } from "../data-depth.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import type { AnyTaskInput, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
@@ -78,6 +79,8 @@ export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTask
       stack.prepareStack();
       tf = stack.toTerraform();
     } catch (cause) {
+      // cdktf resolves values recursively: thousands of levels overflow its stack (it calls 200+ "circular").
+      if (cause instanceof RangeError && /call stack/.test(cause.message)) throw dataTooDeep("the configuration the task builds", { task: task.name, limit: 200 });
       throw new CtsError("TASK_SYNTH_INVALID", "usage", `produced invalid configuration: ${messageOf(cause)}. Fix the task class and run \`cts synth ${task.name}\`.`, { task: task.name, cause });
     }
     let written: Record<string, any>;
@@ -92,7 +95,12 @@ export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTask
 }
 
 function result(task: string, out: Record<string, any>): SynthResult {
-  const json = stableStringify(out);
+  let json: string;
+  try {
+    json = stableStringify(out);
+  } catch (err) {
+    throw err instanceof CtsError && err.code === "DATA_TOO_DEEP" ? dataTooDeep("the Terraform JSON", { task, limit: err.detail.limit as number }) : err;
+  }
   return { task, json, hash: sha256(json), resources: countResources(out), bytes: Buffer.byteLength(json) };
 }
 

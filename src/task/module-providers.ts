@@ -1,3 +1,4 @@
+import { checkWalkDepth } from "../data-depth.ts";
 import { redactSecret } from "../log.ts";
 
 /** A provider block of a module task's root module (CTS's `terraform_provider "<name>"`). */
@@ -50,28 +51,35 @@ export function providerEnvironment(providers: readonly ModuleProvider[]): Recor
   return env;
 }
 
-function references(config: Record<string, unknown>, path: string): Record<string, unknown> {
+// The walks below are bounded (depth = levels above the value): task validation keeps provider
+// settings within MAX_DATA_DEPTH, so DATA_TOO_DEEP here means a task skipped validation.
+const WHAT = "a terraform_provider's settings";
+
+function references(config: Record<string, unknown>, path: string, depth = 1): Record<string, unknown> {
+  checkWalkDepth(depth, WHAT);
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(config)) out[k] = isObject(v) ? references(v, `${path}.${k}`) : `\${${path}.${k}}`;
+  for (const [k, v] of Object.entries(config)) out[k] = isObject(v) ? references(v, `${path}.${k}`, depth + 1) : `\${${path}.${k}}`;
   return out;
 }
 
 /** The Terraform type of a value, so TF_VAR_ values are parsed as HCL, not taken as one string. */
-function typeOf(v: unknown): string {
+function typeOf(v: unknown, depth = 0): string {
   if (typeof v === "string" || v === null || v === undefined) return "string";
   if (typeof v === "number") return "number";
   if (typeof v === "boolean") return "bool";
-  if (Array.isArray(v)) return `tuple([${v.map(typeOf).join(", ")}])`;
-  return `object({${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${k} = ${typeOf(x)}`).join(", ")}})`;
+  checkWalkDepth(depth + 1, WHAT);
+  if (Array.isArray(v)) return `tuple([${v.map((x) => typeOf(x, depth + 1)).join(", ")}])`;
+  return `object({${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${k} = ${typeOf(x, depth + 1)}`).join(", ")}})`;
 }
 
 /** A value as an HCL literal; `${` and `%{` in strings stay text. */
-function hclLiteral(v: unknown): string {
+function hclLiteral(v: unknown, depth = 0): string {
   if (typeof v === "string") return JSON.stringify(v).replace(/([$%])\{/g, "$1$1{");
   if (v === null || v === undefined) return "null";
   if (typeof v !== "object") return String(v);
-  if (Array.isArray(v)) return `[${v.map(hclLiteral).join(", ")}]`;
-  return `{${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${JSON.stringify(k)} = ${hclLiteral(x)}`).join(", ")}}`;
+  checkWalkDepth(depth + 1, WHAT);
+  if (Array.isArray(v)) return `[${v.map((x) => hclLiteral(x, depth + 1)).join(", ")}]`;
+  return `{${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${JSON.stringify(k)} = ${hclLiteral(x, depth + 1)}`).join(", ")}}`;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -1,3 +1,4 @@
+import { MAX_DATA_DEPTH, tooDeepAt } from "../data-depth.ts";
 import { CtsError, type ErrorCode } from "../errors.ts";
 import { parseCron } from "../runtime/cron.ts";
 import { parseDuration } from "../config/duration.ts";
@@ -50,6 +51,25 @@ export function taskProblems(task: Task<Condition, TaskInputs>): Problem[] {
   }
   if (task.bufferPeriod && task.condition?.kind === "schedule")
     problems.push({ field: "bufferPeriod", message: "is not used by schedule tasks (they run on their cron). Remove it." });
+  problems.push(...depthProblems(task));
+  return problems;
+}
+
+/**
+ * A module task's data (variables, provider settings) nests at most MAX_DATA_DEPTH levels: it is
+ * JSON-encoded into answers, stored state and the root module, and deeper data would overflow the stack.
+ */
+function depthProblems(task: object): Problem[] {
+  const { module, variables, fileVariables, providers } = task as { module?: unknown; variables?: unknown; fileVariables?: unknown; providers?: unknown };
+  if (typeof module !== "string") return [];
+  const problems: Problem[] = [];
+  const check = (value: unknown, field: string) => {
+    const at = tooDeepAt(value, MAX_DATA_DEPTH, field);
+    if (at !== undefined) problems.push({ field, message: `nests deeper than ${MAX_DATA_DEPTH} levels of objects and lists (at ${at}). Flatten it, or pass it as a JSON string and jsondecode() it in the module.` });
+  };
+  check(variables, "variables");
+  check(fileVariables, "variableFiles");
+  if (Array.isArray(providers)) providers.forEach((p: { name?: unknown; config?: unknown }, i) => check(p?.config, `providers[${i}].config`));
   return problems;
 }
 

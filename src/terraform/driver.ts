@@ -4,12 +4,13 @@ import { join, resolve } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
 import { noMetrics } from "../metrics/metrics.ts";
 import { commandEnv } from "./env.ts";
-import { commandFailure, needsReinit, TERRAFORM_STATE_LOCKED, textErrors } from "./failures.ts";
+import { commandFailure, needsReinit, textErrors } from "./failures.ts";
 import { createGroupFile } from "./group-file.ts";
 import { initHash } from "./init-hash.ts";
 import { childPath, validateTaskName } from "./names.ts";
 import { createInitReuse, reuseKey, type InitReuse } from "./init-reuse.ts";
 import { createInitSteps } from "./init-steps.ts";
+import { stateLockWaitText, waitOutStateLocks } from "./lock-wait.ts";
 import { Operation, type JsonResult } from "./operation.ts";
 import { redactedError, redactedResult } from "./redaction.ts";
 import { startReaper } from "./reaper.ts";
@@ -199,24 +200,15 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     }
   }
 
-  /**
-   * Runs `step` again while it fails on a state lock, until the lock timeout. `-lock-timeout` alone
-   * is not enough: the consul backend locks a workspace's state once when loading it, without
-   * retrying, before the operation's own (retried) lock. A lock failure means nothing was changed,
-   * so running the command again is safe.
-   */
-  async function waitingOutLocks<T>(op: Operation, step: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + lockTimeoutMs;
-    for (let pause = 1_000; ; pause = Math.min(pause * 2, 8_000)) {
-      try {
-        return await step();
-      } catch (err) {
-        if (!(err instanceof CtsError) || err.code !== TERRAFORM_STATE_LOCKED || Date.now() + pause > deadline) throw err;
-        const who = (err.detail.lock as { Who?: string } | undefined)?.Who;
-        options.log?.(op.task, `the state is locked${who ? ` by ${who}` : ""}; waiting for it (trying again in ${pause / 1000}s)`);
-        await op.pause(pause);
-      }
-    }
+  /** Runs `step` again while it fails on a state lock held by someone else, up to the lock timeout (lock-wait.ts). */
+  function waitingOutLocks<T>(op: Operation, step: () => Promise<T>): Promise<T> {
+    return waitOutStateLocks(step, {
+      task: op.task,
+      timeoutMs: lockTimeoutMs,
+      pause: (ms) => op.pause(ms),
+      onWait: options.onStateLockWait ?? ((w) => options.log?.(w.task, stateLockWaitText(w))),
+      onStillLocked: (line) => options.log?.(op.task, line),
+    });
   }
 
   /** Turns a file-system failure while preparing the task folder into an error that says where. */

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { MAX_WALK_DEPTH, tooDeepAt } from "../data-depth.ts";
 
 /** JSON with object keys sorted, so equal content always gives equal text. */
 function stable(value: unknown): string {
@@ -63,10 +64,10 @@ export function initHash(mainJson: string, files: Record<string, string> = {}): 
     h.update(text);
     h.update("\0");
   };
-  part("main.tf.json", stable(initInputs(parseOrText(mainJson))));
+  part("main.tf.json", initText(mainJson));
   for (const name of Object.keys(files).sort()) {
     const content = files[name]!;
-    if (name.endsWith(".tf.json")) part(name, stable(initInputs(parseOrText(content))));
+    if (name.endsWith(".tf.json")) part(name, initText(content));
     else if (name.endsWith(".tf")) part(name, content);
   }
   return h.digest("hex");
@@ -79,4 +80,13 @@ function parseOrText(text: string): unknown {
   } catch {
     return { unparseable: text };
   }
+}
+
+/**
+ * The init inputs of one JSON document as stable text. A document nested too deep for the walks
+ * above counts whole, as a `.tf` file does: any change to it means a new init, never a stack overflow.
+ */
+function initText(text: string): string {
+  const doc = parseOrText(text);
+  return tooDeepAt(doc, MAX_WALK_DEPTH) === undefined ? stable(initInputs(doc)) : text;
 }

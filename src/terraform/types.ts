@@ -1,5 +1,6 @@
 import type { Metrics } from "../metrics/metrics.ts";
 import type { WarmProcessInfo } from "./warm-pool.ts";
+import type { StateLockWait } from "./lock-wait.ts";
 
 /** Counts of what a plan or apply changes. */
 export interface ChangeSummary {
@@ -114,6 +115,11 @@ export interface TerraformDriverOptions {
   notice?: (line: string) => void;
   /** Receives every human-readable line Terraform prints, per task (the caller adds the prefix). */
   log?: (task: string, line: string) => void;
+  /**
+   * Called once when a command starts waiting for a state lock someone else holds (the holder's Lock
+   * Info, how long the driver waits): the one line an operator needs to see. Default: a `log` line.
+   */
+  onStateLockWait?: (wait: StateLockWait) => void;
   /**
    * Scrubs known secret values from a text. Applied to every output line before it reaches
    * `log`/`onOutput`, and to the messages, details and plan text of what the driver returns/throws.

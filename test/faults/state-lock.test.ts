@@ -4,7 +4,8 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CtsError } from "../../src/errors.ts";
-import { createTerraformDriver, TERRAFORM_STATE_LOCKED } from "../../src/terraform/index.ts";
+import { createTerraformDriver, TERRAFORM_STATE_LOCKED, type StateLockWait } from "../../src/terraform/index.ts";
+import { stateLockWaitLine } from "../../src/runtime/driver-setup.ts";
 import type { LocalTerraformDriver, TerraformDriverOptions } from "../../src/terraform/types.ts";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { tools } from "../support/tools.ts";
@@ -82,9 +83,10 @@ describe("Terraform state locks (real OpenTofu, real Consul)", () => {
     }
   });
 
-  it("waits out a lock that is released within the lock timeout", async () => {
+  it("waits out a lock that is released within the lock timeout, saying once who holds it", async () => {
     const holder = drivers[0]!;
-    const patient = driver("c", { lockTimeoutMs: 120_000 });
+    const waits: StateLockWait[] = [];
+    const patient = driver("c", { lockTimeoutMs: 120_000, onStateLockWait: (w) => waits.push(w) });
     await patient.plan(task("v0", 0));
     let provisioning!: () => void;
     const started = new Promise<void>((r) => (provisioning = r));
@@ -98,5 +100,18 @@ describe("Terraform state locks (real OpenTofu, real Consul)", () => {
     assert.equal((await slow).changesPresent, true);
     assert.equal(waited.changesPresent, true);
     assert.equal(await readFile(join(root, "web.txt"), "utf8"), "v4");
+    // The one line the waiting run logs (a paused member's tofu finishing its apply looks like this).
+    assert.equal(waits.length, 1, JSON.stringify(waits));
+    const [w] = waits;
+    assert.equal(w!.task, "web");
+    assert.match(w!.command, /^tofu apply/);
+    assert.equal(w!.waitMs, 120_000);
+    assert.equal(w!.lock?.Operation, "OperationTypeApply");
+    assert.match(w!.lock?.Who ?? "", /@/);
+    assert.match(w!.lock?.ID ?? "", /\S/);
+    assert.match(w!.lock?.Created ?? "", /\d{4}-\d\d-\d\d/);
+    const line = stateLockWaitLine(w!, 300_000);
+    assert.ok(line.startsWith(`task 'web': waiting for the Terraform state lock held by ${w!.lock!.Who} (ID ${w!.lock!.ID}, OperationTypeApply, created `), line);
+    assert.match(line, /waits up to 2m for it, then the run is retried for up to 5m/);
   });
 });

@@ -139,6 +139,21 @@ describe("the HTTP API of a running daemon (real Consul, real OpenTofu)", () => 
     assert.equal((await call("GET", "/v1/tasks/members")).body.task.enabled, true, "nothing changed");
   });
 
+  it("refuses a body nested past 64 levels (POST and PATCH) with 400 before anything is stored; reads keep answering", async () => {
+    const nest = (n: number) => '{"a":'.repeat(n) + "1" + "}".repeat(n);
+    const path = join(tmp.dir, "deep.txt");
+    const body = `{"task":{"name":"deep","module":"./modules/echo","condition":{"services":{"names":["web"]}},"variables":{"path":${JSON.stringify(path)},"v":${nest(5000)}}}}`;
+    assertError(await call("POST", "/v1/tasks?run=now", body), 400, /nests deeper than 64 levels of objects and lists \(at task\.variables\.v\.a\.a/);
+    assertError(await call("GET", "/v1/tasks/deep"), 404, /no task named 'deep'/);
+    assertError(await call("PATCH", "/v1/tasks/members", `{"variables":{"v":${nest(5000)}}}`), 400, /nests deeper than 64 levels/);
+    const list = await call("GET", "/v1/tasks");
+    assert.equal(list.status, 200, list.text.slice(0, 300));
+    assert.ok(!list.body.tasks.some((t: { name: string }) => t.name === "deep"));
+    assert.equal((await call("GET", "/v1/tasks/members")).status, 200);
+    assert.equal((await call("GET", "/v1/status/tasks")).status, 200);
+    assert.equal(await exists(path), false, "nothing ran");
+  });
+
   it("GET /v1/health answers {} and /v1/status/cluster answers 405 without high availability", async () => {
     const health = await call("GET", "/v1/health");
     assert.equal(health.status, 200);

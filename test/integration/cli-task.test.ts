@@ -194,6 +194,18 @@ task "${name}" {
     assert.match(down.stderr, /Cannot reach cts at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
   });
 
+  it("a task nested past 64 levels is refused by the daemon (400, exit 11) and task list keeps working", async () => {
+    const nest = (n: number) => "[".repeat(n) + "1" + "]".repeat(n);
+    await writeFile(join(tmp.dir, "deep.hcl"), hclTask("deep_echo", `\n  # not a variable of the module: the depth is refused first\n`).replace("variables = {", `variables = {\n    v = ${nest(100)}`));
+    const r = await cts(["task", "create", "--task-file", join(tmp.dir, "deep.hcl"), "--auto-approve"]);
+    assert.equal(r.code, 11, r.stderr);
+    assert.match(r.stderr, /nests deeper than 64 levels/);
+    const list = await cts(["task", "list", "--json"]);
+    assert.equal(list.code, 0, list.stderr);
+    assert.ok(!JSON.parse(list.stdout).tasks.some((t: { name: string }) => t.name === "deep_echo"), "nothing was stored");
+    assert.equal(await exists(join(tmp.dir, "deep_echo.txt")), false);
+  });
+
   it("the daemon registered itself in Consul and deregisters on SIGTERM", async () => {
     const services = await consul.api("GET", "/v1/agent/services");
     assert.equal(services["cts-cli-test"]?.Service, "consul-terraform-sync");
