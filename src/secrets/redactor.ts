@@ -57,7 +57,7 @@ const KNOWN_SECRETS = Symbol.for("cdktf-sync.knownSecrets");
 export class Redactor {
   /** The values as registered, in order (what another thread is sent). */
   private readonly raw: string[] = [];
-  /** Every text matched: the values, trimmed, and each line of a multi-line value. */
+  /** Every text matched: the values, trimmed, with whitespace collapsed, and each line of a multi-line value. */
   private readonly texts = new Set<string>();
   private readonly base64 = new Set<string>();
   /**
@@ -75,8 +75,10 @@ export class Redactor {
     this.raw.push(value);
     // Terraform and providers print text line by line (a plan shows a multi-line value as a
     // heredoc, indented): each line of a secret is a secret too, as GitHub Actions masks them.
+    // An error summary collapses whitespace (an event's message): that spelling is one too.
     const lines = value.split(/\r?\n/).map((l) => l.trim());
-    for (const t of [value, value.trim(), ...(lines.length > 1 ? lines : [])]) {
+    const collapsed = value.replace(/\s+/g, " ").trim();
+    for (const t of [value, value.trim(), collapsed, ...(lines.length > 1 ? lines : [])]) {
       if (t.length < MIN_SECRET_LENGTH || this.texts.has(t)) continue;
       this.texts.add(t);
       this.patterns.push(new RegExp(secretPattern(t), "g"));
