@@ -7,6 +7,7 @@ import { moduleTaskFrom } from "../task/declaration.ts";
 import type { ConfigDescription } from "../config/description.ts";
 import { synthesizeTask, type SynthContext, type SynthResult } from "./synthesize.ts";
 import type { TaskRef } from "./task-ref.ts";
+import { knownSecrets } from "../secrets/redactor.ts";
 
 /** Turns a task and its input into Terraform JSON. */
 export interface Synthesizer {
@@ -80,10 +81,18 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
   const pending = new Map<number, Pending>();
   let chain: Promise<unknown> = Promise.resolve();
 
+  /** How many of the main thread's secrets the current worker has (workerData, then each request). */
+  let secretsSent = 0;
+
   const start = () => {
-    const w = new Worker(new URL("./worker-boot.mjs", import.meta.url));
+    const secrets = [...knownSecrets.values()];
+    const w = new Worker(new URL("./worker-boot.mjs", import.meta.url), { workerData: { secrets } });
+    secretsSent = secrets.length;
     w.unref();
-    w.on("message", (msg: { id: number; ok: boolean; result?: SynthResult | ConfigDescription; error?: SerializedError; heapUsed: number }) => {
+    w.on("message", (msg: { id: number; ok: boolean; result?: SynthResult | ConfigDescription; error?: SerializedError; secrets: string[]; heapUsed: number }) => {
+      // Before the answer is used: secrets the worker read (a config's `{{ env }}` values) are known
+      // to every log line, event and API answer of this thread from now on.
+      for (const s of msg.secrets) knownSecrets.add(s);
       const p = pending.get(msg.id);
       pending.delete(msg.id);
       if (!p) return;
@@ -119,7 +128,10 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
       if (counts) count++;
       const id = nextId++;
       pending.set(id, { resolve, reject });
-      w.postMessage({ id, ...msg });
+      const all = knownSecrets.values();
+      const secrets = all.slice(secretsSent);
+      secretsSent = all.length;
+      w.postMessage({ id, ...msg, secrets });
     });
 
   // One request at a time: synthesis is CPU-bound, and serializing keeps recycling simple.

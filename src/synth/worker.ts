@@ -1,4 +1,4 @@
-import { parentPort } from "node:worker_threads";
+import { parentPort, workerData } from "node:worker_threads";
 import { loadConfig, type LoadedConfig } from "../config/load.ts";
 import { describeConfig } from "../config/description.ts";
 import { CtsError } from "../errors.ts";
@@ -6,6 +6,7 @@ import { ModuleTask } from "../task/module-task.ts";
 import type { AnyTaskInput } from "../task/task.ts";
 import { synthesizeTask, type SynthContext } from "./synthesize.ts";
 import { serializeError } from "./synthesizer.ts";
+import { knownSecrets } from "../secrets/redactor.ts";
 import type { TaskRef } from "./task-ref.ts";
 
 // The worker loads each config file once and keeps its task instances for its lifetime.
@@ -31,24 +32,48 @@ function configFor(key: string, files: string | string[]) {
   return loading;
 }
 
-type Request = { id: number; describe: string | string[] } | { id: number; ref: TaskRef; input: AnyTaskInput; ctx: SynthContext };
+type Request = ({ id: number; describe: string | string[] } | { id: number; ref: TaskRef; input: AnyTaskInput; ctx: SynthContext }) & { secrets: string[] };
+
+// The main thread's secrets, known before any code of the config runs here.
+for (const s of (workerData as { secrets?: string[] } | undefined)?.secrets ?? []) knownSecrets.add(s);
+
+// A task's own output (console.log) is forwarded by the main thread as it is: redact it here.
+for (const stream of [process.stdout, process.stderr]) {
+  const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean;
+  stream.write = ((chunk: unknown, ...rest: unknown[]) =>
+    write(typeof chunk === "string" ? knownSecrets.redact(chunk) : chunk instanceof Uint8Array ? knownSecrets.redact(Buffer.from(chunk).toString("utf8")) : chunk, ...rest)) as typeof stream.write;
+}
+
+/** How many of this thread's secrets the main thread has been sent. */
+let sent = 0;
+
+/**
+ * Every reply carries the secrets this thread learned since the last one (`{{ env }}` values of a
+ * CTS config, read while loading it): the main thread registers them before it settles the
+ * request, so they are known before anything it logs about the answer.
+ */
+function reply(msg: Record<string, unknown>): void {
+  const all = knownSecrets.values();
+  const secrets = all.slice(sent);
+  sent = all.length;
+  parentPort!.postMessage({ ...msg, secrets, heapUsed: process.memoryUsage().heapUsed });
+}
 
 parentPort!.on("message", async (msg: Request) => {
+  for (const s of msg.secrets) knownSecrets.add(s);
   if ("describe" in msg) {
     try {
       const key = Array.isArray(msg.describe) ? msg.describe.join("\n") : msg.describe;
-      const description = describeConfig(await configFor(key, msg.describe));
-      parentPort!.postMessage({ id: msg.id, ok: true, result: description, heapUsed: process.memoryUsage().heapUsed });
+      reply({ id: msg.id, ok: true, result: describeConfig(await configFor(key, msg.describe)) });
     } catch (err) {
-      parentPort!.postMessage({ id: msg.id, ok: false, error: serializeError(err), heapUsed: process.memoryUsage().heapUsed });
+      reply({ id: msg.id, ok: false, error: serializeError(err) });
     }
     return;
   }
   try {
     const task = await taskFor(msg.ref);
-    const result = synthesizeTask(task, msg.input, msg.ctx);
-    parentPort!.postMessage({ id: msg.id, ok: true, result, heapUsed: process.memoryUsage().heapUsed });
+    reply({ id: msg.id, ok: true, result: synthesizeTask(task, msg.input, msg.ctx) });
   } catch (err) {
-    parentPort!.postMessage({ id: msg.id, ok: false, error: serializeError(err), heapUsed: process.memoryUsage().heapUsed });
+    reply({ id: msg.id, ok: false, error: serializeError(err) });
   }
 });

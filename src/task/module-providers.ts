@@ -72,14 +72,28 @@ function typeOf(v: unknown, depth = 0): string {
   return `object({${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${k} = ${typeOf(x, depth + 1)}`).join(", ")}})`;
 }
 
+/** A lone UTF-16 surrogate: Terraform refuses `\ud800` ("cannot encode in UTF-8"). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * A string as an HCL quoted literal: JSON's escapes except `\b` and `\f`, which HCL lacks (written
+ * as `\u0008`, `\u000c`); a lone surrogate as U+FFFD, as the environment would carry it; `${` and
+ * `%{` stay text.
+ */
+function hclString(s: string): string {
+  return JSON.stringify(s.replace(LONE_SURROGATE, "\ufffd"))
+    .replace(/\\(.)/g, (m, c: string) => (c === "b" ? "\\u0008" : c === "f" ? "\\u000c" : m))
+    .replace(/([$%])\{/g, "$1$1{");
+}
+
 /** A value as an HCL literal; `${` and `%{` in strings stay text. */
 function hclLiteral(v: unknown, depth = 0): string {
-  if (typeof v === "string") return JSON.stringify(v).replace(/([$%])\{/g, "$1$1{");
+  if (typeof v === "string") return hclString(v);
   if (v === null || v === undefined) return "null";
   if (typeof v !== "object") return String(v);
   checkWalkDepth(depth + 1, WHAT);
   if (Array.isArray(v)) return `[${v.map((x) => hclLiteral(x, depth + 1)).join(", ")}]`;
-  return `{${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${JSON.stringify(k)} = ${hclLiteral(x, depth + 1)}`).join(", ")}}`;
+  return `{${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${hclString(k)} = ${hclLiteral(x, depth + 1)}`).join(", ")}}`;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

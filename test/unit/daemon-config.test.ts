@@ -8,6 +8,14 @@ import { loadConfig } from "../../src/config/load.ts";
 import { DeclaredTask } from "../../src/task/declaration.ts";
 import { ModuleTask } from "../../src/task/module-task.ts";
 import type { TaskRef } from "../../src/synth/task-ref.ts";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import fc from "fast-check";
+import { redact, redactSecret } from "../../src/log.ts";
+import { REDACTED } from "../../src/secrets/redactor.ts";
+import { waitFor } from "../support/cts.ts";
+import { encodings, secretArbitrary, wellFormed } from "../fixtures/secret-encodings.ts";
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/configs/${name}`, import.meta.url));
 const loadedHere = () => Object.keys(createRequire(import.meta.url).cache);
@@ -63,5 +71,78 @@ describe("a daemon's config", () => {
       assert.match(err.message, /function-setting\.ts: 'consul' holds a value that is not plain data/);
       return true;
     });
+  });
+
+  it("from CTS files hands the {{ env }} values it read to the main thread before it resolves: every log line redacts them", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "cts-env-secrets-"));
+    // As the environment holds them: no NUL, and a lone surrogate became U+FFFD.
+    const secrets = fc.sample(secretArbitrary({ noNul: true }).map(wellFormed), { numRuns: 5 }).map((s, i) => `${i}-${process.pid}-${s}`);
+    const names = secrets.map((_, i) => `CTS_TEST_ENV_SECRET_${process.pid}_${i}`);
+    try {
+      secrets.forEach((s, i) => (process.env[names[i]!] = s));
+      const file = join(dir, "cts.hcl");
+      await writeFile(
+        file,
+        `consul {
+  address = "127.0.0.1:8500"
+}
+terraform_provider "local" {
+${names.slice(0, 3).map((n, i) => `  key_${i} = "{{ env \\"${n}\\" }}"`).join("\n")}
+  task_env {
+${names.slice(3).map((n, i) => `    VAR_${i} = "prefix-{{ env \\"${n}\\" }}"`).join("\n")}
+  }
+}
+task {
+  name      = "echo"
+  module    = "${fileURLToPath(new URL("../../modules/cts-echo", import.meta.url))}"
+  providers = ["local"]
+  condition "services" {
+    names = ["web"]
+  }
+}
+`,
+      );
+      const { synthesizer } = await loadDaemonConfig(file);
+      await synthesizer.close();
+      for (const s of secrets) {
+        for (const [name, form] of Object.entries(encodings(s))) assert.equal(redact(`x ${form} y`), `x ${REDACTED} y`, `${name} of ${JSON.stringify(s)}`);
+      }
+    } finally {
+      for (const n of names) delete process.env[n];
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("hands the main thread's secrets to the worker, before and after it started: a task's own output is redacted", async () => {
+    const before = `main-thread-secret-${process.pid}-<&>"`;
+    const later = `registered-later-${process.pid}-\u2028`;
+    process.env.CTS_TEST_CHATTY = before;
+    process.env.CTS_TEST_CHATTY_LATER = later;
+    redactSecret(before);
+    const out: string[] = [];
+    const writes = [process.stdout.write, process.stderr.write] as const;
+    // The worker's stdout and stderr are piped into the main thread's streams (which the test
+    // runner reports through too: everything else goes on).
+    const capture = (write: (typeof writes)[number], stream: NodeJS.WriteStream) =>
+      ((chunk: unknown, ...rest: unknown[]) => (String(chunk).includes("chatty") ? (out.push(String(chunk)), true) : (write as (...a: unknown[]) => boolean).call(stream, chunk, ...rest))) as typeof process.stdout.write;
+    process.stdout.write = capture(writes[0], process.stdout);
+    process.stderr.write = capture(writes[1], process.stderr);
+    const { loaded, synthesizer } = await loadDaemonConfig(fixture("chatty.ts"));
+    try {
+      redactSecret(later);
+      await synthesizer.synth({ kind: "config", configFile: loaded.file, name: "chatty" }, { services: [] } as never, {});
+      await waitFor(() => out.join("").includes("chatty done") && out.join("").includes("stderr CTS_TEST_CHATTY_LATER"), 20_000, "the task's output");
+    } finally {
+      process.stdout.write = writes[0];
+      process.stderr.write = writes[1];
+      await synthesizer.close();
+      delete process.env.CTS_TEST_CHATTY;
+      delete process.env.CTS_TEST_CHATTY_LATER;
+    }
+    const text = out.join("");
+    assert.match(text, /chatty CTS_TEST_CHATTY=\[redacted\]/);
+    assert.match(text, /chatty CTS_TEST_CHATTY_LATER=\[redacted\]/);
+    assert.match(text, /chatty stderr CTS_TEST_CHATTY_LATER=\[redacted\]/);
+    assert.ok(!text.includes(before) && !text.includes(later), text);
   });
 });

@@ -125,6 +125,11 @@ describe("ModuleTask", () => {
     assert.deepEqual(task.environment(), { TF_VAR_aws: '{"region" = "eu-west-1", "assume_role" = {"role_arn" = "arn:x"}}', AWS_SECRET_ACCESS_KEY: "s3cr3t-value" });
   });
 
+  it("passes provider values as HCL Terraform can parse: no \\b or \\f escapes, no lone surrogates, ${ kept as text", () => {
+    const task = new ModuleTask({ name: "p", condition: services({ names: ["web"] }), module: "org/m/x", providers: [{ name: "x", config: { key: 'a\b\f\\b"${x}%{y}\ud800🚀' } }] });
+    assert.equal(task.environment().TF_VAR_x, '{"key" = "a\\u0008\\u000c\\\\b\\"$${x}%%{y}\ufffd🚀"}');
+  });
+
   it("writes variables as data: a ${ in a value stays text", () => {
     const task = new ModuleTask({ name: "v", condition: services({ names: ["web"] }), module: "org/m/x", variables: { tpl: "a${b}" } });
     assert.equal(Testing.synthTask(task, { services: [] }).module.v.tpl, "a$${b}");
