@@ -78,7 +78,7 @@ describe("fencing: a leader cut off from Consul, and the Terraform state lock", 
     assert.equal(await read(members), "web-1\n");
     // The driver now waits out the lock itself (-lock-timeout and its own retries); the HA retry
     // is left for locks held longer than that. Either one must have said it waited for the lock.
-    await healthy.waitForLine(/ha: task 'slow': its Terraform state is locked|\[slow\] the state is locked by \S+; waiting for it/, 1_000, marks.q);
+    await healthy.waitForLine(/ha: task 'slow': its Terraform state is locked|task 'slow': waiting for the Terraform state lock held by \S+/, 1_000, marks.q);
     assert.doesNotMatch(cutOff.logs().slice(marks.p), /ha: acquired leadership lock/, "the cut-off instance cannot lead again without Consul");
   });
 
