@@ -1,7 +1,7 @@
 /**
  * Every error code cts uses, with its category and the fix a user should try first. `CtsError`
  * takes only these codes (a new code is a compile error until it is added here), the catalogue's
- * category is the one the error carries, and the README's error table lists every code
+ * category is the one the error carries, and the error table of docs/errors.md lists every code
  * (test/unit/error-catalogue.test.ts keeps the three in step).
  *
  * Categories: usage → exit 2 (the config, a flag or a request is wrong), external → exit 1 (Consul,
