@@ -1,6 +1,7 @@
 /**
  * Just enough markdown for the docs test: fenced blocks, inline code, links and GitHub's heading
- * anchors. Not a markdown parser; it reads the subset this repository's pages use.
+ * anchors. Not a markdown parser; it reads the subset this repository's pages use, line by line (a
+ * code span that wraps onto the next line is not seen as one).
  */
 
 /** One line of a page, with whether it sits in a fenced block and that block's language. */
