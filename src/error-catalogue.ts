@@ -1,7 +1,7 @@
 /**
  * Every error code cts uses, with its category and the fix a user should try first. `CtsError`
  * takes only these codes (a new code is a compile error until it is added here), the catalogue's
- * category is the one the error carries, and the README's error table lists every code
+ * category is the one the error carries, and the error table of docs/errors.md lists every code
  * (test/unit/error-catalogue.test.ts keeps the three in step).
  *
  * Categories: usage → exit 2 (the config, a flag or a request is wrong), external → exit 1 (Consul,
@@ -11,7 +11,7 @@ export const ERROR_CATALOGUE = {
   // Configuration and command line
   CONFIG_NOT_FOUND: { category: "usage", fix: "Pass --config with the path of your cts.config.ts (or a CTS .hcl/.json file), or run `cts init`." },
   CONFIG_LOAD_FAILED: { category: "usage", fix: "Fix the error in the config file at the place named; `npx tsc --noEmit` shows TypeScript errors." },
-  CONFIG_INVALID: { category: "usage", fix: "Correct the field named in the message; README 'Configuration' lists every key." },
+  CONFIG_INVALID: { category: "usage", fix: "Correct the field named in the message; docs/configuration.md lists every key." },
   CONFIG_PACKAGE_MISSING: { category: "usage", fix: "Install the package the config imports (`npm i cdktf-sync` in the config's project)." },
   LOG_FORMAT_INVALID: { category: "usage", fix: "Use --log-format text or --log-format json (logFormat in the config)." },
   USAGE: { category: "usage", fix: "Run the command with --help for its flags." },
@@ -20,7 +20,7 @@ export const ERROR_CATALOGUE = {
   HTTP_ADDR_INVALID: { category: "usage", fix: "Give the API address as http(s)://host:port." },
   SECRET_MISSING: { category: "usage", fix: "Set the environment variable or create the file the secret reads, in the daemon's environment." },
   TEMPLATE_NOT_FOUND: { category: "usage", fix: "Reinstall cts: its templates/ folder is missing from the package." },
-  INPUT_INVALID: { category: "usage", fix: "Pass a JSON snapshot like the one in README 'cts synth --input'." },
+  INPUT_INVALID: { category: "usage", fix: "Pass a JSON snapshot like the one in docs/configuration.md (cts synth --input)." },
   DATA_TOO_DEEP: { category: "usage", fix: "Flatten the value the message names (task data nests at most 64 levels, the JSON a task builds at most 256), or pass it as a JSON string and jsondecode() it in Terraform." },
 
   // Tasks
@@ -111,7 +111,7 @@ export const ERROR_CATALOGUE = {
   HA_NOT_OWNER: { category: "usage", fix: "Shared mode: send the change to the task's owner (named in the answer and in GET /v1/status/cluster)." },
   HA_NO_OWNER: { category: "external", fix: "Shared mode: retry in a few seconds; a takeover takes up to twice the session TTL." },
   HA_SESSION_TTL: { category: "usage", fix: "Raise highAvailability.cluster.storage.sessionTtl to at least Consul's minimum (10s)." },
-  HA_CONSUL_FAILED: { category: "external", fix: "The token needs key:write on the HA prefix and session:write on this node (README 'High availability')." },
+  HA_CONSUL_FAILED: { category: "external", fix: "The token needs key:write on the HA prefix and session:write on this node (docs/operations.md 'High availability')." },
   HA_CONSUL_TIMEOUT: { category: "external", fix: "Check the Consul agent's health; the member fences itself if renewals keep failing." },
   HA_CONSUL_UNREACHABLE: { category: "external", fix: "Start the Consul agent or fix consul.address; the member retries." },
 } as const satisfies Record<string, { category: "usage" | "external" | "internal"; fix: string }>;

@@ -4,6 +4,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CtsError, ERROR_CATALOGUE, isErrorCode } from "../../src/errors.ts";
+import { ERRORS_PAGE, errorTable, tableIn } from "../../scripts/error-table.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -44,11 +45,12 @@ describe("the error catalogue", () => {
     }
   });
 
-  it("is listed code by code in the README's error table", async () => {
-    const readme = await readFile(join(ROOT, "README.md"), "utf8");
-    const table = new Set([...readme.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \| (usage|external|internal) \|/gm)].map((m) => `${m[1]} ${m[2]}`));
-    for (const [code, entry] of Object.entries(ERROR_CATALOGUE)) assert.ok(table.has(`${code} ${entry.category}`), `README's error table lacks | \`${code}\` | ${entry.category} |`);
-    assert.equal(table.size, Object.keys(ERROR_CATALOGUE).length, "the README lists no code the catalogue lacks");
+  it("is listed code by code, with its fix, in the error table of docs/errors.md", async () => {
+    const page = await readFile(ERRORS_PAGE, "utf8");
+    const table = new Set([...page.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \| (usage|external|internal) \|/gm)].map((m) => `${m[1]} ${m[2]}`));
+    for (const [code, entry] of Object.entries(ERROR_CATALOGUE)) assert.ok(table.has(`${code} ${entry.category}`), `docs/errors.md's error table lacks | \`${code}\` | ${entry.category} |`);
+    assert.equal(table.size, Object.keys(ERROR_CATALOGUE).length, "docs/errors.md lists no code the catalogue lacks");
+    assert.deepEqual(tableIn(page).lines, errorTable(), "docs/errors.md's table differs from the catalogue: run `node --import tsx scripts/error-table.ts --write`");
   });
 
   it("gives an error the catalogue's category and exit code", () => {
