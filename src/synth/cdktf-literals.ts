@@ -111,13 +111,30 @@ export function hookLoadedCdktf(): void {
 
 /** Whether `s` holds a marker of one of our tokens (what cdktf's `test()` should have meant). */
 function hasOwnToken(s: string, re: RegExp): boolean {
-  const scan = new RegExp(re.source, "g");
+  // cdktf asks this of every string and object key it resolves: most hold no marker at all.
+  if (!s.includes("TfToken[")) return false;
+  let scan = scans.get(re.source);
+  if (!scan) scans.set(re.source, (scan = new RegExp(re.source, "g")));
+  scan.lastIndex = 0;
   for (let m = scan.exec(s); m; m = scan.exec(s)) if (ownKey(m[1] ?? "")) return true;
   return false;
 }
+const scans = new Map<string, RegExp>();
 
 function ownKey(key: string): boolean {
   return key.includes(`.${state.nonce}.`) || (state.earlier?.has(key) ?? false);
+}
+
+/**
+ * Text that reads the same wherever cdktf writes it (template text, or quoted in an expression by
+ * cdktf's own escapeString, which writes `\n` as `\\n`), so it needs no placeholder: no lead, brace,
+ * quote, backslash, marker or control character but newline, and nothing cdktf's number-token scan
+ * could take for a number token. Most strings are like this.
+ */
+const PLAIN = /^[^$%{}"\\\u0000-\u0009\u000b-\u001f\u007f\uE000-\uE002]*$/;
+const NUMBER_LIKE = /[-|\d.+]e[-|\d.eE+]/;
+function plainText(s: string): boolean {
+  return PLAIN.test(s) && !NUMBER_LIKE.test(s);
 }
 
 function isExpression(t: unknown): boolean {
@@ -140,7 +157,7 @@ function patchEncoding(encoding: any): void {
     if (!state.active) return forString.call(this, s, ...flags);
     if (flags.length === 0) return ownTokensOnly(forString.call(this, s), s);
     const ts = forString.call(this, s, flags[0], false);
-    if (s.length > 0) ts.test = () => true;
+    if (s.length > 0 && !plainText(s)) ts.test = () => true;
     return ts;
   };
   for (const name of ["forListToken", "forMapToken"]) {
@@ -165,6 +182,8 @@ function patchResolver(resolvable: any): void {
   resolver.resolveString = function (fragments: { fragments: Fragment[]; constructor: new () => { fragments: Fragment[] } }, context: unknown) {
     const table = state.active;
     if (!table || state.trustDepth > 0) return resolveString.call(this, fragments, context);
+    const only = fragments.fragments.length === 1 ? fragments.fragments[0]! : undefined;
+    if (only?.type === "literal") return table.mark(only.lit ?? "");
     const marked = new fragments.constructor();
     for (const f of fragments.fragments) {
       if (f.type === "literal") marked.fragments.push({ type: "literal", lit: table.mark(f.lit ?? "") });
@@ -207,7 +226,8 @@ function patchExpressions(expressions: any): void {
 
   const escapeString = TFExpression.prototype.escapeString;
   TFExpression.prototype.escapeString = function (str: string) {
-    return state.active ? state.active.mark(str) : escapeString.call(this, str);
+    if (!state.active) return escapeString.call(this, str);
+    return plainText(str) ? escapeString.call(this, str) : state.active.mark(str);
   };
 
   const resolveExpressionPart = TFExpression.prototype.resolveExpressionPart;

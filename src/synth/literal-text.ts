@@ -81,9 +81,32 @@ export class LiteralTable {
     return new TemplateWriter(pieces).run();
   }
 
-  /** Writes every string (keys too) of synthesized output; walks without recursion. */
+  /**
+   * Writes every string (keys too) of synthesized output. Recursive for speed up to a depth cdktf
+   * itself never reaches (it refuses past 200 levels); deeper data is walked without recursion.
+   */
   writeDeep<T>(value: T): T {
-    return mapStrings(value, (s) => this.write(s));
+    return this.writeValue(value, 0) as T;
+  }
+
+  private writeValue(v: unknown, depth: number): unknown {
+    if (typeof v === "string") return HAS_MARKER.test(v) ? this.write(v) : v;
+    if (typeof v !== "object" || v === null) return v;
+    if (depth > 400) return mapStrings(v, (s) => this.write(s));
+    if (Array.isArray(v)) {
+      const out: unknown[] = [];
+      for (let i = 0; i < v.length; i++) out.push(this.writeValue(v[i], depth + 1));
+      return out;
+    }
+    const out: Record<string, unknown> = {};
+    const src = v as Record<string, unknown>;
+    for (const k of Object.keys(src)) {
+      const key = HAS_MARKER.test(k) ? this.write(k) : k;
+      const value = this.writeValue(src[k], depth + 1);
+      if (key === "__proto__") Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+      else out[key] = value;
+    }
+    return out;
   }
 
   private placeholder(text: string): string {
@@ -236,8 +259,13 @@ class TemplateWriter {
  * expression text after it: a lead of ours must not join theirs, nor theirs our `{`.
  */
 export function templateText(text: string, before: string, next: string, quoted = false): string {
-  let out = "";
   const last = before[before.length - 1];
+  // Most text has no lead: only CRs (template text) or HCL's string escapes (quoted) to write.
+  if (!LEADS.test(text) && !((last === "$" || last === "%") && (text[0] === "{" || text[0] === "\r"))) {
+    if (quoted) return QUOTED_SPECIAL.test(text) ? text.replace(QUOTED_SPECIAL_ALL, quotedChar) : text;
+    return text.includes("\r") ? text.replace(/\r/g, '${"\\r"}') : text;
+  }
+  let out = "";
   // Their `$` (or `%`) and our `{` would open an expression: one more lead makes both literal.
   if (text[0] === "{" && (last === "$" || last === "%")) out += last;
   if (!quoted && text[0] === "\r" && last === "$") throw unsafe("a carriage return followed a `$` of a Terraform expression");
@@ -264,6 +292,10 @@ export function templateText(text: string, before: string, next: string, quoted 
   }
   return out;
 }
+
+const LEADS = /[$%]/;
+const QUOTED_SPECIAL = /["\\\u0000-\u001f\u007f]/;
+const QUOTED_SPECIAL_ALL = /["\\\u0000-\u001f\u007f]/g;
 
 /** One character inside an HCL quoted string. */
 function quotedChar(c: string): string {
