@@ -1,7 +1,7 @@
 import type { CtsError } from "../errors.ts";
 import type { AnyTaskInput } from "../task/task.ts";
 import { allSources, fieldOf } from "../task/sources.ts";
-import type { CatalogReader } from "../watch/types.ts";
+import type { CatalogReader } from "../consul/types.ts";
 import type { SkippedServices } from "./skipped-services.ts";
 import type { TaskEntry } from "./task-entry.ts";
 

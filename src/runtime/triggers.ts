@@ -4,7 +4,7 @@ import type { Metrics } from "../metrics/metrics.ts";
 import { allSources, fieldOf } from "../task/sources.ts";
 import { BufferPeriod, DEFAULT_BUFFER_PERIOD, normalizeBufferPeriod, type BufferPeriodConfig, type BufferPeriodSettings } from "../watch/buffer.ts";
 import type { Watcher } from "../watch/types.ts";
-import { parseCron, type Cron } from "./cron.ts";
+import { parseCron, type Cron } from "../task/cron.ts";
 import { driftSettings, type DriftSettings } from "./drift.ts";
 import type { DriftCheckOption } from "../task/task.ts";
 import type { SkippedServices } from "./skipped-services.ts";

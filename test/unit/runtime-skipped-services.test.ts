@@ -8,7 +8,7 @@ import { quote } from "../../src/quote.ts";
 import { skippedServices } from "../../src/runtime/skipped-services.ts";
 import { taskInputSource } from "../../src/runtime/task-input.ts";
 import type { TaskEntry } from "../../src/runtime/task-entry.ts";
-import type { CatalogReader } from "../../src/watch/types.ts";
+import type { CatalogReader } from "../../src/consul/types.ts";
 import { MemberList } from "../fixtures/tasks.ts";
 
 const refusal = (service: string) => refusedServiceName(new CtsError("CONSUL_BAD_REQUEST", "usage", "HTTP 400", { detail: { status: 400 } }), service)!;

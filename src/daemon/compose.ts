@@ -5,32 +5,32 @@ import { watchTokenFile } from "../consul/token-file.ts";
 import { consulEnvForTerraform } from "../consul/connection.ts";
 import { createCatalogReader } from "../consul/reader.ts";
 import { createWatcher } from "../watch/watcher.ts";
-import type { CatalogReader, Watcher } from "../watch/types.ts";
+import type { CatalogReader } from "../consul/types.ts";
+import type { Watcher } from "../watch/types.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { noMetrics, type Metrics } from "../metrics/metrics.ts";
 import { createPrometheusMetrics } from "../metrics/prometheus.ts";
 import { inProcessSynthesizer, workerSynthesizer, type Synthesizer } from "../synth/synthesizer.ts";
 import { workingRoot } from "../synth/paths.ts";
-import { startDaemonApi } from "../api/daemon.ts";
+import { startDaemonApi } from "./api.ts";
 import { HighAvailability } from "../ha/high-availability.ts";
-import { haApiOptions } from "../ha/api.ts";
+import { haApiOptions } from "./ha-api.ts";
 import { SharedCluster } from "../ha/shared.ts";
 import { resolveHaSettings } from "../ha/settings.ts";
-import { consulConnectionFor, tokenFileFor } from "./consul-setup.ts";
+import { consulConnectionFor, tokenFileFor } from "../config/consul-connection.ts";
 import { terraformDriverFor } from "./driver-setup.ts";
-import { Controller } from "./controller.ts";
-import { Activity, EventStore } from "./events.ts";
-import type { Runtime } from "./interfaces.ts";
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.ts";
-import { driftAttempt, runAttempt, type RunDriver } from "./run.ts";
-import { TaskRuns } from "./runs.ts";
-import { skippedServices } from "./skipped-services.ts";
-import { taskInputSource } from "./task-input.ts";
-import { TaskRegistry } from "./tasks.ts";
-import { Triggers } from "./triggers.ts";
+import { Controller } from "../runtime/controller.ts";
+import { Activity, EventStore } from "../runtime/events.ts";
+import type { Runtime } from "../runtime/interfaces.ts";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../runtime/retry.ts";
+import { driftAttempt, runAttempt, type RunDriver } from "../runtime/run.ts";
+import { TaskRuns } from "../runtime/runs.ts";
+import { skippedServices } from "../runtime/skipped-services.ts";
+import { taskInputSource } from "../runtime/task-input.ts";
+import { TaskRegistry } from "../runtime/tasks.ts";
+import { Triggers } from "../runtime/triggers.ts";
 
-export { consulConnectionFor, createConsulReader, tokenFileFor } from "./consul-setup.ts";
-export type { Runtime } from "./interfaces.ts";
+export type { Runtime } from "../runtime/interfaces.ts";
 
 // The composition root: the one place that knows every part of a running cts and wires them.
 // Everything else receives what it needs through the small interfaces in interfaces.ts.
