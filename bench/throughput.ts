@@ -10,7 +10,7 @@ import { startConsul } from "../test/support/consul.ts";
 import { runTofu } from "../test/support/tofu.ts";
 import { loadConfig } from "../src/config/load.ts";
 import { createLogger } from "../src/log.ts";
-import { createRuntime } from "../src/runtime/compose.ts";
+import { createRuntime } from "../src/daemon/compose.ts";
 import { registerInstances, type CatalogInstance } from "./lib/catalog.ts";
 import { lit, writeBenchConfig } from "./lib/config.ts";
 import { procSample } from "./lib/machine.ts";

@@ -4,9 +4,9 @@ import { loadConfig, type LoadedConfig } from "../../src/config/load.ts";
 import { createConsulApi } from "../../src/consul/client.ts";
 import { consulEnvForTerraform } from "../../src/consul/connection.ts";
 import { createLogger } from "../../src/log.ts";
-import { consulConnectionFor } from "../../src/runtime/consul-setup.ts";
+import { consulConnectionFor } from "../../src/config/consul-connection.ts";
 import type { Controller } from "../../src/runtime/controller.ts";
-import { createController } from "../../src/runtime/compose.ts";
+import { createController } from "../../src/daemon/compose.ts";
 import { workerSynthesizer, type Synthesizer } from "../../src/synth/synthesizer.ts";
 import { workingRoot } from "../../src/synth/paths.ts";
 import { createTerraformDriver } from "../../src/terraform/driver.ts";
@@ -145,7 +145,7 @@ export function timedDriver(inner: LocalTerraformDriver, rec: Recorder): LocalTe
   return { ...inner, apply: wrap("apply"), plan: wrap("plan"), destroy: wrap("destroy") };
 }
 
-/** The daemon's parts, wired as src/runtime/compose.ts wires them, with timing taps. */
+/** The daemon's parts, wired as src/daemon/compose.ts wires them, with timing taps. */
 export interface BenchDaemon {
   loaded: LoadedConfig;
   controller: Controller;

@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { normalizeOrigin, parseHost } from "../config/api-access.ts";
 import { ApiError } from "./http-io.ts";
 
 /**
@@ -28,14 +29,6 @@ export interface BrowserGuardOptions {
 const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "::1"]);
 const WILDCARDS = new Set(["0.0.0.0", "::", ""]);
 
-/** Splits a Host header into a lower-case name (IPv6 without brackets) and a port (undefined when absent). */
-export function parseHost(header: string): { name: string; port: number | undefined } | undefined {
-  const m = /^(\[[0-9a-f:.]+\]|[^:[\]\s]+)(?::(\d{1,5}))?$/i.exec(header.trim());
-  if (!m) return undefined;
-  const name = m[1]!.replace(/^\[|\]$/g, "").toLowerCase().replace(/\.$/, "");
-  return { name, port: m[2] === undefined ? undefined : Number(m[2]) };
-}
-
 /**
  * Refuses a request whose Host is not this API (DNS rebinding: the attacker's name resolving to
  * us). Accepted: loopback names and the bound address with the bound port; with a wildcard bind
@@ -62,16 +55,6 @@ export function hostProblem(header: string | undefined, bound: BoundAddress, tls
     if (WILDCARDS.has(own) && isIP(host.name)) return undefined;
   }
   return refuse(`the Host '${header.slice(0, 100)}' is not this API.`);
-}
-
-/** An origin as browsers serialize it: lower-case scheme and host, no default port, no path. */
-export function normalizeOrigin(origin: string): string | undefined {
-  try {
-    const u = new URL(origin);
-    return u.origin === "null" ? undefined : u.origin;
-  } catch {
-    return undefined;
-  }
 }
 
 /**

@@ -1,4 +1,4 @@
-import { attributesOf, parseHcl } from "../cli/hcl.ts";
+import { attributesOf, parseHcl } from "../config/hcl.ts";
 import { MAX_DATA_DEPTH } from "../data-depth.ts";
 import { messageOf } from "../errors.ts";
 import { knownSecrets } from "../secrets/redactor.ts";

@@ -12,7 +12,7 @@ import { readFromSnapshot, readSnapshot } from "../synth/snapshot.ts";
 import { synthesizeTask } from "../synth/synthesize.ts";
 import { taskDir, workingRoot } from "../synth/paths.ts";
 import { assembleInput } from "../task/sources.ts";
-import { createConsulReader, warnSkipped } from "../runtime/consul-setup.ts";
+import { createConsulReader, warnSkipped } from "../daemon/consul-setup.ts";
 
 const loaded = await loadConfig(process.env.CTS_CONFIG);
 const snapshot = process.env.CTS_INPUT ? readSnapshot(process.env.CTS_INPUT) : undefined;

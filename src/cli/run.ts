@@ -68,7 +68,7 @@ export function registerRun(program: Command): void {
 }
 
 /** The daemon's modules (the runtime, the driver, the API), loaded on first need. */
-const runtime = () => import("../runtime/compose.ts");
+const runtime = () => import("../daemon/compose.ts");
 
 /**
  * The daemon's config (read in the synthesis worker, see loadDaemonConfig), with the daemon's own

@@ -10,8 +10,8 @@ import { assembleInput } from "../task/sources.ts";
 import type { Source, SourceData } from "../consul/types.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import type { Task } from "../task/task.ts";
-import { createConsulReader, warnSkipped } from "../runtime/consul-setup.ts";
-import type { SkippedServiceListener } from "../watch/types.ts";
+import { createConsulReader, warnSkipped } from "../daemon/consul-setup.ts";
+import type { SkippedServiceListener } from "../consul/types.ts";
 import { printJson, table } from "./output.ts";
 
 interface SynthFlags {

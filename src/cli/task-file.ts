@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { extname } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
-import { attributesOf, parseHcl, type HclBlock, type HclBody, type HclValue } from "./hcl.ts";
+import { attributesOf, parseHcl, type HclBlock, type HclBody, type HclValue } from "../config/hcl.ts";
 import { readVariableFiles } from "./tfvars.ts";
 
 type Json = Record<string, unknown>;

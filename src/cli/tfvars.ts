@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { MAX_DATA_DEPTH } from "../data-depth.ts";
 import { CtsError, messageOf } from "../errors.ts";
-import { attributesOf, parseHcl, type HclValue } from "./hcl.ts";
+import { attributesOf, parseHcl, type HclValue } from "../config/hcl.ts";
 
 /**
  * Reads a task's `variable_files` as CTS's `task create` does (`api.TaskRequestFromTaskConfig`):

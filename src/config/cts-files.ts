@@ -2,7 +2,7 @@ import { readFile, readdir, stat } from "node:fs/promises";
 import { extname, join, resolve } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
 import { MAX_WALK_DEPTH, tooDeepAt } from "../data-depth.ts";
-import { parseHcl, type HclBody, type HclValue } from "../cli/hcl.ts";
+import { parseHcl, type HclBody, type HclValue } from "./hcl.ts";
 import { CTS_SCHEMA, configError, readBlock, type BlockSchema, type ReadBlock } from "./cts-schema.ts";
 
 /** Whether a path is a CTS config (an .hcl or .json file, or a directory of them) rather than a TypeScript config. */

@@ -1,6 +1,6 @@
 import type { CtsConfig, HighAvailabilityConfig } from "./types.ts";
 import { configError, isObject, type ReadBlock } from "./cts-schema.ts";
-import type { HclValue } from "../cli/hcl.ts";
+import type { HclValue } from "./hcl.ts";
 import { bufferPeriod, ctsTasks } from "./cts-tasks.ts";
 
 /** A CTS config mapped onto ours, with what was accepted but has no effect here. */

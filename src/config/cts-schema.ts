@@ -1,5 +1,5 @@
 import { CtsError } from "../errors.ts";
-import type { HclBody, HclValue } from "../cli/hcl.ts";
+import type { HclBody, HclValue } from "./hcl.ts";
 
 /**
  * The keys of a CTS v0.9.0 configuration file, block by block (CTS-SOURCE-NOTES §1). Reading a

@@ -8,7 +8,7 @@ import type { BufferPeriodOption } from "../task/task.ts";
 import { configError, isObject, type ReadBlock } from "./cts-schema.ts";
 import { taskNameProblem, taskProblems } from "../task/validate.ts";
 import { redactSecret } from "../log.ts";
-import { parseHcl, type HclValue } from "../cli/hcl.ts";
+import { parseHcl, type HclValue } from "./hcl.ts";
 
 interface TaskContext {
   cwd: string;

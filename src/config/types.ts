@@ -1,10 +1,12 @@
-import type { BackendConfig } from "../synth/backend.ts";
 import type { ConsulTlsOptions } from "../consul/connection.ts";
 import type { BufferPeriodOption, DriftCheckOption, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 
 /** TLS settings for a connection to Consul (the same options the Consul client takes). */
 export type ConsulTlsConfig = ConsulTlsOptions;
+
+/** Terraform backend settings as written in the `terraform.backend` block: `{ consul: {...} }`. */
+export type BackendConfig = Record<string, Record<string, unknown>>;
 
 /** How cts reaches Consul. */
 export interface ConsulConfig {

@@ -1,9 +1,8 @@
-import type { CatalogReader, SkippedServiceListener } from "../watch/types.ts";
 import { isRefusedServiceName } from "./api-error.ts";
 import type { ConsulApi } from "./client.ts";
 import { sortInstances, toCatalogServices, toKvPairs, toServiceInstances } from "./convert.ts";
 import { catalogRequestFor, compileRegexp, kvRequestFor, matchingNames, normalizeServicesQuery } from "./query.ts";
-import type { ServiceInstance, ServicesQuery, Source, SourceData } from "./types.ts";
+import type { CatalogReader, ServiceInstance, ServicesQuery, SkippedServiceListener, Source, SourceData } from "./types.ts";
 
 /** A CatalogReader over a ConsulApi: one non-blocking read per request (for synth, once, inspect). */
 export function createCatalogReader(api: ConsulApi): CatalogReader {

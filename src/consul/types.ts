@@ -1,3 +1,5 @@
+import type { CtsError } from "../errors.ts";
+
 /**
  * The data tasks receive, in the words of CTS's services protocol v0 (camelCased). Everything in
  * here came from Consul and is untrusted: synthesis escapes it before it reaches Terraform.
@@ -97,3 +99,12 @@ export type SourceData<S extends Source = Source> = S extends { kind: "services"
   : S extends { kind: "catalog-services" }
     ? CatalogServices
     : KvPairs;
+
+/** Told that a service Consul cannot serve was left out of a source's data, the others kept. */
+export type SkippedServiceListener = (service: string, error: CtsError) => void;
+
+/** Reads a source once, without blocking (for `cts synth`, `cts once`, inspect). */
+export interface CatalogReader {
+  /** Current data for a source; services Consul cannot serve are left out and told to `onSkipped`. */
+  read<S extends Source>(source: S, signal?: AbortSignal, onSkipped?: SkippedServiceListener): Promise<SourceData<S>>;
+}

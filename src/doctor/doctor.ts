@@ -5,7 +5,9 @@ import type { LoadedConfig } from "../config/load.ts";
 import { consulEnvForTerraform, type ConsulConnection } from "../consul/connection.ts";
 import { messageOf } from "../errors.ts";
 import { createConsulProbe } from "./consul-probe.ts";
-import { consulConnectionFor, createConsulReader } from "../runtime/compose.ts";
+import { consulConnectionFor } from "../config/consul-connection.ts";
+import { createConsulApi } from "../consul/client.ts";
+import { createCatalogReader } from "../consul/reader.ts";
 import { DEFAULT_BACKEND } from "../synth/backend.ts";
 import { workingRoot } from "../synth/paths.ts";
 import { synthesizeTask } from "../synth/synthesize.ts";
@@ -47,8 +49,8 @@ export async function runDoctor(
         for (const name of [...config.tasks.map((t) => `reads:${t.name}`), ...(consulBackend ? ["state", "session"] : [])])
           add(fail(name, "not checked: Consul is not reachable", "fix the consul check first"));
       } else {
-        const read = createConsulReader(config);
-        for (const task of config.tasks) add(await checkTaskReads(task, read));
+        const reader = createCatalogReader(createConsulApi(conn));
+        for (const task of config.tasks) add(await checkTaskReads(task, (source, onSkipped) => reader.read(source, undefined, onSkipped)));
         if (consulBackend) {
           add(await checkStateWrite(http, consulBackend.path ?? "consul-terraform-sync/terraform"));
           add(await checkSession(http));

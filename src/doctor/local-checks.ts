@@ -6,7 +6,7 @@ import { execa } from "execa";
 import { messageOf } from "../errors.ts";
 import { terraformVersion } from "../terraform/version.ts";
 import { fail, pass, type CheckResult } from "./check.ts";
-import { DEFAULT_BINARIES, findExecutable } from "./executable.ts";
+import { DEFAULT_BINARIES, findExecutable } from "../terraform/executable.ts";
 
 const INSTALL = "install OpenTofu (https://opentofu.org/docs/intro/install/) or Terraform and put it on PATH";
 

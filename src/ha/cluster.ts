@@ -2,7 +2,7 @@ import { messageOf } from "../errors.ts";
 import type { HaKv } from "./kv.ts";
 import type { HaSettings } from "./settings.ts";
 
-/** The service name every cts instance registers under (as src/runtime/registration.ts). */
+/** The service name every cts instance registers under (as src/daemon/registration.ts). */
 export const CTS_SERVICE_NAME = "consul-terraform-sync";
 
 /** The tag that marks the members of one cluster in the self-registrations. */

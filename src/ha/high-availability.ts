@@ -7,7 +7,7 @@ import { createConsulTransport } from "../consul/transport.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import { consulConnectionFor, tokenFileFor } from "../runtime/consul-setup.ts";
+import { consulConnectionFor, tokenFileFor } from "../config/consul-connection.ts";
 import type { HaControl, RetryNotice, TaskChange } from "../runtime/interfaces.ts";
 import { TERRAFORM_STATE_LOCKED } from "../runtime/retry.ts";
 import type { TaskEvent } from "../runtime/events.ts";

@@ -3,7 +3,7 @@ import { createConsulTransport } from "../consul/transport.ts";
 import { watchTokenFile } from "../consul/token-file.ts";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { consulConnectionFor, tokenFileFor } from "../runtime/consul-setup.ts";
+import { consulConnectionFor, tokenFileFor } from "../config/consul-connection.ts";
 import type { HaControl } from "../runtime/interfaces.ts";
 import type { HaRuntime } from "./high-availability.ts";
 import { HaKv } from "./kv.ts";

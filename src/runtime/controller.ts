@@ -4,39 +4,44 @@ import { CtsError, messageOf, doctorHint } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import { Activity, EventStore, makeEvent, type RunActivity, type TaskEvent } from "./events.ts";
-import type { ControllerHooks, HaControl, RestoredTask, RunModes, RunOutcome, TaskControl, TaskView } from "./interfaces.ts";
-import { refused, type TaskRuns } from "./runs.ts";
+import type { ControllerHooks, HaControl, RestoredTask, RetryNotice, RunModes, RunOutcome, TaskControl, TaskView } from "./interfaces.ts";
+import type { Metrics } from "../metrics/metrics.ts";
+import type { TaskRunner } from "./run.ts";
+import { refused, TaskRuns, type RunGate, type RunSettings } from "./runs.ts";
 import { Ownership } from "./ownership.ts";
 import { TaskChanges } from "./task-changes.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import type { TaskRegistry } from "./tasks.ts";
-import type { Triggers } from "./triggers.ts";
+import { Triggers, type TriggerGate, type TriggerSettings } from "./triggers.ts";
 
 export type { ControllerHooks, RestoredTask, RunOutcome, TaskChange, TaskView } from "./interfaces.ts";
 
-/** The parts a controller coordinates, built by the composition root (compose.ts). */
+/** The parts a controller is built from (the composition root, src/daemon/compose.ts, makes them). */
 export interface ControllerParts {
   tasks: TaskRegistry;
-  triggers: Triggers;
-  runs: TaskRuns;
+  /** Makes each attempt: input → synthesize → Terraform; owns working dirs, warm providers, the synthesizer's worker (run.ts). */
+  runner: TaskRunner;
   events: EventStore;
   activity: Activity;
-  /** Where a task works (removed with the task). */
-  taskDir(task: string): string;
-  /** Ends warm provider processes: of a deleted task, or all of them when this instance stops running tasks. */
-  coolDown(task?: string): Promise<void>;
-  /** Closes what runs belong to (the synthesizer's worker). */
-  close(): Promise<void>;
+  /** How runs are queued and retried (runs.ts). */
+  runs: RunSettings;
+  /** What starts runs: the watcher (daemon mode), buffer periods, drift checks (triggers.ts). */
+  triggers: TriggerSettings;
   log: Logger;
+  metrics?: Metrics;
 }
 
 /**
  * The runtime's one face to the API, high availability and the CLI: it keeps the registry, the
  * triggers and the runs in step (a disabled task stops watching, a deleted one is forgotten once
- * its queue slot is free). It holds no pipeline of its own: runs.ts and run.ts do the work.
+ * its queue slot is free). It holds no pipeline of its own: a data change goes Triggers (triggers.ts)
+ * → TaskRuns (runs.ts) → TaskRunner (run.ts) → synthesizer → Terraform driver, and the controller
+ * answers the two questions they ask (RunGate, TriggerGate: may it run now, where do events go).
  */
-export class Controller implements TaskControl, HaControl, RunModes {
+export class Controller implements TaskControl, HaControl, RunModes, RunGate, TriggerGate {
   readonly events: EventStore;
+  private readonly triggers: Triggers;
+  private readonly runs: TaskRuns;
   private watching = false;
   private stopped = false;
   /** Paused (a high-availability follower): nothing watches, queued runs are dropped. */
@@ -48,12 +53,19 @@ export class Controller implements TaskControl, HaControl, RunModes {
   hooks: ControllerHooks = {};
 
   constructor(private readonly parts: ControllerParts) {
+    const { runner, activity, log, metrics } = parts;
     this.events = parts.events;
+    this.runs = new TaskRuns({ ...parts.runs, runner, gate: this, log, activity, metrics });
+    this.triggers = new Triggers({ ...parts.triggers, runs: this.runs, gate: this, activity, log, metrics });
     this.changes = new TaskChanges({
-      ...parts,
-      coolDown: (task) => parts.coolDown(task),
+      tasks: parts.tasks,
+      triggers: this.triggers,
+      runs: this.runs,
+      events: parts.events,
+      runner,
+      log,
       rewatch: (e) => {
-        if (this.watching && e.enabled && this.mine(e.name)) this.parts.triggers.start(e);
+        if (this.watching && e.enabled && this.mine(e.name)) this.triggers.start(e);
       },
       changed: (change) => this.hooks.onTaskChange?.(change),
       mine: (name) => this.mine(name),
@@ -80,6 +92,16 @@ export class Controller implements TaskControl, HaControl, RunModes {
     this.hooks.onEvent?.(event);
   }
 
+  /** A failed run will be tried again after a delay: the observers are told (high availability explains lock waits). */
+  retrying(notice: RetryNotice): void {
+    this.hooks.onRetry?.(notice);
+  }
+
+  /** Runs waiting and running (the queue gauges). */
+  queueDepth(): { waiting: number; running: number } {
+    return this.runs.queue.depth();
+  }
+
   /** A watch failed for good (an ACL, a bad query): logged and recorded as a failed event. */
   watchFailed(name: string, err: CtsError): void {
     this.parts.log.error(`task '${name}': ${err.message}${doctorHint(err)}`, { task: name, code: err.code });
@@ -97,9 +119,9 @@ export class Controller implements TaskControl, HaControl, RunModes {
   view(name: string): TaskView | undefined {
     const e = this.parts.tasks.find(name);
     if (!e) return undefined;
-    const d = this.parts.triggers.driftFor(e);
+    const d = this.triggers.driftFor(e);
     const drift = d.enabled || e.lastDrift ? { drift: { ...d, ...(e.lastDrift ? { last: e.lastDrift } : {}) } } : {};
-    return this.parts.tasks.view(name, { status: this.events.status(name), running: this.parts.runs.queue.isRunning(name), bufferPeriod: this.parts.triggers.bufferFor(e), ...drift });
+    return this.parts.tasks.view(name, { status: this.events.status(name), running: this.runs.queue.isRunning(name), bufferPeriod: this.triggers.bufferFor(e), ...drift });
   }
 
   /** Calls `listener` when a run or drift check starts or ends; returns the unsubscribe function. */
@@ -114,27 +136,27 @@ export class Controller implements TaskControl, HaControl, RunModes {
   async watch(): Promise<void> {
     this.watching = true;
     this.parts.log.info("ctrl: executing all tasks once through");
-    for (const e of this.parts.tasks.enabled()) if (this.mine(e.name)) this.parts.triggers.start(e);
-    for (const e of this.parts.tasks.enabled()) if (this.mine(e.name)) this.parts.runs.enqueue(e.name);
+    for (const e of this.parts.tasks.enabled()) if (this.mine(e.name)) this.triggers.start(e);
+    for (const e of this.parts.tasks.enabled()) if (this.mine(e.name)) this.runs.enqueue(e.name);
   }
 
   /** Runs every enabled task once (no watching); resolves with each outcome. */
   async once(): Promise<RunOutcome[]> {
     this.parts.log.info("ctrl: executing all tasks once through");
-    return Promise.all(this.parts.tasks.enabled().map((e) => this.parts.runs.request(e.name)));
+    return Promise.all(this.parts.tasks.enabled().map((e) => this.runs.request(e.name)));
   }
 
   /** Plans the named tasks (default all enabled). */
   async inspect(names?: string[]): Promise<RunOutcome[]> {
     const list = names?.length ? names.map((n) => this.parts.tasks.get(n)) : this.parts.tasks.enabled();
     const out: RunOutcome[] = [];
-    for (const e of list) out.push(await this.parts.runs.execute(e, "plan"));
+    for (const e of list) out.push(await this.runs.execute(e, "plan"));
     return out;
   }
 
   /** Resolves when no run is queued or running. */
   idle(): Promise<void> {
-    return this.parts.runs.queue.idle();
+    return this.runs.queue.idle();
   }
 
   /**
@@ -143,7 +165,7 @@ export class Controller implements TaskControl, HaControl, RunModes {
    */
   async whenIdle(): Promise<void> {
     for (;;) {
-      await this.parts.runs.queue.idle();
+      await this.runs.queue.idle();
       if (!this.active || !this.parts.tasks.all().some((e) => e.buffer?.pending)) return;
       await once(this.parts.activity, "run");
     }
@@ -163,11 +185,11 @@ export class Controller implements TaskControl, HaControl, RunModes {
   async stop(graceMs = 10_000): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    this.parts.runs.queue.close();
-    for (const e of this.parts.tasks.all()) this.parts.triggers.stop(e);
+    this.runs.queue.close();
+    for (const e of this.parts.tasks.all()) this.triggers.stop(e);
     for (const e of this.parts.tasks.all()) e.abort?.abort();
-    await atMost(this.parts.runs.queue.idle(), graceMs);
-    await this.parts.close();
+    await atMost(this.runs.queue.idle(), graceMs);
+    await this.parts.runner.close();
   }
 
   // ---- operations (API) ---------------------------------------------------------------------
@@ -175,17 +197,17 @@ export class Controller implements TaskControl, HaControl, RunModes {
   /** Queues a run of a task now (skips the buffer). */
   runNow(name: string): Promise<RunOutcome> {
     this.parts.tasks.get(name);
-    return this.parts.runs.request(name);
+    return this.runs.request(name);
   }
 
   /** Checks one task for drift now, in its queue slot (`cts drift`, the API, the timer). */
   checkDrift(name: string): Promise<RunOutcome> {
-    return this.parts.tasks.get(name).enabled ? this.parts.runs.requestDrift(name) : Promise.resolve(refused(name, "disabled"));
+    return this.parts.tasks.get(name).enabled ? this.runs.requestDrift(name) : Promise.resolve(refused(name, "disabled"));
   }
 
   /** Plans one task. */
   planTask(name: string): Promise<RunOutcome> {
-    return this.parts.runs.execute(this.parts.tasks.get(name), "plan");
+    return this.runs.execute(this.parts.tasks.get(name), "plan");
   }
 
   /** Enables or disables a task; enabling runs it (unless `run: false`: the caller runs it itself). */
@@ -235,15 +257,15 @@ export class Controller implements TaskControl, HaControl, RunModes {
     this.owned.clear();
     this.watching = false;
     for (const e of this.parts.tasks.all()) {
-      this.parts.triggers.stop(e);
-      this.parts.runs.drop(e.name);
+      this.triggers.stop(e);
+      this.runs.drop(e.name);
     }
     for (const e of this.parts.tasks.all()) e.abort?.abort();
     // A run in progress took its own waiters when it started; the rest wait for dropped runs.
-    for (const name of this.parts.runs.waiting()) this.parts.runs.answer(name, refused(name, "paused"));
-    await atMost(this.parts.runs.queue.idle(), graceMs);
+    for (const name of this.runs.waiting()) this.runs.answer(name, refused(name, "paused"));
+    await atMost(this.runs.queue.idle(), graceMs);
     // A follower keeps no provider processes: the leader's runs may need the memory, and nothing runs here.
-    await this.parts.coolDown().catch((err) => this.parts.log.warn(`stopping warm provider processes: ${messageOf(err)}`));
+    await this.parts.runner.coolDown().catch((err) => this.parts.log.warn(`stopping warm provider processes: ${messageOf(err)}`));
   }
 
   /** Leaves the paused state: forgets applied hashes (another instance may have applied since), runs every task once, watches. */

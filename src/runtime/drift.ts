@@ -1,4 +1,4 @@
-import { parseDuration } from "../config/duration.ts";
+import { parseDuration } from "../duration.ts";
 import type { DriftCheckOption } from "../task/task.ts";
 import type { ChangeSummary } from "../terraform/types.ts";
 

@@ -11,6 +11,7 @@ import { APPLIED_HASH_FILE } from "../synth/paths.ts";
 import { secretEnv } from "../task/secrets.ts";
 import type { RunOutcome } from "./interfaces.ts";
 import type { TaskEntry } from "./task-entry.ts";
+import { driftSettings } from "./drift.ts";
 import type { TaskInputSource } from "./task-input.ts";
 
 /** What a run does with Terraform. */
@@ -39,86 +40,110 @@ export interface RunDeps {
   metrics?: Metrics;
 }
 
+type Prepared = { synth: SynthResult; ws: TaskWorkspace };
+
 /**
- * One attempt at a run: input → synthesize → skip when the JSON equals the last applied one →
- * apply, plan or destroy. Throws what failed; retries and events are the caller's.
+ * The last hop of a run: one attempt reads the task's input (task-input.ts), synthesizes it
+ * (src/synth/synthesizer.ts), skips when the JSON equals the last applied one, and hands the JSON
+ * to the Terraform driver (src/terraform/). Throws what failed; retries and events are the
+ * caller's (runs.ts). It also owns what runs belong to: the task's working dir, the warm
+ * providers, the synthesizer's worker.
  *
  * The applied hash (the no-op skip) is voided before an apply, in memory and on disk, and written
  * only after it succeeded: an apply that failed, was cancelled or was cut short by a crash may
  * have changed part of the infrastructure, so the next run must apply even if its JSON is the same.
  */
-export async function runAttempt(deps: RunDeps, e: TaskEntry, mode: RunMode, signal: AbortSignal): Promise<RunOutcome> {
-  const { synth, ws } = await prepare(deps, e, signal);
-  // CTS applies a scheduled task on every tick, whatever its data: the infrastructure may have drifted.
-  if (mode === "apply" && e.task.condition.kind !== "schedule" && synth.hash === e.lastAppliedHash) return { task: e.name, ok: true, outcome: "no-op", synth };
-  const { driver } = deps;
-  const onOutput = outputLog(deps, e);
-  if (mode === "plan") {
-    const result = await driver.plan(ws, { signal, onOutput });
-    return { task: e.name, ok: true, outcome: "planned", result, synth };
+export class TaskRunner {
+  constructor(private readonly deps: RunDeps) {}
+
+  /** One attempt at a run: apply (skipped when nothing changed), plan or destroy. */
+  async attempt(e: TaskEntry, mode: RunMode, signal: AbortSignal): Promise<RunOutcome> {
+    const { synth, ws } = await this.prepare(e, signal);
+    // CTS applies a scheduled task on every tick, whatever its data: the infrastructure may have drifted.
+    if (mode === "apply" && e.task.condition.kind !== "schedule" && synth.hash === e.lastAppliedHash) return { task: e.name, ok: true, outcome: "no-op", synth };
+    const { driver } = this.deps;
+    const onOutput = this.outputLog(e);
+    if (mode === "plan") {
+      const result = await driver.plan(ws, { signal, onOutput });
+      return { task: e.name, ok: true, outcome: "planned", result, synth };
+    }
+    if (mode === "destroy") {
+      this.voidAppliedHash(e);
+      const result = await driver.destroy(ws, { signal, onOutput });
+      return { task: e.name, ok: true, outcome: "destroyed", result, synth };
+    }
+    return this.apply(e, synth, ws, signal);
   }
-  if (mode === "destroy") {
-    await voidAppliedHash(deps, e);
-    const result = await driver.destroy(ws, { signal, onOutput });
-    return { task: e.name, ok: true, outcome: "destroyed", result, synth };
+
+  /**
+   * One drift check: plans (refresh on) the task's JSON when it equals the last applied one; changes
+   * present then mean the infrastructure was changed out of band. With `driftCheck.correct`, applies it again.
+   */
+  async checkDrift(e: TaskEntry, signal: AbortSignal): Promise<RunOutcome> {
+    const { correct } = driftSettings(this.deps.loaded.config.driftCheck, e.task.driftCheck);
+    const at = () => new Date().toISOString();
+    if (!e.lastAppliedHash) return { task: e.name, ok: true, outcome: "not-applied", drift: { state: "not-applied", checkedAt: at() } };
+    const { synth, ws } = await this.prepare(e, signal);
+    if (synth.hash !== e.lastAppliedHash) return { task: e.name, ok: true, outcome: "inputs-changed", synth, drift: { state: "inputs-changed", checkedAt: at() } };
+    const plan = await this.deps.driver.plan(ws, { signal, onOutput: this.outputLog(e) });
+    if (!plan.changesPresent) return { task: e.name, ok: true, outcome: "in-sync", result: plan, synth, drift: { state: "in-sync", checkedAt: at() } };
+    if (!correct) return { task: e.name, ok: true, outcome: "drift", result: plan, synth, drift: { state: "drifted", checkedAt: at(), changes: plan.summary } };
+    const applied = await this.apply(e, synth, ws, signal);
+    return { ...applied, outcome: "drift", result: plan, drift: { state: "corrected", checkedAt: at(), changes: plan.summary, applied: applied.result!.summary } };
   }
-  return applyPrepared(deps, e, synth, ws, signal);
-}
 
-/**
- * One drift check: plans (refresh on) the task's JSON when it equals the last applied one; changes
- * present then mean the infrastructure was changed out of band. With `correct`, applies it again.
- */
-export async function driftAttempt(deps: RunDeps, e: TaskEntry, correct: boolean, signal: AbortSignal): Promise<RunOutcome> {
-  const at = () => new Date().toISOString();
-  if (!e.lastAppliedHash) return { task: e.name, ok: true, outcome: "not-applied", drift: { state: "not-applied", checkedAt: at() } };
-  const { synth, ws } = await prepare(deps, e, signal);
-  if (synth.hash !== e.lastAppliedHash) return { task: e.name, ok: true, outcome: "inputs-changed", synth, drift: { state: "inputs-changed", checkedAt: at() } };
-  const plan = await deps.driver.plan(ws, { signal, onOutput: outputLog(deps, e) });
-  if (!plan.changesPresent) return { task: e.name, ok: true, outcome: "in-sync", result: plan, synth, drift: { state: "in-sync", checkedAt: at() } };
-  if (!correct) return { task: e.name, ok: true, outcome: "drift", result: plan, synth, drift: { state: "drifted", checkedAt: at(), changes: plan.summary } };
-  const applied = await applyPrepared(deps, e, synth, ws, signal);
-  return { ...applied, outcome: "drift", result: plan, drift: { state: "corrected", checkedAt: at(), changes: plan.summary, applied: applied.result!.summary } };
-}
-
-type Prepared = { synth: SynthResult; ws: TaskWorkspace };
-
-async function prepare(deps: RunDeps, e: TaskEntry, signal: AbortSignal): Promise<Prepared> {
-  const { loaded, driver, synthesizer } = deps;
-  const input = await deps.inputs.inputOf(e, signal);
-  const synthStarted = performance.now();
-  const synth = await synthesizer.synth(e.ref, input, {
-    backend: loaded.config.driver?.terraform?.backend,
-    configDir: loaded.dir,
-    taskDir: driver.taskDir(e.name),
-    providerVersions: loaded.config.driver?.terraform?.providerVersions,
-  });
-  deps.metrics?.phase(e.name, "synthesize", (performance.now() - synthStarted) / 1000);
-  // Stopped (pause, stop, delete) while reading or synthesizing: Terraform is not started at all.
-  if (signal.aborted) throw new CtsError("TERRAFORM_CANCELLED", "external", "was cancelled before Terraform started; nothing was changed.", { task: e.name });
-  // Secrets are read at every run (rotation needs no restart) and reach Terraform only as TF_VAR_ env.
-  return { synth, ws: { task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } } };
-}
-
-function outputLog(deps: RunDeps, e: TaskEntry): (line: string) => void {
-  return (line) => deps.log.debug(`[${e.name}] ${line}`, { task: e.name });
-}
-
-async function voidAppliedHash(deps: RunDeps, e: TaskEntry): Promise<void> {
-  e.lastAppliedHash = undefined;
-  // Synchronous: a tiny local file, and a thread-pool round trip costs more CPU than the call.
-  rmSync(join(deps.driver.taskDir(e.name), APPLIED_HASH_FILE), { force: true });
-}
-
-async function applyPrepared(deps: RunDeps, e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, signal: AbortSignal): Promise<RunOutcome> {
-  await voidAppliedHash(deps, e);
-  const result = await deps.driver.apply(ws, { signal, onOutput: outputLog(deps, e) });
-  e.lastAppliedHash = synth.hash;
-  // Best effort: a missing file only costs one apply that could have been skipped.
-  try {
-    writeFileSync(join(deps.driver.taskDir(e.name), APPLIED_HASH_FILE), synth.hash + "\n", { mode: 0o640 });
-  } catch {
-    /* kept in memory; the next start applies once more */
+  /** Where a task works (removed with the task). */
+  taskDir(task: string): string {
+    return this.deps.driver.taskDir(task);
   }
-  return { task: e.name, ok: true, outcome: "applied", result, synth };
+
+  /** Ends warm provider processes: of one task, or all of them when this instance stops running tasks. */
+  async coolDown(task?: string): Promise<void> {
+    await this.deps.driver.coolDown?.(task);
+  }
+
+  /** Closes what runs belong to (the synthesizer's worker). */
+  close(): Promise<void> {
+    return this.deps.synthesizer.close();
+  }
+
+  private async prepare(e: TaskEntry, signal: AbortSignal): Promise<Prepared> {
+    const { loaded, driver, synthesizer } = this.deps;
+    const input = await this.deps.inputs.inputOf(e, signal);
+    const synthStarted = performance.now();
+    const synth = await synthesizer.synth(e.ref, input, {
+      backend: loaded.config.driver?.terraform?.backend,
+      configDir: loaded.dir,
+      taskDir: driver.taskDir(e.name),
+      providerVersions: loaded.config.driver?.terraform?.providerVersions,
+    });
+    this.deps.metrics?.phase(e.name, "synthesize", (performance.now() - synthStarted) / 1000);
+    // Stopped (pause, stop, delete) while reading or synthesizing: Terraform is not started at all.
+    if (signal.aborted) throw new CtsError("TERRAFORM_CANCELLED", "external", "was cancelled before Terraform started; nothing was changed.", { task: e.name });
+    // Secrets are read at every run (rotation needs no restart) and reach Terraform only as TF_VAR_ env.
+    return { synth, ws: { task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } } };
+  }
+
+  private outputLog(e: TaskEntry): (line: string) => void {
+    return (line) => this.deps.log.debug(`[${e.name}] ${line}`, { task: e.name });
+  }
+
+  private voidAppliedHash(e: TaskEntry): void {
+    e.lastAppliedHash = undefined;
+    // Synchronous: a tiny local file, and a thread-pool round trip costs more CPU than the call.
+    rmSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), { force: true });
+  }
+
+  private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, signal: AbortSignal): Promise<RunOutcome> {
+    this.voidAppliedHash(e);
+    const result = await this.deps.driver.apply(ws, { signal, onOutput: this.outputLog(e) });
+    e.lastAppliedHash = synth.hash;
+    // Best effort: a missing file only costs one apply that could have been skipped.
+    try {
+      writeFileSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), synth.hash + "\n", { mode: 0o640 });
+    } catch {
+      /* kept in memory; the next start applies once more */
+    }
+    return { task: e.name, ok: true, outcome: "applied", result, synth };
+  }
 }

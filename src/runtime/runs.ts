@@ -4,37 +4,46 @@ import type { Metrics } from "../metrics/metrics.ts";
 import { makeEvent, type Activity, type TaskEvent } from "./events.ts";
 import type { RetryNotice, RunOutcome } from "./interfaces.ts";
 import { nextDelay, withRetries, type RetryHistory, type RetryPolicy } from "./retry.ts";
-import type { RunMode } from "./run.ts";
-import { driftIsNews, type DriftResult } from "./drift.ts";
+import type { RunMode, TaskRunner } from "./run.ts";
+import { driftIsNews } from "./drift.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import type { ModuleTask } from "../task/module-task.ts";
 import { WorkQueue } from "./work-queue.ts";
 
-/** What the runs need. */
-export interface RunsDeps {
-  /** A live, enabled entry, or why it cannot run now (paused, disabled, deleted). */
+/** What the runs ask of the controller (Controller implements it). */
+export interface RunGate {
+  /** A live, enabled entry, or why it cannot run now (paused, elsewhere, disabled, deleted). */
   runnable(name: string): TaskEntry | RunOutcome;
-  /** One attempt (run.ts). */
-  attempt(e: TaskEntry, mode: RunMode, signal: AbortSignal): Promise<RunOutcome>;
-  /** One drift check attempt (run.ts driftAttempt) with the task's settings. */
-  driftAttempt(e: TaskEntry, signal: AbortSignal): Promise<RunOutcome>;
-  policy: RetryPolicy;
-  concurrency: number;
-  log: Logger;
-  activity: Activity;
   /** Records an event (the event store and the observers). */
   record(event: TaskEvent): void;
-  /** A run is retried after a delay. */
-  retrying?(notice: RetryNotice): void;
-  /** Where runs and their outcomes are counted. */
+  /** A run is retried after a delay (the observers are told). */
+  retrying(notice: RetryNotice): void;
+}
+
+/** How runs are queued and retried (from the config and the command's flags). */
+export interface RunSettings {
+  policy: RetryPolicy;
+  /** Runs at once, over all tasks. */
+  concurrency: number;
+}
+
+/** What the runs need. */
+export interface RunsDeps extends RunSettings {
+  /** Makes each attempt: input → synthesize → Terraform (run.ts). */
+  runner: TaskRunner;
+  /** May a task run now, and where its events go (the controller). */
+  gate: RunGate;
+  log: Logger;
+  activity: Activity;
+  /** Where runs, their outcomes and found drift are counted. */
   metrics?: Metrics;
-  /** A drift check ended (the place to count a drift metric). */
-  driftChecked?(task: string, result: DriftResult): void;
 }
 
 /**
  * Runs: the work queue (one run per task at a time, a bounded number overall), the callers
- * waiting for a run's outcome, and each run's retries, event and log line.
+ * waiting for a run's outcome, and each run's retries, event and log line. The path of a run:
+ * enqueue → the queue calls runQueued → gate.runnable → execute → attempts (retries) →
+ * runner.attempt (run.ts).
  */
 export class TaskRuns {
   readonly queue: WorkQueue;
@@ -114,7 +123,7 @@ export class TaskRuns {
       if (e.abort === abort) e.abort = undefined;
       // An apply makes the infrastructure match again: the last drift finding no longer holds.
       if (outcome.ok && outcome.outcome === "applied") e.lastDrift = undefined;
-      this.deps.record(eventOf(e, start, outcome));
+      this.deps.gate.record(eventOf(e, start, outcome));
       if (outcome.ok) this.deps.log.info(`task '${e.name}': ${outcome.outcome}`, { task: e.name, ...(outcome.result?.summary ?? {}) });
       else this.deps.log.error(`task '${e.name}': ${outcome.error?.message ?? outcome.outcome}${doctorHint(outcome.error)}`, { task: e.name });
     }
@@ -133,13 +142,14 @@ export class TaskRuns {
     const abort = new AbortController();
     e.abort = abort;
     this.deps.activity.report({ type: "start", task: e.name, kind: "drift" });
-    const outcome = await this.attempts(e, "plan", abort.signal, (signal) => this.deps.driftAttempt(e, signal));
+    const outcome = await this.attempts(e, "plan", abort.signal, (signal) => this.deps.runner.checkDrift(e, signal));
     if (e.abort === abort) e.abort = undefined;
     const drift = outcome.drift ?? { state: "failed" as const, checkedAt: new Date().toISOString(), error: outcome.error?.message ?? outcome.outcome };
     e.lastDrift = drift;
-    this.deps.driftChecked?.(e.name, drift);
+    // cts_task_drift_detected_total counts checks that found the infrastructure changed out of band.
+    if (drift.state === "drifted" || drift.state === "corrected") this.deps.metrics?.driftDetected(e.name);
     if (driftIsNews(drift)) {
-      this.deps.record(
+      this.deps.gate.record(
         makeEvent(e.name, start, {
           success: outcome.ok,
           outcome: "drift",
@@ -160,7 +170,7 @@ export class TaskRuns {
   }
 
   private async runQueued(name: string): Promise<void> {
-    const e = this.deps.runnable(name);
+    const e = this.deps.gate.runnable(name);
     if ("ok" in e) {
       // Whoever asked for this run (runNow, once) or drift check still gets an answer.
       this.answer(name, e);
@@ -182,7 +192,7 @@ export class TaskRuns {
     await this.checkDrift(e, checks);
   }
 
-  private async attempts(e: TaskEntry, mode: RunMode, signal: AbortSignal, attempt = (s: AbortSignal) => this.deps.attempt(e, mode, s)): Promise<RunOutcome> {
+  private async attempts(e: TaskEntry, mode: RunMode, signal: AbortSignal, attempt = (s: AbortSignal) => this.deps.runner.attempt(e, mode, s)): Promise<RunOutcome> {
     const history: RetryHistory = { failed: 0, locked: 0, hung: 0 };
     const policy = this.deps.policy;
     try {
@@ -193,7 +203,7 @@ export class TaskRuns {
         (err, delayMs, attempt) => {
           const error = toCtsError(err, "TASK_RUN_FAILED", e.name);
           this.deps.log.warn(`task '${e.name}': attempt ${attempt} failed (${error.code}), retrying in ${delayMs} ms: ${messageOf(err)}`, { task: e.name, code: error.code });
-          this.deps.retrying?.({ task: e.name, code: error.code, attempt, delayMs, message: error.message });
+          this.deps.gate.retrying({ task: e.name, code: error.code, attempt, delayMs, message: error.message });
         },
       );
     } catch (err) {

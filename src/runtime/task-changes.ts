@@ -5,6 +5,7 @@ import type { Logger } from "../log.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { EventStore } from "./events.ts";
 import type { RunOutcome, TaskChange } from "./interfaces.ts";
+import type { TaskRunner } from "./run.ts";
 import type { TaskRuns } from "./runs.ts";
 import { moduleEntry, type TaskEntry } from "./task-entry.ts";
 import type { TaskRegistry } from "./tasks.ts";
@@ -17,10 +18,8 @@ export interface TaskChangeDeps {
   runs: TaskRuns;
   events: EventStore;
   log: Logger;
-  /** Where a task works (removed with the task). */
-  taskDir(task: string): string;
-  /** Ends a task's warm provider processes. */
-  coolDown(task: string): Promise<void>;
+  /** Where a task works and its warm provider processes (run.ts). */
+  runner: TaskRunner;
   /** Starts the task's triggers if this instance watches it now (watching, enabled, owned). */
   rewatch(e: TaskEntry): void;
   /** Tells the observers (high availability stores the change). */
@@ -126,9 +125,9 @@ export class TaskChanges {
   /** Ends the task's warm providers and removes its working dir (a deleted or inspect-only task). */
   private async removeDir(name: string): Promise<void> {
     const { log } = this.d;
-    await this.d.coolDown(name).catch((err) => log.warn(`task '${name}': stopping its warm provider processes: ${messageOf(err)}`, { task: name }));
+    await this.d.runner.coolDown(name).catch((err) => log.warn(`task '${name}': stopping its warm provider processes: ${messageOf(err)}`, { task: name }));
     try {
-      await rm(this.d.taskDir(name), { recursive: true, force: true });
+      await rm(this.d.runner.taskDir(name), { recursive: true, force: true });
     } catch (err) {
       log.warn(`task '${name}': could not remove its working dir: ${messageOf(err)}`, { task: name });
     }

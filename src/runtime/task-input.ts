@@ -1,7 +1,7 @@
 import type { CtsError } from "../errors.ts";
 import type { AnyTaskInput } from "../task/task.ts";
 import { allSources, fieldOf } from "../task/sources.ts";
-import type { CatalogReader } from "../watch/types.ts";
+import type { CatalogReader } from "../consul/types.ts";
 import type { SkippedServices } from "./skipped-services.ts";
 import type { TaskEntry } from "./task-entry.ts";
 
@@ -15,20 +15,24 @@ export interface TaskInputSource {
  * Watched tasks take the data their subscriptions hold (the latest blocking-query answer); tasks
  * that are not watched (once, inspect, dry runs, a paused instance) read Consul once per run.
  */
-export function taskInputSource(reader: CatalogReader, skipped: SkippedServices): TaskInputSource {
-  return {
-    async inputOf(e, signal) {
-      const input: Record<string, unknown> = {};
-      if (e.subs.length > 0) {
-        for (const s of e.subs) {
-          await s.sub.ready;
-          input[s.field] = s.sub.current();
-        }
-      } else {
-        const onSkipped = (service: string, error: CtsError) => skipped.report(e.name, service, error);
-        for (const source of allSources(e.task)) input[fieldOf(source)] = await reader.read(source, signal, onSkipped);
+export class TaskInputReader implements TaskInputSource {
+  constructor(
+    private readonly reader: CatalogReader,
+    private readonly skipped: SkippedServices,
+  ) {}
+
+  /** The task's input as of now, one field per source (services, catalogServices, kv). */
+  async inputOf(e: TaskEntry, signal: AbortSignal): Promise<AnyTaskInput> {
+    const input: Record<string, unknown> = {};
+    if (e.subs.length > 0) {
+      for (const s of e.subs) {
+        await s.sub.ready;
+        input[s.field] = s.sub.current();
       }
-      return input as AnyTaskInput;
-    },
-  };
+    } else {
+      const onSkipped = (service: string, error: CtsError) => this.skipped.report(e.name, service, error);
+      for (const source of allSources(e.task)) input[fieldOf(source)] = await this.reader.read(source, signal, onSkipped);
+    }
+    return input as AnyTaskInput;
+  }
 }

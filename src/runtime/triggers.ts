@@ -4,43 +4,54 @@ import type { Metrics } from "../metrics/metrics.ts";
 import { allSources, fieldOf } from "../task/sources.ts";
 import { BufferPeriod, DEFAULT_BUFFER_PERIOD, normalizeBufferPeriod, type BufferPeriodConfig, type BufferPeriodSettings } from "../watch/buffer.ts";
 import type { Watcher } from "../watch/types.ts";
-import { parseCron, type Cron } from "./cron.ts";
+import { parseCron, type Cron } from "../task/cron.ts";
 import { driftSettings, type DriftSettings } from "./drift.ts";
 import type { DriftCheckOption } from "../task/task.ts";
 import type { SkippedServices } from "./skipped-services.ts";
+import type { Activity } from "./events.ts";
+import type { TaskRuns } from "./runs.ts";
 import type { TaskEntry } from "./task-entry.ts";
 
-/** What the triggers feed and ask. */
-export interface TriggerDeps {
+/** What the triggers ask of the controller (Controller implements it). */
+export interface TriggerGate {
+  /** Whether triggers may fire now (not stopped, not paused). */
+  readonly active: boolean;
+  /** A watch failed in a way retrying will not fix (an ACL, a bad query): recorded as a failed event. */
+  watchFailed(name: string, err: CtsError): void;
+}
+
+/** What starts runs besides the tasks' own settings (from the config and the command's flags). */
+export interface TriggerSettings {
   /** Present in daemon mode. */
   watcher?: Watcher;
-  log: Logger;
   /** The config's global buffer period (false: off). */
   globalBuffer: BufferPeriodConfig | false | undefined;
   /** Turns every buffer period off (`--no-buffer`, tests). */
   bufferOff?: boolean;
-  /** Asks for a run of a task (the work queue). */
-  enqueue(name: string): void;
   /** The config's global drift check (absent or false: off unless a task sets its own). */
   globalDrift?: DriftCheckOption | false;
-  /** Asks for a drift check of a task (through the work queue, like a run). */
-  checkDrift?(name: string): void;
-  /** Whether triggers may fire now (not stopped, not paused). */
-  active(): boolean;
-  /** Watched data of a task changed (counted for tests). */
-  changed(name: string): void;
-  /** A watch failed in a way retrying will not fix (an ACL, a bad query): recorded as a failed event. */
-  fatal(name: string, err: CtsError): void;
-  /** Where buffer waits are measured. */
-  metrics?: Metrics;
   /** Told when a service Consul cannot serve is left out of a task's watched data. */
   skipped?: SkippedServices;
+}
+
+/** What the triggers feed and ask. */
+export interface TriggerDeps extends TriggerSettings {
+  /** Where every trigger ends: a request for a run or a drift check (runs.ts). */
+  runs: TaskRuns;
+  /** Whether triggers may fire, and where a failed watch is reported (the controller). */
+  gate: TriggerGate;
+  /** Counts the data changes that reached a task (tests wait on it). */
+  activity: Activity;
+  log: Logger;
+  /** Where data changes and buffer waits are measured. */
+  metrics?: Metrics;
 }
 
 /**
  * A task's triggers: its Consul subscriptions (the condition's source triggers, module inputs only
  * refresh data), its cron schedule, its buffer period and its drift check timer, all ending in a
- * request to the queue.
+ * request to the queue. The path of a data change: the watcher's view calls onChange → fire →
+ * the buffer period (src/watch/buffer.ts) or at once → runs.enqueue (runs.ts).
  */
 export class Triggers {
   private readonly global: BufferPeriodSettings;
@@ -76,7 +87,7 @@ export class Triggers {
           if (triggers) this.fire(e);
         },
         onError: (err, fatal) => {
-          if (fatal) this.deps.fatal(e.name, err);
+          if (fatal) this.deps.gate.watchFailed(e.name, err);
           else this.deps.log.warn(`task '${e.name}': watching Consul: ${err.message}`, { task: e.name });
         },
         onSkipped: (service, err) => this.deps.skipped?.report(e.name, service, err),
@@ -90,14 +101,13 @@ export class Triggers {
         const since = this.bufferSince.get(e.name);
         this.bufferSince.delete(e.name);
         if (since !== undefined) this.deps.metrics?.bufferWaited(e.name, (performance.now() - since) / 1000);
-        this.deps.enqueue(e.name);
+        this.deps.runs.enqueue(e.name);
       });
     const drift = this.driftFor(e);
-    const check = this.deps.checkDrift;
-    if (drift.enabled && check && !e.driftTimer) {
+    if (drift.enabled && !e.driftTimer) {
       // A plain interval: a check that is still queued when the next tick comes collapses with it.
       e.driftTimer = setInterval(() => {
-        if (e.enabled && !e.deleting && this.deps.active()) check(e.name);
+        if (e.enabled && !e.deleting && this.deps.gate.active) void this.deps.runs.requestDrift(e.name);
       }, Math.min(drift.everyMs, 2 ** 31 - 1));
       e.driftTimer.unref?.();
     }
@@ -117,13 +127,14 @@ export class Triggers {
   }
 
   private fire(e: TaskEntry): void {
-    if (!e.enabled || e.deleting || !this.deps.active()) return;
-    this.deps.changed(e.name);
+    if (!e.enabled || e.deleting || !this.deps.gate.active) return;
+    this.deps.activity.changed(e.name);
+    this.deps.metrics?.taskChanged(e.name);
     this.deps.log.debug(`task '${e.name}': watched data changed`, { task: e.name });
     if (e.buffer) {
       if (!e.buffer.pending) this.bufferSince.set(e.name, performance.now());
       e.buffer.trigger();
-    } else this.deps.enqueue(e.name);
+    } else this.deps.runs.enqueue(e.name);
   }
 
   private schedule(e: TaskEntry, cron: Cron): void {
@@ -132,9 +143,9 @@ export class Triggers {
       // setTimeout cannot wait past ~24.8 days, so long waits are chained.
       e.cronTimer = setTimeout(
         () => {
-          if (!this.deps.active() || !e.enabled) return;
+          if (!this.deps.gate.active || !e.enabled) return;
           if (Date.now() + 5 < target) return arm();
-          this.deps.enqueue(e.name);
+          this.deps.runs.enqueue(e.name);
           this.schedule(e, cron);
         },
         Math.min(Math.max(0, target - Date.now()), 2 ** 31 - 1),

@@ -1,5 +1,4 @@
-/** Terraform backend settings as written in the `terraform.backend` block: `{ consul: {...} }`. */
-export type BackendConfig = Record<string, Record<string, unknown>>;
+import type { BackendConfig } from "../config/types.ts";
 
 /** CTS's default: Consul KV at `consul-terraform-sync/terraform`, gzip, one workspace per task. */
 export const DEFAULT_BACKEND: BackendConfig = { consul: { path: "consul-terraform-sync/terraform", gzip: true } };

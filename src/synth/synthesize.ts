@@ -6,10 +6,11 @@ import { CtsError, messageOf } from "../errors.ts";
 import type { AnyTaskInput, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { isModuleTask } from "../task/module-task.ts";
-import { CONTEXT_CONFIG_DIR, CONTEXT_TASK_DIR } from "./context.ts";
-import { backendBlock, type BackendConfig } from "./backend.ts";
-import { withLiteralTable } from "./cdktf-literals.ts";
-import { cdktf } from "./cdktf.ts";
+import { CONTEXT_CONFIG_DIR, CONTEXT_TASK_DIR } from "../cdktf/context.ts";
+import type { BackendConfig } from "../config/types.ts";
+import { backendBlock } from "./backend.ts";
+import { withLiteralTable } from "../cdktf/cdktf-literals.ts";
+import { cdktf } from "../cdktf/load.ts";
 import { sha256, stableStringify } from "./stable-json.ts";
 
 
@@ -42,7 +43,7 @@ export interface SynthResult {
 /**
  * Synthesizes one task to Terraform JSON in memory. The task sees catalog data exactly as Consul
  * holds it; every piece of literal text in the output (catalog data and the task's own strings)
- * is written as literal Terraform text, and only cdktf's expressions are live (literal-text.ts).
+ * is written as literal Terraform text, and only cdktf's expressions are live (src/cdktf/literal-text.ts).
  * Starts no Terraform process.
  */
 export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTaskInput, ctx: SynthContext = {}): SynthResult {

@@ -1,4 +1,4 @@
-import { cdktf } from "../synth/cdktf.ts";
+import { cdktf } from "../cdktf/load.ts";
 
 /**
  * A live Terraform expression for task code, e.g. `expression("path.module")`, as a string token.

@@ -1,11 +1,11 @@
 import { isAbsolute, relative, resolve } from "node:path";
-import { CONTEXT_CONFIG_DIR, CONTEXT_TASK_DIR } from "../synth/context.ts";
-import { literalData } from "../synth/literal-text.ts";
+import { CONTEXT_CONFIG_DIR, CONTEXT_TASK_DIR } from "../cdktf/context.ts";
+import { literalData } from "../cdktf/literal-text.ts";
 import type { Condition, TaskInputs } from "./conditions.ts";
 import { toCtsServices } from "./cts-protocol.ts";
 import { providerEnvironment, providerJson, type ModuleProvider } from "./module-providers.ts";
-import { verbatim } from "../synth/cdktf-literals.ts";
-import { cdktf } from "../synth/cdktf.ts";
+import { verbatim } from "../cdktf/cdktf-literals.ts";
+import { cdktf } from "../cdktf/load.ts";
 import { Task, type TaskOptions, type TaskScope, type AnyTaskInput } from "./task.ts";
 
 export type { ModuleProvider } from "./module-providers.ts";

@@ -1,19 +1,13 @@
 import { MAX_DATA_DEPTH, tooDeepAt } from "../data-depth.ts";
-import { CtsError, type ErrorCode } from "../errors.ts";
-import { parseCron } from "../runtime/cron.ts";
-import { parseDuration } from "../config/duration.ts";
+import type { Problem } from "../problems.ts";
+import { parseCron } from "./cron.ts";
+import { parseDuration } from "../duration.ts";
 import type { Condition, TaskInputs } from "./conditions.ts";
 import type { Task } from "./task.ts";
 import { SECRET_NAME } from "./secrets.ts";
 
 /** CTS's rule for task names; it also keeps every path derived from a name inside the working dir. */
 export const TASK_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,127}$/;
-
-/** A validation problem: the field (dotted path) and a message with the fix. */
-export interface Problem {
-  field: string;
-  message: string;
-}
 
 /** Checks a task name; returns a message with the fix, or undefined when valid. */
 export function taskNameProblem(name: unknown): string | undefined {
@@ -137,11 +131,4 @@ export function driftCheckProblems(dc: unknown, at: string): Problem[] {
   if (ms === undefined || ms <= 0) p.push({ field: `${at}.every`, message: `'${String(every)}' is not a positive duration. Use e.g. "30m".` });
   if (correct !== undefined && typeof correct !== "boolean") p.push({ field: `${at}.correct`, message: "must be true or false." });
   return p;
-}
-
-/** Throws one CtsError listing every problem, naming the file (or source) and the field. */
-export function throwProblems(where: string, problems: Problem[], code: ErrorCode = "CONFIG_INVALID"): void {
-  if (problems.length === 0) return;
-  const lines = problems.map((p) => `${where}: ${p.field} ${p.message}`);
-  throw new CtsError(code, "usage", lines.join("\n"), { detail: { problems } });
 }

@@ -1,4 +1,4 @@
-import { Duration } from "../config/duration.ts";
+import { Duration } from "../duration.ts";
 import { CtsError } from "../errors.ts";
 
 /** Time, behind an interface so buffer tests run on a fake clock instead of sleeping. */

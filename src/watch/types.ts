@@ -1,5 +1,5 @@
 import type { CtsError } from "../errors.ts";
-import type { Source, SourceData } from "../consul/types.ts";
+import type { SkippedServiceListener, Source, SourceData } from "../consul/types.ts";
 
 /** A task's hold on the shared view(s) behind one source. */
 export interface Subscription<S extends Source = Source> {
@@ -21,9 +21,6 @@ export interface SubscriptionListener {
   onSkipped?: SkippedServiceListener;
 }
 
-/** Told that a service Consul cannot serve was left out of a source's data, the others kept. */
-export type SkippedServiceListener = (service: string, error: CtsError) => void;
-
 /**
  * Watches Consul with blocking queries. One view per distinct query, shared by every subscriber:
  * 100 tasks on service `web` make one query.
@@ -35,10 +32,4 @@ export interface Watcher {
   viewCount(): number;
   /** Stops every view. */
   close(): void;
-}
-
-/** Reads a source once, without blocking (for `cts synth`, `cts once`, inspect). */
-export interface CatalogReader {
-  /** Current data for a source; services Consul cannot serve are left out and told to `onSkipped`. */
-  read<S extends Source>(source: S, signal?: AbortSignal, onSkipped?: SkippedServiceListener): Promise<SourceData<S>>;
 }

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CtsError } from "../../src/errors.ts";
 import { createTerraformDriver, TERRAFORM_STATE_LOCKED, type StateLockWait } from "../../src/terraform/index.ts";
-import { stateLockWaitLine } from "../../src/runtime/driver-setup.ts";
+import { stateLockWaitLine } from "../../src/daemon/driver-setup.ts";
 import type { LocalTerraformDriver, TerraformDriverOptions } from "../../src/terraform/types.ts";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { tools } from "../support/tools.ts";

@@ -2,7 +2,7 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFile, access } from "node:fs/promises";
 import { join } from "node:path";
-import { startDaemonApi } from "../../src/api/daemon.ts";
+import { startDaemonApi } from "../../src/daemon/api.ts";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { startRuntime, tempDir, waitFor, writeConfig, type TestRuntime } from "../support/cts.ts";
 import { consulState, http, writeEchoModule, type HttpAnswer } from "../support/api.ts";

@@ -7,7 +7,7 @@ import { createConsulApi } from "../../src/consul/client.ts";
 import { createConsulTransport, type ConsulTransport } from "../../src/consul/transport.ts";
 import { isAbortError } from "../../src/consul/api-error.ts";
 import { HaKv } from "../../src/ha/kv.ts";
-import { consulProblem, registerSelf } from "../../src/runtime/registration.ts";
+import { consulProblem, registerSelf } from "../../src/daemon/registration.ts";
 import { createLogger } from "../../src/log.ts";
 import { CtsError } from "../../src/errors.ts";
 

@@ -4,7 +4,7 @@ import { execFile } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startDaemonApi } from "../../src/api/daemon.ts";
+import { startDaemonApi } from "../../src/daemon/api.ts";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { startRuntime, tempDir, waitFor, writeConfig, type TestRuntime } from "../support/cts.ts";
 import { http } from "../support/api.ts";

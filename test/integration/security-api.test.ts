@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { startRuntime, tempDir, waitFor, writeConfig, type TestRuntime } from "../support/cts.ts";
 import { tools } from "../support/tools.ts";
-import { startDaemonApi } from "../../src/api/daemon.ts";
+import { startDaemonApi } from "../../src/daemon/api.ts";
 
 const CTS = fileURLToPath(new URL("../../bin/cts.js", import.meta.url));
 const TOKEN = "api-bearer-token-for-tests-0123456789";

@@ -4,7 +4,7 @@ import { readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { startRuntime, tempDir, writeConfig } from "../support/cts.ts";
-import { startDaemonApi } from "../../src/api/daemon.ts";
+import { startDaemonApi } from "../../src/daemon/api.ts";
 
 async function grepTree(dir: string, needle: string): Promise<string[]> {
   const hits: string[] = [];

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../src/config/load.ts";
 import { createLogger, type Logger } from "../../src/log.ts";
-import { createRuntime, type Runtime, type RuntimeOptions } from "../../src/runtime/compose.ts";
+import { createRuntime, type Runtime, type RuntimeOptions } from "../../src/daemon/compose.ts";
 import { tools } from "./tools.ts";
 
 /** Absolute path of the shared fixture task classes, for generated configs to import. */

@@ -1,7 +1,7 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { contentTypeProblem, hostProblem, originProblem, parseHost } from "../../src/api/browser-guard.ts";
-import { apiAccessProblems } from "../../src/api/access-config.ts";
+import { contentTypeProblem, hostProblem, originProblem } from "../../src/api/browser-guard.ts";
+import { apiAccessProblems, parseHost } from "../../src/config/api-access.ts";
 import { createApiServer, type ApiServer } from "../../src/api/server.ts";
 import type { ApiController } from "../../src/api/handlers.ts";
 import { createLogger } from "../../src/log.ts";

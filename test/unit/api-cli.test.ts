@@ -1,12 +1,12 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
-import { parseHcl } from "../../src/cli/hcl.ts";
+import { parseHcl } from "../../src/config/hcl.ts";
 import { taskFromHcl } from "../../src/cli/task-file.ts";
 import { confirm } from "../../src/cli/confirm.ts";
 import { resolveHttpAddr, DEFAULT_HTTP_ADDR } from "../../src/cli/api-client.ts";
 import { parseTask } from "../../src/api/task-request.ts";
-import { selfServiceDefinition } from "../../src/runtime/registration.ts";
+import { selfServiceDefinition } from "../../src/daemon/registration.ts";
 import { CtsError } from "../../src/errors.ts";
 
 const isUsage = (message: RegExp) => (err: unknown) => err instanceof CtsError && err.category === "usage" && message.test(err.message);

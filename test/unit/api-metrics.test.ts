@@ -1,7 +1,7 @@
 import { describe, it, after } from "node:test";
 import assert from "node:assert/strict";
 import { createApiServer, type ApiServer } from "../../src/api/server.ts";
-import { apiAccessProblems } from "../../src/api/access-config.ts";
+import { apiAccessProblems } from "../../src/config/api-access.ts";
 import { createLogger } from "../../src/log.ts";
 import { createPrometheusMetrics } from "../../src/metrics/prometheus.ts";
 import { logFormatOf } from "../../src/cli/run.ts";

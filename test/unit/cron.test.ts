@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { parseCron } from "../../src/runtime/cron.ts";
+import { parseCron } from "../../src/task/cron.ts";
 
 describe("cron", () => {
   const at = (s: string) => new Date(s);

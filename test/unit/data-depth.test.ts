@@ -9,7 +9,7 @@ import { Redactor, REDACTED } from "../../src/secrets/redactor.ts";
 import { stableStringify } from "../../src/synth/stable-json.ts";
 import { initHash } from "../../src/terraform/init-hash.ts";
 import { redactedError } from "../../src/terraform/redaction.ts";
-import { parseHcl } from "../../src/cli/hcl.ts";
+import { parseHcl } from "../../src/config/hcl.ts";
 import { readCtsFiles } from "../../src/config/cts-files.ts";
 import { parseState } from "../../src/ha/state.ts";
 import { moduleEntry } from "../../src/runtime/task-entry.ts";

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createController } from "../../src/runtime/compose.ts";
+import { createController } from "../../src/daemon/compose.ts";
 import { driftSettings } from "../../src/runtime/drift.ts";
 import { driftCheckProblems } from "../../src/task/validate.ts";
 import { createLogger } from "../../src/log.ts";

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { Duration, formatDuration, parseDuration } from "../../src/config/duration.ts";
+import { Duration, formatDuration, parseDuration } from "../../src/duration.ts";
 import { CtsError } from "../../src/errors.ts";
 
 describe("durations", () => {

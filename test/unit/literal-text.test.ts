@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { LiteralTable, literalData, mapStrings, templateText } from "../../src/synth/literal-text.ts";
+import { LiteralTable, literalData, mapStrings, templateText } from "../../src/cdktf/literal-text.ts";
 
 describe("literal text in Terraform templates", () => {
   it("writes a lead before `{` one more time, so Terraform reads it as text", () => {

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createController } from "../../src/runtime/compose.ts";
+import { createController } from "../../src/daemon/compose.ts";
 import { createLogger } from "../../src/log.ts";
 import { noMetrics, processLabel, viewKind } from "../../src/metrics/metrics.ts";
 import { createPrometheusMetrics } from "../../src/metrics/prometheus.ts";

@@ -6,9 +6,9 @@ import { createLogger } from "../../src/log.ts";
 import { createPrometheusMetrics } from "../../src/metrics/prometheus.ts";
 import { quote } from "../../src/quote.ts";
 import { skippedServices } from "../../src/runtime/skipped-services.ts";
-import { taskInputSource } from "../../src/runtime/task-input.ts";
+import { TaskInputReader } from "../../src/runtime/task-input.ts";
 import type { TaskEntry } from "../../src/runtime/task-entry.ts";
-import type { CatalogReader } from "../../src/watch/types.ts";
+import type { CatalogReader } from "../../src/consul/types.ts";
 import { MemberList } from "../fixtures/tasks.ts";
 
 const refusal = (service: string) => refusedServiceName(new CtsError("CONSUL_BAD_REQUEST", "usage", "HTTP 400", { detail: { status: 400 } }), service)!;
@@ -48,7 +48,7 @@ describe("skipped services (names Consul cannot serve)", () => {
       },
     };
     const e = { name: "members", task: new MemberList("members", "/tmp/unused.txt"), subs: [] } as unknown as TaskEntry;
-    const input = await taskInputSource(reader, { report: (task, service) => reported.push(`${task}/${service}`) }).inputOf(e, new AbortController().signal);
+    const input = await new TaskInputReader(reader, { report: (task, service) => reported.push(`${task}/${service}`) }).inputOf(e, new AbortController().signal);
     assert.deepEqual(input, { services: [] });
     assert.deepEqual(reported, ["members/odd\ttab"]);
   });

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createLogger } from "../../src/log.ts";
-import { terraformOutputLog } from "../../src/runtime/driver-setup.ts";
+import { terraformOutputLog } from "../../src/daemon/driver-setup.ts";
 
 describe("Terraform's own output in the daemon's log", () => {
   const capture = (level: "info" | "debug") => {

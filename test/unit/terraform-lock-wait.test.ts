@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { CtsError } from "../../src/errors.ts";
 import { commandFailure } from "../../src/terraform/failures.ts";
 import { waitOutStateLocks, type StateLockWait } from "../../src/terraform/lock-wait.ts";
-import { stateLockWaitLine } from "../../src/runtime/driver-setup.ts";
+import { stateLockWaitLine } from "../../src/daemon/driver-setup.ts";
 
 // What tofu prints when a paused member's apply still holds the task's lock in Consul.
 const LOCKED = `Error: Error acquiring the state lock

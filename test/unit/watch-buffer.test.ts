@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { CtsError } from "../../src/errors.ts";
-import { Duration } from "../../src/config/duration.ts";
+import { Duration } from "../../src/duration.ts";
 import { BufferPeriod, normalizeBufferPeriod, type Clock } from "../../src/watch/buffer.ts";
 
 const parseDuration = (value: number | string, field: string) => Duration.parse(value, field).ms;

@@ -1,6 +1,26 @@
-import type { ApiConfig } from "../config/types.ts";
-import type { Problem } from "../task/validate.ts";
-import { normalizeOrigin, parseHost } from "./browser-guard.ts";
+import type { Problem } from "../problems.ts";
+import type { ApiConfig } from "./types.ts";
+
+// What `api.allowedHosts` and `api.allowedOrigins` may hold: the config checks them at load with
+// the same parsing the API's browser guard (src/api/browser-guard.ts) applies to each request.
+
+/** Splits a Host header into a lower-case name (IPv6 without brackets) and a port (undefined when absent). */
+export function parseHost(header: string): { name: string; port: number | undefined } | undefined {
+  const m = /^(\[[0-9a-f:.]+\]|[^:[\]\s]+)(?::(\d{1,5}))?$/i.exec(header.trim());
+  if (!m) return undefined;
+  const name = m[1]!.replace(/^\[|\]$/g, "").toLowerCase().replace(/\.$/, "");
+  return { name, port: m[2] === undefined ? undefined : Number(m[2]) };
+}
+
+/** An origin as browsers serialize it: lower-case scheme and host, no default port, no path. */
+export function normalizeOrigin(origin: string): string | undefined {
+  try {
+    const u = new URL(origin);
+    return u.origin === "null" ? undefined : u.origin;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Problems of `api.allowedOrigins` and `api.allowedHosts` (config load fails fast on them). */
 export function apiAccessProblems(api: ApiConfig | undefined): Problem[] {

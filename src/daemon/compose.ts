@@ -5,32 +5,30 @@ import { watchTokenFile } from "../consul/token-file.ts";
 import { consulEnvForTerraform } from "../consul/connection.ts";
 import { createCatalogReader } from "../consul/reader.ts";
 import { createWatcher } from "../watch/watcher.ts";
-import type { CatalogReader, Watcher } from "../watch/types.ts";
+import type { CatalogReader } from "../consul/types.ts";
+import type { Watcher } from "../watch/types.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { noMetrics, type Metrics } from "../metrics/metrics.ts";
 import { createPrometheusMetrics } from "../metrics/prometheus.ts";
 import { inProcessSynthesizer, workerSynthesizer, type Synthesizer } from "../synth/synthesizer.ts";
 import { workingRoot } from "../synth/paths.ts";
-import { startDaemonApi } from "../api/daemon.ts";
+import { startDaemonApi } from "./api.ts";
 import { HighAvailability } from "../ha/high-availability.ts";
-import { haApiOptions } from "../ha/api.ts";
+import { haApiOptions } from "./ha-api.ts";
 import { SharedCluster } from "../ha/shared.ts";
 import { resolveHaSettings } from "../ha/settings.ts";
-import { consulConnectionFor, tokenFileFor } from "./consul-setup.ts";
+import { consulConnectionFor, tokenFileFor } from "../config/consul-connection.ts";
 import { terraformDriverFor } from "./driver-setup.ts";
-import { Controller } from "./controller.ts";
-import { Activity, EventStore } from "./events.ts";
-import type { Runtime } from "./interfaces.ts";
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.ts";
-import { driftAttempt, runAttempt, type RunDriver } from "./run.ts";
-import { TaskRuns } from "./runs.ts";
-import { skippedServices } from "./skipped-services.ts";
-import { taskInputSource } from "./task-input.ts";
-import { TaskRegistry } from "./tasks.ts";
-import { Triggers } from "./triggers.ts";
+import { Controller } from "../runtime/controller.ts";
+import { Activity, EventStore } from "../runtime/events.ts";
+import type { Runtime } from "../runtime/interfaces.ts";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../runtime/retry.ts";
+import { TaskRunner, type RunDriver } from "../runtime/run.ts";
+import { skippedServices } from "../runtime/skipped-services.ts";
+import { TaskInputReader } from "../runtime/task-input.ts";
+import { TaskRegistry } from "../runtime/tasks.ts";
 
-export { consulConnectionFor, createConsulReader, tokenFileFor } from "./consul-setup.ts";
-export type { Runtime } from "./interfaces.ts";
+export type { Runtime } from "../runtime/interfaces.ts";
 
 // The composition root: the one place that knows every part of a running cts and wires them.
 // Everything else receives what it needs through the small interfaces in interfaces.ts.
@@ -57,12 +55,13 @@ export interface ControllerDeps {
   metrics?: Metrics;
 }
 
-/** Wires the runtime's parts: registry → triggers → queue → run (input → synth → driver) → events. */
+/**
+ * Builds the runtime's parts: the registry, and the runner that makes each attempt (input →
+ * synthesize → Terraform); the controller builds the triggers and the runs that connect them.
+ */
 export function createController(deps: ControllerDeps): Controller {
   const { loaded, log } = deps;
   const metrics = deps.metrics ?? noMetrics;
-  const events = new EventStore(deps.eventsKept);
-  const activity = new Activity();
   const policy: RetryPolicy = {
     ...DEFAULT_RETRY_POLICY,
     ...(deps.retries !== undefined ? { retries: deps.retries } : {}),
@@ -71,52 +70,22 @@ export function createController(deps: ControllerDeps): Controller {
   };
   // One record of skipped services for watched and one-off reads: a task is warned once per name.
   const skipped = skippedServices(log, metrics);
-  const runDeps = { loaded, driver: deps.driver, synthesizer: deps.synthesizer, inputs: taskInputSource(deps.reader, skipped), log, metrics };
-  // The controller is made last, but the parts call back into it (is it paused? record an event).
-  let controller!: Controller;
-  const runs = new TaskRuns({
-    runnable: (name) => controller.runnable(name),
-    attempt: (e, mode, signal) => runAttempt(runDeps, e, mode, signal),
-    driftAttempt: (e, signal) => driftAttempt(runDeps, e, triggers.driftFor(e).correct, signal),
-    policy,
-    concurrency: loaded.config.concurrency ?? 4,
-    log,
-    activity,
-    record: (event) => controller.record(event),
-    retrying: (notice) => controller.hooks.onRetry?.(notice),
-    metrics,
-    // cts_task_drift_detected_total counts checks that found the infrastructure changed out of band.
-    driftChecked: (task, result) => {
-      if (result.state === "drifted" || result.state === "corrected") metrics.driftDetected(task);
-    },
-  });
-  const triggers = new Triggers({
-    ...(deps.watcher ? { watcher: deps.watcher } : {}),
-    log,
-    globalBuffer: loaded.config.bufferPeriod,
-    ...(deps.bufferOff ? { bufferOff: true } : {}),
-    enqueue: (name) => runs.enqueue(name),
-    globalDrift: loaded.config.driftCheck,
-    checkDrift: (name) => void runs.requestDrift(name),
-    active: () => controller.active,
-    changed: (name) => {
-      activity.changed(name);
-      metrics.taskChanged(name);
-    },
-    fatal: (name, err) => controller.watchFailed(name, err),
-    metrics,
-    skipped,
-  });
-  controller = new Controller({
+  const runner = new TaskRunner({ loaded, driver: deps.driver, synthesizer: deps.synthesizer, inputs: new TaskInputReader(deps.reader, skipped), log, metrics });
+  const controller = new Controller({
     tasks: new TaskRegistry(loaded),
-    triggers,
-    runs,
-    events,
-    activity,
-    taskDir: (task) => deps.driver.taskDir(task),
-    coolDown: async (task) => deps.driver.coolDown?.(task),
-    close: () => deps.synthesizer.close(),
+    runner,
+    events: new EventStore(deps.eventsKept),
+    activity: new Activity(),
+    runs: { policy, concurrency: loaded.config.concurrency ?? 4 },
+    triggers: {
+      ...(deps.watcher ? { watcher: deps.watcher } : {}),
+      globalBuffer: loaded.config.bufferPeriod,
+      ...(deps.bufferOff ? { bufferOff: true } : {}),
+      globalDrift: loaded.config.driftCheck,
+      skipped,
+    },
     log,
+    metrics,
   });
   // The status gauges read the runtime when scraped, so they never disagree with the API.
   metrics.observe({
@@ -127,11 +96,10 @@ export function createController(deps: ControllerDeps): Controller {
         return view ? [{ task: name, enabled: view.enabled, status: view.status, ...(last ? { lastOutcome: last } : {}) }] : [];
       }),
     has: (name) => controller.view(name) !== undefined,
-    queue: () => runs.queue.depth(),
+    queue: () => controller.queueDepth(),
   });
   return controller;
 }
-
 
 /** How the runtime is put together for one command. */
 export interface RuntimeOptions {

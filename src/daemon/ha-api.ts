@@ -1,7 +1,7 @@
-import type { DaemonApiOptions } from "../api/daemon.ts";
-import { clusterTag } from "./cluster.ts";
-import type { HighAvailability } from "./high-availability.ts";
-import type { SharedCluster } from "./shared.ts";
+import type { DaemonApiOptions } from "./api.ts";
+import { clusterTag } from "../ha/cluster.ts";
+import type { HighAvailability } from "../ha/high-availability.ts";
+import type { SharedCluster } from "../ha/shared.ts";
 
 /**
  * What the daemon's API needs under high availability: the cluster tag on the self-registration

@@ -1,11 +1,11 @@
 import type { ApiConfig } from "../config/types.ts";
 import { CtsError } from "../errors.ts";
 import type { Runtime } from "../runtime/interfaces.ts";
-import { consulProblem, registerSelf } from "../runtime/registration.ts";
-import type { ApiDeps } from "./handlers.ts";
-import { apiToken } from "./auth.ts";
+import { consulProblem, registerSelf } from "./registration.ts";
+import type { ApiDeps } from "../api/handlers.ts";
+import { apiToken } from "../api/auth.ts";
 import { redactSecret } from "../log.ts";
-import { createApiServer, DEFAULT_API_ADDRESS, DEFAULT_API_PORT } from "./server.ts";
+import { createApiServer, DEFAULT_API_ADDRESS, DEFAULT_API_PORT } from "../api/server.ts";
 
 /** Where the daemon's API listens: flags win over the config. */
 export interface DaemonApiOptions {

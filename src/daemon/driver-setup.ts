@@ -1,8 +1,8 @@
 import { join } from "node:path";
 import type { LoadedConfig } from "../config/load.ts";
-import { parseDuration } from "../config/duration.ts";
+import { parseDuration } from "../duration.ts";
 import type { TerraformDriverConfig } from "../config/types.ts";
-import { defaultTerraformBinary } from "../doctor/executable.ts";
+import { defaultTerraformBinary } from "../terraform/executable.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { knownSecrets } from "../secrets/redactor.ts";

@@ -1,0 +1,25 @@
+import type { CtsConfig } from "../config/types.ts";
+import type { SkippedServiceListener, Source, SourceData } from "../consul/types.ts";
+import { createConsulApi } from "../consul/client.ts";
+import { consulConnectionFor } from "../config/consul-connection.ts";
+import { createCatalogReader } from "../consul/reader.ts";
+import { skippedServiceMessage } from "../runtime/skipped-services.ts";
+
+/**
+ * A one-shot reader of Consul data built from the config (for `cts synth` and the cdktf app): services
+ * Consul cannot serve are left out and told to `onSkipped`.
+ */
+export function createConsulReader(config: CtsConfig): (source: Source, onSkipped?: SkippedServiceListener) => Promise<SourceData> {
+  const reader = createCatalogReader(createConsulApi(consulConnectionFor(config)));
+  return (source, onSkipped) => reader.read(source, undefined, onSkipped);
+}
+
+/** A SkippedServiceListener for one task of a one-shot command: writes the warning once per name. */
+export function warnSkipped(task: string, write: (line: string) => void): SkippedServiceListener {
+  const told = new Set<string>();
+  return (service) => {
+    if (told.has(service)) return;
+    told.add(service);
+    write(`warning: ${skippedServiceMessage(task, service)}`);
+  };
+}
