@@ -64,6 +64,9 @@ function character(text: string, i: number, escape: string): { pattern: string; 
   if (unit === 0x20) alts.push("\\+");
   // HCL doubles the opener of `${` and `%{` to keep them literal.
   if ((unit === 0x24 || unit === 0x25) && next === 0x7b) alts.push(literal(unit) + literal(unit));
+  // Longer spellings first: at the end of a secret the first alternative that matches wins, and a
+  // raw `%` must not stop short of `%25` (leaving "25" visible).
+  alts.sort((a, b) => b.length - a.length);
   return { pattern: `(?:${alts.join("|")})`, width: 1 };
 }
 
