@@ -12,7 +12,7 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
 
 /** The pages a reader follows from the README: the README, docs/, and the READMEs it links to. */
-const PAGES = ["README.md", ...readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`), "examples/README.md", "bench/README.md", "test/support/tfc-server/README.md"];
+const PAGES = ["README.md", ...readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`), "ARCHITECTURE.md", "examples/README.md", "bench/README.md", "test/support/tfc-server/README.md"];
 
 /** Languages of fenced blocks that hold shell commands ("" is a bare fence). */
 const SHELL = new Set(["", "sh", "bash", "shell", "console"]);
