@@ -22,7 +22,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { machineInfo } from "../lib/machine.ts";
 import { describe, killAll, processesUnder } from "./lib/procs.ts";
-import { figuresTable, renderChaos, runRefOf, runsOf, type ChaosReport, type ScenarioRecord } from "./lib/render.ts";
+import { figuresTable, mergeReports, renderChaos, type ChaosReport, type ScenarioRecord } from "./lib/render.ts";
 import type { ChaosSizes } from "./lib/types.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -117,27 +117,13 @@ function gitCommit(): string {
   }
 }
 
-/**
- * `latest`'s scenarios in place of the same ones in the report at `file` (when there is one); the
- * earlier runs' other scenarios are kept, and every record names the run it comes from.
- */
-function mergeReports(file: string, latest: ChaosReport): ChaosReport {
-  let earlier: ChaosReport;
+/** The report at `file` (undefined when there is none or it cannot be read). */
+function readReport(file: string): ChaosReport | undefined {
   try {
-    earlier = JSON.parse(readFileSync(file, "utf8")) as ChaosReport;
+    return JSON.parse(readFileSync(file, "utf8")) as ChaosReport;
   } catch {
-    return latest;
+    return undefined;
   }
-  const fresh = new Set(latest.scenarios.map((s) => s.id));
-  const earlierRef = runRefOf(earlier);
-  const kept = earlier.scenarios.filter((s) => !fresh.has(s.id)).map((s) => ({ ...s, run: s.run ?? earlierRef }));
-  const latestRef = runRefOf(latest);
-  const order = (id: string) => SCENARIOS.findIndex((s) => s.id === id);
-  const scenarios = [...kept, ...latest.scenarios.map((s) => ({ ...s, run: latestRef }))].sort((a, b) => order(a.id) - order(b.id));
-  const runs = [...runsOf(earlier), ...runsOf(latest)]
-    .map((r) => ({ ...r, scenarios: scenarios.filter((s) => s.run.date === r.date).map((s) => s.id) }))
-    .filter((r) => r.scenarios.length > 0);
-  return { ...latest, scenarios, runs };
 }
 
 async function main() {
@@ -232,7 +218,7 @@ async function main() {
     sweptAfterScenarios: swept,
     scenarios: records,
   };
-  const report = mergeInto ? mergeReports(mergeInto, latest) : latest;
+  const report = mergeInto ? mergeReports(readReport(mergeInto), latest, SCENARIOS.map((s) => s.id)) : latest;
   mkdirSync(dirname(outPrefix), { recursive: true });
   writeFileSync(`${outPrefix}.json`, JSON.stringify(report, null, 2) + "\n");
   writeFileSync(`${outPrefix}.md`, renderChaos(report));

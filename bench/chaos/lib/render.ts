@@ -51,6 +51,24 @@ export function runsOf(rep: ChaosReport): RunInfo[] {
   return rep.runs ?? [{ ...runRefOf(rep), totalSeconds: rep.totalSeconds, machine: rep.machine, sizes: rep.sizes, sweptAfterScenarios: rep.sweptAfterScenarios, scenarios: rep.scenarios.map((s) => s.id) }];
 }
 
+/**
+ * `latest`'s scenarios in place of the same ones in `earlier` (a report from earlier runs, when
+ * there is one); the earlier runs' other scenarios are kept, in `order` (scenario ids), and every
+ * record names the run it comes from.
+ */
+export function mergeReports(earlier: ChaosReport | undefined, latest: ChaosReport, order: string[]): ChaosReport {
+  if (!earlier) return latest;
+  const fresh = new Set(latest.scenarios.map((s) => s.id));
+  const earlierRef = runRefOf(earlier);
+  const kept = earlier.scenarios.filter((s) => !fresh.has(s.id)).map((s) => ({ ...s, run: s.run ?? earlierRef }));
+  const latestRef = runRefOf(latest);
+  const scenarios = [...kept, ...latest.scenarios.map((s) => ({ ...s, run: latestRef }))].sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
+  const runs = [...runsOf(earlier), ...runsOf(latest)]
+    .map((r) => ({ ...r, scenarios: scenarios.filter((s) => s.run.date === r.date).map((s) => s.id) }))
+    .filter((r) => r.scenarios.length > 0);
+  return { ...latest, scenarios, runs };
+}
+
 const runName = (r: RunRef) => `${r.date}${r.label ? ` (${r.label})` : ""}`;
 
 /** The figures table (one row per scenario). */
