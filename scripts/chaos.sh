@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run chaos`: failure scenarios (flapping, Consul restart, kill -9 mid-apply, fresh tasks in
-# parallel) against a real Consul, real OpenTofu and real cts processes on 127.0.0.1; not part of
-# `npm test`. Writes bench/results/chaos.json and chaos.md (see bench/README.md). Flags pass
+# parallel, hostile catalog data and secrets) against a real Consul, real OpenTofu and real cts
+# processes on 127.0.0.1; not part of `npm test`. Writes bench/results/chaos.json and chaos.md (see bench/README.md). Flags pass
 # through: `npm run chaos -- --quick`, `--only=kill9`, `--flap-seconds=20`, `--help`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -3,8 +3,10 @@
  * processes on 127.0.0.1; writes bench/results/chaos.json and chaos.md (see bench/README.md).
  *
  *   --quick                 short scenarios (about 1.5 minutes; writes bench/results/tmp/chaos-<time>.*)
- *   --only=a,b / --skip=a,b scenarios by id: flapping, consul-restart, kill9, fresh-tasks
+ *   --only=a,b / --skip=a,b scenarios by id: flapping, consul-restart, kill9, fresh-tasks, hostile
  *   --out=<prefix>          write <prefix>.json and <prefix>.md
+ * At the default sizes, --only/--skip replace those scenarios in bench/results/chaos.{json,md} and
+ * keep the others from earlier runs (each section names its run); other sizes write to tmp/.
  *   --label=<text>          a name for the run in the report's title (e.g. "pre-fix run")
  *   --keep                  keep the scratch folder ($TMPDIR/cts-chaos-…)
  *   --<size>=<n>            any size (see --help), e.g. --flap-seconds=20 --kill-loops=3
@@ -20,7 +22,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { machineInfo } from "../lib/machine.ts";
 import { describe, killAll, processesUnder } from "./lib/procs.ts";
-import { figuresTable, renderChaos, type ChaosReport, type ScenarioRecord } from "./lib/render.ts";
+import { figuresTable, mergeReports, renderChaos, type ChaosReport, type ScenarioRecord } from "./lib/render.ts";
 import type { ChaosSizes } from "./lib/types.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -32,6 +34,7 @@ const SCENARIOS = [
   { id: "consul-restart", module: "chaos/consul-restart.ts", title: "2. Consul kill/restart", limitMs: 3 * 60_000 },
   { id: "kill9", module: "chaos/kill-loop.ts", title: "3. kill -9 loops", limitMs: 6 * 60_000 },
   { id: "fresh-tasks", module: "chaos/fresh-tasks.ts", title: "4. Fresh tasks", limitMs: 4 * 60_000 },
+  { id: "hostile", module: "chaos/hostile-catalog.ts", title: "5. Hostile data", limitMs: 5 * 60_000 },
 ] as const;
 
 const DEFAULTS: ChaosSizes = {
@@ -45,8 +48,11 @@ const DEFAULTS: ChaosSizes = {
   freshTasks: 40,
   freshConcurrency: 8,
   freshRuns: 5,
+  hostileGenerated: 250,
+  hostileSecrets: 9,
+  hostileSeed: 0,
 };
-const QUICK: Partial<ChaosSizes> = { flapSeconds: 15, consulDownSeconds: 5, killLoops: 2, freshTasks: 16, freshRuns: 2 };
+const QUICK: Partial<ChaosSizes> = { flapSeconds: 15, consulDownSeconds: 5, killLoops: 2, freshTasks: 16, freshRuns: 2, hostileGenerated: 40, hostileSecrets: 3 };
 
 const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 const envName = (k: string) => `CHAOS_${kebab(k).replace(/-/g, "_").toUpperCase()}`;
@@ -111,6 +117,15 @@ function gitCommit(): string {
   }
 }
 
+/** The report at `file` (undefined when there is none or it cannot be read). */
+function readReport(file: string): ChaosReport | undefined {
+  try {
+    return JSON.parse(readFileSync(file, "utf8")) as ChaosReport;
+  } catch {
+    return undefined;
+  }
+}
+
 async function main() {
   const flags = parseFlags(process.argv.slice(2));
   if (flags.has("help")) {
@@ -128,8 +143,11 @@ async function main() {
   for (const k of ["quick", "keep", "only", "skip", "label", "out"]) flags.delete(k);
   const { sizes, overridden } = sizesFrom(flags, quick);
   if (flags.size) throw new Error(`unknown flag(s): ${[...flags.keys()].map((k) => `--${k}`).join(", ")} (see --help)`);
-  const partial = quick || overridden || !!only || skip.length > 0;
-  const outPrefix = out ?? join(BENCH, "results", partial ? `tmp/chaos-${Date.now()}` : "chaos");
+  // Other sizes than the defaults go to tmp/; a selection of scenarios at the default sizes
+  // replaces those scenarios in chaos.* and keeps the others (each section names its run).
+  const resized = quick || overridden;
+  const outPrefix = out ?? join(BENCH, "results", resized ? `tmp/chaos-${Date.now()}` : "chaos");
+  const mergeInto = !out && !resized && (!!only || skip.length > 0) ? `${outPrefix}.json` : undefined;
 
   const scratch = join(tmpdir(), `cts-chaos-${new Date().toISOString().replace(/[:.]/g, "-")}`);
   mkdirSync(scratch, { recursive: true });
@@ -189,7 +207,7 @@ async function main() {
     process.stderr.write(`[chaos] ${s.id}: ${rec.figures.verdict}\n`);
     if (!keep) rmSync(dir, { recursive: true, force: true });
   }
-  const report: ChaosReport = {
+  const latest: ChaosReport = {
     date: new Date().toISOString(),
     command: ["npm run chaos", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" "),
     ...(label ? { label } : {}),
@@ -200,11 +218,12 @@ async function main() {
     sweptAfterScenarios: swept,
     scenarios: records,
   };
+  const report = mergeInto ? mergeReports(readReport(mergeInto), latest, SCENARIOS.map((s) => s.id)) : latest;
   mkdirSync(dirname(outPrefix), { recursive: true });
   writeFileSync(`${outPrefix}.json`, JSON.stringify(report, null, 2) + "\n");
   writeFileSync(`${outPrefix}.md`, renderChaos(report));
   if (!keep) rmSync(scratch, { recursive: true, force: true });
-  process.stdout.write(`\n${figuresTable(records)}\n\n[chaos] ${report.totalSeconds} s; wrote ${outPrefix}.json and ${outPrefix}.md\n`);
+  process.stdout.write(`\n${figuresTable(records)}\n\n[chaos] ${latest.totalSeconds} s; wrote ${outPrefix}.json and ${outPrefix}.md${mergeInto ? " (the other scenarios kept from earlier runs)" : ""}\n`);
 }
 
 main().catch((err: unknown) => {

@@ -12,7 +12,7 @@ const CHAOS_TASKS = fileURLToPath(new URL("../tasks.ts", import.meta.url));
 export interface ChaosConfigOptions {
   dir: string;
   consulAddress: string;
-  /** TypeScript expressions; MemberFile, SlowMemberFile and services() are in scope. */
+  /** TypeScript expressions; MemberFile, SlowMemberFile, HostileFiles, ModuleTask, services() and catalogServices() are in scope. */
   tasks: string[];
   /** A backend block (default: cts's default, Consul KV). */
   backend?: Record<string, Record<string, unknown>>;
@@ -26,10 +26,10 @@ export async function writeChaosConfig(o: ChaosConfigOptions): Promise<string> {
   const file = join(o.dir, "cts.config.ts");
   await writeFile(
     file,
-    `import { defineConfig, services } from ${JSON.stringify(PUBLIC_API)};
+    `import { defineConfig, services, catalogServices, ModuleTask } from ${JSON.stringify(PUBLIC_API)};
 import { MemberFile } from ${JSON.stringify(BENCH_TASKS)};
-import { SlowMemberFile } from ${JSON.stringify(CHAOS_TASKS)};
-void services; void MemberFile; void SlowMemberFile;
+import { SlowMemberFile, HostileFiles } from ${JSON.stringify(CHAOS_TASKS)};
+void services; void catalogServices; void ModuleTask; void MemberFile; void SlowMemberFile; void HostileFiles;
 export default defineConfig({
   consul: { address: ${JSON.stringify(o.consulAddress)} },
   driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(o.dir, "sync-tasks"))}${o.backend ? `, backend: ${JSON.stringify(o.backend)}` : ""} } },

@@ -20,6 +20,12 @@ export interface ChaosSizes {
   freshTasks: number;
   freshConcurrency: number;
   freshRuns: number;
+  /** Generated catalog payloads (fast-check) next to the fault probe's fixed ones. */
+  hostileGenerated: number;
+  /** Generated secrets next to the fixed one. */
+  hostileSecrets: number;
+  /** Seed of the generated payloads and secrets; 0: from the clock (the report prints it). */
+  hostileSeed: number;
 }
 
 /** What a scenario module receives (the bench runner's context with chaos sizes). */
