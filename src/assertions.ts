@@ -119,7 +119,7 @@ export const assertions = {
     const hits = all.filter((r) => propertyDiff(properties, r.body).length === 0);
     if (hits.length !== count) {
       const which = Object.keys(properties).length ? ` with ${show(properties)}` : "";
-      const list = hits.length ? ` : ${hits.map((h) => h.address).join(", ")}` : "";
+      const list = hits.length ? `: ${hits.map((h) => h.address).join(", ")}` : "";
       const near = hits.length < count && all.length > hits.length ? `\nThe nearest others:\n${nearest(all.filter((r) => !hits.includes(r)), properties)}` : "";
       fail(`Expected ${count} resource(s) of type ${type}${which}, found ${hits.length}${list}.${near}`, hits.length, count, assertions.assertResourceCount);
     }
