@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { readFromSnapshot } from "../../src/synth/snapshot.ts";
 import { normalizeServicesQuery } from "../../src/consul/query.ts";
+import { parseFilter } from "../../src/consul/filter.ts";
 import type { ServiceInstance } from "../../src/consul/types.ts";
 
 /**
@@ -35,11 +36,13 @@ type Random = ReturnType<typeof random>;
 
 const TAGS = ["prod", "dev", "a", "b-c", "x.y", "Prod"] as const;
 const META_KEYS = ["env", "zone", "v"] as const;
-const META_VALUES = ["prod", "dev", "", "p", "x y", "prod-2"] as const;
+const META_VALUES = ["prod", "dev", "", "p", "x y", "prod-2", 'q"uote', "é\\"] as const;
 const PORTS = [0, 80, 443, 8080] as const;
 const ADDRESSES = ["", "10.0.0.1", "10.0.0.2"] as const;
 const NODE_META = ["rack", "az"] as const;
 const NODE_META_VALUES = ["r1", "r2", ""] as const;
+const TAGGED = ["lan", "wan"] as const;
+const KINDS = ["", "", "connect-proxy"] as const;
 const STATUSES = ["passing", "passing", "warning", "critical"] as const;
 const PATTERNS = ["^p", "d", "^$", "o.?d", "[0-9]", "(?i)^PROD", "x y$"] as const;
 
@@ -50,26 +53,38 @@ function instancesFor(r: Random, service: string, caseNo: number): Instance[] {
     node: `c${caseNo}-n${k}`,
     nodeAddress: `127.0.${caseNo % 250}.${k + 1}`,
     nodeMeta: Object.fromEntries(r.some(NODE_META).map((k2) => [k2, r.pick(NODE_META_VALUES)])),
+    nodeTaggedAddresses: Object.fromEntries(r.some(TAGGED).map((k2) => [k2, `10.9.${caseNo % 250}.${k}`])),
   }));
   return Array.from({ length: 1 + r.int(5) }, (_, i) => {
     const node = r.pick(nodes);
+    const kind = r.pick(KINDS);
     return {
+      kind,
       name: service,
       id: `i${i}`,
       tags: r.some(TAGS),
       meta: Object.fromEntries(r.some(META_KEYS).map((k) => [k, r.pick(META_VALUES)])),
-      port: r.pick(PORTS),
+      // Consul refuses a connect-proxy without a port.
+      port: kind ? r.pick(PORTS.slice(1)) : r.pick(PORTS),
       address: r.pick(ADDRESSES),
       node: node.node,
       nodeAddress: node.nodeAddress,
       nodeMeta: node.nodeMeta,
+      nodeTaggedAddresses: node.nodeTaggedAddresses,
       nodeDatacenter: "dc1",
       status: r.pick(STATUSES),
     };
   });
 }
 
+/** A double-quoted string literal with Go's escapes (JSON's are Go's). */
 const q = (s: string) => JSON.stringify(s);
+/**
+ * A string literal, double-quoted or raw in backticks. bexpr ends a double-quoted string at the
+ * first `"` (an escaped quote is a syntax error in Consul), so a value holding one is mostly
+ * written in backticks, and sometimes double-quoted: then Consul and cts must both refuse it.
+ */
+const literal = (r: Random, s: string) => (s.includes('"') ? (r.next() < 0.8 ? "`" + s + "`" : q(s)) : r.next() < 0.7 ? q(s) : "`" + s + "`");
 
 function atom(r: Random, instances: Instance[]): string {
   const tag = r.pick(TAGS);
@@ -78,7 +93,7 @@ function atom(r: Random, instances: Instance[]): string {
   const choices: Array<() => string> = [
     () => r.pick([`Service.Tags contains ${q(tag)}`, `${q(tag)} in Service.Tags`, `Service.Tags not contains ${q(tag)}`, `${q(tag)} not in Service.Tags`]),
     () => r.pick(["Service.Tags is empty", "Service.Tags is not empty", "Service.Meta is empty", "Node.Meta is not empty"]),
-    () => `Service.Meta.${key} ${r.pick(["==", "!="])} ${q(value)}`,
+    () => `Service.Meta.${key} ${r.pick(["==", "!="])} ${literal(r, value)}`,
     () => `Service.Meta.${key} ${r.pick(["contains", "not contains"])} ${q(r.pick(["p", "ro", " ", "-"]))}`,
     () => `Service.Meta.${key} ${r.pick(["matches", "not matches"])} ${q(r.pick(PATTERNS))}`,
     () => r.pick([`${key} in Service.Meta`, `${q(key)} not in Service.Meta`, `Service.Meta[${q(key)}] == ${q(value)}`]),
@@ -87,6 +102,8 @@ function atom(r: Random, instances: Instance[]): string {
     () => r.pick([`Service.ID == ${q(r.pick(instances).id)}`, `Service.ID matches "^i[0-2]$"`, `"1" in Service.ID`]),
     () => `Node.Node == ${q(r.pick(instances).node)}`,
     () => `Node.Meta.${r.pick(NODE_META)} ${r.pick(["==", "!="])} ${q(r.pick(NODE_META_VALUES))}`,
+    () => r.pick([`Node.TaggedAddresses is empty`, `lan in Node.TaggedAddresses`, `Node.TaggedAddresses.wan contains ".9."`]),
+    () => `Service.Kind ${r.pick(["==", "!="])} ${q(r.pick(KINDS))}`,
     () => r.pick(["Node.Datacenter == dc1", "Node.Address matches \"\\\\.1$\"", "Service.Service == `" + instances[0]!.name + "`"]),
     () => `Checks.Status ${r.pick(["==", "!="])} ${q(r.pick(["passing", "warning", "critical"]))}`,
   ];
@@ -126,7 +143,8 @@ describe("the offline Consul filter evaluator against a real Consul agent", () =
         Node: i.node,
         Address: i.nodeAddress,
         NodeMeta: i.nodeMeta,
-        Service: { ID: i.id, Service: i.name, Tags: i.tags, Meta: i.meta, Port: i.port, Address: i.address },
+        TaggedAddresses: i.nodeTaggedAddresses,
+        Service: { Kind: i.kind, ID: i.id, Service: i.name, Tags: i.tags, Meta: i.meta, Port: i.port, Address: i.address, ...(i.kind ? { Proxy: { DestinationServiceName: "upstream" } } : {}) },
         Check: { CheckID: `service:${i.id}`, Name: "probe", Status: i.status, ServiceID: i.id },
       })),
     );
@@ -134,13 +152,19 @@ describe("the offline Consul filter evaluator against a real Consul agent", () =
 
     const mismatches: string[] = [];
     let nonTrivial = 0;
+    let refused = 0;
     for (const { service, instances, filter, passingOnly } of cases) {
       const query = { names: [service], filter, passingOnly };
       const { health } = normalizeServicesQuery(query);
       const params = new URLSearchParams({ filter, ...(health.passing ? { passing: "1" } : {}) });
       const res = await fetch(`${consul.url}/v1/health/service/${service}?${params}`);
       const body = await res.text();
-      assert.equal(res.status, 200, `Consul refused the generated filter ${filter}: ${body} (seed ${SEED})`);
+      if (res.status !== 200) {
+        // A filter Consul refuses must be refused by cts as well, never evaluated.
+        refused++;
+        assert.throws(() => parseFilter(filter), (e: any) => e.code === "FILTER_UNSUPPORTED", `Consul refused ${filter} (${body.trim()}) but cts evaluates it (seed ${SEED})`);
+        continue;
+      }
       const fromConsul = (JSON.parse(body) as Array<{ Service: { ID: string } }>).map((e) => e.Service.ID).sort();
       const offline = (readFromSnapshot({ services: instances }, { kind: "services", query }) as ServiceInstance[]).map((i) => i.id).sort();
       if (fromConsul.length > 0 && fromConsul.length < instances.length) nonTrivial++;
@@ -149,6 +173,8 @@ describe("the offline Consul filter evaluator against a real Consul agent", () =
     }
     assert.deepEqual(mismatches, [], `seed ${SEED}: ${mismatches.length} of ${CASES} differ:\n${mismatches.slice(0, 5).join("\n")}`);
     // The generator must exercise selection, not only all-or-nothing answers.
+    t.diagnostic(`${nonTrivial} cases selected a proper subset; ${refused} filters refused by both`);
+    assert.ok(refused <= CASES / 10, `${refused} of ${CASES} generated filters were refused: the generator should mostly write valid ones (seed ${SEED})`);
     assert.ok(nonTrivial >= CASES / 10, `only ${nonTrivial} of ${CASES} cases selected a proper subset (seed ${SEED})`);
   });
 });
