@@ -43,6 +43,7 @@ export const ERROR_CATALOGUE = {
   FILE_NAME_INVALID: { category: "usage", fix: "Use a plain file name (no '/', no '..') for files a task writes." },
   SOURCE_KIND_UNKNOWN: { category: "usage", fix: "Use one of the condition kinds cts knows (services, catalog-services, consul-kv, schedule)." },
   REGEXP_INVALID: { category: "usage", fix: "Fix the regular expression in the condition (Go RE2 syntax as CTS)." },
+  FILTER_UNSUPPORTED: { category: "usage", fix: "Fix the filter expression at the place named, or use the selectors and operators listed in the message (docs/tasks.md, \"Testing a task: conditions, filters and assertions\"); Consul itself evaluates the full language when the daemon runs." },
   SERVICES_QUERY_INVALID: { category: "usage", fix: "Give a services condition either names or a regexp, not both and not neither." },
   KV_QUERY_INVALID: { category: "usage", fix: "Give the consul-kv condition a path (and recurse: true for a prefix)." },
   SYNTH_WORKER_FAILED: { category: "internal", fix: "Run `cts synth` for the task to see the worker's error; report it if it persists." },

@@ -25,4 +25,5 @@ export { defineConfig, type CtsConfig, type ConsulConfig, type ConsulTlsConfig, 
 export { render, TEMPLATES_DIR } from "./render.ts";
 export { expression, raw, untrusted } from "./task/catalog-text.ts";
 export { Testing, type TestInput } from "./testing.ts";
+export type { ExpectedProperties, FoundResource, SynthesizedJson } from "./assertions.ts";
 export { CtsError } from "./errors.ts";

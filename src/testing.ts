@@ -1,32 +1,65 @@
 import type { CatalogServices, KvPairs, ServiceInstance } from "./consul/types.ts";
 import type { Condition, TaskInputs } from "./task/conditions.ts";
-import type { Task } from "./task/task.ts";
+import type { AnyTaskInput, Task } from "./task/task.ts";
+import { allSources } from "./task/sources.ts";
 import { readFromSnapshot } from "./synth/snapshot.ts";
 import { synthesizeTask, type SynthContext, type SynthResult } from "./synth/synthesize.ts";
+import { assertions } from "./assertions.ts";
 
 /** Input for tests: instances may leave out any field but `name` (CTS defaults fill the rest). */
 export interface TestInput {
+  /** Service instances as they are in the catalog; the task sees those its condition selects. */
   services?: Array<Partial<ServiceInstance> & { name: string }>;
+  /** Catalog services (name → tags); the task sees those its catalog-services regexp matches. */
   catalogServices?: CatalogServices;
+  /** KV pairs; the task sees the key (or the keys under the prefix) its condition or input reads. */
   kv?: KvPairs;
+  /** Pass the data to the task as given, without applying its condition (default false). */
+  asGiven?: boolean;
 }
 
-function complete(input: TestInput): { services?: ServiceInstance[]; catalogServices?: CatalogServices; kv?: KvPairs } {
-  const out: { services?: ServiceInstance[]; catalogServices?: CatalogServices; kv?: KvPairs } = {};
-  if (input.services) out.services = readFromSnapshot({ services: input.services }, { kind: "services", query: { regexp: "", passingOnly: false } }) as ServiceInstance[];
+/**
+ * The input the daemon would give the task if Consul held `input`: each of the task's sources
+ * (condition first, then inputs) selects from the given data as Consul would — names or regexp,
+ * passing-only, datacenter, namespace, the filter expression, KV path. Data no source reads is
+ * passed through completed, so tests of tasks without conditions keep working.
+ */
+function taskInputOf(task: Task<Condition, TaskInputs>, input: TestInput): AnyTaskInput {
+  const all = input.services ? { services: input.services } : {};
+  const out: AnyTaskInput = {};
+  if (input.services) out.services = readFromSnapshot(all, { kind: "services", query: { regexp: "", passingOnly: false } }) as ServiceInstance[];
   if (input.catalogServices) out.catalogServices = input.catalogServices;
   if (input.kv) out.kv = input.kv;
+  if (input.asGiven) return out;
+  for (const source of allSources(task)) {
+    if (source.kind === "services" && input.services) out.services = readFromSnapshot(all, source) as ServiceInstance[];
+    if (source.kind === "consul-kv" && input.kv) out.kv = readFromSnapshot({ kv: input.kv }, source) as KvPairs;
+    if (source.kind === "catalog-services") {
+      if (input.catalogServices) {
+        const re = new RegExp(source.query.regexp);
+        out.catalogServices = Object.fromEntries(Object.entries(input.catalogServices).filter(([name]) => re.test(name)));
+      } else if (input.services) out.catalogServices = readFromSnapshot(all, source) as CatalogServices;
+    }
+  }
   return out;
 }
 
 /** Helpers for unit-testing task classes without Consul or Terraform. */
 export const Testing = {
-  /** Synthesizes a task with the given data and returns the Terraform JSON as an object. */
+  /**
+   * Synthesizes a task over the data a Consul holding `input` would give it (its condition and
+   * inputs applied, Consul filter expressions included) and returns the Terraform JSON as an object.
+   */
   synthTask(task: Task<Condition, TaskInputs>, input: TestInput = {}, ctx: SynthContext = {}): Record<string, any> {
-    return JSON.parse(synthesizeTask(task, complete(input), ctx).json);
+    return JSON.parse(synthesizeTask(task, taskInputOf(task, input), ctx).json);
   },
   /** Like synthTask, but returns the JSON text, its hash and resource count. */
   synthTaskResult(task: Task<Condition, TaskInputs>, input: TestInput = {}, ctx: SynthContext = {}): SynthResult {
-    return synthesizeTask(task, complete(input), ctx);
+    return synthesizeTask(task, taskInputOf(task, input), ctx);
   },
+  /** The input the task would receive for `input` (what its condition and inputs select). */
+  taskInput(task: Task<Condition, TaskInputs>, input: TestInput = {}): AnyTaskInput {
+    return taskInputOf(task, input);
+  },
+  ...assertions,
 };

@@ -1,11 +1,14 @@
 import { readFileSync } from "node:fs";
 import type { CatalogServices, KvPairs, ServiceInstance, Source, SourceData } from "../consul/types.ts";
 import { CtsError, messageOf } from "../errors.ts";
+import { applyFilter, type FilterEntry } from "../consul/filter.ts";
+import { normalizeServicesQuery } from "../consul/query.ts";
 
 /**
  * An offline snapshot of Consul for `cts synth --input`: service instances (any fields left out
- * get CTS's defaults) and KV pairs. Tasks see the same filtering a live Consul would apply, except
- * Consul filter expressions, which need Consul.
+ * get CTS's defaults) and KV pairs. Tasks see the same filtering a live Consul would apply: names
+ * or regexp, passing-only (dropped when the filter reads Checks.Status, as the daemon does),
+ * datacenter, namespace and the Consul filter expression (src/consul/filter.ts).
  */
 export interface Snapshot {
   services?: Array<Partial<ServiceInstance> & { name: string }>;
@@ -50,24 +53,48 @@ function complete(s: Partial<ServiceInstance> & { name: string }): ServiceInstan
   };
 }
 
+/**
+ * An instance as the health entry Consul would filter: `Service.Address` is the instance's own
+ * `address` as given (Consul falls back to the node's only in what it returns), and the instance's
+ * status is one service check (maintenance is Consul's critical maintenance check).
+ */
+export function filterEntryOf(s: Partial<ServiceInstance> & { name: string }): FilterEntry {
+  const id = s.id ?? s.name;
+  const node = s.node ?? "";
+  const status = s.status ?? "passing";
+  return {
+    Node: { ID: s.nodeId ?? "", Node: node, Address: s.nodeAddress ?? "", Datacenter: s.nodeDatacenter ?? "", TaggedAddresses: { ...s.nodeTaggedAddresses }, Meta: { ...s.nodeMeta } },
+    Service: { Kind: s.kind ?? "", ID: id, Service: s.name, Tags: [...(s.tags ?? [])], Address: s.address ?? "", Meta: { ...s.meta }, Port: s.port ?? 0 },
+    Checks: [{ Node: node, Status: status === "maintenance" ? "critical" : status, ServiceID: id, ServiceName: s.name }],
+  };
+}
+
 /** The data `source` would yield against this snapshot. */
 export function readFromSnapshot(snap: Snapshot, source: Source): SourceData {
   const all = (snap.services ?? []).map(complete);
   switch (source.kind) {
     case "services": {
       const q = source.query;
-      const re = q.regexp !== undefined ? new RegExp(q.regexp) : undefined;
-      return all
-        .filter((s) => (re ? re.test(s.name) : q.names?.includes(s.name)))
-        .filter((s) => q.passingOnly === false || s.status === "passing")
-        .filter((s) => !q.datacenter || !s.nodeDatacenter || s.nodeDatacenter === q.datacenter)
+      const query = normalizeServicesQuery(q);
+      const given = (snap.services ?? []).filter(
+        (s) =>
+          (query.regexp ? query.regexp.test(s.name) : query.names!.includes(s.name)) &&
+          (!query.health.passing || (s.status ?? "passing") === "passing") &&
+          (!q.datacenter || !s.nodeDatacenter || s.nodeDatacenter === q.datacenter) &&
+          (!q.namespace || !s.namespace || s.namespace === q.namespace),
+      );
+      return applyFilter(given, q.filter, filterEntryOf)
+        .map(complete)
         .map((s) => ({ ...s, ctsUserDefinedMeta: { ...(q.userMeta ?? {}) } }))
         .sort((a, b) => (a.node === b.node ? cmp(a.id, b.id) : cmp(a.node, b.node)));
     }
     case "catalog-services": {
-      const re = new RegExp(source.query.regexp);
+      const { regexp, datacenter, nodeMeta } = source.query;
+      const re = new RegExp(regexp);
+      const onNode = (s: ServiceInstance) =>
+        (!datacenter || !s.nodeDatacenter || s.nodeDatacenter === datacenter) && Object.entries(nodeMeta ?? {}).every(([k, v]) => Object.hasOwn(s.nodeMeta, k) && s.nodeMeta[k] === v);
       const out: CatalogServices = {};
-      for (const s of all) if (re.test(s.name)) out[s.name] = [...new Set([...(out[s.name] ?? []), ...s.tags])].sort();
+      for (const s of all) if (re.test(s.name) && onNode(s)) out[s.name] = [...new Set([...(out[s.name] ?? []), ...s.tags])].sort();
       return out;
     }
     case "consul-kv": {
