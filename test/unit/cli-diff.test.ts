@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { diffSynthesized } from "../../src/synth/json-diff.ts";
 import { readFromSnapshot, takeSnapshot, type Snapshot } from "../../src/synth/snapshot.ts";
-import type { Source } from "../../src/consul/types.ts";
+import type { ServiceInstance, Source } from "../../src/consul/types.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CTS = join(ROOT, "bin/cts.js");
@@ -176,6 +176,6 @@ describe("snapshot round trip", () => {
   it("a source the snapshot has no answer for is served from its instances and keys", async () => {
     const taken = await takeSnapshot(sources, (s) => readFromSnapshot(original, s));
     const asked: Source = { kind: "services", query: { names: ["web"], passingOnly: true } };
-    assert.deepEqual(readFromSnapshot(taken, asked).map((s: { id: string }) => s.id), ["web-1"]);
+    assert.deepEqual((readFromSnapshot(taken, asked) as ServiceInstance[]).map((s) => s.id), ["web-1"]);
   });
 });
