@@ -7,6 +7,25 @@ export interface TaskDiff {
   status: "unchanged" | "changed" | "added" | "removed" | "error";
   changes: BlockChange[];
   error?: string;
+  /** With --plan: Terraform's plan of the working tree's version against the task's state, or why it failed. */
+  plan?: PlanSummary | { error: string };
+}
+
+/** What Terraform would do: counts and the resources by address. */
+export interface PlanSummary {
+  add: number;
+  change: number;
+  destroy: number;
+  resources: Array<{ address: string; action: string }>;
+}
+
+/** Terraform's plan symbols for an action. */
+const ACTION_SYMBOL: Record<string, string> = { create: "+", delete: "-", update: "~", replace: "-/+", read: "<=" };
+
+function planLines(p: TaskDiff["plan"]): string[] {
+  if (!p) return [];
+  if ("error" in p) return [`plan failed: ${p.error}`];
+  return [`plan against the task's state: ${p.add} to add, ${p.change} to change, ${p.destroy} to destroy`, ...p.resources.map((r) => `  ${ACTION_SYMBOL[r.action] ?? "*"} ${r.address} (${r.action})`)];
 }
 
 /** What `cts diff` compared, and the result per task. */
@@ -37,6 +56,7 @@ export function diffText(r: DiffReport): string {
     else {
       out.push(`\nTask ${t.task}${t.status === "changed" ? "" : ` (${t.status})`}: ${n.add} to add, ${n.change} to change, ${n.remove} to remove`);
       for (const c of t.changes) out.push(`  ${line(c)}`);
+      for (const l of planLines(t.plan)) out.push(`  ${l}`);
     }
   }
   return out.join("\n") + "\n";
@@ -63,7 +83,10 @@ export function diffMarkdown(r: DiffReport): string {
     out.push("", `<details><summary><code>${t.task}</code>: ${t.status}</summary>`, "", "```diff");
     if (t.status === "error") out.push(`! ${(t.error ?? "").replace(/`/g, "'")}`);
     for (const c of t.changes) out.push(line(c).replace(/`/g, "'"));
-    out.push("```", "", "</details>");
+    out.push("```");
+    const plan = planLines(t.plan);
+    if (plan.length) out.push("", `Plan: ${plan[0]!.replace(/`/g, "'")}`, ...(plan.length > 1 ? ["", "```", ...plan.slice(1).map((l) => l.trim().replace(/`/g, "'")), "```"] : []));
+    out.push("", "</details>");
   }
   return out.join("\n") + "\n";
 }

@@ -19,6 +19,7 @@ interface DiffFlags {
   base: string;
   snapshot?: string;
   format: string;
+  plan?: boolean;
 }
 
 /** Exit codes of `cts diff`, as `terraform plan -detailed-exitcode`: 0 nothing changes, 2 something does, 1 an error. */
@@ -34,10 +35,12 @@ export function registerDiff(program: Command): void {
     .option("--base <ref>", "git ref to compare with", "HEAD")
     .option("--snapshot <file>", "read service and KV data from a snapshot (`cts snapshot`) instead of Consul")
     .option("--format <format>", "text, markdown (a pull request comment) or json", "text")
+    .option("--plan", "also plan each changed task against its real state (as `cts inspect`: live Consul data, Terraform and the backend's credentials)")
     .action(async (names: string[], flags: DiffFlags) => {
       if (!["text", "markdown", "json"].includes(flags.format)) throw new CtsError("USAGE", "usage", `--format must be text, markdown or json, not '${flags.format}'.`);
       try {
         const report = await compare(names, flags);
+        if (flags.plan) await planChanged(report, flags);
         if (flags.format === "json") printJson({ ...report, changed: hasChanges(report) });
         else say(flags.format === "markdown" ? diffMarkdown(report) : diffText(report));
         process.exitCode = report.tasks.some((t) => t.status === "error") ? DIFF_EXIT.error : hasChanges(report) ? DIFF_EXIT.changed : DIFF_EXIT.same;
@@ -76,6 +79,28 @@ async function compare(names: string[], flags: DiffFlags): Promise<DiffReport> {
     return { base: flags.base, ...(flags.snapshot ? { snapshot: flags.snapshot } : {}), tasks };
   } finally {
     await base.dispose();
+  }
+}
+
+/**
+ * Plans the working tree's version of each added or changed task against the task's real state,
+ * through the runtime `cts inspect` uses (live Consul data: a plan needs the real state anyway).
+ */
+async function planChanged(report: DiffReport, flags: DiffFlags): Promise<void> {
+  const wanted = report.tasks.filter((t) => t.status === "changed" || t.status === "added");
+  if (!wanted.length) return;
+  const loaded = await loadConfig(flags.config);
+  const { createRuntime } = await import("../daemon/compose.ts");
+  const { createLogger } = await import("../log.ts");
+  const rt = createRuntime(loaded, { mode: "inspect", log: createLogger({ level: "warn" }) });
+  try {
+    const outcomes = await rt.controller.inspect(wanted.map((t) => t.task));
+    for (const [i, t] of wanted.entries()) {
+      const o = outcomes[i]!;
+      t.plan = o.ok && o.result ? { ...o.result.summary, resources: o.result.resources ?? [] } : { error: o.error?.message ?? o.outcome };
+    }
+  } finally {
+    await rt.close();
   }
 }
 

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { pageLines } from "../support/markdown.ts";
+import { tools } from "../support/tools.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CTS = join(ROOT, "bin/cts.js");
@@ -63,9 +64,14 @@ describe("reviewing a task change as docs/tasks.md shows it (real Consul, a real
     await mkdir(join(project, "node_modules"));
     await symlink(ROOT, join(project, "node_modules", "cdktf-sync"));
     await symlink(join(ROOT, "node_modules", "@cdktf"), join(project, "node_modules", "@cdktf"));
-    await writeFile(join(project, ".gitignore"), "node_modules\n");
     await writeFile(join(project, "package.json"), JSON.stringify({ type: "module" }));
-    await writeFile(join(project, "cts.config.ts"), `import { defineConfig } from "cdktf-sync";\nimport { ProdMembers } from "./tasks/prod-members.ts";\nexport default defineConfig({ tasks: [new ProdMembers()] });\n`);
+    const t = tools();
+    const driver = { terraform: { binary: t.tofu, cliConfigFile: t.cliConfig, workingDir: "sync-tasks" } };
+    await writeFile(join(project, ".gitignore"), "node_modules\nsync-tasks\n");
+    await writeFile(
+      join(project, "cts.config.ts"),
+      `import { defineConfig } from "cdktf-sync";\nimport { ProdMembers } from "./tasks/prod-members.ts";\nexport default defineConfig({ driver: ${JSON.stringify(driver)}, tasks: [new ProdMembers()] });\n`,
+    );
     await writeFile(join(project, "tasks", "prod-members.ts"), taskSource(false));
     await git("init", "-q", "-b", "main");
     await git("add", ".");
@@ -110,5 +116,14 @@ describe("reviewing a task change as docs/tasks.md shows it (real Consul, a real
     const same = await cts(["diff", "--base", "port"]);
     assert.equal(same.code, 0, same.stderr);
     assert.match(same.stdout, /Task prod-members: no changes/);
+  });
+
+  it("--plan adds Terraform's plan of each changed task against its real state (here: none yet), by address", async () => {
+    const r = await cts(["diff", "--base", "origin/main", "--snapshot", "snapshot.json", "--plan", "--format", "json"]);
+    assert.equal(r.code, 2, r.stderr);
+    const [task] = JSON.parse(r.stdout).tasks;
+    assert.deepEqual(task.plan, { add: 1, change: 0, destroy: 0, resources: [{ address: "local_file.list", action: "create" }] });
+    const text = await cts(["diff", "--base", "origin/main", "--snapshot", "snapshot.json", "--plan"]);
+    assert.match(text.stdout, /plan against the task's state: 1 to add, 0 to change, 0 to destroy\n {4}\+ local_file\.list \(create\)/);
   });
 });
