@@ -20,7 +20,8 @@ export const ERROR_CATALOGUE = {
   HTTP_ADDR_INVALID: { category: "usage", fix: "Give the API address as http(s)://host:port." },
   SECRET_MISSING: { category: "usage", fix: "Set the environment variable or create the file the secret reads, in the daemon's environment." },
   TEMPLATE_NOT_FOUND: { category: "usage", fix: "Reinstall cts: its templates/ folder is missing from the package." },
-  INPUT_INVALID: { category: "usage", fix: "Pass a JSON snapshot like the one in docs/configuration.md (cts synth --input)." },
+  DIFF_BASE_UNAVAILABLE: { category: "external", fix: "Run cts diff inside the project's git repository and pass a ref it has (`git fetch origin main`; in CI check out with fetch-depth: 0)." },
+  INPUT_INVALID: { category: "usage", fix: "Pass a JSON snapshot like the one in docs/configuration.md (cts synth --snapshot), or write one with `cts snapshot`." },
   DATA_TOO_DEEP: { category: "usage", fix: "Flatten the value the message names (task data nests at most 64 levels, the JSON a task builds at most 256), or pass it as a JSON string and jsondecode() it in Terraform." },
 
   // Tasks

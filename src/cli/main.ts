@@ -25,6 +25,8 @@ const program = new Command()
 const LOCAL_COMMANDS: Record<string, () => Promise<(p: Command) => void>> = {
   start: async () => (await import("./start.ts")).registerStart,
   synth: async () => (await import("./synth.ts")).registerSynth,
+  snapshot: async () => (await import("./snapshot.ts")).registerSnapshot,
+  diff: async () => (await import("./diff.ts")).registerDiff,
   init: async () => (await import("./init.ts")).registerInit,
   watch: async () => (await import("./run.ts")).registerRun,
   once: async () => (await import("./run.ts")).registerRun,

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { ApiClient, type ApiBody } from "./api-client.ts";
 import { clusterText } from "./cluster-status.ts";
-import { printJson, table } from "./output.ts";
+import { printJson, say, table } from "./output.ts";
 import { apiOptions, clientFor } from "./task.ts";
 
 interface StatusFlags {
@@ -18,6 +18,14 @@ function driftText(d: ApiBody | undefined): string {
   const when = d.checked_at ? ` at ${d.checked_at}` : "";
   const changes = d.changes ? ` (+${d.changes.add} ~${d.changes.change} -${d.changes.destroy})` : "";
   return `${d.status}${changes}${when}${d.enabled ? ` every ${d.every}` : ""}`;
+}
+
+/** Terraform's plan symbols for an action: `+ local_file.a` (create), `-/+` (replace), `~` (update). */
+const ACTION_SYMBOL: Record<string, string> = { create: "+", delete: "-", update: "~", replace: "-/+", read: "<=" };
+
+/** One changed resource of an event: Terraform's symbol for the action, the address, the action. */
+export function resourceLine(address: string, action: string): string {
+  return `${ACTION_SYMBOL[action] ?? "*"} ${address} (${action})`;
 }
 
 /** `cts status [task]`: the daemon's task summary and each task's status (and events). */
@@ -61,7 +69,11 @@ export function registerStatus(program: Command): void {
         const events = (t.events as ApiBody[] | undefined) ?? [];
         if (!events.length) continue;
         process.stdout.write(`\n==> ${t.task_name}: last ${events.length} events (newest first)\n`);
-        for (const e of events) process.stdout.write(`  ${e.end_time}  ${e.success ? "ok    " : "FAILED"}  ${e.outcome ?? ""}${e.error ? `  ${e.error.message}` : ""}\n`);
+        for (const e of events) {
+          const counts = e.changes ? `  +${e.changes.add} ~${e.changes.change} -${e.changes.destroy}` : "";
+          say(`  ${e.end_time}  ${e.success ? "ok    " : "FAILED"}  ${e.outcome ?? ""}${counts}${e.error ? `  ${e.error.message}` : ""}\n`);
+          for (const r of (e.resources as ApiBody[] | undefined) ?? []) say(`      ${resourceLine(r.address, r.action)}\n`);
+        }
       }
     });
 }

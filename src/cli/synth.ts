@@ -19,6 +19,7 @@ interface SynthFlags {
   out?: string;
   stdout?: boolean;
   input?: string;
+  snapshot?: string;
   json?: boolean;
 }
 
@@ -44,12 +45,14 @@ export function registerSynth(program: Command): void {
     .option("-c, --config <file>", "config file (default ./cts.config.ts)")
     .option("-o, --out <dir>", "write <dir>/<task>/main.tf.json instead of the working dir")
     .option("--stdout", "print the JSON instead of writing files")
-    .option("-i, --input <file>", "read service and KV data from a JSON snapshot instead of Consul")
+    .option("-s, --snapshot <file>", "read service and KV data from a JSON snapshot (`cts snapshot`) instead of Consul")
+    .option("-i, --input <file>", "the same as --snapshot (its first name)")
     .option("--json", "print the summary as JSON")
     .action(async (names: string[], flags: SynthFlags) => {
       const loaded = await loadConfig(flags.config);
       const tasks = selectTasks(loaded, names);
-      const read = flags.input ? snapshotReader(flags.input) : createConsulReader(loaded.config);
+      const snapshot = flags.snapshot ?? flags.input;
+      const read = snapshot ? snapshotReader(snapshot) : createConsulReader(loaded.config);
       const root = workingRoot(loaded.dir, loaded.config.driver?.terraform?.workingDir);
       const outRoot = flags.out ? workingRoot(process.cwd(), flags.out) : root;
       const rows: SynthRow[] = [];

@@ -15,6 +15,11 @@ export interface TaskEvent {
   outcome?: "applied" | "no-op" | "planned" | "destroyed" | "failed" | "cancelled" | "drift";
   /** Beyond CTS: resource changes of the run (of a drift check: what the plan found). */
   changes?: { add: number; change: number; destroy: number };
+  /**
+   * Beyond CTS: the resources behind `changes`, by address, with Terraform's action ("create",
+   * "update", "delete", "replace", …); at most 100. Scrubbed like the rest of the event.
+   */
+  resources?: Array<{ address: string; action: string }>;
   /** Beyond CTS, drift checks only: whether the drift was corrected, and what that apply changed. */
   drift?: { corrected: boolean; applied?: { add: number; change: number; destroy: number } };
 }

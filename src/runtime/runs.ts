@@ -156,6 +156,7 @@ export class TaskRuns {
           error: outcome.error ? { message: outcome.error.message } : null,
           config: eventConfig(e),
           ...(drift.changes ? { changes: drift.changes } : {}),
+          ...(drift.changes && outcome.result?.resources?.length ? { resources: outcome.result.resources } : {}),
           drift: { corrected: drift.state === "corrected", ...(drift.applied ? { applied: drift.applied } : {}) },
         }),
       );
@@ -242,5 +243,6 @@ function eventOf(e: TaskEntry, start: Date, outcome: RunOutcome): TaskEvent {
     error: outcome.error ? { message: outcome.error.message } : null,
     config: eventConfig(e),
     ...(outcome.result ? { changes: outcome.result.summary } : {}),
+    ...(outcome.result?.resources?.length ? { resources: outcome.result.resources } : {}),
   });
 }

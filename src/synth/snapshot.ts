@@ -3,6 +3,7 @@ import type { CatalogServices, KvPairs, ServiceInstance, Source, SourceData } fr
 import { CtsError, messageOf } from "../errors.ts";
 import { applyFilter, type FilterEntry } from "../consul/filter.ts";
 import { normalizeServicesQuery } from "../consul/query.ts";
+import { sortKeys } from "./stable-json.ts";
 
 /**
  * An offline snapshot of Consul for `cts synth --input`: service instances (any fields left out
@@ -13,6 +14,37 @@ import { normalizeServicesQuery } from "../consul/query.ts";
 export interface Snapshot {
   services?: Array<Partial<ServiceInstance> & { name: string }>;
   kv?: KvPairs;
+  /**
+   * What Consul answered to each source, as `cts snapshot` saved it: a task whose source is here
+   * gets exactly that answer (Consul's filter included); other sources are served from
+   * `services`/`kv` above (a task changed in review may ask something new).
+   */
+  answers?: Array<{ source: Source; data: SourceData }>;
+}
+
+/** The snapshot of the data `sources` read now (`cts snapshot`): every answer, plus the instances and keys in them. */
+export async function takeSnapshot(sources: Source[], read: (source: Source) => Promise<SourceData> | SourceData): Promise<Snapshot> {
+  const answers: Array<{ source: Source; data: SourceData }> = [];
+  const seen = new Set<string>();
+  const services = new Map<string, ServiceInstance>();
+  const kv: KvPairs = {};
+  for (const source of sources) {
+    const key = sourceKey(source);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const data = await read(source);
+    answers.push({ source, data });
+    if (source.kind === "services") {
+      for (const s of data as ServiceInstance[]) services.set(JSON.stringify([s.nodeDatacenter, s.namespace, s.node, s.id]), { ...s, ctsUserDefinedMeta: {} });
+    } else if (source.kind === "consul-kv") Object.assign(kv, data);
+  }
+  // The data keeps Consul's (canonical) key order: a task may serialize it as it comes.
+  return { services: [...services.values()], kv, answers };
+}
+
+/** A source's identity (key order does not matter). */
+function sourceKey(source: Source): string {
+  return JSON.stringify(sortKeys(source));
 }
 
 /** Reads and checks a snapshot file. */
@@ -26,6 +58,8 @@ export function readSnapshot(file: string): Snapshot {
   const snap = data as Snapshot;
   if (!snap || typeof snap !== "object" || (snap.services !== undefined && !Array.isArray(snap.services)))
     throw new CtsError("INPUT_INVALID", "usage", `${file}: services must be an array of instances.`);
+  if (snap.answers !== undefined && (!Array.isArray(snap.answers) || snap.answers.some((a) => !a || typeof a !== "object" || !a.source || typeof a.source.kind !== "string" || a.data === undefined)))
+    throw new CtsError("INPUT_INVALID", "usage", `${file}: answers must be an array of {source, data} as \`cts snapshot\` writes them.`);
   snap.services?.forEach((s, i) => {
     if (!s || typeof s.name !== "string") throw new CtsError("INPUT_INVALID", "usage", `${file}: services[${i}].name must be a string.`);
   });
@@ -71,6 +105,9 @@ export function filterEntryOf(s: Partial<ServiceInstance> & { name: string }): F
 
 /** The data `source` would yield against this snapshot. */
 export function readFromSnapshot(snap: Snapshot, source: Source): SourceData {
+  const key = sourceKey(source);
+  const answer = snap.answers?.find((a) => sourceKey(a.source) === key);
+  if (answer) return structuredClone(answer.data);
   const all = (snap.services ?? []).map(complete);
   switch (source.kind) {
     case "services": {

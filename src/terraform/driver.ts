@@ -177,7 +177,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
       throw jsonFailure(op, args, res, hint);
     }
     const summary = res.stream.summary(kind, "apply", "destroy");
-    return { changesPresent: summary.add + summary.change + summary.destroy > 0, summary, output: res.stream.lines.join("\n") };
+    return { changesPresent: summary.add + summary.change + summary.destroy > 0, summary, resources: res.stream.resourceChanges, output: res.stream.lines.join("\n") };
   }
 
   async function plan(op: Operation, extraEnv?: Record<string, string>): Promise<Omit<RunResult, "initialized">> {
@@ -188,12 +188,12 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
         throw jsonFailure(op, args, res, `Fix the task's configuration and inspect again.`);
       }
       const summary = res.stream.summary("plan");
-      if (res.exitCode === 0) return { changesPresent: false, summary, output: NO_CHANGES };
+      if (res.exitCode === 0) return { changesPresent: false, summary, resources: [], output: NO_CHANGES };
       // The JSON stream only names resources; `show` gives the attribute-level diff people review.
       // It costs one more process, paid only when there is something to show.
       const shown = await op.text(["show", "-no-color", PLAN_FILE], op.task, { quiet: true });
       const output = shown.exitCode === 0 ? shown.lines.join("\n").trim() : res.stream.lines.join("\n");
-      return { changesPresent: true, summary, output };
+      return { changesPresent: true, summary, resources: res.stream.resourceChanges, output };
     } finally {
       // The plan file can hold sensitive values.
       await rm(join(op.dir, PLAN_FILE), { force: true });

@@ -1,4 +1,4 @@
-import type { ChangeSummary } from "./types.ts";
+import type { ChangeSummary, ResourceChange } from "./types.ts";
 
 /** One diagnostic (error or warning) from Terraform's machine-readable UI. */
 export interface Diagnostic {
@@ -20,7 +20,7 @@ export interface UiChangeSummary extends ChangeSummary {
 export type UiEvent =
   | { kind: "summary"; summary: UiChangeSummary; lines: string[] }
   | { kind: "diagnostic"; diagnostic: Diagnostic; lines: string[] }
-  | { kind: "message"; type: string; lines: string[] };
+  | { kind: "message"; type: string; lines: string[]; change?: ResourceChange };
 
 const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) ? v : 0);
 const str = (v: unknown): string => (typeof v === "string" ? v : "");
@@ -68,9 +68,19 @@ export function parseUiLine(line: string): UiEvent | undefined {
   }
   // The version banner is noise in a per-task log; everything else reads well as its @message.
   if (type === "version") return { kind: "message", type, lines: [] };
+  if (type === "planned_change") {
+    const c = (msg.change ?? {}) as { resource?: { addr?: unknown }; action?: unknown };
+    const address = str(c.resource?.addr);
+    const action = str(c.action);
+    const change = address && action && action !== "noop" ? { address, action } : undefined;
+    return { kind: "message", type, lines: text ? [text] : [], ...(change ? { change } : {}) };
+  }
   // Some messages (the interrupt notice) span several lines with blank ones around them.
   return { kind: "message", type, lines: text.split("\n").map((l) => l.trimEnd()).filter((l) => l.trim()) };
 }
+
+/** Resource changes kept per run (an event stays small; the counts stay exact). */
+export const MAX_RESOURCE_CHANGES = 100;
 
 /** Collects a whole `-json` stream: the change summaries, the diagnostics and the human text. */
 export class UiStream {
@@ -80,6 +90,8 @@ export class UiStream {
   readonly lines: string[] = [];
   /** How many planned_change messages arrived (resources a plan would touch). */
   plannedChanges = 0;
+  /** The first MAX_RESOURCE_CHANGES of them by address, in Terraform's order. */
+  readonly resourceChanges: ResourceChange[] = [];
 
   /** Feeds one stdout line; returns the human lines it produced (possibly none). */
   push(line: string): string[] {
@@ -87,7 +99,10 @@ export class UiStream {
     if (!ev) return [];
     if (ev.kind === "summary") this.summaries.set(ev.summary.operation, ev.summary);
     else if (ev.kind === "diagnostic") this.diagnostics.push(ev.diagnostic);
-    else if (ev.type === "planned_change") this.plannedChanges++;
+    else if (ev.type === "planned_change") {
+      this.plannedChanges++;
+      if (ev.change && this.resourceChanges.length < MAX_RESOURCE_CHANGES) this.resourceChanges.push(ev.change);
+    }
     this.lines.push(...ev.lines);
     return ev.lines;
   }

@@ -36,7 +36,8 @@ export function redactedError(err: unknown, redact: Redact): unknown {
   return new CtsError(err.code, err.category, message, { ...(err.task ? { task: err.task } : {}), ...(cause !== undefined ? { cause } : {}), detail });
 }
 
-/** A run result whose plan/apply text has secrets scrubbed. */
+/** A run result whose plan/apply text and resource addresses (a for_each key can be catalog text) have secrets scrubbed. */
 export function redactedResult(result: RunResult, redact: Redact): RunResult {
-  return { ...result, output: redact(result.output) };
+  const resources = result.resources?.map((r) => ({ address: redact(r.address), action: r.action }));
+  return { ...result, output: redact(result.output), ...(resources ? { resources } : {}) };
 }

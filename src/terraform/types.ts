@@ -9,12 +9,20 @@ export interface ChangeSummary {
   destroy: number;
 }
 
+/** One resource a plan or apply changes: its address and Terraform's action (create, update, delete, replace, read, move, …). */
+export interface ResourceChange {
+  address: string;
+  action: string;
+}
+
 /** Result of an apply or plan. */
 export interface RunResult {
   /** True when Terraform had (or, for plan, would make) changes. */
   changesPresent: boolean;
   /** Resource counts from Terraform's JSON UI output. */
   summary: ChangeSummary;
+  /** The resources changed (apply, destroy) or to change (plan), by address, from the planned_change messages; at most 100. */
+  resources?: ResourceChange[];
   /** Human-readable plan/apply text (for inspect and the API's `plan` field). */
   output: string;
   /** True when this run had to run `init` first (first run, or backend/providers/modules changed). */

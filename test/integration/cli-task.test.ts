@@ -91,6 +91,14 @@ task "${name}" {
     assert.equal(JSON.parse(e.stdout).tasks.members.events[0].success, true);
   });
 
+  it("status --events lists the resources each run changed, by address and action, beside the counts", async () => {
+    const r = await cts(["status", "members", "--events"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^ {2}\S+ {2}ok {4} {2}applied {2}\+1 ~0 -0\n {6}\+ local_file\.members \(create\)$/m);
+    const j = await cts(["status", "members", "--events", "--json"]);
+    assert.deepEqual(JSON.parse(j.stdout).tasks.members.events[0].resources, [{ address: "local_file.members", action: "create" }]);
+  });
+
   it("create without a terminal and without --auto-approve shows the plan, then refuses and changes nothing", async () => {
     await writeFile(join(tmp.dir, "cli_echo.hcl"), hclTask("cli_echo"));
     const r = await cts(["task", "create", "--task-file", join(tmp.dir, "cli_echo.hcl")]);

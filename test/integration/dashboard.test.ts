@@ -107,6 +107,8 @@ describe("the dashboard at /ui in headless Chromium (real Consul, real OpenTofu)
     );
     assert.match(await read(join(tmp.dir, "web.txt")), /web-2/);
     assert.match(await row("web-pool").locator(".last-run").innerText(), /applied\s+\+1 ~0 -1/);
+    // The run's event names what it changed by address (textContent: the event list is collapsed).
+    assert.match((await page.locator('details[data-task="web-pool"] .event .resources').first().textContent()) ?? "", /^-\/\+ local_file\.\S+ \(replace\)$/);
     assert.equal(await page.evaluate("window.marker"), 42, "the page was not reloaded");
     await mkdir(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, "dashboard.png"), fullPage: true });

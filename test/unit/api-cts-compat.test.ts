@@ -89,6 +89,16 @@ describe("variables in answers never carry a known secret", () => {
   });
 });
 
+describe("a run's resource addresses in events", () => {
+  it("are stored with a known secret redacted (a for_each key can carry catalog or KV text)", () => {
+    const secret = "token-in-an-address-77";
+    knownSecrets.add(secret);
+    const events = new EventStore();
+    events.add(makeEvent("t", new Date(), { success: true, outcome: "applied", changes: { add: 1, change: 0, destroy: 0 }, resources: [{ address: `local_file.f["${secret}"]`, action: "create" }] }));
+    assert.deepEqual(events.list("t")[0]!.resources, [{ address: `local_file.f["${REDACTED}"]`, action: "create" }]);
+  });
+});
+
 describe("JSON keys match case-insensitively, as CTS's Go server decodes them", () => {
   it("renames Go-cased keys at every level but leaves user keys (variables, meta) alone", () => {
     const folded = foldKeys(

@@ -63,6 +63,11 @@ describe("redaction at the Terraform driver's boundary", () => {
     const out = redactedResult({ changesPresent: true, summary: { add: 1, change: 0, destroy: 0 }, output: "token = hunter2-secret" }, redact);
     assert.equal(out.output, `token = ${REDACTED}`);
   });
+
+  it("scrubs a result's resource addresses (a for_each key can be a secret)", () => {
+    const out = redactedResult({ changesPresent: true, summary: { add: 1, change: 0, destroy: 0 }, output: "", resources: [{ address: 'local_file.f["hunter2-secret"]', action: "create" }] }, redact);
+    assert.deepEqual(out.resources, [{ address: `local_file.f["${REDACTED}"]`, action: "create" }]);
+  });
 });
 
 describe("the event store", () => {

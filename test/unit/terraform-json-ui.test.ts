@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { parseUiLine, UiStream } from "../../src/terraform/json-ui.ts";
+import { MAX_RESOURCE_CHANGES, parseUiLine, UiStream } from "../../src/terraform/json-ui.ts";
 import { needsReinit, textErrors } from "../../src/terraform/failures.ts";
 
 const line = (o: unknown) => JSON.stringify(o);
@@ -27,6 +27,21 @@ describe("JSON UI stream", () => {
       "Outputs: 0",
     ]);
     assert.equal(s.plannedChanges, 1);
+  });
+
+  it("keeps the planned changes by address and action, noops left out, at most MAX_RESOURCE_CHANGES", () => {
+    const s = new UiStream();
+    const planned = (addr: string, action: string) => line({ type: "planned_change", "@message": `${addr}: Plan to ${action}`, change: { resource: { addr, resource_type: "local_file" }, action } });
+    for (const l of [planned("local_file.a", "create"), planned('local_file.b["x"]', "replace"), planned("local_file.c", "noop"), planned("local_file.d", "delete")]) s.push(l);
+    assert.deepEqual(s.resourceChanges, [
+      { address: "local_file.a", action: "create" },
+      { address: 'local_file.b["x"]', action: "replace" },
+      { address: "local_file.d", action: "delete" },
+    ]);
+    const many = new UiStream();
+    for (let i = 0; i < MAX_RESOURCE_CHANGES + 5; i++) many.push(planned(`local_file.r${i}`, "create"));
+    assert.equal(many.resourceChanges.length, MAX_RESOURCE_CHANGES);
+    assert.equal(many.plannedChanges, MAX_RESOURCE_CHANGES + 5);
   });
 
   it("takes the apply summary over the plan summary it starts with", () => {

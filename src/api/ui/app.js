@@ -33,6 +33,8 @@ function duration(ms) {
   return `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s`;
 }
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "-");
+// Terraform's plan symbols, as `cts status --events` prints them.
+const ACTION_SYMBOL = { create: "+", delete: "-", update: "~", replace: "-/+", read: "<=" };
 const changes = (c) => (c ? `+${c.add} ~${c.change} -${c.destroy}` : "");
 const eventMs = (e) => Date.parse(e.end_time) - Date.parse(e.start_time);
 
@@ -178,6 +180,7 @@ function renderEvents() {
                   e.changes ? `${e.outcome === "drift" ? "plan found" : "changed"} ${changes(e.changes)}` : "",
                   e.drift ? (e.drift.corrected ? ` · corrected ${changes(e.drift.applied)}` : " · not corrected") : "",
                   e.error ? el("div", { class: "err" }, e.error.message) : null,
+                  e.resources?.length ? el("ul", { class: "resources" }, e.resources.map((r) => el("li", { class: `action-${r.action}` }, `${ACTION_SYMBOL[r.action] ?? "*"} ${r.address} (${r.action})`))) : null,
                 ),
               ),
             )
