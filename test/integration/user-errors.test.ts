@@ -100,8 +100,8 @@ describe("an error thrown by the user's task code names the file, line and colum
       child.stderr.on("data", (d) => (log += d));
       const exited = new Promise((r) => child.on("exit", r));
       try {
-        const url = await waitFor(() => /api: listening on (http:\/\/\S+?)["\s]/.exec(log)?.[1], 60_000, "the API to listen");
-        const line = await waitFor(() => log.split("\n").find((l) => l.includes("task 'owners'") && l.includes("synthesize() threw")), 60_000, "the failed run's log line");
+        const url = (await waitFor(() => /api: listening on (http:\/\/\S+?)["\s]/.exec(log)?.[1], 60_000, "the API to listen"))!;
+        const line = (await waitFor(() => log.split("\n").find((l) => l.includes("task 'owners'") && l.includes("synthesize() threw")), 60_000, "the failed run's log line"))!;
         if (format === "json") {
           const rec = JSON.parse(line) as { message: string; at: string; stack: string[] };
           assert.ok(rec.message.includes(`at ${AT}`), line);
