@@ -177,8 +177,8 @@ describe("the published package, installed into a new project", { timeout: 900_0
     );
     const r = await run("npx", ["--no-install", "cts", "synth", "--stdout", "--config", "broken.config.ts"], project, runtimeEnv);
     assert.notEqual(r.code, 0, show(r));
-    assert.match(r.stderr, /synthesize\(\) threw: Cannot read properties of undefined \(reading 'trim'\) at broken\.config\.ts:5:64/, show(r));
-    assert.match(r.stderr, /\n {4}at Broken\.synthesize \(broken\.config\.ts:5:64\)/, show(r));
+    assert.match(r.stderr, /synthesize\(\) threw: Cannot read properties of undefined \(reading 'trim'\) at broken\.config\.ts:5:65/, show(r));
+    assert.match(r.stderr, /\n {4}at Broken\.synthesize \(broken\.config\.ts:5:65\)/, show(r));
     assert.doesNotMatch(r.stderr, /node_modules/);
     await rm(join(project, "broken.config.ts"));
   });
