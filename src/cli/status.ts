@@ -61,7 +61,11 @@ export function registerStatus(program: Command): void {
         const events = (t.events as ApiBody[] | undefined) ?? [];
         if (!events.length) continue;
         process.stdout.write(`\n==> ${t.task_name}: last ${events.length} events (newest first)\n`);
-        for (const e of events) process.stdout.write(`  ${e.end_time}  ${e.success ? "ok    " : "FAILED"}  ${e.outcome ?? ""}${e.error ? `  ${e.error.message}` : ""}\n`);
+        for (const e of events) {
+          // The user's frames of a task that threw (error.stack), under the event's line.
+          const frames: unknown[] = Array.isArray(e.error?.stack) ? e.error.stack : [];
+          process.stdout.write(`  ${e.end_time}  ${e.success ? "ok    " : "FAILED"}  ${e.outcome ?? ""}${e.error ? `  ${e.error.message}` : ""}\n${frames.map((f) => `      at ${String(f)}\n`).join("")}`);
+        }
       }
     });
 }

@@ -92,7 +92,7 @@ describe("an error thrown by the user's task code names the file, line and colum
     assert.match(r.stderr, /\n {4}at new ThrowsInConstructor \(test\/fixtures\/throwing-tasks\.ts:22:11\)/);
   });
 
-  it("cts watch logs the line (text and JSON) and the event in /v1/status/tasks carries it", async () => {
+  it("cts watch logs the line (text and JSON); the event in /v1/status/tasks and cts status --events carry it", async () => {
     for (const format of ["text", "json"]) {
       const child = spawn("node", [CTS, "watch", "--config", inSynth, "--log-format", format], { stdio: ["ignore", "pipe", "pipe"] });
       let log = "";
@@ -118,6 +118,12 @@ describe("an error thrown by the user's task code names the file, line and colum
         assert.ok(error.message.includes(`at ${AT}`), error.message);
         assert.equal(error.at, AT);
         assert.deepEqual(error.stack?.slice(0, 2), [`ownerOf (${AT})`, CALLER]);
+        if (format === "text") {
+          const status = await cts(["status", "owners", "--events", "--http-addr", url]);
+          assert.equal(status.code, 0, status.stderr);
+          assert.ok(status.stdout.includes(`at ${AT}. Fix the task class`), status.stdout);
+          assert.ok(status.stdout.includes(`\n      at ownerOf (${AT})\n      at ${CALLER}\n`), status.stdout);
+        }
       } finally {
         child.kill("SIGTERM");
         await exited;
