@@ -23,21 +23,56 @@ export function newPackageJson(dir: string): string {
   return JSON.stringify({ name, private: true, ...projectPackage() }, null, 2) + "\n";
 }
 
+/** The test script `npm init` writes: it fails on purpose, so `npm test` could never pass. */
+export const NPM_INIT_TEST = 'echo "Error: no test specified" && exit 1';
+
+/** What `completePackageJson` did, or why it would not. */
+export interface CompletedPackage {
+  /** The new package.json text. */
+  text: string;
+  /** Keys added (`type`, `scripts.typecheck`, `dependencies.cdktf`…). */
+  added: string[];
+  /** Values changed, each as `key: old → new (why)`, to print: nothing is rewritten silently. */
+  changed: string[];
+  /** Set when the package cannot be made to work without the user's decision: the exact change to make. */
+  problem?: string;
+}
+
 /**
- * Adds what a cts project needs to an existing package.json without changing anything already
- * there (`npm i cdktf-sync` creates one with only the dependency). Returns the new text and the
- * added keys, or the problems it would not fix itself.
+ * Adds what a cts project needs to an existing package.json (`npm i cdktf-sync` creates one with
+ * only the dependency). What `npm init` writes as a placeholder is replaced, and reported: its
+ * `"type": "commonjs"` when the project has no JavaScript file it would govern (`jsFiles`), and its
+ * failing test script. A CommonJS package with JavaScript files is left alone: `problem` says what
+ * to change. Anything else already there stays as it is.
  */
-export function completePackageJson(text: string): { text: string; added: string[]; warnings: string[] } {
+export function completePackageJson(text: string, jsFiles: string[] = []): CompletedPackage {
   const pkg = JSON.parse(text) as Record<string, unknown>;
   const want = projectPackage();
   const added: string[] = [];
-  const warnings: string[] = [];
+  const changed: string[] = [];
+  const indent = /^\{\n(\s+)/.exec(text)?.[1] ?? "  ";
   if (pkg.type === undefined) {
     pkg.type = want.type;
     added.push("type");
-  } else if (pkg.type !== "module")
-    warnings.push(`package.json has "type": ${JSON.stringify(pkg.type)}; cts.config.ts and the tasks are ES modules. Set "type": "module" (tsc reports the imports otherwise).`);
+  } else if (pkg.type === "commonjs" && jsFiles.length === 0) {
+    // npm init's default since npm 10.9/11: no file of the project is CommonJS yet, so nothing breaks.
+    pkg.type = want.type;
+    changed.push(`"type": "commonjs" → "module" (npm init's default; cdktf-sync, cts.config.ts and the tasks are ES modules)`);
+  } else if (pkg.type !== "module") {
+    const files = jsFiles.length ? ` and ${jsFiles.slice(0, 3).join(", ")}${jsFiles.length > 3 ? ", …" : ""} would change meaning if cts switched it` : "";
+    return {
+      text,
+      added,
+      changed,
+      problem: `package.json has "type": ${JSON.stringify(pkg.type)}${files}; cdktf-sync, cts.config.ts and the tasks are ES modules (tsc --noEmit fails on their imports otherwise). Set "type": "module" in package.json${jsFiles.length ? " (rename those CommonJS files to .cjs)" : ""}, then run \`cts init\` again.`,
+    };
+  }
+  const scripts = (pkg.scripts ?? {}) as Record<string, string>;
+  if (scripts.test === NPM_INIT_TEST) {
+    scripts.test = want.scripts.test!;
+    changed.push(`scripts.test: npm init's placeholder → ${JSON.stringify(want.scripts.test)}`);
+  }
+  pkg.scripts = scripts;
   for (const section of ["scripts", "dependencies", "devDependencies"] as const) {
     const have = (pkg[section] ?? {}) as Record<string, string>;
     const other = section === "dependencies" ? ((pkg.devDependencies ?? {}) as Record<string, string>) : section === "devDependencies" ? ((pkg.dependencies ?? {}) as Record<string, string>) : {};
@@ -48,6 +83,5 @@ export function completePackageJson(text: string): { text: string; added: string
     }
     pkg[section] = have;
   }
-  const indent = /^\{\n(\s+)/.exec(text)?.[1] ?? "  ";
-  return { text: JSON.stringify(pkg, null, indent) + "\n", added, warnings };
+  return { text: JSON.stringify(pkg, null, indent) + "\n", added, changed };
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env -S MALLOC_ARENA_MAX=1 node --max-semi-space-size=1
 import { Command, CommanderError } from "commander";
 import { CtsError, doctorHint } from "../errors.ts";
+import { userStackText } from "../user-frames.ts";
 import { ctsStartExitCode, ctsTaskArgv, ctsTaskExitCode } from "./cts-flags.ts";
 import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";
@@ -54,7 +55,7 @@ try {
   if (err instanceof CommanderError) {
     process.exitCode = ctsTask ? ctsTaskExitCode(err) : ctsStart ? ctsStartExitCode(err) : err.exitCode === 0 ? 0 : 2;
   } else if (err instanceof CtsError) {
-    say(`error: ${err.message}${doctorHint(err)}\n`, process.stderr);
+    say(`error: ${err.message}${doctorHint(err)}${userStackText(err)}\n`, process.stderr);
     process.exitCode = ctsTask ? ctsTaskExitCode(err) : ctsStart ? ctsStartExitCode(err) : err.exitCode;
   } else {
     say(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`, process.stderr);

@@ -7,6 +7,7 @@ import { loadDaemonConfig, type DaemonConfig } from "../synth/daemon-config.ts";
 import type { Synthesizer } from "../synth/synthesizer.ts";
 import type { RunOutcome } from "../runtime/interfaces.ts";
 import { printJson, say, table } from "./output.ts";
+import { userCodeFields, userStackText } from "../user-frames.ts";
 
 /** Flags shared by the run commands. */
 export interface RunFlags {
@@ -143,7 +144,7 @@ export async function runInspect(loaded: LoadedConfig, names: string[], flags: R
       for (const r of results) {
         say(`==> Task '${r.task}': ${r.ok ? (r.result?.changesPresent ? "changes present" : "no changes") : "error"}\n`);
         if (r.result?.output) say(r.result.output.trimEnd() + "\n");
-        if (r.error) say(`error: ${r.error.message}${doctorHint(r.error)}\n`);
+        if (r.error) say(`error: ${r.error.message}${doctorHint(r.error)}${userStackText(r.error)}\n`);
         process.stdout.write("\n");
       }
     process.exitCode = results.some((r) => !r.ok) ? 1 : results.some((r) => r.result?.changesPresent) ? 2 : 0;
@@ -161,7 +162,7 @@ function report(results: RunOutcome[], json?: boolean): void {
         outcome: r.outcome,
         changes_present: r.result?.changesPresent ?? false,
         summary: r.result?.summary,
-        error: r.error ? { code: r.error.code, message: r.error.message } : null,
+        error: r.error ? { code: r.error.code, message: r.error.message, ...userCodeFields(r.error) } : null,
       })),
     });
     return;
@@ -172,5 +173,5 @@ function report(results: RunOutcome[], json?: boolean): void {
       ...results.map((r) => [r.task, r.outcome, String(r.result?.summary.add ?? "-"), String(r.result?.summary.change ?? "-"), String(r.result?.summary.destroy ?? "-")]),
     ]),
   );
-  for (const r of results) if (r.error) say(`error: ${r.error.message}${doctorHint(r.error)}\n`, process.stderr);
+  for (const r of results) if (r.error) say(`error: ${r.error.message}${doctorHint(r.error)}${userStackText(r.error)}\n`, process.stderr);
 }

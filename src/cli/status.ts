@@ -72,6 +72,9 @@ export function registerStatus(program: Command): void {
         for (const e of events) {
           const counts = e.changes ? `  +${e.changes.add} ~${e.changes.change} -${e.changes.destroy}` : "";
           say(`  ${e.end_time}  ${e.success ? "ok    " : "FAILED"}  ${e.outcome ?? ""}${counts}${e.error ? `  ${e.error.message}` : ""}\n`);
+          // The user's frames of a task that threw (error.stack), under the event's line.
+          const frames: unknown[] = Array.isArray(e.error?.stack) ? e.error.stack : [];
+          for (const f of frames) say(`      at ${String(f)}\n`);
           for (const r of (e.resources as ApiBody[] | undefined) ?? []) say(`      ${resourceLine(r.address, r.action)}\n`);
         }
       }

@@ -13,6 +13,7 @@ import type { Task } from "../task/task.ts";
 import { createConsulReader, warnSkipped } from "../daemon/consul-setup.ts";
 import type { SkippedServiceListener } from "../consul/types.ts";
 import { printJson, table } from "./output.ts";
+import { userCodeFields, userStackText } from "../user-frames.ts";
 
 interface SynthFlags {
   config?: string;
@@ -34,6 +35,9 @@ interface SynthRow {
   changed?: string;
   file?: string;
   error?: string;
+  /** Where the task's code threw (file:line:column), and its first frames. */
+  at?: string;
+  stack?: string[];
 }
 
 /** `cts synth [task...]`: synthesizes tasks from live Consul data (or a snapshot) for review. */
@@ -59,7 +63,7 @@ export function registerSynth(program: Command): void {
       for (const task of tasks) rows.push(await synthOne(loaded, task, read, root, outRoot, flags));
       if (flags.json) printJson({ tasks: rows });
       else if (!flags.stdout) process.stdout.write(summary(rows));
-      for (const r of rows) if (!r.ok) process.stderr.write(`error: ${r.error}\n`);
+      for (const r of rows) if (!r.ok) process.stderr.write(`error: ${r.error}${userStackText({ detail: { userStack: r.stack } })}\n`);
       if (rows.some((r) => !r.ok)) process.exitCode = 1;
     });
 }
@@ -100,7 +104,8 @@ async function synthOne(
       providerVersions: loaded.config.driver?.terraform?.providerVersions,
     });
   } catch (err) {
-    return { task: task.name, ok: false, error: toCtsError(err, "TASK_SYNTH_FAILED", task.name).message };
+    const error = toCtsError(err, "TASK_SYNTH_FAILED", task.name);
+    return { task: task.name, ok: false, error: error.message, ...userCodeFields(error) };
   }
   let applied: string | undefined;
   try {

@@ -4,6 +4,7 @@ import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { apiAccessProblems } from "./api-access.ts";
 import { CtsError, isErrorCode, messageOf } from "../errors.ts";
+import { userCode } from "../user-frames.ts";
 import type { Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { className, duplicateNameProblems, shapeProblems } from "../task/shape.ts";
@@ -183,5 +184,10 @@ function loadError(file: string, cause: unknown): CtsError {
       `${file}: imports '${missing}', which is not installed in that project. Run \`npm install ${missing}\` in ${dirname(file)} (cts resolves every package from the project of the config file).`,
       { cause },
     );
-  return new CtsError("CONFIG_LOAD_FAILED", "usage", `${file}: could not load: ${messageOf(cause)}. Fix the error in the file (it is TypeScript, loaded with tsx).`, { cause });
+  // A task constructor or the config's own code threw: name the user's line, not cts's.
+  const where = userCode(cause);
+  return new CtsError("CONFIG_LOAD_FAILED", "usage", `${file}: could not load: ${messageOf(cause)}${where ? ` at ${where.at}` : ""}. Fix the error in the file (it is TypeScript, loaded with tsx).`, {
+    cause,
+    detail: where ? { at: where.at, userStack: where.frames } : {},
+  });
 }

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { LoadedConfig } from "../config/load.ts";
 import { consulEnvForTerraform, type ConsulConnection } from "../consul/connection.ts";
 import { messageOf } from "../errors.ts";
+import { userCodeFields } from "../user-frames.ts";
 import { createConsulProbe } from "./consul-probe.ts";
 import { consulConnectionFor } from "../config/consul-connection.ts";
 import { createConsulApi } from "../consul/client.ts";
@@ -86,7 +87,7 @@ export async function runDoctor(
 }
 
 /** The providers every task requires, from a synthesis with empty Consul data. */
-function requiredProviders(loaded: LoadedConfig): { providers: Record<string, unknown>; notes: string[] } {
+export function requiredProviders(loaded: LoadedConfig): { providers: Record<string, unknown>; notes: string[] } {
   const providers: Record<string, unknown> = {};
   const notes: string[] = [];
   for (const task of loaded.config.tasks) {
@@ -101,7 +102,9 @@ function requiredProviders(loaded: LoadedConfig): { providers: Record<string, un
       ) as { terraform?: { required_providers?: Record<string, unknown> } };
       Object.assign(providers, json.terraform?.required_providers ?? {});
     } catch (err) {
-      notes.push(`task '${task.name}' was not synthesized with empty data: ${messageOf(err).slice(0, 120)}`);
+      // The message is cut short; the place in the task's code is what the user needs, so it stays.
+      const { at } = userCodeFields(err as { detail?: Record<string, unknown> });
+      notes.push(`task '${task.name}' was not synthesized with empty data: ${messageOf(err).slice(0, 120)}${at ? ` (at ${at})` : ""}`);
     }
   }
   return { providers, notes };

@@ -3,7 +3,8 @@ import { atMost } from "../pause.ts";
 import { CtsError, messageOf, doctorHint } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
-import { Activity, EventStore, makeEvent, type RunActivity, type TaskEvent } from "./events.ts";
+import { userCodeFields } from "../user-frames.ts";
+import { Activity, EventStore, eventError, makeEvent, type RunActivity, type TaskEvent } from "./events.ts";
 import type { ControllerHooks, HaControl, RestoredTask, RetryNotice, RunModes, RunOutcome, TaskControl, TaskView } from "./interfaces.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { TaskRunner } from "./run.ts";
@@ -104,8 +105,8 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
 
   /** A watch failed for good (an ACL, a bad query): logged and recorded as a failed event. */
   watchFailed(name: string, err: CtsError): void {
-    this.parts.log.error(`task '${name}': ${err.message}${doctorHint(err)}`, { task: name, code: err.code });
-    this.record(makeEvent(name, new Date(), { success: false, outcome: "failed", error: { message: err.message } }));
+    this.parts.log.error(`task '${name}': ${err.message}${doctorHint(err)}`, { task: name, code: err.code, ...userCodeFields(err) });
+    this.record(makeEvent(name, new Date(), { success: false, outcome: "failed", error: eventError(err) }));
   }
 
   // ---- what everyone reads ------------------------------------------------------------------

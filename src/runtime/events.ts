@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { EventEmitter } from "node:events";
+import { userCodeFields } from "../user-frames.ts";
 
 /** One run of a task, in CTS's event shape (as the API returns it). */
 export interface TaskEvent {
@@ -9,7 +10,8 @@ export interface TaskEvent {
   start_time: string;
   end_time: string;
   task_name: string;
-  error: { message: string } | null;
+  /** Beyond CTS: `at` and `stack` name the user's code (file:line:column, first frames) when a task's code threw. */
+  error: { message: string; at?: string; stack?: string[] } | null;
   config: { source?: string; services?: string[]; providers?: string[] };
   /** Beyond CTS: what the run did ("applied", "no-op" when the JSON was unchanged, "planned", "destroyed"). */
   outcome?: "applied" | "no-op" | "planned" | "destroyed" | "failed" | "cancelled" | "drift";
@@ -32,6 +34,11 @@ export interface RunActivity {
   /** At the end: the outcome word (applied, no-op, failed, drift, in-sync…). */
   outcome?: string;
   ok?: boolean;
+}
+
+/** A failure as an event's error: the message, and where in the user's code it was thrown (detail.at, detail.userStack). */
+export function eventError(err: { message: string; detail?: Record<string, unknown> }): NonNullable<TaskEvent["error"]> {
+  return { message: err.message, ...userCodeFields(err) };
 }
 
 /** CTS's task status words. */

@@ -1,7 +1,8 @@
 import { CtsError, messageOf, toCtsError, doctorHint } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import { makeEvent, type Activity, type TaskEvent } from "./events.ts";
+import { userCodeFields } from "../user-frames.ts";
+import { eventError, makeEvent, type Activity, type TaskEvent } from "./events.ts";
 import type { RetryNotice, RunOutcome } from "./interfaces.ts";
 import { nextDelay, withRetries, type RetryHistory, type RetryPolicy } from "./retry.ts";
 import type { RunMode, TaskRunner } from "./run.ts";
@@ -125,7 +126,7 @@ export class TaskRuns {
       if (outcome.ok && outcome.outcome === "applied") e.lastDrift = undefined;
       this.deps.gate.record(eventOf(e, start, outcome));
       if (outcome.ok) this.deps.log.info(`task '${e.name}': ${outcome.outcome}`, { task: e.name, ...(outcome.result?.summary ?? {}) });
-      else this.deps.log.error(`task '${e.name}': ${outcome.error?.message ?? outcome.outcome}${doctorHint(outcome.error)}`, { task: e.name });
+      else this.deps.log.error(`task '${e.name}': ${outcome.error?.message ?? outcome.outcome}${doctorHint(outcome.error)}`, { task: e.name, ...userCodeFields(outcome.error) });
     }
     this.deps.activity.ran(e.name);
     this.deps.activity.report({ type: "end", task: e.name, kind: "run", outcome: outcome.outcome, ok: outcome.ok });
@@ -153,7 +154,7 @@ export class TaskRuns {
         makeEvent(e.name, start, {
           success: outcome.ok,
           outcome: "drift",
-          error: outcome.error ? { message: outcome.error.message } : null,
+          error: outcome.error ? eventError(outcome.error) : null,
           config: eventConfig(e),
           ...(drift.changes ? { changes: drift.changes } : {}),
           ...(drift.changes && outcome.result?.resources?.length ? { resources: outcome.result.resources } : {}),
@@ -240,7 +241,7 @@ function eventOf(e: TaskEntry, start: Date, outcome: RunOutcome): TaskEvent {
   return makeEvent(e.name, start, {
     success: outcome.ok,
     outcome: outcome.outcome as TaskEvent["outcome"],
-    error: outcome.error ? { message: outcome.error.message } : null,
+    error: outcome.error ? eventError(outcome.error) : null,
     config: eventConfig(e),
     ...(outcome.result ? { changes: outcome.result.summary } : {}),
     ...(outcome.result?.resources?.length ? { resources: outcome.result.resources } : {}),

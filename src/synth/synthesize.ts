@@ -12,6 +12,7 @@ import { backendBlock } from "./backend.ts";
 import { withLiteralTable } from "../cdktf/cdktf-literals.ts";
 import { cdktf } from "../cdktf/load.ts";
 import { sha256, stableStringify } from "./stable-json.ts";
+import { userCode } from "../user-frames.ts";
 
 
 /** Where a synthesis happens: backend and paths ModuleTask needs to point at local modules. */
@@ -68,10 +69,11 @@ export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTask
       task.synthesize(stack, input as never);
     } catch (cause) {
       const path = lastConstructPath(stack);
-      throw new CtsError("TASK_SYNTH_FAILED", "usage", `synthesize() threw: ${messageOf(cause)}${path ? ` (last construct: ${path})` : ""}. Fix the task class and run \`cts synth ${task.name}\`.`, {
+      const where = userCode(cause);
+      throw new CtsError("TASK_SYNTH_FAILED", "usage", `synthesize() threw: ${messageOf(cause)}${where ? ` at ${where.at}` : ""}${path ? ` (last construct: ${path})` : ""}. Fix the task class and run \`cts synth ${task.name}\`.`, {
         task: task.name,
         cause,
-        detail: { constructPath: path },
+        detail: { constructPath: path, ...userDetail(where) },
       });
     }
     assertUniqueAddresses(task.name, stack);
@@ -82,7 +84,8 @@ export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTask
     } catch (cause) {
       // cdktf resolves values recursively: thousands of levels overflow its stack (it calls 200+ "circular").
       if (cause instanceof RangeError && /call stack/.test(cause.message)) throw dataTooDeep("the configuration the task builds", { task: task.name, limit: 200 });
-      throw new CtsError("TASK_SYNTH_INVALID", "usage", `produced invalid configuration: ${messageOf(cause)}. Fix the task class and run \`cts synth ${task.name}\`.`, { task: task.name, cause });
+      const where = userCode(cause);
+      throw new CtsError("TASK_SYNTH_INVALID", "usage", `produced invalid configuration: ${messageOf(cause)}${where ? ` at ${where.at}` : ""}. Fix the task class and run \`cts synth ${task.name}\`.`, { task: task.name, cause, detail: userDetail(where) });
     }
     let written: Record<string, any>;
     try {
@@ -93,6 +96,11 @@ export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTask
     }
     return result(task.name, finish(written, ctx));
   });
+}
+
+/** The user's frames as error detail: plain data, so it crosses the worker thread with the error. */
+function userDetail(where: ReturnType<typeof userCode>): Record<string, unknown> {
+  return where ? { at: where.at, userStack: where.frames } : {};
 }
 
 function result(task: string, out: Record<string, any>): SynthResult {

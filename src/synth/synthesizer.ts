@@ -8,6 +8,7 @@ import type { ConfigDescription } from "../config/description.ts";
 import { synthesizeTask, type SynthContext, type SynthResult } from "./synthesize.ts";
 import type { TaskRef } from "./task-ref.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
+import { userCode } from "../user-frames.ts";
 
 /** Turns a task and its input into Terraform JSON. */
 export interface Synthesizer {
@@ -192,7 +193,9 @@ export interface SerializedError {
 export function serializeError(err: unknown): SerializedError {
   if (err instanceof CtsError || (err && typeof err === "object" && "code" in err && "category" in err))
     return { code: (err as CtsError).code, category: (err as CtsError).category, message: (err as CtsError).message, task: (err as CtsError).task, detail: (err as CtsError).detail };
-  return { code: "CTS_INTERNAL", category: "internal", message: err instanceof Error ? err.message : String(err) };
+  // Only plain data crosses the thread: the user's frames go as text, the stack itself stays here.
+  const where = userCode(err);
+  return { code: "CTS_INTERNAL", category: "internal", message: `${err instanceof Error ? err.message : String(err)}${where ? ` at ${where.at}` : ""}`, ...(where ? { detail: { at: where.at, userStack: where.frames } } : {}) };
 }
 
 function deserialize(e: SerializedError): CtsError {

@@ -4,7 +4,7 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -53,12 +53,20 @@ describe("the published package, installed into a new project", { timeout: 900_0
     tarball = join(work, (packed as unknown as { filename: string }).filename);
     project = join(work, "my-sync");
     await run("mkdir", ["-p", project], work);
-    // As the README says: install the package, then let `cts init` write the rest.
+    // As most Node projects start: `npm init -y` (current npm writes "type": "commonjs" and a failing
+    // test script), install the package, then let `cts init` write the rest.
+    const npmInit = await run("npm", ["init", "-y"], project);
+    assert.equal(npmInit.code, 0, show(npmInit));
     const install = await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball], project);
     assert.equal(install.code, 0, show(install));
     const init = await run("npx", ["--no-install", "cts", "init"], project);
     assert.equal(init.code, 0, show(init));
-    assert.match(init.stdout, /updated package\.json: added type, scripts\.test/);
+    assert.match(init.stdout, /updated package\.json: added scripts\.typecheck, dependencies\./);
+    // npm's placeholders are replaced, and said so: nothing in package.json changes silently.
+    const pkg = JSON.parse(await readFile(join(project, "package.json"), "utf8")) as { type?: string };
+    if (JSON.parse(npmInit.stdout.slice(npmInit.stdout.indexOf("{"))).type === "commonjs") assert.match(init.stdout, /changed "type": "commonjs" → "module"/);
+    assert.equal(pkg.type, "module");
+    assert.match(init.stdout, /changed scripts\.test: npm init's placeholder → "node --import tsx --test test\/\*\.test\.ts"/);
     const deps = await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund"], project);
     assert.equal(deps.code, 0, show(deps));
 
@@ -150,6 +158,49 @@ describe("the published package, installed into a new project", { timeout: 900_0
       child.kill("SIGTERM");
       assert.equal(await exited, 0, output);
     }
+  });
+
+  it("names the line of the project's own task file when its synthesize() throws (cts's frames folded away)", async () => {
+    await writeFile(
+      join(project, "broken.config.ts"),
+      [
+        `import { defineConfig, Task, services, type ServicesCondition, type TaskInput, type TaskScope } from "cdktf-sync";`,
+        `class Broken extends Task<ServicesCondition> {`,
+        `  constructor() { super({ name: "broken", condition: services({ names: ["web"] }) }); }`,
+        `  synthesize(_scope: TaskScope, input: TaskInput<ServicesCondition>): void {`,
+        `    for (const s of input.services) (s.meta["owner"] as string).trim();`,
+        `  }`,
+        `}`,
+        `export default defineConfig({ tasks: [new Broken()] });`,
+        ``,
+      ].join("\n"),
+    );
+    const r = await run("npx", ["--no-install", "cts", "synth", "--stdout", "--config", "broken.config.ts"], project, runtimeEnv);
+    assert.notEqual(r.code, 0, show(r));
+    assert.match(r.stderr, /synthesize\(\) threw: Cannot read properties of undefined \(reading 'trim'\) at broken\.config\.ts:5:65/, show(r));
+    assert.match(r.stderr, /\n {4}at Broken\.synthesize \(broken\.config\.ts:5:65\)/, show(r));
+    assert.doesNotMatch(r.stderr, /node_modules/);
+    await rm(join(project, "broken.config.ts"));
+  });
+
+  it("usage errors exit 2", async () => {
+    for (const args of [["init", "--no-such-flag"], ["synth", "--config"], ["init", "--service", "not a name"]]) {
+      const r = await run("npx", ["--no-install", "cts", ...args], project);
+      assert.equal(r.code, 2, `cts ${args.join(" ")}: ${show(r)}`);
+    }
+  });
+
+  it("`cts init --service api` adds a task for api to the config; the project still type-checks and tests", async () => {
+    const r = await run("npx", ["--no-install", "cts", "init", "--service", "api"], project);
+    assert.equal(r.code, 0, show(r));
+    assert.match(r.stdout, /created tasks\/api-members\.ts/);
+    assert.match(r.stdout, /updated cts\.config\.ts: added ApiMembersTask to tasks/);
+    assert.match(await readFile(join(project, "cts.config.ts"), "utf8"), /tasks: \[new WebMembersTask\(\), new ApiMembersTask\(\)\],/);
+    const tsc = await run("npx", ["--no-install", "tsc", "--noEmit"], project);
+    assert.equal(tsc.code, 0, show(tsc));
+    const test = await run("npm", ["test"], project);
+    assert.equal(test.code, 0, show(test));
+    assert.match(test.stdout, /^(ℹ|#) pass 2$/m, show(test));
   });
 
   it("points a run that cannot reach Consul at `cts doctor`", async () => {

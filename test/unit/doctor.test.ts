@@ -146,3 +146,20 @@ describe("cts doctor checks", () => {
     assert.equal(doctorHint({ code: "CONFIG_INVALID" }), "");
   });
 });
+
+describe("doctor's synthesis of every task with empty data", () => {
+  it("keeps the place in the task's code when a task throws, though the message is cut short", async () => {
+    const { requiredProviders } = await import("../../src/doctor/doctor.ts");
+    class Thrower extends Task<Condition, TaskInputs> {
+      constructor() {
+        super({ name: "thrower", condition: services({ names: ["web"] }) });
+      }
+      synthesize(): void {
+        throw new Error(`${"a very long explanation ".repeat(10)}`);
+      }
+    }
+    const { notes } = requiredProviders({ config: { tasks: [new Thrower()] }, file: "cts.config.ts", dir: "." } as never);
+    assert.equal(notes.length, 1);
+    assert.match(notes[0]!, /^task 'thrower' was not synthesized with empty data: .* \(at test\/unit\/doctor\.test\.ts:\d+:\d+\)$/);
+  });
+});
