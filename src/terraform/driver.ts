@@ -3,9 +3,8 @@ import { mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
 import { noMetrics } from "../metrics/metrics.ts";
-import { commandEnv } from "./env.ts";
+import { CommandRunner, type Phase } from "./command-runner.ts";
 import { commandFailure, needsReinit, textErrors } from "./failures.ts";
-import { createGroupFile } from "./group-file.ts";
 import { initHash } from "./init-hash.ts";
 import { childPath, validateTaskName } from "./names.ts";
 import { createInitReuse, reuseKey, type InitReuse } from "./init-reuse.ts";
@@ -13,30 +12,15 @@ import { createInitSteps } from "./init-steps.ts";
 import { stateLockWaitText, waitOutStateLocks } from "./lock-wait.ts";
 import { Operation, type JsonResult } from "./operation.ts";
 import { redactedError, redactedResult } from "./redaction.ts";
-import { startReaper } from "./reaper.ts";
 import { recoverWorkingDir } from "./recovery.ts";
-import { createRwLock } from "./rw-lock.ts";
 import { createKeyedSerializer } from "./serial.ts";
-import type { CommandTimeouts, LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
-import { terraformVersion } from "./version.ts";
+import { definedOnly, driverSettings, lockTimeoutArg } from "./settings.ts";
+import type { LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
 import { providerLauncher } from "./provider-process.ts";
 import { createWarmPool, DEFAULT_WARM_LIMITS, type WarmPool } from "./warm-pool.ts";
 import { createWarmProviders } from "./warm-providers.ts";
 import { ensureTaskDir, INIT_MARKER, PLAN_FILE, readInitMarker, writeFileSafely, writeTaskFiles } from "./working-dir.ts";
 
-const DEFAULT_TIMEOUT_MS = 30 * 60_000;
-const DEFAULT_KILL_GRACE_MS = 10_000;
-/** Long enough for a crashed run's Consul lock to go: session TTL 15 s (invalidated within 2×TTL) + lock-delay. */
-export const DEFAULT_LOCK_TIMEOUT_MS = 90_000;
-/** Limits of the short commands; a hang there is a bug or a dead backend, never honest work. */
-export const DEFAULT_COMMAND_TIMEOUTS: Required<CommandTimeouts> = {
-  version: 30_000,
-  workspace: 60_000,
-  validate: 60_000,
-  init: 5 * 60_000,
-  show: 5 * 60_000,
-  silence: 5 * 60_000,
-};
 const NO_CHANGES = "No changes. Your infrastructure matches the configuration.";
 
 type Kind = "apply" | "plan" | "destroy";
@@ -51,49 +35,26 @@ const exists = (path: string) => existsSync(path);
  * runs the command with TF_WORKSPACE=<task> so the selected workspace on disk never matters.
  */
 export function createTerraformDriver(options: TerraformDriverOptions): LocalTerraformDriver {
-  const root = resolve(options.workingDir);
-  const binary = options.binary;
-  const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
-  const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-  const lockArg = `-lock-timeout=${Math.max(0, Math.ceil(lockTimeoutMs / 1000))}s`;
-  const timeouts = { ...DEFAULT_COMMAND_TIMEOUTS, ...definedOnly(options.commandTimeouts) };
+  const settings = driverSettings(options);
+  const { root, killGraceMs, lockTimeoutMs } = settings;
+  const lockArg = lockTimeoutArg(lockTimeoutMs);
   const notice = (line: string) => (options.notice ? options.notice(line) : options.log?.("driver", line));
   const tasks = createKeyedSerializer();
-  // init re-creates the plugin cache's entries, which break under a command of another task that
-  // is starting a provider from them (fork/exec: no such file, checksum mismatch). So init runs
-  // alone and every other command shares the cache; Terraform documents the cache as unsafe for
-  // concurrent installs, and this covers concurrent use as well.
-  const pluginCache = createRwLock();
-  // A companion process kills our process groups when this process dies, even by SIGKILL; the
-  // group file lets the next start clean up if the reaper was killed too.
-  const reaper = startReaper(killGraceMs, notice);
-  const groupFile = createGroupFile(root, notice);
-  let hung = 0;
+  const metrics = options.metrics ?? noMetrics;
+  const runner = new CommandRunner(settings, {
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.cliConfigFile ? { cliConfigFile: options.cliConfigFile } : {}),
+    ...(options.pluginCacheDir ? { pluginCacheDir: options.pluginCacheDir } : {}),
+    ...(options.log ? { log: options.log } : {}),
+    ...(options.redact ? { redact: options.redact } : {}),
+    notice,
+    metrics,
+  });
+  const pluginCache = runner.pluginCache;
+  const track = runner.track;
   let recovered: Promise<void> | undefined;
   let cacheReady: Promise<unknown> | undefined;
-  let versionOnce: Promise<string> | undefined;
-  const metrics = options.metrics ?? noMetrics;
-  const track = (task: string, command: string) => ({
-    add(pgid: number) {
-      reaper.add(pgid);
-      groupFile.add({ pgid, task, command });
-      metrics.terraformProcess(command, 1);
-    },
-    remove(pgid: number) {
-      reaper.remove(pgid);
-      groupFile.remove(pgid);
-      metrics.terraformProcess(command, -1);
-    },
-  });
-  /** Runs a phase of a task's run and reports its time (failed phases too: a slow failure is worth seeing). */
-  const timed = async <T>(task: string, phase: "init" | Kind, step: () => Promise<T>): Promise<T> => {
-    const started = performance.now();
-    try {
-      return await step();
-    } finally {
-      metrics.phase(task, phase, (performance.now() - started) / 1000);
-    }
-  };
+  const timed = <T>(task: string, phase: Phase, step: () => Promise<T>): Promise<T> => runner.phase(task, phase, step);
 
   const debugLog = (task: string, line: string) => options.debugLog?.(task, options.redact ? options.redact(line) : line);
   const pool: WarmPool | undefined =
@@ -109,18 +70,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   const inits: InitReuse | undefined = options.shareInit === false ? undefined : createInitReuse(options.pluginCacheDir ? { pluginCacheDir: options.pluginCacheDir } : {});
   let closed = false;
 
-  // The daemon's environment as it was when the driver was made, as a plain object: enumerating
-  // process.env goes through a native interceptor per variable, and every command needs it twice.
-  const inherited = { ...process.env };
-  const envFor = (task?: Record<string, string>, workspace?: string) =>
-    commandEnv({
-      inherited,
-      base: options.env,
-      task,
-      cliConfigFile: options.cliConfigFile,
-      pluginCacheDir: options.pluginCacheDir,
-      workspace,
-    });
+  const envFor = (task?: Record<string, string>, workspace?: string) => runner.env(task, workspace);
 
   const steps = createInitSteps(lockTimeoutMs);
   const ensureWorkspace = steps.ensureWorkspace;
@@ -229,22 +179,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   async function execute(kind: Kind, ws: TaskWorkspace, opts: RunOptions): Promise<RunResult> {
     const dir = await filesStep(ws.task, () => ensureTaskDir(root, ws.task));
     await (recovered ??= recoverWorkingDir(root, killGraceMs, notice).catch((err: unknown) => notice(`start-up clean-up failed: ${messageOf(err)}`)));
-    const deps = {
-      binary,
-      killGraceMs,
-      env: (workspace?: string) => envFor(ws.env, workspace),
-      ...(options.log ? { log: options.log } : {}),
-      ...(options.redact ? { redact: options.redact } : {}),
-      timeouts,
-      lockTimeoutMs,
-      pluginCache,
-      track,
-      onHung: (command: string) => {
-        hung++;
-        metrics.terraformHung(command);
-      },
-    };
-    const op = new Operation(ws.task, dir, deps, opts, opts.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const op = runner.operation(ws, dir, opts);
     const command = (extraEnv?: Record<string, string>) =>
       timed(ws.task, kind, () => waitingOutLocks(op, () => (kind === "plan" ? plan(op, extraEnv) : applyOrDestroy(op, kind, extraEnv))));
     // With warm providers: point the command at pooled provider processes; if one of them fails
@@ -305,14 +240,8 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     apply: (ws, opts) => run("apply", ws, opts),
     plan: (ws, opts) => run("plan", ws, opts),
     destroy: (ws, opts) => run("destroy", ws, opts),
-    version: () => {
-      versionOnce ??= terraformVersion(binary, envFor(), timeouts.version).catch((err: unknown) => {
-        versionOnce = undefined;
-        throw err;
-      });
-      return versionOnce;
-    },
-    hungCommands: () => hung,
+    version: () => runner.version(),
+    hungCommands: () => runner.hungCommands(),
     warmProcesses: () => pool?.processes() ?? [],
     coolDown: async (task) => {
       await pool?.cool(task === undefined ? undefined : childPath(root, task, task));
@@ -320,16 +249,11 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     close: async () => {
       closed = true;
       await pool?.close();
-      groupFile.close();
+      runner.close();
     },
     taskDir: (task) => {
       validateTaskName(task);
       return childPath(root, task, task);
     },
   };
-}
-
-/** The keys of `o` whose value is set (so `{ init: undefined }` keeps the default). */
-function definedOnly<T extends object>(o: T | undefined): Partial<T> {
-  return Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
