@@ -6,20 +6,20 @@ import { noMetrics } from "../metrics/metrics.ts";
 import { CommandRunner, type Phase } from "./command-runner.ts";
 import { commandFailure, needsReinit, textErrors } from "./failures.ts";
 import { initHash } from "./init-hash.ts";
-import { childPath, validateTaskName } from "./names.ts";
+import { validateTaskName } from "./names.ts";
 import { createInitReuse, reuseKey, type InitReuse } from "./init-reuse.ts";
 import { createInitSteps } from "./init-steps.ts";
 import { stateLockWaitText, waitOutStateLocks } from "./lock-wait.ts";
 import { Operation, type JsonResult } from "./operation.ts";
 import { redactedError, redactedResult } from "./redaction.ts";
-import { recoverWorkingDir } from "./recovery.ts";
 import { createKeyedSerializer } from "./serial.ts";
 import { definedOnly, driverSettings, lockTimeoutArg } from "./settings.ts";
 import type { LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
 import { providerLauncher } from "./provider-process.ts";
 import { createWarmPool, DEFAULT_WARM_LIMITS, type WarmPool } from "./warm-pool.ts";
 import { createWarmProviders } from "./warm-providers.ts";
-import { ensureTaskDir, INIT_MARKER, PLAN_FILE, readInitMarker, writeFileSafely, writeTaskFiles } from "./working-dir.ts";
+import { INIT_MARKER, PLAN_FILE, readInitMarker, writeFileSafely } from "./working-dir.ts";
+import { WorkingRoot } from "./working-root.ts";
 
 const NO_CHANGES = "No changes. Your infrastructure matches the configuration.";
 
@@ -52,7 +52,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   });
   const pluginCache = runner.pluginCache;
   const track = runner.track;
-  let recovered: Promise<void> | undefined;
+  const folders = new WorkingRoot(root, killGraceMs, notice);
   let cacheReady: Promise<unknown> | undefined;
   const timed = <T>(task: string, phase: Phase, step: () => Promise<T>): Promise<T> => runner.phase(task, phase, step);
 
@@ -161,24 +161,8 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     });
   }
 
-  /** Turns a file-system failure while preparing the task folder into an error that says where. */
-  async function filesStep<T>(task: string, step: () => Promise<T>): Promise<T> {
-    try {
-      return await step();
-    } catch (err) {
-      if (err instanceof CtsError) throw err;
-      throw new CtsError(
-        "TASK_FILES_FAILED",
-        "external",
-        `could not prepare the working directory under '${root}': ${messageOf(err)}. Check that cts may create and write files there.`,
-        { task, cause: err, detail: { root } },
-      );
-    }
-  }
-
   async function execute(kind: Kind, ws: TaskWorkspace, opts: RunOptions): Promise<RunResult> {
-    const dir = await filesStep(ws.task, () => ensureTaskDir(root, ws.task));
-    await (recovered ??= recoverWorkingDir(root, killGraceMs, notice).catch((err: unknown) => notice(`start-up clean-up failed: ${messageOf(err)}`)));
+    const dir = await folders.prepare(ws.task);
     const op = runner.operation(ws, dir, opts);
     const command = (extraEnv?: Record<string, string>) =>
       timed(ws.task, kind, () => waitingOutLocks(op, () => (kind === "plan" ? plan(op, extraEnv) : applyOrDestroy(op, kind, extraEnv))));
@@ -201,7 +185,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     };
     try {
       op.throwIfAborted(op.commandName(kind === "destroy" ? ["apply", "-destroy"] : [kind]));
-      await filesStep(ws.task, () => writeTaskFiles(dir, ws.task, ws.json, ws.files));
+      await folders.writeFiles(dir, ws);
       const initialized = await ensureInitialized(op, ws, false);
       try {
         return { ...(await main()), initialized };
@@ -244,16 +228,13 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     hungCommands: () => runner.hungCommands(),
     warmProcesses: () => pool?.processes() ?? [],
     coolDown: async (task) => {
-      await pool?.cool(task === undefined ? undefined : childPath(root, task, task));
+      await pool?.cool(task === undefined ? undefined : folders.folderOf(task));
     },
     close: async () => {
       closed = true;
       await pool?.close();
       runner.close();
     },
-    taskDir: (task) => {
-      validateTaskName(task);
-      return childPath(root, task, task);
-    },
+    taskDir: (task) => folders.taskDir(task),
   };
 }
