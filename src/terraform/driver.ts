@@ -1,16 +1,15 @@
-import { existsSync } from "node:fs";
-import { mkdir, rm } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
 import { noMetrics } from "../metrics/metrics.ts";
 import { CommandRunner, type Phase } from "./command-runner.ts";
 import { commandFailure, needsReinit, textErrors } from "./failures.ts";
-import { initHash } from "./init-hash.ts";
 import { validateTaskName } from "./names.ts";
-import { createInitReuse, reuseKey, type InitReuse } from "./init-reuse.ts";
+import { createInitReuse } from "./init-reuse.ts";
+import { Initializer } from "./initializer.ts";
 import { createInitSteps } from "./init-steps.ts";
-import { stateLockWaitText, waitOutStateLocks } from "./lock-wait.ts";
-import { Operation, type JsonResult } from "./operation.ts";
+import { stateLockWaiter } from "./lock-wait.ts";
+import type { JsonResult, Operation } from "./operation.ts";
 import { redactedError, redactedResult } from "./redaction.ts";
 import { createKeyedSerializer } from "./serial.ts";
 import { definedOnly, driverSettings, lockTimeoutArg } from "./settings.ts";
@@ -18,15 +17,12 @@ import type { LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, Terraf
 import { providerLauncher } from "./provider-process.ts";
 import { createWarmPool, DEFAULT_WARM_LIMITS, type WarmPool } from "./warm-pool.ts";
 import { createWarmProviders } from "./warm-providers.ts";
-import { INIT_MARKER, PLAN_FILE, readInitMarker, writeFileSafely } from "./working-dir.ts";
+import { PLAN_FILE } from "./working-dir.ts";
 import { WorkingRoot } from "./working-root.ts";
 
 const NO_CHANGES = "No changes. Your infrastructure matches the configuration.";
 
 type Kind = "apply" | "plan" | "destroy";
-
-// Synchronous: one stat of a local path, cheaper than a thread-pool round trip (see working-dir.ts).
-const exists = (path: string) => existsSync(path);
 
 /**
  * The Terraform driver: runs tofu/terraform in `<workingDir>/<task>`, one operation per task at a
@@ -53,7 +49,6 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   const pluginCache = runner.pluginCache;
   const track = runner.track;
   const folders = new WorkingRoot(root, killGraceMs, notice);
-  let cacheReady: Promise<unknown> | undefined;
   const timed = <T>(task: string, phase: Phase, step: () => Promise<T>): Promise<T> => runner.phase(task, phase, step);
 
   const debugLog = (task: string, line: string) => options.debugLog?.(task, options.redact ? options.redact(line) : line);
@@ -66,43 +61,24 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
           log: notice,
         });
   const warm = pool && createWarmProviders(pool);
-  // Fresh task folders with the same init inputs share one `init` (see init-reuse.ts).
-  const inits: InitReuse | undefined = options.shareInit === false ? undefined : createInitReuse(options.pluginCacheDir ? { pluginCacheDir: options.pluginCacheDir } : {});
   let closed = false;
 
   const envFor = (task?: Record<string, string>, workspace?: string) => runner.env(task, workspace);
-
-  const steps = createInitSteps(lockTimeoutMs);
-  const ensureWorkspace = steps.ensureWorkspace;
-  const runInit = steps.runInit;
-
-  /** The key under which a fresh folder may share another's init, or undefined when it may not. */
-  function shareKey(ws: TaskWorkspace, hash: string): string | undefined {
-    const env = envFor(ws.env);
-    // A data dir elsewhere is not the `.terraform` we know how to copy.
-    if (!inits || env.TF_DATA_DIR) return undefined;
-    return reuseKey(hash, ws.json, ws.files ?? {}, env);
-  }
-
-  async function ensureInitialized(op: Operation, ws: TaskWorkspace, force: boolean): Promise<boolean> {
-    const hash = initHash(ws.json, ws.files);
-    if (!force && (await readInitMarker(op.dir)) === hash && exists(join(op.dir, ".terraform"))) return false;
-    if (options.pluginCacheDir) await (cacheReady ??= mkdir(options.pluginCacheDir, { recursive: true }));
-    const key = shareKey(ws, hash);
-    await timed(op.task, "init", async () => {
-      await rm(join(op.dir, INIT_MARKER), { force: true });
-      // init asks which workspace to use when the selected one vanished from the backend (a
-      // restarted dev Consul); starting from "default", which always exists, avoids the prompt.
-      await rm(join(op.dir, ".terraform", "environment"), { force: true });
-      if (force || !key || !inits) await runInit(op);
-      else if ((await inits.init(op.dir, key, () => runInit(op), (p) => op.until(p, op.commandName(["init"])))) === "reused") {
-        options.log?.(op.task, "initialized from another task's identical init (same providers, backend and environment): no `init` of its own");
-      }
-      await waitingOutLocks(op, () => ensureWorkspace(op));
-    });
-    await writeFileSafely(join(op.dir, INIT_MARKER), hash);
-    return true;
-  }
+  const waitingOutLocks = stateLockWaiter({
+    timeoutMs: lockTimeoutMs,
+    ...(options.onStateLockWait ? { onWait: options.onStateLockWait } : {}),
+    ...(options.log ? { log: options.log } : {}),
+  });
+  const initializer = new Initializer({
+    steps: createInitSteps(lockTimeoutMs),
+    // Fresh task folders with the same init inputs share one `init` (see init-reuse.ts).
+    ...(options.shareInit === false ? {} : { reuse: createInitReuse(options.pluginCacheDir ? { pluginCacheDir: options.pluginCacheDir } : {}) }),
+    ...(options.pluginCacheDir ? { pluginCacheDir: options.pluginCacheDir } : {}),
+    env: (task) => runner.env(task),
+    waitForLocks: waitingOutLocks,
+    phase: (task, phase, step) => runner.phase(task, phase, step),
+    ...(options.log ? { log: options.log } : {}),
+  });
 
   function jsonFailure(op: Operation, args: string[], res: JsonResult, hint: string): CtsError {
     const facts = {
@@ -150,17 +126,6 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     }
   }
 
-  /** Runs `step` again while it fails on a state lock held by someone else, up to the lock timeout (lock-wait.ts). */
-  function waitingOutLocks<T>(op: Operation, step: () => Promise<T>): Promise<T> {
-    return waitOutStateLocks(step, {
-      task: op.task,
-      timeoutMs: lockTimeoutMs,
-      pause: (ms) => op.pause(ms),
-      onWait: options.onStateLockWait ?? ((w) => options.log?.(w.task, stateLockWaitText(w))),
-      onStillLocked: (line) => options.log?.(op.task, line),
-    });
-  }
-
   async function execute(kind: Kind, ws: TaskWorkspace, opts: RunOptions): Promise<RunResult> {
     const dir = await folders.prepare(ws.task);
     const op = runner.operation(ws, dir, opts);
@@ -186,16 +151,14 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     try {
       op.throwIfAborted(op.commandName(kind === "destroy" ? ["apply", "-destroy"] : [kind]));
       await folders.writeFiles(dir, ws);
-      const initialized = await ensureInitialized(op, ws, false);
+      const initialized = await initializer.ensure(op, ws);
       try {
         return { ...(await main()), initialized };
       } catch (err) {
         // A damaged .terraform or a vanished workspace: repair once, then let a second failure stand.
         if (!(err instanceof CtsError) || err.code !== "TERRAFORM_FAILED" || !needsReinit(String(err.detail.errors ?? ""))) throw err;
         options.log?.(ws.task, "working directory needs a fresh init; re-initializing and retrying once");
-        const key = shareKey(ws, initHash(ws.json, ws.files));
-        if (key) inits?.forget(key);
-        await ensureInitialized(op, ws, true);
+        await initializer.again(op, ws);
         return { ...(await main()), initialized: true };
       }
     } finally {

@@ -53,3 +53,6 @@ export function createInitSteps(lockTimeoutMs: number) {
     },
   };
 }
+
+/** The preparation commands `createInitSteps` returns. */
+export type InitSteps = ReturnType<typeof createInitSteps>;

@@ -60,3 +60,28 @@ export async function waitOutStateLocks<T>(step: () => Promise<T>, o: LockWaitOp
     }
   }
 }
+
+/** What the lock wait needs from an operation: its task and its pause (which ends when the operation is stopped). */
+export interface LockWaitingOperation {
+  readonly task: string;
+  pause(ms: number): Promise<void>;
+}
+
+/** Runs one step of an operation, waiting out a state lock held elsewhere (the driver's one lock wait). */
+export type StateLockWaiter = <T>(op: LockWaitingOperation, step: () => Promise<T>) => Promise<T>;
+
+/**
+ * `waitOutStateLocks` with the driver's lock timeout: the first wait of a step goes to `onWait`
+ * (default: a `log` line saying who holds the lock), later attempts to `log`.
+ */
+export function stateLockWaiter(o: { timeoutMs: number; onWait?: (wait: StateLockWait) => void; log?: (task: string, line: string) => void }): StateLockWaiter {
+  const onWait = o.onWait ?? ((w: StateLockWait) => o.log?.(w.task, stateLockWaitText(w)));
+  return (op, step) =>
+    waitOutStateLocks(step, {
+      task: op.task,
+      timeoutMs: o.timeoutMs,
+      pause: (ms) => op.pause(ms),
+      onWait,
+      onStillLocked: (line) => o.log?.(op.task, line),
+    });
+}
