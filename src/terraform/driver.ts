@@ -1,28 +1,21 @@
-import { rm } from "node:fs/promises";
-import { join } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
 import { noMetrics } from "../metrics/metrics.ts";
 import { CommandRunner, type Phase } from "./command-runner.ts";
-import { commandFailure, needsReinit, textErrors } from "./failures.ts";
+import { needsReinit } from "./failures.ts";
 import { validateTaskName } from "./names.ts";
 import { createInitReuse } from "./init-reuse.ts";
 import { Initializer } from "./initializer.ts";
 import { createInitSteps } from "./init-steps.ts";
 import { stateLockWaiter } from "./lock-wait.ts";
-import type { JsonResult, Operation } from "./operation.ts";
+import { ChangeCommands, changeCommandWords, type ChangeKind } from "./plan-apply.ts";
 import { redactedError, redactedResult } from "./redaction.ts";
 import { createKeyedSerializer } from "./serial.ts";
-import { definedOnly, driverSettings, lockTimeoutArg } from "./settings.ts";
+import { definedOnly, driverSettings } from "./settings.ts";
 import type { LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
 import { providerLauncher } from "./provider-process.ts";
 import { createWarmPool, DEFAULT_WARM_LIMITS, type WarmPool } from "./warm-pool.ts";
 import { createWarmProviders } from "./warm-providers.ts";
-import { PLAN_FILE } from "./working-dir.ts";
 import { WorkingRoot } from "./working-root.ts";
-
-const NO_CHANGES = "No changes. Your infrastructure matches the configuration.";
-
-type Kind = "apply" | "plan" | "destroy";
 
 /**
  * The Terraform driver: runs tofu/terraform in `<workingDir>/<task>`, one operation per task at a
@@ -33,7 +26,7 @@ type Kind = "apply" | "plan" | "destroy";
 export function createTerraformDriver(options: TerraformDriverOptions): LocalTerraformDriver {
   const settings = driverSettings(options);
   const { root, killGraceMs, lockTimeoutMs } = settings;
-  const lockArg = lockTimeoutArg(lockTimeoutMs);
+  const changes = new ChangeCommands(lockTimeoutMs);
   const notice = (line: string) => (options.notice ? options.notice(line) : options.log?.("driver", line));
   const tasks = createKeyedSerializer();
   const metrics = options.metrics ?? noMetrics;
@@ -80,57 +73,11 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     ...(options.log ? { log: options.log } : {}),
   });
 
-  function jsonFailure(op: Operation, args: string[], res: JsonResult, hint: string): CtsError {
-    const facts = {
-      command: op.commandName(args),
-      exitCode: res.exitCode,
-      errors: res.stream.errorText() || textErrors(res.stderr) || textErrors(res.stream.lines),
-      hint,
-    };
-    // The lock holder's "Lock Info" is in a diagnostic's detail, line by line.
-    const raw = [...res.stream.diagnostics.map((d) => `${d.summary}\n${d.detail}`), ...res.stderr].join("\n");
-    return commandFailure(op.task, facts, raw, lockTimeoutMs);
-  }
-
-  async function applyOrDestroy(op: Operation, kind: "apply" | "destroy", extraEnv?: Record<string, string>): Promise<Omit<RunResult, "initialized">> {
-    const args = ["apply", ...(kind === "destroy" ? ["-destroy"] : []), "-auto-approve", "-input=false", "-lock=true", lockArg, "-json"];
-    const res = await op.json(args, op.task, extraEnv);
-    if (res.exitCode !== 0) {
-      const hint =
-        kind === "destroy"
-          ? `Fix the error and run the destroy again; \`cts inspect ${op.task}\` shows what is left.`
-          : `Fix the task's configuration or run \`cts inspect ${op.task}\`.`;
-      throw jsonFailure(op, args, res, hint);
-    }
-    const summary = res.stream.summary(kind, "apply", "destroy");
-    return { changesPresent: summary.add + summary.change + summary.destroy > 0, summary, output: res.stream.lines.join("\n") };
-  }
-
-  async function plan(op: Operation, extraEnv?: Record<string, string>): Promise<Omit<RunResult, "initialized">> {
-    const args = ["plan", "-detailed-exitcode", "-input=false", "-lock=true", lockArg, "-json", `-out=${PLAN_FILE}`];
-    try {
-      const res = await op.json(args, op.task, extraEnv);
-      if (res.exitCode !== 0 && res.exitCode !== 2) {
-        throw jsonFailure(op, args, res, `Fix the task's configuration and inspect again.`);
-      }
-      const summary = res.stream.summary("plan");
-      if (res.exitCode === 0) return { changesPresent: false, summary, output: NO_CHANGES };
-      // The JSON stream only names resources; `show` gives the attribute-level diff people review.
-      // It costs one more process, paid only when there is something to show.
-      const shown = await op.text(["show", "-no-color", PLAN_FILE], op.task, { quiet: true });
-      const output = shown.exitCode === 0 ? shown.lines.join("\n").trim() : res.stream.lines.join("\n");
-      return { changesPresent: true, summary, output };
-    } finally {
-      // The plan file can hold sensitive values.
-      await rm(join(op.dir, PLAN_FILE), { force: true });
-    }
-  }
-
-  async function execute(kind: Kind, ws: TaskWorkspace, opts: RunOptions): Promise<RunResult> {
+  async function execute(kind: ChangeKind, ws: TaskWorkspace, opts: RunOptions): Promise<RunResult> {
     const dir = await folders.prepare(ws.task);
     const op = runner.operation(ws, dir, opts);
     const command = (extraEnv?: Record<string, string>) =>
-      timed(ws.task, kind, () => waitingOutLocks(op, () => (kind === "plan" ? plan(op, extraEnv) : applyOrDestroy(op, kind, extraEnv))));
+      timed(ws.task, kind, () => waitingOutLocks(op, () => changes.run(kind, op, extraEnv)));
     // With warm providers: point the command at pooled provider processes; if one of them fails
     // the run (crashed, unreachable), run the command once more with a normal launch.
     const main = async () => {
@@ -149,7 +96,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
       return command();
     };
     try {
-      op.throwIfAborted(op.commandName(kind === "destroy" ? ["apply", "-destroy"] : [kind]));
+      op.throwIfAborted(op.commandName(changeCommandWords(kind)));
       await folders.writeFiles(dir, ws);
       const initialized = await initializer.ensure(op, ws);
       try {
@@ -166,7 +113,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     }
   }
 
-  const run = (kind: Kind, ws: TaskWorkspace, opts: RunOptions = {}): Promise<RunResult> => {
+  const run = (kind: ChangeKind, ws: TaskWorkspace, opts: RunOptions = {}): Promise<RunResult> => {
     try {
       validateTaskName(ws.task);
     } catch (err) {
