@@ -13,8 +13,8 @@ import { createKeyedSerializer } from "./serial.ts";
 import { definedOnly, driverSettings } from "./settings.ts";
 import type { LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
 import { providerLauncher } from "./provider-process.ts";
-import { createWarmPool, DEFAULT_WARM_LIMITS, type WarmPool } from "./warm-pool.ts";
-import { createWarmProviders } from "./warm-providers.ts";
+import { createWarmPool, DEFAULT_WARM_LIMITS } from "./warm-pool.ts";
+import { launchedProviders, PooledProviders, type ProviderSource } from "./warm-providers.ts";
 import { WorkingRoot } from "./working-root.ts";
 
 /**
@@ -39,22 +39,22 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     notice,
     metrics,
   });
-  const pluginCache = runner.pluginCache;
   const track = runner.track;
   const folders = new WorkingRoot(root, killGraceMs, notice);
   const timed = <T>(task: string, phase: Phase, step: () => Promise<T>): Promise<T> => runner.phase(task, phase, step);
 
   const debugLog = (task: string, line: string) => options.debugLog?.(task, options.redact ? options.redact(line) : line);
-  const pool: WarmPool | undefined =
+  const providers: ProviderSource =
     options.warmProviders === false
-      ? undefined
-      : createWarmPool({
-          limits: { ...DEFAULT_WARM_LIMITS, ...definedOnly(options.warmProviders) },
-          launcher: providerLauncher({ killGraceMs: Math.min(killGraceMs, 5_000), track, output: (task, line) => debugLog(task, `provider: ${line}`) }),
-          log: notice,
-        });
-  const warm = pool && createWarmProviders(pool);
-  let closed = false;
+      ? launchedProviders
+      : new PooledProviders(
+          createWarmPool({
+            limits: { ...DEFAULT_WARM_LIMITS, ...definedOnly(options.warmProviders) },
+            launcher: providerLauncher({ killGraceMs: Math.min(killGraceMs, 5_000), track, output: (task, line) => debugLog(task, `provider: ${line}`) }),
+            log: notice,
+          }),
+          { shared: (job) => runner.pluginCache.shared(job), ...(options.log ? { log: options.log } : {}) },
+        );
 
   const envFor = (task?: Record<string, string>, workspace?: string) => runner.env(task, workspace);
   const waitingOutLocks = stateLockWaiter({
@@ -80,21 +80,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
       timed(ws.task, kind, () => waitingOutLocks(op, () => changes.run(kind, op, extraEnv)));
     // With warm providers: point the command at pooled provider processes; if one of them fails
     // the run (crashed, unreachable), run the command once more with a normal launch.
-    const main = async () => {
-      const checkout = warm && !closed ? await pluginCache.shared(() => warm.checkout(ws.task, dir, envFor(ws.env, ws.task))) : undefined;
-      if (!checkout) return command();
-      let broken = false;
-      try {
-        return await command(checkout.env);
-      } catch (err) {
-        broken = checkout.isWarmFailure(err);
-        if (!broken) throw err;
-        options.log?.(ws.task, `a warm provider process failed this run (${messageOf(err)}); running it once more with providers launched the normal way`);
-      } finally {
-        checkout.release(broken);
-      }
-      return command();
-    };
+    const main = () => providers.run(ws.task, dir, () => envFor(ws.env, ws.task), command);
     try {
       op.throwIfAborted(op.commandName(changeCommandWords(kind)));
       await folders.writeFiles(dir, ws);
@@ -136,13 +122,12 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     destroy: (ws, opts) => run("destroy", ws, opts),
     version: () => runner.version(),
     hungCommands: () => runner.hungCommands(),
-    warmProcesses: () => pool?.processes() ?? [],
+    warmProcesses: () => providers.processes(),
     coolDown: async (task) => {
-      await pool?.cool(task === undefined ? undefined : folders.folderOf(task));
+      await providers.cool(task === undefined ? undefined : folders.folderOf(task));
     },
     close: async () => {
-      closed = true;
-      await pool?.close();
+      await providers.close();
       runner.close();
     },
     taskDir: (task) => folders.taskDir(task),
