@@ -40,3 +40,12 @@ export function redactedError(err: unknown, redact: Redact): unknown {
 export function redactedResult(result: RunResult, redact: Redact): RunResult {
   return { ...result, output: redact(result.output) };
 }
+
+/** `done` with secrets scrubbed from its result or its error; `done` itself when there is no redactor. */
+export function redacting(done: Promise<RunResult>, redact: Redact | undefined): Promise<RunResult> {
+  if (!redact) return done;
+  return done.then(
+    (r) => redactedResult(r, redact),
+    (err: unknown) => Promise.reject(redactedError(err, redact)),
+  );
+}
