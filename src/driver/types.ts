@@ -15,29 +15,29 @@ export interface ChangeSummary {
 export interface RunResult {
   /** True when Terraform had (or, for plan, would make) changes. */
   changesPresent: boolean;
-  /** Resource counts from Terraform's JSON UI output. */
+  /** Resource counts of the plan or apply (the local driver reads them from Terraform's JSON UI output). */
   summary: ChangeSummary;
   /** Human-readable plan/apply text (for inspect and the API's `plan` field). */
   output: string;
-  /** True when this run had to run `init` first (first run, or backend/providers/modules changed). */
+  /** True when this run had to run `init` first (first run, or backend/providers/modules changed); drivers that never init leave it out. */
   initialized?: boolean;
 }
 
 /** Options every driver operation takes. */
 export interface RunOptions {
-  /** Cancels the command: SIGINT first, SIGKILL after the grace period. */
+  /** Cancels the operation (the local driver: SIGINT first, SIGKILL after the grace period). */
   signal?: AbortSignal;
   /** Each line of Terraform's human output as it comes. */
   onOutput?: (line: string) => void;
-  /** Kills the command after this many ms (default 30 min). */
+  /** Stops the operation after this many ms (default: the driver's, 30 min for the local one). */
   timeoutMs?: number;
 }
 
 /** What the driver needs to run one task. */
 export interface TaskWorkspace {
-  /** Task name: also the workspace name. */
+  /** Task name (the local driver's workspace name too). */
   task: string;
-  /** The synthesized Terraform JSON (written as main.tf.json). */
+  /** The synthesized Terraform JSON (main.tf.json). */
   json: string;
   /** Extra files to write next to it (name → content), e.g. terraform.tfvars.json. */
   files?: Record<string, string>;

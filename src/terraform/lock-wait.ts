@@ -41,7 +41,9 @@ export interface LockWaitOptions {
  * Runs `step` again while it fails on a state lock, until the lock timeout. `-lock-timeout` alone
  * is not enough: the consul backend locks a workspace's state once when loading it, without
  * retrying, before the operation's own (retried) lock. A lock failure means nothing was changed,
- * so running the command again is safe.
+ * so running the command again is safe. This is the driver's only lock wait, inside one operation
+ * (its deadline and cancellation hold); once it gives up with TERRAFORM_STATE_LOCKED, the runtime's
+ * retry policy (runtime/retry.ts) decides whether the whole run is tried again.
  */
 export async function waitOutStateLocks<T>(step: () => Promise<T>, o: LockWaitOptions): Promise<T> {
   const now = o.now ?? Date.now;
