@@ -142,7 +142,18 @@ export function timedDriver(inner: LocalTerraformDriver, rec: Recorder): LocalTe
       rec.push({ task: ws.task, kind: "applied", t: performance.now(), json: ws.json, initialized: res.initialized === true });
       return res;
     };
-  return { ...inner, apply: wrap("apply"), plan: wrap("plan"), destroy: wrap("destroy") };
+  // The driver is a class: its methods live on the prototype, so they are handed on one by one.
+  return {
+    apply: wrap("apply"),
+    plan: wrap("plan"),
+    destroy: wrap("destroy"),
+    version: () => inner.version(),
+    hungCommands: () => inner.hungCommands(),
+    warmProcesses: () => inner.warmProcesses(),
+    coolDown: (task) => inner.coolDown(task),
+    close: () => inner.close(),
+    taskDir: (task) => inner.taskDir(task),
+  };
 }
 
 /** The daemon's parts, wired as src/daemon/compose.ts wires them, with timing taps. */

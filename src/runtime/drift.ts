@@ -1,6 +1,6 @@
 import { parseDuration } from "../duration.ts";
 import type { DriftCheckOption } from "../task/task.ts";
-import type { ChangeSummary } from "../terraform/types.ts";
+import type { ChangeSummary } from "../driver/types.ts";
 
 /**
  * What a drift check found:

@@ -3,7 +3,7 @@ import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { ConsulApi } from "../consul/client.ts";
 import type { ConsulConnection } from "../consul/connection.ts";
-import type { LocalTerraformDriver, RunResult } from "../terraform/types.ts";
+import type { Driver, RunResult } from "../driver/types.ts";
 import type { SynthResult } from "../synth/synthesize.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { EventStore, RunActivity, TaskEvent, TaskStatus } from "./events.ts";
@@ -151,7 +151,7 @@ export interface Runtime {
   consul: ConsulApi;
   /** The connection as first resolved (a rotated token replaces it inside the client). */
   connection: ConsulConnection;
-  driver: LocalTerraformDriver;
+  driver: Driver;
   log: Logger;
   /** What the runtime measures; `GET /metrics` scrapes it. */
   metrics: Metrics;

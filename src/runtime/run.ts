@@ -4,7 +4,7 @@ import { CtsError } from "../errors.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { TaskWorkspace, TerraformDriver } from "../terraform/types.ts";
+import type { Driver, TaskWorkspace } from "../driver/types.ts";
 import type { SynthResult } from "../synth/synthesize.ts";
 import type { Synthesizer } from "../synth/synthesizer.ts";
 import { APPLIED_HASH_FILE } from "../synth/paths.ts";
@@ -17,12 +17,8 @@ import type { TaskInputSource } from "./task-input.ts";
 /** What a run does with Terraform. */
 export type RunMode = "apply" | "plan" | "destroy";
 
-/** The driver as the runtime uses it: the contract plus where each task works. */
-export type RunDriver = TerraformDriver & {
-  taskDir(task: string): string;
-  /** Ends the warm provider processes of one task, or of all (src/terraform/warm-pool.ts). */
-  coolDown?(task?: string): Promise<void>;
-};
+/** The driver as a run uses it (src/driver/types.ts): the operations, where each task works, cooling down. */
+export type RunDriver = Pick<Driver, "apply" | "plan" | "destroy" | "taskDir" | "coolDown">;
 
 /** A module task's provider values and `task_env` (CTS passes them through the environment only). */
 function taskEnvironment(e: TaskEntry): Record<string, string> {

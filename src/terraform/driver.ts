@@ -1,335 +1,187 @@
-import { existsSync } from "node:fs";
-import { mkdir, rm } from "node:fs/promises";
-import { join, resolve } from "node:path";
-import { CtsError, messageOf } from "../errors.ts";
 import { noMetrics } from "../metrics/metrics.ts";
-import { commandEnv } from "./env.ts";
-import { commandFailure, needsReinit, textErrors } from "./failures.ts";
-import { createGroupFile } from "./group-file.ts";
-import { initHash } from "./init-hash.ts";
-import { childPath, validateTaskName } from "./names.ts";
-import { createInitReuse, reuseKey, type InitReuse } from "./init-reuse.ts";
+import { CommandRunner } from "./command-runner.ts";
+import { needsFreshInit } from "./failures.ts";
+import { createInitReuse } from "./init-reuse.ts";
 import { createInitSteps } from "./init-steps.ts";
-import { stateLockWaitText, waitOutStateLocks } from "./lock-wait.ts";
-import { Operation, type JsonResult } from "./operation.ts";
-import { redactedError, redactedResult } from "./redaction.ts";
-import { startReaper } from "./reaper.ts";
-import { recoverWorkingDir } from "./recovery.ts";
-import { createRwLock } from "./rw-lock.ts";
-import { createKeyedSerializer } from "./serial.ts";
-import type { CommandTimeouts, LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
-import { terraformVersion } from "./version.ts";
+import { Initializer } from "./initializer.ts";
+import { stateLockWaiter, type StateLockWaiter } from "./lock-wait.ts";
+import { validateTaskName } from "./names.ts";
+import type { Operation } from "./operation.ts";
+import { ChangeCommands, changeCommandWords, type ChangeKind, type ChangeOutcome } from "./plan-apply.ts";
 import { providerLauncher } from "./provider-process.ts";
-import { createWarmPool, DEFAULT_WARM_LIMITS, type WarmPool } from "./warm-pool.ts";
-import { createWarmProviders } from "./warm-providers.ts";
-import { ensureTaskDir, INIT_MARKER, PLAN_FILE, readInitMarker, writeFileSafely, writeTaskFiles } from "./working-dir.ts";
+import { redacting } from "./redaction.ts";
+import { createKeyedSerializer } from "./serial.ts";
+import { definedOnly, driverSettings, type DriverSettings } from "./settings.ts";
+import type { LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
+import type { WarmProcessInfo } from "./warm-pool.ts";
+import { createWarmPool, DEFAULT_WARM_LIMITS } from "./warm-pool.ts";
+import { launchedProviders, PooledProviders, type ProviderSource } from "./warm-providers.ts";
+import { WorkingRoot } from "./working-root.ts";
 
-const DEFAULT_TIMEOUT_MS = 30 * 60_000;
-const DEFAULT_KILL_GRACE_MS = 10_000;
-/** Long enough for a crashed run's Consul lock to go: session TTL 15 s (invalidated within 2×TTL) + lock-delay. */
-export const DEFAULT_LOCK_TIMEOUT_MS = 90_000;
-/** Limits of the short commands; a hang there is a bug or a dead backend, never honest work. */
-export const DEFAULT_COMMAND_TIMEOUTS: Required<CommandTimeouts> = {
-  version: 30_000,
-  workspace: 60_000,
-  validate: 60_000,
-  init: 5 * 60_000,
-  show: 5 * 60_000,
-  silence: 5 * 60_000,
-};
-const NO_CHANGES = "No changes. Your infrastructure matches the configuration.";
-
-type Kind = "apply" | "plan" | "destroy";
-
-// Synchronous: one stat of a local path, cheaper than a thread-pool round trip (see working-dir.ts).
-const exists = (path: string) => existsSync(path);
+/** The parts a local driver is made of, one job each. */
+export interface LocalDriverParts {
+  /** Task folders under the working root, and their files. */
+  folders: WorkingRoot;
+  /** Operations and the processes of their commands. */
+  runner: CommandRunner;
+  /** Whether a folder needs `init`, and bringing it there. */
+  initializer: Initializer;
+  /** plan/apply/destroy and what they changed. */
+  changes: ChangeCommands;
+  /** Warm provider processes, or Terraform's own launch. */
+  providers: ProviderSource;
+  /** Waits out a state lock held elsewhere. */
+  waitForLocks: StateLockWaiter;
+  /** The driver's log, per task. */
+  log?: (task: string, line: string) => void;
+  /** Scrubs secrets from what leaves the driver. */
+  redact?: (text: string) => string;
+}
 
 /**
- * The Terraform driver: runs tofu/terraform in `<workingDir>/<task>`, one operation per task at a
- * time, different tasks in parallel. Each operation writes the task's files, runs `init` only when
- * the init inputs changed (or `.terraform` is gone), makes sure the task's workspace exists, then
- * runs the command with TF_WORKSPACE=<task> so the selected workspace on disk never matters.
+ * The local Terraform driver: runs tofu/terraform in `<workingDir>/<task>`, one operation per task
+ * at a time, different tasks in parallel. Each operation writes the task's files, runs `init` only
+ * when the init inputs changed (or `.terraform` is gone), makes sure the task's workspace exists,
+ * then runs the command with TF_WORKSPACE=<task> so the selected workspace on disk never matters.
  */
-export function createTerraformDriver(options: TerraformDriverOptions): LocalTerraformDriver {
-  const root = resolve(options.workingDir);
-  const binary = options.binary;
-  const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
-  const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-  const lockArg = `-lock-timeout=${Math.max(0, Math.ceil(lockTimeoutMs / 1000))}s`;
-  const timeouts = { ...DEFAULT_COMMAND_TIMEOUTS, ...definedOnly(options.commandTimeouts) };
-  const notice = (line: string) => (options.notice ? options.notice(line) : options.log?.("driver", line));
-  const tasks = createKeyedSerializer();
-  // init re-creates the plugin cache's entries, which break under a command of another task that
-  // is starting a provider from them (fork/exec: no such file, checksum mismatch). So init runs
-  // alone and every other command shares the cache; Terraform documents the cache as unsafe for
-  // concurrent installs, and this covers concurrent use as well.
-  const pluginCache = createRwLock();
-  // A companion process kills our process groups when this process dies, even by SIGKILL; the
-  // group file lets the next start clean up if the reaper was killed too.
-  const reaper = startReaper(killGraceMs, notice);
-  const groupFile = createGroupFile(root, notice);
-  let hung = 0;
-  let recovered: Promise<void> | undefined;
-  let cacheReady: Promise<unknown> | undefined;
-  let versionOnce: Promise<string> | undefined;
-  const metrics = options.metrics ?? noMetrics;
-  const track = (task: string, command: string) => ({
-    add(pgid: number) {
-      reaper.add(pgid);
-      groupFile.add({ pgid, task, command });
-      metrics.terraformProcess(command, 1);
-    },
-    remove(pgid: number) {
-      reaper.remove(pgid);
-      groupFile.remove(pgid);
-      metrics.terraformProcess(command, -1);
-    },
-  });
-  /** Runs a phase of a task's run and reports its time (failed phases too: a slow failure is worth seeing). */
-  const timed = async <T>(task: string, phase: "init" | Kind, step: () => Promise<T>): Promise<T> => {
-    const started = performance.now();
+export class LocalDriver implements LocalTerraformDriver {
+  private readonly tasks = createKeyedSerializer();
+
+  constructor(private readonly parts: LocalDriverParts) {}
+
+  apply(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult> {
+    return this.run("apply", ws, opts);
+  }
+
+  plan(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult> {
+    return this.run("plan", ws, opts);
+  }
+
+  destroy(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult> {
+    return this.run("destroy", ws, opts);
+  }
+
+  version(): Promise<string> {
+    return this.parts.runner.version();
+  }
+
+  hungCommands(): number {
+    return this.parts.runner.hungCommands();
+  }
+
+  warmProcesses(): WarmProcessInfo[] {
+    return this.parts.providers.processes();
+  }
+
+  async coolDown(task?: string): Promise<void> {
+    await this.parts.providers.cool(task === undefined ? undefined : this.parts.folders.folderOf(task));
+  }
+
+  async close(): Promise<void> {
+    await this.parts.providers.close();
+    this.parts.runner.close();
+  }
+
+  taskDir(task: string): string {
+    return this.parts.folders.taskDir(task);
+  }
+
+  /** One operation of a task, queued behind the task's previous one; what leaves is scrubbed of secrets. */
+  private run(kind: ChangeKind, ws: TaskWorkspace, opts: RunOptions = {}): Promise<RunResult> {
     try {
-      return await step();
-    } finally {
-      metrics.phase(task, phase, (performance.now() - started) / 1000);
-    }
-  };
-
-  const debugLog = (task: string, line: string) => options.debugLog?.(task, options.redact ? options.redact(line) : line);
-  const pool: WarmPool | undefined =
-    options.warmProviders === false
-      ? undefined
-      : createWarmPool({
-          limits: { ...DEFAULT_WARM_LIMITS, ...definedOnly(options.warmProviders) },
-          launcher: providerLauncher({ killGraceMs: Math.min(killGraceMs, 5_000), track, output: (task, line) => debugLog(task, `provider: ${line}`) }),
-          log: notice,
-        });
-  const warm = pool && createWarmProviders(pool);
-  // Fresh task folders with the same init inputs share one `init` (see init-reuse.ts).
-  const inits: InitReuse | undefined = options.shareInit === false ? undefined : createInitReuse(options.pluginCacheDir ? { pluginCacheDir: options.pluginCacheDir } : {});
-  let closed = false;
-
-  // The daemon's environment as it was when the driver was made, as a plain object: enumerating
-  // process.env goes through a native interceptor per variable, and every command needs it twice.
-  const inherited = { ...process.env };
-  const envFor = (task?: Record<string, string>, workspace?: string) =>
-    commandEnv({
-      inherited,
-      base: options.env,
-      task,
-      cliConfigFile: options.cliConfigFile,
-      pluginCacheDir: options.pluginCacheDir,
-      workspace,
-    });
-
-  const steps = createInitSteps(lockTimeoutMs);
-  const ensureWorkspace = steps.ensureWorkspace;
-  const runInit = steps.runInit;
-
-  /** The key under which a fresh folder may share another's init, or undefined when it may not. */
-  function shareKey(ws: TaskWorkspace, hash: string): string | undefined {
-    const env = envFor(ws.env);
-    // A data dir elsewhere is not the `.terraform` we know how to copy.
-    if (!inits || env.TF_DATA_DIR) return undefined;
-    return reuseKey(hash, ws.json, ws.files ?? {}, env);
-  }
-
-  async function ensureInitialized(op: Operation, ws: TaskWorkspace, force: boolean): Promise<boolean> {
-    const hash = initHash(ws.json, ws.files);
-    if (!force && (await readInitMarker(op.dir)) === hash && exists(join(op.dir, ".terraform"))) return false;
-    if (options.pluginCacheDir) await (cacheReady ??= mkdir(options.pluginCacheDir, { recursive: true }));
-    const key = shareKey(ws, hash);
-    await timed(op.task, "init", async () => {
-      await rm(join(op.dir, INIT_MARKER), { force: true });
-      // init asks which workspace to use when the selected one vanished from the backend (a
-      // restarted dev Consul); starting from "default", which always exists, avoids the prompt.
-      await rm(join(op.dir, ".terraform", "environment"), { force: true });
-      if (force || !key || !inits) await runInit(op);
-      else if ((await inits.init(op.dir, key, () => runInit(op), (p) => op.until(p, op.commandName(["init"])))) === "reused") {
-        options.log?.(op.task, "initialized from another task's identical init (same providers, backend and environment): no `init` of its own");
-      }
-      await waitingOutLocks(op, () => ensureWorkspace(op));
-    });
-    await writeFileSafely(join(op.dir, INIT_MARKER), hash);
-    return true;
-  }
-
-  function jsonFailure(op: Operation, args: string[], res: JsonResult, hint: string): CtsError {
-    const facts = {
-      command: op.commandName(args),
-      exitCode: res.exitCode,
-      errors: res.stream.errorText() || textErrors(res.stderr) || textErrors(res.stream.lines),
-      hint,
-    };
-    // The lock holder's "Lock Info" is in a diagnostic's detail, line by line.
-    const raw = [...res.stream.diagnostics.map((d) => `${d.summary}\n${d.detail}`), ...res.stderr].join("\n");
-    return commandFailure(op.task, facts, raw, lockTimeoutMs);
-  }
-
-  async function applyOrDestroy(op: Operation, kind: "apply" | "destroy", extraEnv?: Record<string, string>): Promise<Omit<RunResult, "initialized">> {
-    const args = ["apply", ...(kind === "destroy" ? ["-destroy"] : []), "-auto-approve", "-input=false", "-lock=true", lockArg, "-json"];
-    const res = await op.json(args, op.task, extraEnv);
-    if (res.exitCode !== 0) {
-      const hint =
-        kind === "destroy"
-          ? `Fix the error and run the destroy again; \`cts inspect ${op.task}\` shows what is left.`
-          : `Fix the task's configuration or run \`cts inspect ${op.task}\`.`;
-      throw jsonFailure(op, args, res, hint);
-    }
-    const summary = res.stream.summary(kind, "apply", "destroy");
-    return { changesPresent: summary.add + summary.change + summary.destroy > 0, summary, resources: res.stream.resourceChanges, output: res.stream.lines.join("\n") };
-  }
-
-  async function plan(op: Operation, extraEnv?: Record<string, string>): Promise<Omit<RunResult, "initialized">> {
-    const args = ["plan", "-detailed-exitcode", "-input=false", "-lock=true", lockArg, "-json", `-out=${PLAN_FILE}`];
-    try {
-      const res = await op.json(args, op.task, extraEnv);
-      if (res.exitCode !== 0 && res.exitCode !== 2) {
-        throw jsonFailure(op, args, res, `Fix the task's configuration and inspect again.`);
-      }
-      const summary = res.stream.summary("plan");
-      if (res.exitCode === 0) return { changesPresent: false, summary, resources: [], output: NO_CHANGES };
-      // The JSON stream only names resources; `show` gives the attribute-level diff people review.
-      // It costs one more process, paid only when there is something to show.
-      const shown = await op.text(["show", "-no-color", PLAN_FILE], op.task, { quiet: true });
-      const output = shown.exitCode === 0 ? shown.lines.join("\n").trim() : res.stream.lines.join("\n");
-      return { changesPresent: true, summary, resources: res.stream.resourceChanges, output };
-    } finally {
-      // The plan file can hold sensitive values.
-      await rm(join(op.dir, PLAN_FILE), { force: true });
-    }
-  }
-
-  /** Runs `step` again while it fails on a state lock held by someone else, up to the lock timeout (lock-wait.ts). */
-  function waitingOutLocks<T>(op: Operation, step: () => Promise<T>): Promise<T> {
-    return waitOutStateLocks(step, {
-      task: op.task,
-      timeoutMs: lockTimeoutMs,
-      pause: (ms) => op.pause(ms),
-      onWait: options.onStateLockWait ?? ((w) => options.log?.(w.task, stateLockWaitText(w))),
-      onStillLocked: (line) => options.log?.(op.task, line),
-    });
-  }
-
-  /** Turns a file-system failure while preparing the task folder into an error that says where. */
-  async function filesStep<T>(task: string, step: () => Promise<T>): Promise<T> {
-    try {
-      return await step();
+      validateTaskName(ws.task);
     } catch (err) {
-      if (err instanceof CtsError) throw err;
-      throw new CtsError(
-        "TASK_FILES_FAILED",
-        "external",
-        `could not prepare the working directory under '${root}': ${messageOf(err)}. Check that cts may create and write files there.`,
-        { task, cause: err, detail: { root } },
-      );
+      return Promise.reject(err);
     }
+    // Provider errors can quote a secret (an invalid key, a URL with a token): scrub what leaves.
+    return redacting(
+      this.tasks.run(ws.task, () => this.operate(kind, ws, opts)),
+      this.parts.redact,
+    );
   }
 
-  async function execute(kind: Kind, ws: TaskWorkspace, opts: RunOptions): Promise<RunResult> {
-    const dir = await filesStep(ws.task, () => ensureTaskDir(root, ws.task));
-    await (recovered ??= recoverWorkingDir(root, killGraceMs, notice).catch((err: unknown) => notice(`start-up clean-up failed: ${messageOf(err)}`)));
-    const deps = {
-      binary,
-      killGraceMs,
-      env: (workspace?: string) => envFor(ws.env, workspace),
-      ...(options.log ? { log: options.log } : {}),
-      ...(options.redact ? { redact: options.redact } : {}),
-      timeouts,
-      lockTimeoutMs,
-      pluginCache,
-      track,
-      onHung: (command: string) => {
-        hung++;
-        metrics.terraformHung(command);
-      },
-    };
-    const op = new Operation(ws.task, dir, deps, opts, opts.timeoutMs ?? options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS);
-    const command = (extraEnv?: Record<string, string>) =>
-      timed(ws.task, kind, () => waitingOutLocks(op, () => (kind === "plan" ? plan(op, extraEnv) : applyOrDestroy(op, kind, extraEnv))));
-    // With warm providers: point the command at pooled provider processes; if one of them fails
-    // the run (crashed, unreachable), run the command once more with a normal launch.
-    const main = async () => {
-      const checkout = warm && !closed ? await pluginCache.shared(() => warm.checkout(ws.task, dir, envFor(ws.env, ws.task))) : undefined;
-      if (!checkout) return command();
-      let broken = false;
-      try {
-        return await command(checkout.env);
-      } catch (err) {
-        broken = checkout.isWarmFailure(err);
-        if (!broken) throw err;
-        options.log?.(ws.task, `a warm provider process failed this run (${messageOf(err)}); running it once more with providers launched the normal way`);
-      } finally {
-        checkout.release(broken);
-      }
-      return command();
-    };
+  /** The steps of one operation: the task's folder and files, `init` when needed, the main command. */
+  private async operate(kind: ChangeKind, ws: TaskWorkspace, opts: RunOptions): Promise<RunResult> {
+    const { folders, runner, initializer } = this.parts;
+    const dir = await folders.prepare(ws.task);
+    const op = runner.operation(ws, dir, opts);
     try {
-      op.throwIfAborted(op.commandName(kind === "destroy" ? ["apply", "-destroy"] : [kind]));
-      await filesStep(ws.task, () => writeTaskFiles(dir, ws.task, ws.json, ws.files));
-      const initialized = await ensureInitialized(op, ws, false);
+      op.throwIfAborted(op.commandName(changeCommandWords(kind)));
+      await folders.writeFiles(dir, ws);
+      const initialized = await initializer.ensure(op, ws);
       try {
-        return { ...(await main()), initialized };
+        return { ...(await this.mainCommand(kind, op, ws)), initialized };
       } catch (err) {
         // A damaged .terraform or a vanished workspace: repair once, then let a second failure stand.
-        if (!(err instanceof CtsError) || err.code !== "TERRAFORM_FAILED" || !needsReinit(String(err.detail.errors ?? ""))) throw err;
-        options.log?.(ws.task, "working directory needs a fresh init; re-initializing and retrying once");
-        const key = shareKey(ws, initHash(ws.json, ws.files));
-        if (key) inits?.forget(key);
-        await ensureInitialized(op, ws, true);
-        return { ...(await main()), initialized: true };
+        if (!needsFreshInit(err)) throw err;
+        this.parts.log?.(ws.task, "working directory needs a fresh init; re-initializing and retrying once");
+        await initializer.again(op, ws);
+        return { ...(await this.mainCommand(kind, op, ws)), initialized: true };
       }
     } finally {
       op.dispose();
     }
   }
 
-  const run = (kind: Kind, ws: TaskWorkspace, opts: RunOptions = {}): Promise<RunResult> => {
-    try {
-      validateTaskName(ws.task);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    const done = tasks.run(ws.task, () => execute(kind, ws, opts));
-    const redact = options.redact;
-    // Provider errors can quote a secret (an invalid key, a URL with a token): scrub what leaves.
-    return redact
-      ? done.then(
-          (r) => redactedResult(r, redact),
-          (err: unknown) => Promise.reject(redactedError(err, redact)),
-        )
-      : done;
-  };
-
-  return {
-    apply: (ws, opts) => run("apply", ws, opts),
-    plan: (ws, opts) => run("plan", ws, opts),
-    destroy: (ws, opts) => run("destroy", ws, opts),
-    version: () => {
-      versionOnce ??= terraformVersion(binary, envFor(), timeouts.version).catch((err: unknown) => {
-        versionOnce = undefined;
-        throw err;
-      });
-      return versionOnce;
-    },
-    hungCommands: () => hung,
-    warmProcesses: () => pool?.processes() ?? [],
-    coolDown: async (task) => {
-      await pool?.cool(task === undefined ? undefined : childPath(root, task, task));
-    },
-    close: async () => {
-      closed = true;
-      await pool?.close();
-      groupFile.close();
-    },
-    taskDir: (task) => {
-      validateTaskName(task);
-      return childPath(root, task, task);
-    },
-  };
+  /**
+   * plan, apply or destroy: on warm providers when there are (once more with a normal launch if
+   * one of them fails it), timed, waiting out a state lock held elsewhere up to the lock timeout.
+   */
+  private mainCommand(kind: ChangeKind, op: Operation, ws: TaskWorkspace): Promise<ChangeOutcome> {
+    const { runner, providers, changes, waitForLocks } = this.parts;
+    return providers.run(
+      ws.task,
+      op.dir,
+      () => runner.env(ws.env, ws.task),
+      (extraEnv) => runner.phase(ws.task, kind, () => waitForLocks(op, () => changes.run(kind, op, extraEnv))),
+    );
+  }
 }
 
-/** The keys of `o` whose value is set (so `{ init: undefined }` keeps the default). */
-function definedOnly<T extends object>(o: T | undefined): Partial<T> {
-  return Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
+/** The local driver `options` describe, made of its parts. */
+export function createTerraformDriver(options: TerraformDriverOptions): LocalTerraformDriver {
+  const settings = driverSettings(options);
+  const { log, redact, pluginCacheDir } = options;
+  const notice = (line: string) => (options.notice ? options.notice(line) : log?.("driver", line));
+  const runner = new CommandRunner(settings, {
+    env: options.env,
+    cliConfigFile: options.cliConfigFile,
+    pluginCacheDir,
+    log,
+    redact,
+    notice,
+    metrics: options.metrics ?? noMetrics,
+  });
+  const waitForLocks = stateLockWaiter({ timeoutMs: settings.lockTimeoutMs, onWait: options.onStateLockWait, log });
+  return new LocalDriver({
+    folders: new WorkingRoot(settings.root, settings.killGraceMs, notice),
+    runner,
+    initializer: new Initializer({
+      steps: createInitSteps(settings.lockTimeoutMs),
+      // Fresh task folders with the same init inputs share one `init` (see init-reuse.ts).
+      reuse: options.shareInit === false ? undefined : createInitReuse(pluginCacheDir ? { pluginCacheDir } : {}),
+      pluginCacheDir,
+      env: (task) => runner.env(task),
+      waitForLocks,
+      phase: (task, phase, step) => runner.phase(task, phase, step),
+      log,
+    }),
+    changes: new ChangeCommands(settings.lockTimeoutMs),
+    providers: providerSource(options, settings, runner, notice),
+    waitForLocks,
+    log,
+    redact,
+  });
+}
+
+/** Warm providers from a pool with `driver.terraform.warmProviders`' limits, or Terraform's own launch when they are off. */
+function providerSource(options: TerraformDriverOptions, settings: DriverSettings, runner: CommandRunner, notice: (line: string) => void): ProviderSource {
+  if (options.warmProviders === false) return launchedProviders;
+  const output = (task: string, line: string) => options.debugLog?.(task, options.redact ? options.redact(`provider: ${line}`) : `provider: ${line}`);
+  const pool = createWarmPool({
+    limits: { ...DEFAULT_WARM_LIMITS, ...definedOnly(options.warmProviders) },
+    launcher: providerLauncher({ killGraceMs: Math.min(settings.killGraceMs, 5_000), track: runner.track, output }),
+    log: notice,
+  });
+  return new PooledProviders(pool, { shared: (job) => runner.pluginCache.shared(job), log: options.log });
 }

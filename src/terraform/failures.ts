@@ -107,6 +107,11 @@ export function needsReinit(errors: string): boolean {
   return REINIT_PATTERNS.some((p) => p.test(errors));
 }
 
+/** True when a run failed because its working dir needs a fresh `init` (a TERRAFORM_FAILED whose errors say so). */
+export function needsFreshInit(err: unknown): boolean {
+  return err instanceof CtsError && err.code === "TERRAFORM_FAILED" && needsReinit(String(err.detail.errors ?? ""));
+}
+
 /** Error code of a run that failed because the task's state lock stayed held past the lock timeout. */
 export const TERRAFORM_STATE_LOCKED = "TERRAFORM_STATE_LOCKED";
 /** Error code of a command that hung twice (killed and retried once). */

@@ -1,5 +1,6 @@
 /** The Terraform driver: what the rest of cts needs from `src/terraform`. */
-export { createTerraformDriver, DEFAULT_COMMAND_TIMEOUTS, DEFAULT_LOCK_TIMEOUT_MS } from "./driver.ts";
+export { createTerraformDriver } from "./driver.ts";
+export { DEFAULT_COMMAND_TIMEOUTS, DEFAULT_LOCK_TIMEOUT_MS } from "./settings.ts";
 export { parseLockInfo, TERRAFORM_HUNG, TERRAFORM_STATE_LOCKED, type LockInfo } from "./failures.ts";
 export { stateLockWaitText, type StateLockWait } from "./lock-wait.ts";
 export { validateTaskName } from "./names.ts";

@@ -1,13 +1,14 @@
 import type { CtsError } from "../errors.ts";
 import { commandFailure, textErrors } from "./failures.ts";
 import type { Operation, TextResult } from "./operation.ts";
+import { lockTimeoutArg } from "./settings.ts";
 
 /**
  * The preparation commands of a task folder: `init` and making sure the task's workspace exists.
  * `lockTimeoutMs` is the driver's state-lock wait (part of the failure classification).
  */
 export function createInitSteps(lockTimeoutMs: number) {
-  const lockArg = `-lock-timeout=${Math.max(0, Math.ceil(lockTimeoutMs / 1000))}s`;
+  const lockArg = lockTimeoutArg(lockTimeoutMs);
   // `workspace select -or-create` (tofu; Terraform since 1.4) is one launch where select-then-new
   // is two for a new task; an older Terraform that does not know the flag gets the pair.
   let orCreate = true;
@@ -52,3 +53,6 @@ export function createInitSteps(lockTimeoutMs: number) {
     },
   };
 }
+
+/** The preparation commands `createInitSteps` returns. */
+export type InitSteps = ReturnType<typeof createInitSteps>;

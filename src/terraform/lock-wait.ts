@@ -41,7 +41,9 @@ export interface LockWaitOptions {
  * Runs `step` again while it fails on a state lock, until the lock timeout. `-lock-timeout` alone
  * is not enough: the consul backend locks a workspace's state once when loading it, without
  * retrying, before the operation's own (retried) lock. A lock failure means nothing was changed,
- * so running the command again is safe.
+ * so running the command again is safe. This is the driver's only lock wait, inside one operation
+ * (its deadline and cancellation hold); once it gives up with TERRAFORM_STATE_LOCKED, the runtime's
+ * retry policy (runtime/retry.ts) decides whether the whole run is tried again.
  */
 export async function waitOutStateLocks<T>(step: () => Promise<T>, o: LockWaitOptions): Promise<T> {
   const now = o.now ?? Date.now;
@@ -59,4 +61,29 @@ export async function waitOutStateLocks<T>(step: () => Promise<T>, o: LockWaitOp
       await o.pause(pause);
     }
   }
+}
+
+/** What the lock wait needs from an operation: its task and its pause (which ends when the operation is stopped). */
+export interface LockWaitingOperation {
+  readonly task: string;
+  pause(ms: number): Promise<void>;
+}
+
+/** Runs one step of an operation, waiting out a state lock held elsewhere (the driver's one lock wait). */
+export type StateLockWaiter = <T>(op: LockWaitingOperation, step: () => Promise<T>) => Promise<T>;
+
+/**
+ * `waitOutStateLocks` with the driver's lock timeout: the first wait of a step goes to `onWait`
+ * (default: a `log` line saying who holds the lock), later attempts to `log`.
+ */
+export function stateLockWaiter(o: { timeoutMs: number; onWait?: (wait: StateLockWait) => void; log?: (task: string, line: string) => void }): StateLockWaiter {
+  const onWait = o.onWait ?? ((w: StateLockWait) => o.log?.(w.task, stateLockWaitText(w)));
+  return (op, step) =>
+    waitOutStateLocks(step, {
+      task: op.task,
+      timeoutMs: o.timeoutMs,
+      pause: (ms) => op.pause(ms),
+      onWait,
+      onStillLocked: (line) => o.log?.(op.task, line),
+    });
 }

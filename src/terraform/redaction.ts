@@ -41,3 +41,12 @@ export function redactedResult(result: RunResult, redact: Redact): RunResult {
   const resources = result.resources?.map((r) => ({ address: redact(r.address), action: r.action }));
   return { ...result, output: redact(result.output), ...(resources ? { resources } : {}) };
 }
+
+/** `done` with secrets scrubbed from its result or its error; `done` itself when there is no redactor. */
+export function redacting(done: Promise<RunResult>, redact: Redact | undefined): Promise<RunResult> {
+  if (!redact) return done;
+  return done.then(
+    (r) => redactedResult(r, redact),
+    (err: unknown) => Promise.reject(redactedError(err, redact)),
+  );
+}

@@ -1,68 +1,11 @@
 import type { Metrics } from "../metrics/metrics.ts";
 import type { WarmProcessInfo } from "./warm-pool.ts";
 import type { StateLockWait } from "./lock-wait.ts";
+import type { Driver } from "../driver/types.ts";
 
-/** Counts of what a plan or apply changes. */
-export interface ChangeSummary {
-  add: number;
-  change: number;
-  destroy: number;
-}
-
-/** One resource a plan or apply changes: its address and Terraform's action (create, update, delete, replace, read, move, …). */
-export interface ResourceChange {
-  address: string;
-  action: string;
-}
-
-/** Result of an apply or plan. */
-export interface RunResult {
-  /** True when Terraform had (or, for plan, would make) changes. */
-  changesPresent: boolean;
-  /** Resource counts from Terraform's JSON UI output. */
-  summary: ChangeSummary;
-  /** The resources changed (apply, destroy) or to change (plan), by address, from the planned_change messages; at most 100. */
-  resources?: ResourceChange[];
-  /** Human-readable plan/apply text (for inspect and the API's `plan` field). */
-  output: string;
-  /** True when this run had to run `init` first (first run, or backend/providers/modules changed). */
-  initialized?: boolean;
-}
-
-/** Options every driver operation takes. */
-export interface RunOptions {
-  /** Cancels the command: SIGINT first, SIGKILL after the grace period. */
-  signal?: AbortSignal;
-  /** Each line of Terraform's human output as it comes. */
-  onOutput?: (line: string) => void;
-  /** Kills the command after this many ms (default 30 min). */
-  timeoutMs?: number;
-}
-
-/** What the driver needs to run one task. */
-export interface TaskWorkspace {
-  /** Task name: also the workspace name. */
-  task: string;
-  /** The synthesized Terraform JSON (written as main.tf.json). */
-  json: string;
-  /** Extra files to write next to it (name → content), e.g. terraform.tfvars.json. */
-  files?: Record<string, string>;
-  /** Extra environment for this task's commands (provider secrets, TF_VAR_…); never written to disk. */
-  env?: Record<string, string>;
-}
-
-/**
- * Runs Terraform for tasks: one working dir per task, init only when the backend, providers or
- * modules changed, workspace select-or-create, apply/plan/destroy.
- */
-export interface TerraformDriver {
-  /** Writes the task's files, initializes when needed and applies. */
-  apply(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult>;
-  /** Writes the task's files, initializes when needed and plans (`-detailed-exitcode`). */
-  plan(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult>;
-  /** Destroys everything the task's state holds. */
-  destroy(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult>;
-}
+// The driver contract (operations, options, results) lives in src/driver/types.ts, shared with
+// any other driver; it is re-exported here for the local driver's own files and its callers.
+export type { ChangeSummary, Driver, ResourceChange, RunOptions, RunResult, TaskWorkspace, TerraformDriver } from "../driver/types.ts";
 
 /** Time limits (ms) of the short commands; one that does not exit in time is killed and retried once. */
 export interface CommandTimeouts {
@@ -146,10 +89,8 @@ export interface TerraformDriverOptions {
   metrics?: Metrics;
 }
 
-/** The driver `createTerraformDriver` returns: the contract plus helpers for logs and tooling. */
-export interface LocalTerraformDriver extends TerraformDriver {
-  /** The binary's version ("1.12.6"), asked once and remembered. */
-  version(): Promise<string>;
+/** The driver `createTerraformDriver` returns: the contract plus what only a local driver can tell. */
+export interface LocalTerraformDriver extends Driver {
   /** How many commands hung (did not exit within their limit) and were killed, since start. */
   hungCommands(): number;
   /** The warm provider processes alive now (tests, benchmark). */

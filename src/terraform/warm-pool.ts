@@ -86,155 +86,180 @@ interface Entry {
   retire: boolean;
 }
 
+/** The pool key of a launch: a process serves only the binary, folder and environment it was started for. */
+const keyOf = (s: LaunchSpec) => `${s.binary}\0${s.cwd}\0${s.envHash}`;
+
+/** What the pool works with. */
+export interface WarmPoolDeps {
+  launcher: ProviderLauncher;
+  limits: WarmLimits;
+  log?: (line: string) => void;
+  now?: () => number;
+}
+
 /**
  * A bounded pool of warm provider processes keyed by (binary, working dir, env). Checkout is
  * exclusive: one process serves one Terraform command at a time. A checkout that finds nothing
  * free and no room returns undefined, and the command launches its providers the normal way.
  */
-export function createWarmPool(deps: { launcher: ProviderLauncher; limits: WarmLimits; log?: (line: string) => void; now?: () => number }) {
-  const { launcher, limits } = deps;
-  const now = deps.now ?? Date.now;
-  const entries = new Set<Entry>();
-  const cold = new Map<string, string>();
-  const stops = new Set<Promise<void>>();
-  const launches = new Set<Promise<unknown>>();
-  let closed = false;
+export class WarmPool {
+  private readonly entries = new Set<Entry>();
+  /** Binaries not warmed any more, with the reason. */
+  private readonly cold = new Map<string, string>();
+  private readonly stops = new Set<Promise<void>>();
+  private readonly launches = new Set<Promise<unknown>>();
+  private readonly now: () => number;
+  private closed = false;
 
-  const keyOf = (s: LaunchSpec) => `${s.binary}\0${s.cwd}\0${s.envHash}`;
+  constructor(private readonly deps: WarmPoolDeps) {
+    this.now = deps.now ?? Date.now;
+  }
 
-  function end(e: Entry): void {
+  /** A free process for `spec` (launched when there is room), or undefined: the command then launches its own. */
+  async checkout(spec: LaunchSpec): Promise<Lease | undefined> {
+    if (this.closed || this.deps.limits.maxProcesses < 1 || this.cold.has(spec.binary)) return undefined;
+    const key = keyOf(spec);
+    for (const e of this.entries) {
+      if (e.key !== key || e.busy || !e.server) continue;
+      if (e.server.exited) {
+        this.end(e);
+        continue;
+      }
+      e.busy = true;
+      clearTimeout(e.idleTimer);
+      return this.lease(e);
+    }
+    if (!this.makeRoom()) return undefined;
+    // Counted while it starts, so parallel checkouts cannot overshoot the bound.
+    const e: Entry = { key, spec, busy: true, runs: 0, lastUsed: this.now(), stopping: false, retire: false };
+    this.entries.add(e);
+    let server: ProviderServer;
+    const launching = this.deps.launcher.launch(spec);
+    this.launches.add(launching);
+    try {
+      server = await launching;
+    } catch (err) {
+      this.entries.delete(e);
+      this.markCold(spec.binary, err instanceof Error ? err.message : String(err));
+      return undefined;
+    } finally {
+      this.launches.delete(launching);
+    }
+    e.server = server;
+    server.onExit(() => {
+      // An exit we did not ask for is a crash (or someone killed it): do not trust this binary warm again.
+      if (!e.stopping) this.markCold(spec.binary, `process ${server.pid} exited unexpectedly`);
+      this.entries.delete(e);
+      clearTimeout(e.idleTimer);
+    });
+    if (this.closed || e.retire || server.exited) {
+      this.end(e);
+      return undefined;
+    }
+    return this.lease(e);
+  }
+
+  /** Stops warming `binary` (its runs launch it the normal way from now on), saying why once. */
+  markCold(binary: string, why: string): void {
+    if (this.cold.has(binary)) return;
+    this.cold.set(binary, why);
+    this.deps.log?.(`warm providers: not warming ${binary} any more (${why}); its runs launch it the normal way`);
+  }
+
+  /** Why a binary is not warmed, or undefined when it is. */
+  coldReason(binary: string): string | undefined {
+    return this.cold.get(binary);
+  }
+
+  /** Ends the idle processes working in `cwd` (a deleted task), or every idle one. Busy ones end when released. */
+  cool(cwd?: string): Promise<void> {
+    for (const e of this.entries) {
+      if (cwd !== undefined && e.spec.cwd !== cwd) continue;
+      if (e.busy) e.retire = true;
+      else this.end(e);
+    }
+    return Promise.all([...this.stops]).then(() => undefined);
+  }
+
+  /** Ends every process and launches no more; resolves when they are gone. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const e of [...this.entries]) this.end(e);
+    // A process still starting is ended as soon as its launch settles (checkout sees `closed`).
+    while (this.launches.size || this.stops.size) await Promise.allSettled([...this.launches, ...this.stops]);
+  }
+
+  /** The processes alive now. */
+  processes(): WarmProcessInfo[] {
+    return [...this.entries]
+      .filter((e) => e.server)
+      .map((e) => ({ pid: e.server!.pid, binary: e.spec.binary, cwd: e.spec.cwd, busy: e.busy, runs: e.runs, rssMb: e.server!.rssMb(), reattach: e.server!.reattach }));
+  }
+
+  private end(e: Entry): void {
     clearTimeout(e.idleTimer);
     // Still starting: it is ended as soon as its launch settles.
     if (!e.server) return void (e.retire = true);
     if (e.stopping) return;
     e.stopping = true;
-    entries.delete(e);
-    const p = e.server.stop().finally(() => stops.delete(p));
-    stops.add(p);
+    this.entries.delete(e);
+    const p = e.server.stop().finally(() => this.stops.delete(p));
+    this.stops.add(p);
   }
 
-  function markCold(binary: string, why: string): void {
-    if (cold.has(binary)) return;
-    cold.set(binary, why);
-    deps.log?.(`warm providers: not warming ${binary} any more (${why}); its runs launch it the normal way`);
-  }
-
-  function park(e: Entry): void {
+  private park(e: Entry): void {
     e.busy = false;
-    e.lastUsed = now();
+    e.lastUsed = this.now();
     clearTimeout(e.idleTimer);
-    e.idleTimer = setTimeout(() => end(e), limits.idleTimeoutMs);
+    e.idleTimer = setTimeout(() => this.end(e), this.deps.limits.idleTimeoutMs);
     e.idleTimer.unref?.();
   }
 
   /** Makes room for one more process by ending the least recently used idle one; false when all are busy. */
-  function makeRoom(): boolean {
-    if (entries.size < limits.maxProcesses) return true;
+  private makeRoom(): boolean {
+    if (this.entries.size < this.deps.limits.maxProcesses) return true;
     let oldest: Entry | undefined;
-    for (const e of entries) if (!e.busy && e.server && (!oldest || e.lastUsed < oldest.lastUsed)) oldest = e;
+    for (const e of this.entries) if (!e.busy && e.server && (!oldest || e.lastUsed < oldest.lastUsed)) oldest = e;
     if (!oldest) return false;
-    end(oldest);
+    this.end(oldest);
     return true;
   }
 
-  async function checkout(spec: LaunchSpec): Promise<Lease | undefined> {
-    if (closed || limits.maxProcesses < 1 || cold.has(spec.binary)) return undefined;
-    const key = keyOf(spec);
-    for (const e of entries) {
-      if (e.key !== key || e.busy || !e.server) continue;
-      if (e.server.exited) {
-        end(e);
-        continue;
-      }
-      e.busy = true;
-      clearTimeout(e.idleTimer);
-      return lease(e);
-    }
-    if (!makeRoom()) return undefined;
-    // Counted while it starts, so parallel checkouts cannot overshoot the bound.
-    const e: Entry = { key, spec, busy: true, runs: 0, lastUsed: now(), stopping: false, retire: false };
-    entries.add(e);
-    let server: ProviderServer;
-    const launching = launcher.launch(spec);
-    launches.add(launching);
-    try {
-      server = await launching;
-    } catch (err) {
-      entries.delete(e);
-      markCold(spec.binary, err instanceof Error ? err.message : String(err));
-      return undefined;
-    } finally {
-      launches.delete(launching);
-    }
-    e.server = server;
-    server.onExit(() => {
-      // An exit we did not ask for is a crash (or someone killed it): do not trust this binary warm again.
-      if (!e.stopping) markCold(spec.binary, `process ${server.pid} exited unexpectedly`);
-      entries.delete(e);
-      clearTimeout(e.idleTimer);
-    });
-    if (closed || e.retire || server.exited) {
-      end(e);
-      return undefined;
-    }
-    return lease(e);
-  }
-
-  function lease(e: Entry): Lease {
+  private lease(e: Entry): Lease {
     let released = false;
     return {
       server: e.server!,
-      release(outcome) {
+      release: (outcome) => {
         if (released) return;
         released = true;
-        e.runs++;
-        if (outcome === "broken") {
-          markCold(e.spec.binary, "a run through it failed with a transport error");
-          return end(e);
-        }
-        if (closed || e.retire || e.server!.exited) return end(e);
-        const rss = e.server!.rssMb();
-        if (e.runs >= limits.maxRunsPerProcess) {
-          deps.log?.(`warm providers: recycling pid ${e.server!.pid} after ${e.runs} runs`);
-          return end(e);
-        }
-        if (rss !== undefined && rss > limits.maxRssMb) {
-          deps.log?.(`warm providers: recycling pid ${e.server!.pid}: ${rss} MB resident is above ${limits.maxRssMb} MB`);
-          return end(e);
-        }
-        park(e);
+        this.afterRun(e, outcome);
       },
     };
   }
 
-  return {
-    checkout,
-    markCold,
-    /** Why a binary is not warmed, or undefined when it is. */
-    coldReason: (binary: string) => cold.get(binary),
-    /** Ends the idle processes working in `cwd` (a deleted task), or every idle one. Busy ones end when released. */
-    cool(cwd?: string): Promise<void> {
-      for (const e of entries) {
-        if (cwd !== undefined && e.spec.cwd !== cwd) continue;
-        if (e.busy) e.retire = true;
-        else end(e);
-      }
-      return Promise.all([...stops]).then(() => undefined);
-    },
-    /** Ends every process and launches no more; resolves when they are gone. */
-    async close(): Promise<void> {
-      closed = true;
-      for (const e of [...entries]) end(e);
-      // A process still starting is ended as soon as its launch settles (checkout sees `closed`).
-      while (launches.size || stops.size) await Promise.allSettled([...launches, ...stops]);
-    },
-    processes(): WarmProcessInfo[] {
-      return [...entries]
-        .filter((e) => e.server)
-        .map((e) => ({ pid: e.server!.pid, binary: e.spec.binary, cwd: e.spec.cwd, busy: e.busy, runs: e.runs, rssMb: e.server!.rssMb(), reattach: e.server!.reattach }));
-    },
-  };
+  /** A process back from a command: ended (broken, retired, worn out, too big) or parked for the next. */
+  private afterRun(e: Entry, outcome: "ok" | "broken"): void {
+    const { limits, log } = this.deps;
+    e.runs++;
+    if (outcome === "broken") {
+      this.markCold(e.spec.binary, "a run through it failed with a transport error");
+      return this.end(e);
+    }
+    if (this.closed || e.retire || e.server!.exited) return this.end(e);
+    const rss = e.server!.rssMb();
+    if (e.runs >= limits.maxRunsPerProcess) {
+      log?.(`warm providers: recycling pid ${e.server!.pid} after ${e.runs} runs`);
+      return this.end(e);
+    }
+    if (rss !== undefined && rss > limits.maxRssMb) {
+      log?.(`warm providers: recycling pid ${e.server!.pid}: ${rss} MB resident is above ${limits.maxRssMb} MB`);
+      return this.end(e);
+    }
+    this.park(e);
+  }
 }
 
-/** The pool `createWarmPool` returns. */
-export type WarmPool = ReturnType<typeof createWarmPool>;
+/** A warm pool (see `WarmPool`). */
+export function createWarmPool(deps: WarmPoolDeps): WarmPool {
+  return new WarmPool(deps);
+}

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { CtsError, messageOf } from "../errors.ts";
 import { installedProviders, type InstalledProvider } from "./installed-providers.ts";
-import type { Lease, ReattachConfig, WarmPool } from "./warm-pool.ts";
+import type { Lease, ReattachConfig, WarmPool, WarmProcessInfo } from "./warm-pool.ts";
 
 /** Warm providers checked out for one Terraform command. */
 export interface WarmCheckout {
@@ -82,4 +82,76 @@ export function createWarmProviders(pool: WarmPool, find: (dir: string) => Promi
       };
     },
   };
+}
+
+/** Where the providers of a run's main command come from: warm processes of a pool, or Terraform's own launch. */
+export interface ProviderSource {
+  /**
+   * Runs `command`, pointed at warm providers when there are (their env comes as `extraEnv`); when
+   * a warm provider fails it (crashed, unreachable), runs it once more with a normal launch.
+   * `env` is the command's environment (part of which processes fit it).
+   */
+  run<T>(task: string, dir: string, env: () => Record<string, string>, command: (extraEnv?: Record<string, string>) => Promise<T>): Promise<T>;
+  /** The warm processes alive now. */
+  processes(): WarmProcessInfo[];
+  /** Ends the idle processes working in `dir` (a deleted task), or every idle one; busy ones end when their command does. */
+  cool(dir?: string): Promise<void>;
+  /** Ends every process; later commands launch their providers the normal way. */
+  close(): Promise<void>;
+}
+
+/** Warm providers off: Terraform launches every provider itself. */
+export const launchedProviders: ProviderSource = {
+  run: (_task, _dir, _env, command) => command(),
+  processes: () => [],
+  cool: async () => {},
+  close: async () => {},
+};
+
+/** Providers from a pool of warm processes (warm-pool.ts), checked out per command. */
+export class PooledProviders implements ProviderSource {
+  private closed = false;
+  private readonly checkouts: ReturnType<typeof createWarmProviders>;
+
+  constructor(
+    private readonly pool: WarmPool,
+    private readonly o: {
+      /** Runs the checkout under the plugin cache's shared lock (it reads the binaries init installed). */
+      shared: <T>(job: () => Promise<T>) => Promise<T>;
+      /** The driver's log, per task. */
+      log?: (task: string, line: string) => void;
+      find?: (dir: string) => Promise<InstalledProvider[]>;
+    },
+  ) {
+    this.checkouts = createWarmProviders(pool, o.find);
+  }
+
+  async run<T>(task: string, dir: string, env: () => Record<string, string>, command: (extraEnv?: Record<string, string>) => Promise<T>): Promise<T> {
+    const checkout = this.closed ? undefined : await this.o.shared(() => this.checkouts.checkout(task, dir, env()));
+    if (!checkout) return command();
+    let broken = false;
+    try {
+      return await command(checkout.env);
+    } catch (err) {
+      broken = checkout.isWarmFailure(err);
+      if (!broken) throw err;
+      this.o.log?.(task, `a warm provider process failed this run (${messageOf(err)}); running it once more with providers launched the normal way`);
+    } finally {
+      checkout.release(broken);
+    }
+    return command();
+  }
+
+  processes(): WarmProcessInfo[] {
+    return this.pool.processes();
+  }
+
+  cool(dir?: string): Promise<void> {
+    return this.pool.cool(dir);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.pool.close();
+  }
 }

@@ -27,6 +27,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ["api", "ha", "doctor"],
   ["runtime"],
   ["synth", "watch", "terraform", "tfc"],
+  ["driver"],
   ["config"],
   ["task"],
   ["cdktf", "consul"],

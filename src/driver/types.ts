@@ -1,0 +1,84 @@
+// The contract between the daemon and whatever runs Terraform for it. The local driver
+// (src/terraform/: tofu/terraform in a working dir on this machine) implements it, and so will a
+// Terraform Cloud driver (workspaces, uploaded configuration versions, remote runs). The run
+// pipeline, events, high availability and the no-op skip see only these types, so they cannot
+// tell the two apart. Nothing here imports anything: every layer may import it.
+
+/** Counts of what a plan or apply changes. */
+export interface ChangeSummary {
+  add: number;
+  change: number;
+  destroy: number;
+}
+
+/** Result of an apply or plan. */
+export interface RunResult {
+  /** True when Terraform had (or, for plan, would make) changes. */
+  changesPresent: boolean;
+  /** Resource counts of the plan or apply (the local driver reads them from Terraform's JSON UI output). */
+  summary: ChangeSummary;
+  /** The resources changed (apply, destroy) or to change (plan), by address; at most 100. */
+  resources?: ResourceChange[];
+  /** Human-readable plan/apply text (for inspect and the API's `plan` field). */
+  output: string;
+  /** True when this run had to run `init` first (first run, or backend/providers/modules changed); drivers that never init leave it out. */
+  initialized?: boolean;
+}
+
+/** One resource a plan or apply changes: its address and Terraform's action (create, update, delete, replace, read, move, …). */
+export interface ResourceChange {
+  address: string;
+  action: string;
+}
+
+/** Options every driver operation takes. */
+export interface RunOptions {
+  /** Cancels the operation (the local driver: SIGINT first, SIGKILL after the grace period). */
+  signal?: AbortSignal;
+  /** Each line of Terraform's human output as it comes. */
+  onOutput?: (line: string) => void;
+  /** Stops the operation after this many ms (default: the driver's, 30 min for the local one). */
+  timeoutMs?: number;
+}
+
+/** What the driver needs to run one task. */
+export interface TaskWorkspace {
+  /** Task name (the local driver's workspace name too). */
+  task: string;
+  /** The synthesized Terraform JSON (main.tf.json). */
+  json: string;
+  /** Extra files to write next to it (name → content), e.g. terraform.tfvars.json. */
+  files?: Record<string, string>;
+  /** Extra environment for this task's commands (provider secrets, TF_VAR_…); never written to disk. */
+  env?: Record<string, string>;
+}
+
+/**
+ * The three operations of every driver: apply, plan only, destroy, each answering with the
+ * outcome and whether anything changed. Failures are CtsErrors with the driver's codes
+ * (TERRAFORM_FAILED, TERRAFORM_STATE_LOCKED, TERRAFORM_HUNG, TERRAFORM_TIMEOUT, TERRAFORM_CANCELLED…),
+ * which is all the runtime's retry policy looks at.
+ */
+export interface TerraformDriver {
+  /** Writes the task's files, initializes when needed and applies. */
+  apply(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult>;
+  /** Writes the task's files, initializes when needed and plans (`-detailed-exitcode`). */
+  plan(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult>;
+  /** Destroys everything the task's state holds. */
+  destroy(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult>;
+}
+
+/** A driver as the daemon holds it: the operations, the task's local folder, and its lifetime. */
+export interface Driver extends TerraformDriver {
+  /**
+   * The task's folder on this machine, where the daemon keeps what belongs to the task beside the
+   * driver's files (the applied hash of the no-op skip). Throws TASK_NAME_INVALID for bad names.
+   */
+  taskDir(task: string): string;
+  /** Lets go of what the driver keeps warm for one task (deleted) or for all (leadership lost); drivers that keep nothing leave it out. */
+  coolDown?(task?: string): Promise<void>;
+  /** The Terraform version the driver runs ("1.12.6"), asked once and remembered. */
+  version(): Promise<string>;
+  /** Ends what the driver keeps running between runs (warm provider processes); later runs do without. */
+  close(): Promise<void>;
+}

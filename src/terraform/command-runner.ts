@@ -1,0 +1,136 @@
+import type { Metrics } from "../metrics/metrics.ts";
+import { commandEnv } from "./env.ts";
+import { createGroupFile } from "./group-file.ts";
+import { Operation } from "./operation.ts";
+import { startReaper, type Reaper } from "./reaper.ts";
+import { createRwLock } from "./rw-lock.ts";
+import type { DriverSettings } from "./settings.ts";
+import type { RunOptions, TaskWorkspace } from "./types.ts";
+import { terraformVersion } from "./version.ts";
+
+/** What the runner needs besides the settings. */
+export interface CommandRunnerOptions {
+  /** The driver's base env (Consul address, token, TLS); never written to disk. */
+  env?: Record<string, string>;
+  cliConfigFile?: string;
+  pluginCacheDir?: string;
+  /** Receives every human line a command prints, per task. */
+  log?: (task: string, line: string) => void;
+  /** Scrubs secrets from each line before anyone sees it. */
+  redact?: (text: string) => string;
+  /** The driver's own notices (a reaper that failed, a group file that cannot be written). */
+  notice: (line: string) => void;
+  metrics: Metrics;
+}
+
+/** The run phases whose time is measured. */
+export type Phase = "init" | "apply" | "plan" | "destroy";
+
+/**
+ * Starts the driver's Terraform processes: each task operation gets an `Operation` (its deadline,
+ * cancellation, the per-command time limits and one retry of a hung command) whose commands run in
+ * process groups of their own. Every group is known to the reaper (which kills them if this process
+ * dies, even by SIGKILL) and recorded in the group file (for the next start, if the reaper died too).
+ */
+export class CommandRunner {
+  /**
+   * `init` re-creates the plugin cache's entries, which break under a command of another task that
+   * is starting a provider from them (fork/exec: no such file, checksum mismatch). So init runs
+   * alone and every other command shares the cache; Terraform documents the cache as unsafe for
+   * concurrent installs, and this covers concurrent use as well.
+   */
+  readonly pluginCache = createRwLock();
+  private readonly reaper: Reaper;
+  private readonly groupFile: ReturnType<typeof createGroupFile>;
+  /**
+   * The daemon's environment as it was when the driver was made, as a plain object: enumerating
+   * process.env goes through a native interceptor per variable, and every command needs it twice.
+   */
+  private readonly inherited = { ...process.env };
+  private hung = 0;
+  private versionOnce: Promise<string> | undefined;
+
+  constructor(
+    private readonly settings: DriverSettings,
+    private readonly o: CommandRunnerOptions,
+  ) {
+    this.reaper = startReaper(settings.killGraceMs, o.notice);
+    this.groupFile = createGroupFile(settings.root, o.notice);
+  }
+
+  /** The environment of a command: the daemon's, the driver's base, the task's; `workspace` sets TF_WORKSPACE. */
+  env(task?: Record<string, string>, workspace?: string): Record<string, string> {
+    return commandEnv({
+      inherited: this.inherited,
+      base: this.o.env,
+      task,
+      cliConfigFile: this.o.cliConfigFile,
+      pluginCacheDir: this.o.pluginCacheDir,
+      workspace,
+    });
+  }
+
+  /** Starts one operation of a task working in `dir`; the caller disposes it when the operation ends. */
+  operation(ws: TaskWorkspace, dir: string, opts: RunOptions): Operation {
+    const { binary, killGraceMs, timeouts, lockTimeoutMs } = this.settings;
+    const deps = {
+      binary,
+      killGraceMs,
+      env: (workspace?: string) => this.env(ws.env, workspace),
+      ...(this.o.log ? { log: this.o.log } : {}),
+      ...(this.o.redact ? { redact: this.o.redact } : {}),
+      timeouts,
+      lockTimeoutMs,
+      pluginCache: this.pluginCache,
+      track: this.track,
+      onHung: (command: string) => {
+        this.hung++;
+        this.o.metrics.terraformHung(command);
+      },
+    };
+    return new Operation(ws.task, dir, deps, opts, opts.timeoutMs ?? this.settings.defaultTimeoutMs);
+  }
+
+  /** Follows the process groups one command of a task starts and ends (reaper, group file, gauge). */
+  readonly track = (task: string, command: string) => ({
+    add: (pgid: number) => {
+      this.reaper.add(pgid);
+      this.groupFile.add({ pgid, task, command });
+      this.o.metrics.terraformProcess(command, 1);
+    },
+    remove: (pgid: number) => {
+      this.reaper.remove(pgid);
+      this.groupFile.remove(pgid);
+      this.o.metrics.terraformProcess(command, -1);
+    },
+  });
+
+  /** Runs a phase of a task's run and reports its time (failed phases too: a slow failure is worth seeing). */
+  async phase<T>(task: string, phase: Phase, step: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await step();
+    } finally {
+      this.o.metrics.phase(task, phase, (performance.now() - started) / 1000);
+    }
+  }
+
+  /** The binary's version, asked once; a failed answer is asked again next time. */
+  version(): Promise<string> {
+    this.versionOnce ??= terraformVersion(this.settings.binary, this.env(), this.settings.timeouts.version).catch((err: unknown) => {
+      this.versionOnce = undefined;
+      throw err;
+    });
+    return this.versionOnce;
+  }
+
+  /** How many commands hung and were killed since the driver was made. */
+  hungCommands(): number {
+    return this.hung;
+  }
+
+  /** Removes the group file when nothing recorded runs any more. */
+  close(): void {
+    this.groupFile.close();
+  }
+}

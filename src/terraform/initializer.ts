@@ -1,0 +1,88 @@
+import { existsSync } from "node:fs";
+import { mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { Phase } from "./command-runner.ts";
+import { initHash } from "./init-hash.ts";
+import { reuseKey, type InitReuse } from "./init-reuse.ts";
+import type { InitSteps } from "./init-steps.ts";
+import type { StateLockWaiter } from "./lock-wait.ts";
+import type { Operation } from "./operation.ts";
+import type { TaskWorkspace } from "./types.ts";
+import { INIT_MARKER, readInitMarker, writeFileSafely } from "./working-dir.ts";
+
+/** What the initializer works with. */
+export interface InitializerOptions {
+  /** `init` and making sure the workspace exists. */
+  steps: InitSteps;
+  /** Shares one `init` between fresh folders with the same init inputs; undefined when every folder runs its own. */
+  reuse?: InitReuse;
+  /** Created before the first init that uses it. */
+  pluginCacheDir?: string;
+  /** The environment a task's commands get (part of what makes two inits the same). */
+  env: (task?: Record<string, string>) => Record<string, string>;
+  waitForLocks: StateLockWaiter;
+  /** Measures the init phase. */
+  phase: <T>(task: string, phase: Phase, step: () => Promise<T>) => Promise<T>;
+  log?: (task: string, line: string) => void;
+}
+
+/**
+ * Decides whether a task folder needs `init` and brings it there: init runs only when the init
+ * inputs (backend, providers, modules: init-hash.ts) changed since the last successful one, or
+ * `.terraform` is gone. A fresh folder may get a copy of an identical init of another task instead
+ * (init-reuse.ts). Then the task's workspace is made sure of, and the inputs' hash recorded.
+ */
+export class Initializer {
+  private cacheReady: Promise<unknown> | undefined;
+
+  constructor(private readonly o: InitializerOptions) {}
+
+  /** Initializes the task's folder when needed; true when it did. */
+  ensure(op: Operation, ws: TaskWorkspace): Promise<boolean> {
+    return this.initialize(op, ws, false);
+  }
+
+  /** Initializes once more whatever the record says (a damaged `.terraform`, a vanished workspace), with an `init` of its own. */
+  async again(op: Operation, ws: TaskWorkspace): Promise<void> {
+    const key = this.shareKey(ws, initHash(ws.json, ws.files));
+    if (key) this.o.reuse?.forget(key);
+    await this.initialize(op, ws, true);
+  }
+
+  private async initialize(op: Operation, ws: TaskWorkspace, force: boolean): Promise<boolean> {
+    const hash = initHash(ws.json, ws.files);
+    if (!force && (await this.upToDate(op.dir, hash))) return false;
+    if (this.o.pluginCacheDir) await (this.cacheReady ??= mkdir(this.o.pluginCacheDir, { recursive: true }));
+    const key = this.shareKey(ws, hash);
+    await this.o.phase(op.task, "init", async () => {
+      await rm(join(op.dir, INIT_MARKER), { force: true });
+      // init asks which workspace to use when the selected one vanished from the backend (a
+      // restarted dev Consul); starting from "default", which always exists, avoids the prompt.
+      await rm(join(op.dir, ".terraform", "environment"), { force: true });
+      const reuse = this.o.reuse;
+      const runInit = () => this.o.steps.runInit(op);
+      if (force || !key || !reuse) await runInit();
+      else if ((await reuse.init(op.dir, key, runInit, (p) => op.until(p, op.commandName(["init"])))) === "reused") {
+        this.o.log?.(op.task, "initialized from another task's identical init (same providers, backend and environment): no `init` of its own");
+      }
+      await this.o.waitForLocks(op, () => this.o.steps.ensureWorkspace(op));
+    });
+    await writeFileSafely(join(op.dir, INIT_MARKER), hash);
+    return true;
+  }
+
+  /** True when the last successful init had these inputs and its `.terraform` is still there. */
+  private async upToDate(dir: string, hash: string): Promise<boolean> {
+    // existsSync: one stat of a local path, cheaper than a thread-pool round trip (see working-dir.ts).
+    return (await readInitMarker(dir)) === hash && existsSync(join(dir, ".terraform"));
+  }
+
+  /** The key under which a fresh folder may share another's init, or undefined when it may not. */
+  private shareKey(ws: TaskWorkspace, hash: string): string | undefined {
+    if (!this.o.reuse) return undefined;
+    const env = this.o.env(ws.env);
+    // A data dir elsewhere is not the `.terraform` we know how to copy.
+    if (env.TF_DATA_DIR) return undefined;
+    return reuseKey(hash, ws.json, ws.files ?? {}, env);
+  }
+}

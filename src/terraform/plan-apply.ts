@@ -1,0 +1,86 @@
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { CtsError } from "../errors.ts";
+import { commandFailure, textErrors } from "./failures.ts";
+import type { JsonResult, Operation } from "./operation.ts";
+import { lockTimeoutArg } from "./settings.ts";
+import type { RunResult } from "./types.ts";
+import { PLAN_FILE } from "./working-dir.ts";
+
+/** What a run does to the task's infrastructure. */
+export type ChangeKind = "apply" | "plan" | "destroy";
+
+/** The outcome of the main command (whether init ran is the driver's to add). */
+export type ChangeOutcome = Omit<RunResult, "initialized">;
+
+const NO_CHANGES = "No changes. Your infrastructure matches the configuration.";
+
+/** The first words of the main command of a run, as `Operation.commandName` wants them. */
+export function changeCommandWords(kind: ChangeKind): string[] {
+  return kind === "destroy" ? ["apply", "-destroy"] : [kind];
+}
+
+/**
+ * The main command of a run (`plan`, `apply`, `apply -destroy`, with `-json`), read into its
+ * outcome: whether anything changed, the counts, the text people review. A failure becomes
+ * TERRAFORM_STATE_LOCKED or TERRAFORM_FAILED (failures.ts) with a hint that fits the kind of run.
+ */
+export class ChangeCommands {
+  private readonly lockArg: string;
+
+  constructor(private readonly lockTimeoutMs: number) {
+    this.lockArg = lockTimeoutArg(lockTimeoutMs);
+  }
+
+  /** Runs the `kind` command in the operation; `extraEnv` goes on top of the task's (warm providers). */
+  run(kind: ChangeKind, op: Operation, extraEnv?: Record<string, string>): Promise<ChangeOutcome> {
+    return kind === "plan" ? this.plan(op, extraEnv) : this.applyOrDestroy(op, kind, extraEnv);
+  }
+
+  private async applyOrDestroy(op: Operation, kind: "apply" | "destroy", extraEnv?: Record<string, string>): Promise<ChangeOutcome> {
+    const args = ["apply", ...(kind === "destroy" ? ["-destroy"] : []), "-auto-approve", "-input=false", "-lock=true", this.lockArg, "-json"];
+    const res = await op.json(args, op.task, extraEnv);
+    if (res.exitCode !== 0) {
+      const hint =
+        kind === "destroy"
+          ? `Fix the error and run the destroy again; \`cts inspect ${op.task}\` shows what is left.`
+          : `Fix the task's configuration or run \`cts inspect ${op.task}\`.`;
+      throw this.failure(op, args, res, hint);
+    }
+    const summary = res.stream.summary(kind, "apply", "destroy");
+    return { changesPresent: summary.add + summary.change + summary.destroy > 0, summary, resources: res.stream.resourceChanges, output: res.stream.lines.join("\n") };
+  }
+
+  private async plan(op: Operation, extraEnv?: Record<string, string>): Promise<ChangeOutcome> {
+    const args = ["plan", "-detailed-exitcode", "-input=false", "-lock=true", this.lockArg, "-json", `-out=${PLAN_FILE}`];
+    try {
+      const res = await op.json(args, op.task, extraEnv);
+      if (res.exitCode !== 0 && res.exitCode !== 2) {
+        throw this.failure(op, args, res, `Fix the task's configuration and inspect again.`);
+      }
+      const summary = res.stream.summary("plan");
+      if (res.exitCode === 0) return { changesPresent: false, summary, resources: [], output: NO_CHANGES };
+      // The JSON stream only names resources; `show` gives the attribute-level diff people review.
+      // It costs one more process, paid only when there is something to show.
+      const shown = await op.text(["show", "-no-color", PLAN_FILE], op.task, { quiet: true });
+      const output = shown.exitCode === 0 ? shown.lines.join("\n").trim() : res.stream.lines.join("\n");
+      return { changesPresent: true, summary, resources: res.stream.resourceChanges, output };
+    } finally {
+      // The plan file can hold sensitive values.
+      await rm(join(op.dir, PLAN_FILE), { force: true });
+    }
+  }
+
+  /** The error of a failed `-json` command, from its diagnostics (or its text when the JSON view never started). */
+  private failure(op: Operation, args: string[], res: JsonResult, hint: string): CtsError {
+    const facts = {
+      command: op.commandName(args),
+      exitCode: res.exitCode,
+      errors: res.stream.errorText() || textErrors(res.stderr) || textErrors(res.stream.lines),
+      hint,
+    };
+    // The lock holder's "Lock Info" is in a diagnostic's detail, line by line.
+    const raw = [...res.stream.diagnostics.map((d) => `${d.summary}\n${d.detail}`), ...res.stderr].join("\n");
+    return commandFailure(op.task, facts, raw, this.lockTimeoutMs);
+  }
+}

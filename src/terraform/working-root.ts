@@ -1,0 +1,57 @@
+import { CtsError, messageOf } from "../errors.ts";
+import { childPath, validateTaskName } from "./names.ts";
+import { recoverWorkingDir } from "./recovery.ts";
+import type { TaskWorkspace } from "./types.ts";
+import { ensureTaskDir, writeTaskFiles } from "./working-dir.ts";
+
+/**
+ * The driver's working dir: one folder per task under `root`. Before the first task uses it, what
+ * a crashed daemon left there is cleaned up (recovery.ts); a file-system failure says where.
+ */
+export class WorkingRoot {
+  private recovered: Promise<void> | undefined;
+
+  constructor(
+    readonly root: string,
+    private readonly killGraceMs: number,
+    private readonly notice: (line: string) => void,
+  ) {}
+
+  /** The task's folder, created when missing (start-up clean-up done first, once per driver). */
+  async prepare(task: string): Promise<string> {
+    const dir = await this.filesStep(task, () => ensureTaskDir(this.root, task));
+    await (this.recovered ??= recoverWorkingDir(this.root, this.killGraceMs, this.notice).catch((err: unknown) => this.notice(`start-up clean-up failed: ${messageOf(err)}`)));
+    return dir;
+  }
+
+  /** Writes the task's main.tf.json and extra files into its folder. */
+  writeFiles(dir: string, ws: TaskWorkspace): Promise<void> {
+    return this.filesStep(ws.task, () => writeTaskFiles(dir, ws.task, ws.json, ws.files));
+  }
+
+  /** Absolute folder of a task (`<root>/<task>`); throws TASK_NAME_INVALID for bad names. */
+  taskDir(task: string): string {
+    validateTaskName(task);
+    return this.folderOf(task);
+  }
+
+  /** `<root>/<task>` without judging the name (only refusing a path outside root): to find what works there. */
+  folderOf(task: string): string {
+    return childPath(this.root, task, task);
+  }
+
+  /** Turns a file-system failure while preparing the task folder into an error that says where. */
+  private async filesStep<T>(task: string, step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (err) {
+      if (err instanceof CtsError) throw err;
+      throw new CtsError(
+        "TASK_FILES_FAILED",
+        "external",
+        `could not prepare the working directory under '${this.root}': ${messageOf(err)}. Check that cts may create and write files there.`,
+        { task, cause: err, detail: { root: this.root } },
+      );
+    }
+  }
+}
