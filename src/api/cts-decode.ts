@@ -1,6 +1,6 @@
 import { ApiError, checkBodyDepth } from "./http-io.ts";
 import { decodeVariables } from "./cts-variables.ts";
-import { isObject } from "./is-object.ts";
+import { isObject } from "../is-object.ts";
 
 /**
  * CTS's server decodes request JSON with Go's encoding/json (and mapstructure for PATCH), which

@@ -3,7 +3,7 @@ import { MAX_DATA_DEPTH } from "../data-depth.ts";
 import { messageOf } from "../errors.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { ApiError } from "./http-io.ts";
-import { isObject } from "./is-object.ts";
+import { isObject } from "../is-object.ts";
 
 /**
  * Task `variables` in both forms clients send. CTS's API types them as a map of strings, each an

@@ -1,6 +1,7 @@
 import { CtsError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import type { Controller, RunOutcome } from "../runtime/controller.ts";
+import type { RunOutcome, TaskControl } from "../runtime/interfaces.ts";
+import { createKeyedSerializer } from "../terraform/serial.ts";
 import { overallStatus, specToCts, taskStatus, taskToCts, type CtsTaskStatus } from "./cts-shape.ts";
 import { decodeCreateRequest, decodePatchRequest } from "./cts-decode.ts";
 import { encodeVariables } from "./cts-variables.ts";
@@ -12,11 +13,8 @@ import type { Match } from "./router.ts";
 const requestSchemas = () => import("./task-request.ts");
 const patchSchemas = () => import("./task-patch.ts");
 
-/** The controller operations the API uses (a fake can stand in for unit tests). */
-export type ApiController = Pick<
-  Controller,
-  "taskNames" | "view" | "events" | "runNow" | "setEnabled" | "planTask" | "addModuleTask" | "dryRunModuleTask" | "deleteTask" | "replaceModuleTask" | "checkDrift" | "onActivity"
->;
+/** The controller operations the API uses: the runtime's TaskControl (a fake can stand in for unit tests). */
+export type ApiController = TaskControl;
 
 /** What the API server needs. */
 export interface ApiDeps {
@@ -69,31 +67,15 @@ function runOf(outcome: RunOutcome): Record<string, unknown> {
   return { outcome: outcome.outcome, changes_present: outcome.result?.changesPresent ?? false, ...(outcome.result ? { summary: outcome.result.summary } : {}) };
 }
 
-/**
- * One mutation per task at a time (CTS holds a mutex for the same reason): a PATCH arriving while
- * a DELETE of the same task waits for its run must see the outcome, not interleave with it.
- */
-class TaskLocks {
-  private readonly tails = new Map<string, Promise<unknown>>();
-  run<T>(task: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.tails.get(task) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.tails.set(task, tail);
-    void tail.then(() => {
-      if (this.tails.get(task) === tail) this.tails.delete(task);
-    });
-    return next;
-  }
-}
-
 /** Reads the request's JSON body (size-limited by the server). */
 export type BodyReader = () => Promise<unknown>;
 
 /** Creates the request handler for matched routes. */
 export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => Promise<Answer> {
   const { controller: ctrl, log } = deps;
-  const locks = new TaskLocks();
+  // One mutation per task at a time (CTS holds a mutex for the same reason): a PATCH arriving while
+  // a DELETE of the same task waits for its run must see the outcome, not interleave with it.
+  const locks = createKeyedSerializer();
   const existing = (name: string) => {
     const v = ctrl.view(name);
     if (!v) throw new ApiError(404, `no task named '${name}'. List tasks with GET /v1/tasks or \`cts task list\`.`);

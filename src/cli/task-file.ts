@@ -3,6 +3,7 @@ import { extname } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
 import { attributesOf, parseHcl, type HclBlock, type HclBody, type HclValue } from "../config/hcl.ts";
 import { readVariableFiles } from "./tfvars.ts";
+import { isObject } from "../is-object.ts";
 
 type Json = Record<string, unknown>;
 
@@ -39,11 +40,10 @@ function fromJson(text: string, path: string): Json {
   } catch (err) {
     throw new CtsError("TASK_FILE_INVALID", "usage", `${path}: not valid JSON: ${messageOf(err)}.`);
   }
-  const isObj = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
-  if (!isObj(doc)) throw new CtsError("TASK_FILE_INVALID", "usage", `${path}: must hold a JSON object like {"task":{...}}.`);
+  if (!isObject(doc)) throw new CtsError("TASK_FILE_INVALID", "usage", `${path}: must hold a JSON object like {"task":{...}}.`);
   const task = doc.task === undefined ? doc : doc.task;
   const list = Array.isArray(task) ? task : [task];
-  if (list.length !== 1 || !isObj(list[0])) throw new CtsError("TASK_FILE_INVALID", "usage", `${path}: must hold exactly one task (found ${list.length}).`);
+  if (list.length !== 1 || !isObject(list[0])) throw new CtsError("TASK_FILE_INVALID", "usage", `${path}: must hold exactly one task (found ${list.length}).`);
   return list[0];
 }
 

@@ -1,5 +1,6 @@
 import type { CtsConfig, HighAvailabilityConfig } from "./types.ts";
-import { configError, isObject, type ReadBlock } from "./cts-schema.ts";
+import { configError, type ReadBlock } from "./cts-schema.ts";
+import { isObject } from "../is-object.ts";
 import type { HclValue } from "./hcl.ts";
 import { bufferPeriod, ctsTasks } from "./cts-tasks.ts";
 

@@ -1,5 +1,6 @@
 import { CtsError } from "../errors.ts";
 import type { HclBody, HclValue } from "./hcl.ts";
+import { isObject } from "../is-object.ts";
 
 /**
  * The keys of a CTS v0.9.0 configuration file, block by block (CTS-SOURCE-NOTES §1). Reading a
@@ -177,8 +178,4 @@ export function bodyToValue(body: HclBody): { [k: string]: HclValue } {
     else target[last] = bodyToValue(b.body);
   }
   return out;
-}
-
-export function isObject(v: unknown): v is { [k: string]: HclValue } {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }

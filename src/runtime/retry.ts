@@ -1,13 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { CtsError } from "../errors.ts";
+import { TERRAFORM_HUNG, TERRAFORM_STATE_LOCKED } from "../terraform/failures.ts";
 
-/**
- * The driver's code for "another Terraform holds this task's state lock" (an apply still running
- * elsewhere, or the lock session of a cut-off one not yet expired). The one place the runtime names it.
- */
-export const TERRAFORM_STATE_LOCKED = "TERRAFORM_STATE_LOCKED";
-/** The driver's code for a Terraform that stopped making progress and was killed. */
-export const TERRAFORM_HUNG = "TERRAFORM_HUNG";
+// The driver's codes for "another Terraform holds this task's state lock" and "a Terraform that
+// stopped making progress was killed": defined by the driver, named here for the runtime and HA.
+export { TERRAFORM_HUNG, TERRAFORM_STATE_LOCKED };
 
 /** When a failed run is tried again. Every mode (watch, once, inspect, high availability) uses it. */
 export interface RetryPolicy {

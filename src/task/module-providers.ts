@@ -1,5 +1,6 @@
 import { checkWalkDepth } from "../data-depth.ts";
 import { redactSecret } from "../log.ts";
+import { isObject } from "../is-object.ts";
 
 /** A provider block of a module task's root module (CTS's `terraform_provider "<name>"`). */
 export interface ModuleProvider {
@@ -96,6 +97,4 @@ function hclLiteral(v: unknown, depth = 0): string {
   return `{${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${hclString(k)} = ${hclLiteral(x, depth + 1)}`).join(", ")}}`;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
+
