@@ -1,7 +1,11 @@
+import { backoffDelay, NO_JITTER } from "../backoff.ts";
 import { pause } from "../pause.ts";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { TXN_MAX_OPS, type HaKv, type TxnOp } from "./kv.ts";
+
+/** Retries of a failed state write: 250 ms doubling to 5 s (one writer per instance: no jitter needed). */
+const WRITE_BACKOFF = { baseMs: 250, maxMs: 5_000, jitter: NO_JITTER };
 
 /**
  * Writes the leader's state to KV: the latest value per key wins (writes coalesce), and every
@@ -73,7 +77,7 @@ export class StateWriter {
   }
 
   private async drain(): Promise<void> {
-    let delay = 250;
+    let failures = 0;
     while (this.pending.size > 0 && this.session) {
       const session = this.session;
       // One transaction per lock: a lost task lock refuses only that task's writes.
@@ -86,7 +90,7 @@ export class StateWriter {
       ];
       try {
         if (await this.kv.txn(ops)) {
-          delay = 250;
+          failures = 0;
           continue;
         }
         this.log.warn(`ha: this instance no longer holds the lock '${fence}': ${batch.length} state write(s) refused by Consul (the new holder's state stands)`);
@@ -95,9 +99,9 @@ export class StateWriter {
       } catch (err) {
         // Put back what no newer write replaced, then retry while still leading.
         for (const [k, v] of batch.reverse()) if (!this.pending.has(k)) this.pending.set(k, v);
+        const delay = backoffDelay(WRITE_BACKOFF, ++failures);
         this.log.warn(`ha: storing task state in Consul failed, retrying in ${delay} ms: ${messageOf(err)}`);
         await pause(delay, this.leading.signal);
-        delay = Math.min(delay * 2, 5_000);
       }
     }
   }

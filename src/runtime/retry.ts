@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { AROUND_JITTER, backoffDelay, jittered, NO_JITTER } from "../backoff.ts";
 import type { CtsError } from "../errors.ts";
 import { TERRAFORM_HUNG, TERRAFORM_STATE_LOCKED } from "../terraform/failures.ts";
 
@@ -39,21 +40,20 @@ export function nextDelay(policy: RetryPolicy, error: CtsError, history: RetryHi
   if (error.code === "TERRAFORM_CANCELLED" || error.category === "usage") return undefined;
   if (error.code === TERRAFORM_STATE_LOCKED) {
     history.lockedSince ??= now;
-    const delay = Math.min(policy.lockMaxDelayMs, policy.delayMs * 2 ** history.locked);
+    // The bound is checked against the wait before jitter, so a run never waits past it by chance.
+    const delay = backoffDelay({ baseMs: policy.delayMs, maxMs: policy.lockMaxDelayMs, jitter: NO_JITTER }, history.locked + 1);
     if (now + delay - history.lockedSince > policy.lockWaitMs) return undefined;
     history.locked++;
-    return jitter(delay);
+    return Math.round(jittered(delay, AROUND_JITTER));
   }
   if (error.code === TERRAFORM_HUNG) {
     if (history.hung >= policy.hungRetries) return undefined;
     history.hung++;
-    return jitter(policy.delayMs);
+    return Math.round(jittered(policy.delayMs, AROUND_JITTER));
   }
   if (!applies || history.failed >= policy.retries) return undefined;
-  return jitter(policy.delayMs * 2 ** history.failed++);
+  return Math.round(backoffDelay({ baseMs: policy.delayMs, maxMs: Number.POSITIVE_INFINITY, jitter: AROUND_JITTER }, ++history.failed));
 }
-
-const jitter = (ms: number) => Math.round(ms * (0.8 + Math.random() * 0.4));
 
 /**
  * Runs `attempt` until it succeeds or `decide` gives up (undefined), waiting the delay it returns

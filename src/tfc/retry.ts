@@ -1,3 +1,5 @@
+import { backoffDelay } from "../backoff.ts";
+
 /** How the client retries (every wait is bounded; tests shorten them). */
 export interface RetryPolicy {
   /** Attempts in all for 5xx answers and network failures of calls that are safe to repeat. */
@@ -16,8 +18,7 @@ export const DEFAULT_RETRY: RetryPolicy = { attempts: 4, baseDelayMs: 250, maxDe
 
 /** Capped exponential backoff with jitter (half fixed, half random) for attempt `n` (1 = first retry). */
 export function backoffMs(policy: RetryPolicy, n: number, random: () => number = Math.random): number {
-  const capped = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (n - 1));
-  return Math.round(capped / 2 + (random() * capped) / 2);
+  return Math.round(backoffDelay({ baseMs: policy.baseDelayMs, maxMs: policy.maxDelayMs }, n, random));
 }
 
 /**

@@ -1,6 +1,7 @@
-import { pause } from "../pause.ts";
+import { jittered, type Jitter } from "../backoff.ts";
 import { CtsError, toCtsError } from "../errors.ts";
-import { isAbortError, isFatalConsulError, isRefusedServiceName } from "../consul/api-error.ts";
+import { isFatalConsulError, isRefusedServiceName } from "../consul/api-error.ts";
+import { CTS_BLOCKING_TIMING, followBlockingQuery, type AfterFailure, type BlockingQuery, type BlockingTiming } from "../consul/blocking-query.ts";
 import { DEFAULT_WAIT_MS } from "../consul/client.ts";
 import { noMetrics, viewKind, type Metrics } from "../metrics/metrics.ts";
 import { stableDigest, stableStringify } from "./digest.ts";
@@ -31,38 +32,27 @@ export interface ViewListener<T> {
   onRefused?(error: CtsError): void;
 }
 
-/** Timing of the blocking loop. Defaults match CTS; tests shorten them. */
-export interface ViewTiming {
+/** Timing of a view's blocking loop (the loop's pacing, CTS_BLOCKING_TIMING, and more). Defaults match CTS; tests shorten them. */
+export interface ViewTiming extends BlockingTiming {
   /** Consul's blocking wait (default 5 min). */
   waitMs: number;
-  /** Least time between two fetches of one view (default 100 ms) … */
-  minIntervalMs: number;
-  /** … plus 0 to this much jitter (default 20 ms). */
-  jitterMs: number;
-  /** First retry delay after an error (default 250 ms), doubling per failure … */
-  backoffBaseMs: number;
-  /** … up to this (default 30 s). */
-  backoffMaxMs: number;
   /** Retry delay after a fatal (4xx) error: slow, so a fixed ACL heals without a restart (default 30 s). */
   fatalRetryMs: number;
 }
 
 /** CTS's timing. */
-export const DEFAULT_VIEW_TIMING: ViewTiming = Object.freeze({
-  waitMs: DEFAULT_WAIT_MS,
-  minIntervalMs: 100,
-  jitterMs: 20,
-  backoffBaseMs: 250,
-  backoffMaxMs: 30_000,
-  fatalRetryMs: 30_000,
-});
+export const DEFAULT_VIEW_TIMING: ViewTiming = Object.freeze({ ...CTS_BLOCKING_TIMING, waitMs: DEFAULT_WAIT_MS, fatalRetryMs: 30_000 });
+
+/** A fatal error's retry delay is jittered down by at most a quarter. */
+const FATAL_JITTER: Jitter = Object.freeze([0.75, 1] as const);
 
 /**
- * One blocking-query loop for one distinct query. Starts at index 0, then blocks on the last
- * X-Consul-Index; tells listeners only about data that differs from the last. Gives up only when
- * Consul refuses the query itself (`refused`); close() aborts the in-flight request and every timer.
+ * One distinct query, followed by the one blocking-query loop (followBlockingQuery: index 0 first,
+ * then the last X-Consul-Index, resets, backoff); tells listeners only about data that differs from
+ * the last. Gives up only when Consul refuses the query itself (`refused`); close() aborts the
+ * in-flight request and every timer.
  */
-export class View<T> {
+export class View<T> implements BlockingQuery<ViewAnswer<T>> {
   readonly key: string;
   private readonly fetch: ViewFetch<T>;
   private readonly timing: ViewTiming;
@@ -131,7 +121,7 @@ export class View<T> {
   /** Starts the loop (once). */
   start(): void {
     if (this.loop || this.closed) return;
-    this.loop = this.run();
+    this.loop = followBlockingQuery(this, this.controller.signal, this.timing, this.random);
   }
 
   /** Stops the loop: aborts the in-flight request and clears timers. */
@@ -145,70 +135,51 @@ export class View<T> {
     await this.loop;
   }
 
-  private async run(): Promise<void> {
-    const signal = this.controller.signal;
-    let index = 0n;
-    let failures = 0;
-    while (!signal.aborted) {
-      const started = Date.now();
-      const blocking = index > 0n;
-      let delay: number;
-      try {
-        this.fetches++;
-        // Counted as an open blocking query while it waits (a cancelled one is not a fetch).
-        const fetchStarted = performance.now();
-        if (blocking) this.metrics.blockingQuery(this.kind, 1);
-        let ok = false;
-        let res: ViewAnswer<T>;
-        try {
-          const sameAs = this.latest?.source;
-          res = await this.fetch(sameAs === undefined ? { index, wait: this.timing.waitMs, signal } : { index, wait: this.timing.waitMs, signal, sameAs });
-          ok = true;
-        } finally {
-          if (blocking) this.metrics.blockingQuery(this.kind, -1);
-          if (!this.closed) this.metrics.viewFetched(this.kind, { ok, blocking, seconds: (performance.now() - fetchStarted) / 1000 });
-        }
-        if (signal.aborted) break;
-        failures = 0;
-        this.failure = undefined;
-        if (index > 0n && res.index < index) {
-          // Consul's index went backwards (restart, snapshot restore): start over from a full read.
-          index = 0n;
-          this.metrics.viewIndexReset(this.kind);
-        } else if (index > 0n && res.index === index) {
-          // The wait ran out (or Consul woke up spuriously): nothing changed, ask again.
-        } else {
-          // An index of 0 would make the next query return at once, forever; Consul says use 1.
-          index = res.index > 0n ? res.index : 1n;
-          if (!("unchanged" in res)) this.accept(res.data, res.digest, res.source);
-        }
-        delay = this.timing.minIntervalMs + this.random() * this.timing.jitterMs - (Date.now() - started);
-      } catch (err) {
-        if (signal.aborted || isAbortError(err)) break;
-        failures++;
-        // After any failure, re-read from index 0: the agent may have restarted with a new index.
-        if (index > 0n) this.metrics.viewIndexReset(this.kind);
-        index = 0n;
-        const error = err instanceof CtsError ? err : toCtsError(err, "CONSUL_WATCH_FAILED");
-        if (isRefusedServiceName(error)) {
-          // The same question gets the same 400 forever: no retry, and no query left open.
-          this.refusal = error;
-          this.emitRefused(error);
-          break;
-        }
-        const fatal = isFatalConsulError(error);
-        this.failure = { error, fatal };
-        this.emitError(error, fatal);
-        delay = fatal ? this.timing.fatalRetryMs * (0.75 + this.random() * 0.25) : this.backoff(failures);
-      }
-      if (delay > 0) await sleep(delay, signal);
-    }
+  // ---- the loop's owner (followBlockingQuery calls these) ---------------------------------------
+
+  /** One fetch at `index`; the last accepted raw answer goes along as `sameAs`. */
+  read(index: bigint, signal: AbortSignal): Promise<ViewAnswer<T>> {
+    this.fetches++;
+    const sameAs = this.latest?.source;
+    return this.fetch(sameAs === undefined ? { index, wait: this.timing.waitMs, signal } : { index, wait: this.timing.waitMs, signal, sameAs });
   }
 
-  /** Exponential backoff with jitter: between half and all of base·2^(n-1), capped. */
-  private backoff(failures: number): number {
-    const full = Math.min(this.timing.backoffMaxMs, this.timing.backoffBaseMs * 2 ** Math.min(failures - 1, 20));
-    return full / 2 + (this.random() * full) / 2;
+  /** An answer at a new index: new data is kept and told (an `unchanged` answer keeps the data). */
+  answered(res: ViewAnswer<T>): void {
+    this.failure = undefined;
+    if (!("unchanged" in res)) this.accept(res.data, res.digest, res.source);
+  }
+
+  /** A failed fetch: told to the listeners; a refused query ends the loop, a fatal error retries slowly. */
+  failed(err: unknown): AfterFailure {
+    this.failure = undefined;
+    const error = err instanceof CtsError ? err : toCtsError(err, "CONSUL_WATCH_FAILED");
+    if (isRefusedServiceName(error)) {
+      // The same question gets the same 400 forever: no retry, and no query left open.
+      this.refusal = error;
+      this.emitRefused(error);
+      return "stop";
+    }
+    const fatal = isFatalConsulError(error);
+    this.failure = { error, fatal };
+    this.emitError(error, fatal);
+    return fatal ? jittered(this.timing.fatalRetryMs, FATAL_JITTER, this.random) : undefined;
+  }
+
+  /** Counted as an open blocking query while it waits. */
+  reading(blocking: boolean): void {
+    if (blocking) this.metrics.blockingQuery(this.kind, 1);
+  }
+
+  /** A fetch ended (a cancelled one is not a fetch). */
+  readEnded(ok: boolean, blocking: boolean, seconds: number): void {
+    if (blocking) this.metrics.blockingQuery(this.kind, -1);
+    if (!this.closed) this.metrics.viewFetched(this.kind, { ok, blocking, seconds });
+  }
+
+  /** Consul's index went backwards or a fetch failed: the next fetch is a full read. */
+  indexReset(): void {
+    this.metrics.viewIndexReset(this.kind);
   }
 
   private accept(data: T, given: string | undefined, source: string | undefined): void {
@@ -253,7 +224,3 @@ function isComplete(t: Partial<ViewTiming>): t is ViewTiming {
   return (Object.keys(DEFAULT_VIEW_TIMING) as (keyof ViewTiming)[]).every((k) => t[k] !== undefined);
 }
 
-/** Waits ms, or less when the signal aborts; never leaves a timer behind. */
-export async function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  await pause(ms, signal);
-}

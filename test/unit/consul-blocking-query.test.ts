@@ -1,0 +1,144 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { followBlockingQuery, type AfterAnswer, type AfterFailure, type BlockingQuery, type BlockingTiming } from "../../src/consul/blocking-query.ts";
+
+type Step = { index: bigint; data?: string } | { error: Error } | "block";
+
+/** A scripted owner: answers in order, then blocks until aborted; records what the loop did. */
+class Script implements BlockingQuery<{ index: bigint; data?: string }> {
+  readonly reads: bigint[] = [];
+  readonly told: string[] = [];
+  readonly failures: number[] = [];
+  resets = 0;
+  constructor(
+    private readonly steps: Step[],
+    private readonly onAnswer: (data: string | undefined) => AfterAnswer | Promise<AfterAnswer> = () => undefined,
+    private readonly onFailure: (failures: number) => AfterFailure = () => undefined,
+    private readonly whenDone?: () => void,
+  ) {}
+  read(index: bigint, signal: AbortSignal): Promise<{ index: bigint; data?: string }> {
+    this.reads.push(index);
+    const step = this.steps.shift() ?? "block";
+    if (step === "block") {
+      const blocked = new Promise<never>((_r, reject) => signal.addEventListener("abort", () => reject(Object.assign(new Error("aborted"), { name: "AbortError" }))));
+      this.whenDone?.();
+      return blocked;
+    }
+    return "error" in step ? Promise.reject(step.error) : Promise.resolve(step);
+  }
+  answered(a: { index: bigint; data?: string }): AfterAnswer | Promise<AfterAnswer> {
+    this.told.push(a.data ?? "");
+    return this.onAnswer(a.data);
+  }
+  failed(_err: unknown, failures: number): AfterFailure {
+    this.failures.push(failures);
+    return this.onFailure(failures);
+  }
+  indexReset(): void {
+    this.resets++;
+  }
+}
+
+const fast: BlockingTiming = { minIntervalMs: 0, jitterMs: 0, backoffBaseMs: 1, backoffMaxMs: 4 };
+
+/** Runs the loop until the script is used up (its next read blocks), then stops it. */
+async function run(make: (done: () => void) => Script): Promise<Script> {
+  const ac = new AbortController();
+  const script = make(() => ac.abort());
+  await followBlockingQuery(script, ac.signal, fast);
+  return script;
+}
+
+describe("the blocking-query loop", () => {
+  it("reads at index 0 first, then blocks on the last index; the same index is not an answer", async () => {
+    const s = await run((done) => new Script([{ index: 5n, data: "a" }, { index: 5n, data: "a" }, { index: 6n, data: "b" }], undefined, undefined, done));
+    assert.deepEqual(s.reads, [0n, 5n, 5n, 6n]);
+    assert.deepEqual(s.told, ["a", "b"]);
+  });
+
+  it("starts over at index 0 when the index goes backwards, without telling the stale answer", async () => {
+    const s = await run((done) => new Script([{ index: 50n, data: "a" }, { index: 3n, data: "stale" }, { index: 4n, data: "b" }], undefined, undefined, done));
+    assert.deepEqual(s.reads, [0n, 50n, 0n, 4n]);
+    assert.deepEqual(s.told, ["a", "b"]);
+    assert.equal(s.resets, 1);
+  });
+
+  it("takes an index of 0 as 1, so the next read still blocks", async () => {
+    const s = await run((done) => new Script([{ index: 0n, data: "a" }], undefined, undefined, done));
+    assert.deepEqual(s.reads, [0n, 1n]);
+  });
+
+  it("after a failure (an HTTP 500, a refused connection) starts over at index 0 and counts consecutive failures", async () => {
+    const down = new Error("HTTP 500");
+    const s = await run((done) => new Script([{ index: 9n, data: "a" }, { error: down }, { error: down }, { index: 10n, data: "b" }, { error: down }], undefined, undefined, done));
+    assert.deepEqual(s.reads, [0n, 9n, 0n, 0n, 10n, 0n]);
+    assert.deepEqual(s.failures, [1, 2, 1]);
+    assert.deepEqual(s.told, ["a", "b"]);
+  });
+
+  it("ends when the owner says stop after a failure", async () => {
+    const ac = new AbortController();
+    const s = new Script([{ error: new Error("refused") }, { index: 1n, data: "never" }], undefined, () => "stop");
+    await followBlockingQuery(s, ac.signal, fast);
+    assert.equal(ac.signal.aborted, false, "it ended by itself");
+    assert.deepEqual(s.reads, [0n]);
+  });
+
+  it("treats an error thrown by the owner's answer handling as a failed read", async () => {
+    let first = true;
+    const s = await run(
+      (done) =>
+        new Script(
+          [{ index: 3n, data: "a" }, { index: 4n, data: "b" }],
+          () => {
+            if (first) {
+              first = false;
+              throw new Error("acquire failed");
+            }
+          },
+          undefined,
+          done,
+        ),
+    );
+    assert.deepEqual(s.reads, [0n, 0n, 4n]);
+    assert.deepEqual(s.failures, [1]);
+  });
+
+  it("starts over at index 0 when the owner asks for it after an answer (lost a race for a lock)", async () => {
+    let n = 0;
+    const s = await run((done) => new Script([{ index: 3n, data: "a" }, { index: 3n, data: "a" }], () => (n++ === 0 ? { restartAfterMs: 1 } : undefined), undefined, done));
+    assert.deepEqual(s.reads, [0n, 0n, 3n]);
+  });
+
+  it("waits for an owner whose answer handling is asynchronous before reading again", async () => {
+    const order: string[] = [];
+    const s = await run(
+      (done) =>
+        new Script(
+          [{ index: 3n, data: "a" }],
+          async () => {
+            order.push("handling");
+            await new Promise((r) => setImmediate(r));
+            order.push("handled");
+          },
+          undefined,
+          () => {
+            order.push("read again");
+            done();
+          },
+        ),
+    );
+    assert.deepEqual(order, ["handling", "handled", "read again"]);
+    assert.deepEqual(s.reads, [0n, 3n]);
+  });
+
+  it("ends a read in flight and any backoff wait when the signal aborts", { timeout: 60_000 }, async () => {
+    const ac = new AbortController();
+    const s = new Script([{ error: new Error("down") }], undefined, () => {
+      queueMicrotask(() => ac.abort());
+      return 3_600_000;
+    });
+    await followBlockingQuery(s, ac.signal, fast);
+    assert.deepEqual(s.reads, [0n]);
+  });
+});
