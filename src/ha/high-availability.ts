@@ -1,6 +1,7 @@
-import { pause } from "../pause.ts";
+import { backoffDelay } from "../backoff.ts";
+import { followBlockingQuery, type AfterAnswer } from "../consul/blocking-query.ts";
+import { atMost, pause } from "../pause.ts";
 import type { LoadedConfig } from "../config/load.ts";
-import { isAbortError } from "../consul/api-error.ts";
 import type { ConsulConnection } from "../consul/connection.ts";
 import { watchTokenFile } from "../consul/token-file.ts";
 import { createConsulTransport } from "../consul/transport.ts";
@@ -12,11 +13,11 @@ import type { HaControl, RetryNotice, TaskChange } from "../runtime/interfaces.t
 import { TERRAFORM_STATE_LOCKED } from "../runtime/retry.ts";
 import type { TaskEvent } from "../runtime/events.ts";
 import { buildClusterStatus, type ClusterStatus } from "./cluster.ts";
-import { HaKv } from "./kv.ts";
+import { HaKv, type KvItem, type KvRead } from "./kv.ts";
 import { MemberReporter } from "./member.ts";
 import { StateMirror } from "./mirror.ts";
 import { LeaderSession, type SessionLoss } from "./session.ts";
-import { COMPAT_INTERVAL_MS, durationText, resolveHaSettings, type HaSettings } from "./settings.ts";
+import { COMPAT_INTERVAL_MS, durationText, HA_WATCH_TIMING, joinBackoff, resolveHaSettings, type HaSettings } from "./settings.ts";
 import { parseState, stateKeys, type StoredState, type StoredTask } from "./state.ts";
 import { StateWriter } from "./writer.ts";
 
@@ -48,8 +49,6 @@ export interface LeaderInfo {
 }
 
 type Role = "idle" | "follower" | "leader" | "stopped";
-
-const sleep = pause;
 
 function parseLeader(value: string): LeaderInfo | undefined {
   try {
@@ -230,9 +229,7 @@ export class HighAvailability {
       await session.destroy(2_000);
     }
     await this.member.remove();
-    const giveUp = new AbortController();
-    await Promise.race([this.election, sleep(3_000, giveUp.signal)]);
-    giveUp.abort();
+    if (this.election) await atMost(this.election, 3_000);
     if (wasLeader) this.log.info("ha: released leadership (graceful stop)");
     this.kv.close();
   }
@@ -244,61 +241,78 @@ export class HighAvailability {
     return this.role === role;
   }
 
+  /**
+   * Holds a session (created again when Consul ends one) and, while it lives, follows the leader
+   * lock with the one blocking-query loop: a free lock is tried for, a lost one steps down.
+   */
   private async electionLoop(): Promise<void> {
-    const s = this.settings;
-    let index = 0n;
     let failures = 0;
     while (this.role !== "stopped") {
-      try {
-        if (!this.session) {
-          this.session = await LeaderSession.create(this.kv, s, this.log, (loss) => this.onSessionLost(loss));
-          if (this.is("stopped")) {
-            await this.session.destroy();
-            return;
-          }
-          this.sessionAbort = new AbortController();
-          index = 0n;
-        }
-        const session = this.session;
-        const signal = this.sessionAbort.signal;
-        const read = await this.kv.get(s.lockKey, { index, signal });
-        // An index that went backwards means Consul lost its data (a restarted dev agent): start over.
-        index = read.index < index ? 0n : read.index;
-        failures = 0;
-        const holder = read.data?.session;
-        const info = holder ? parseLeader(read.data!.value) : undefined;
-        if (info?.id !== this.leaderInfo?.id && this.role !== "leader") {
-          this.leaderInfo = info;
-          if (info) void this.member.check(false);
-        } else this.leaderInfo = info;
-        if (this.role === "leader") {
-          if (holder !== session.id) this.stepDown("the leader lock is no longer held by this instance's session (it was deleted or released in Consul)");
+      if (!this.session) {
+        try {
+          this.session = await LeaderSession.create(this.kv, this.settings, this.log, (loss) => this.onSessionLost(loss));
+        } catch (err) {
+          if (this.is("stopped")) return;
+          this.electionFailed(err, ++failures);
+          await pause(backoffDelay(joinBackoff(this.settings), failures), this.stopping.signal);
           continue;
         }
-        if (holder || this.role !== "follower") continue;
-        this.log.info(`ha: attempting to acquire leadership lock: lock_path=${s.lockKey}`);
-        const since = new Date().toISOString();
-        const acquired = await this.kv.acquire(s.lockKey, session.id, JSON.stringify({ id: s.id, address: this.address, since }));
-        if (acquired && this.session === session && session.alive && this.role === "follower") {
-          this.leaderSince = since;
-          await this.becomeLeader(session);
-        } else {
-          // Another instance won, or the lock delay of an invalidated session is still running.
-          index = 0n;
-          await sleep(Math.max(200, Math.min(1_000, s.lockDelayMs || 500)), signal);
+        if (this.is("stopped")) {
+          await this.session.destroy();
+          return;
         }
-      } catch (err) {
-        if (this.is("stopped")) return;
-        if (isAbortError(err)) continue;
-        failures++;
-        index = 0n;
-        if (failures === 1 || failures % 10 === 0) {
-          if (err instanceof CtsError && err.category === "usage") this.log.error(`ha: cannot take part in the election: ${err.message}`);
-          else this.log.warn(`ha: cannot take part in the election (attempt ${failures}): ${messageOf(err)}`);
-        }
-        await sleep(Math.min(5_000, s.renewRetryMs * 2 ** Math.min(failures, 6)) * (0.8 + Math.random() * 0.4), this.stopping.signal);
+        failures = 0;
+        this.sessionAbort = new AbortController();
       }
+      const session = this.session;
+      // Ends when the session is lost (onSessionLost) or the instance stops.
+      await followBlockingQuery<KvRead<KvItem | undefined>>(
+        {
+          read: (index, signal) => this.kv.get(this.settings.lockKey, { index, signal }),
+          answered: (read) => this.lockChanged(session, read.data),
+          failed: (err, n) => {
+            if (this.is("stopped")) return "stop";
+            this.electionFailed(err, n);
+            return undefined;
+          },
+        },
+        this.sessionAbort.signal,
+        HA_WATCH_TIMING,
+      );
     }
+  }
+
+  /** The leader lock as Consul holds it now: follow the leader, step down, or try to take it. */
+  private async lockChanged(session: LeaderSession, lock: KvItem | undefined): Promise<AfterAnswer> {
+    const s = this.settings;
+    const holder = lock?.session;
+    const info = holder ? parseLeader(lock!.value) : undefined;
+    if (info?.id !== this.leaderInfo?.id && this.role !== "leader") {
+      this.leaderInfo = info;
+      if (info) void this.member.check(false);
+    } else this.leaderInfo = info;
+    if (this.role === "leader") {
+      if (holder !== session.id) this.stepDown("the leader lock is no longer held by this instance's session (it was deleted or released in Consul)");
+      return;
+    }
+    if (holder || this.role !== "follower") return;
+    this.log.info(`ha: attempting to acquire leadership lock: lock_path=${s.lockKey}`);
+    const since = new Date().toISOString();
+    const acquired = await this.kv.acquire(s.lockKey, session.id, JSON.stringify({ id: s.id, address: this.address, since }));
+    if (acquired && this.session === session && session.alive && this.role === "follower") {
+      this.leaderSince = since;
+      await this.becomeLeader(session);
+      return;
+    }
+    // Another instance won, or the lock delay of an invalidated session is still running: read afresh.
+    return { restartAfterMs: Math.max(200, Math.min(1_000, s.lockDelayMs || 500)) };
+  }
+
+  /** A failed election step, logged at the first and every tenth attempt. */
+  private electionFailed(err: unknown, failures: number): void {
+    if (failures !== 1 && failures % 10 !== 0) return;
+    if (err instanceof CtsError && err.category === "usage") this.log.error(`ha: cannot take part in the election: ${err.message}`);
+    else this.log.warn(`ha: cannot take part in the election (attempt ${failures}): ${messageOf(err)}`);
   }
 
   private onSessionLost(loss: SessionLoss): void {

@@ -1,9 +1,10 @@
 import { performance } from "node:perf_hooks";
+import { followBlockingQuery } from "../consul/blocking-query.ts";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { CTS_SERVICE_NAME, clusterTag } from "./cluster.ts";
 import type { HaKv, KvRead } from "./kv.ts";
-import type { HaSettings } from "./settings.ts";
+import { HA_WATCH_TIMING, type HaSettings } from "./settings.ts";
 
 /** One live member: its liveness lock is held by a session. */
 export interface LiveMember {
@@ -43,7 +44,7 @@ export class ClusterView {
   /** Starts the three blocking queries. */
   start(): void {
     const s = this.settings;
-    void this.follow("liveness locks", (index, signal) => this.kv.list(s.alivePrefix, { index, signal }), (items) => {
+    this.follow("liveness locks", (index, signal) => this.kv.list(s.alivePrefix, { index, signal }), (items) => {
       const alive = new Map<string, LiveMember>();
       for (const it of items) {
         if (!it.session) continue;
@@ -53,12 +54,12 @@ export class ClusterView {
       }
       this.alive = alive;
     });
-    void this.follow("member health", (index, signal) => this.kv.healthServiceAt(CTS_SERVICE_NAME, clusterTag(s.clusterName), { index, signal }), (regs) => {
+    this.follow("member health", (index, signal) => this.kv.healthServiceAt(CTS_SERVICE_NAME, clusterTag(s.clusterName), { index, signal }), (regs) => {
       // A check that has not run yet (critical, no output) does not count against a member: its
       // liveness lock already proves it started, and the first check runs up to 10 s later.
       this.health = new Map(regs.map((r) => [r.Service.ID, (r.Checks ?? []).every((c) => c.Status === "passing" || (c.Status === "critical" && !c.Output))]));
     });
-    void this.follow("task locks", (index, signal) => this.kv.list(s.tasksPrefix, { index, signal }), (items) => {
+    this.follow("task locks", (index, signal) => this.kv.list(s.tasksPrefix, { index, signal }), (items) => {
       const owners = new Map<string, TaskOwner>();
       const pinned = new Map<string, string>();
       for (const it of items) {
@@ -120,35 +121,28 @@ export class ClusterView {
     return this.pinned;
   }
 
-  private async follow<T>(what: string, read: (index: bigint, signal: AbortSignal) => Promise<KvRead<T>>, apply: (data: T) => void): Promise<void> {
-    const signal = this.abort.signal;
-    let index = 0n;
-    let failures = 0;
-    while (!signal.aborted) {
-      try {
-        const r = await read(index, signal);
-        if (signal.aborted) return;
-        failures = 0;
-        if (r.index === index && index !== 0n) continue;
-        index = r.index < index ? 0n : r.index;
-        apply(r.data);
-        const text = this.healthyMembers().join(",");
-        if (text !== this.membersText) {
-          this.membersText = text;
-          this.changedAt = performance.now();
-        }
-        this.changed();
-      } catch (err) {
-        if (signal.aborted) return;
-        failures++;
-        index = 0n;
-        if (failures === 1 || failures % 10 === 0) this.log.warn(`ha: watching the cluster's ${what} failed (attempt ${failures}): ${messageOf(err)}`);
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, Math.min(5_000, 250 * 2 ** Math.min(failures, 5)));
-          signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
-        });
-      }
-    }
+  /** Follows one blocking query with the one blocking-query loop; each new answer is applied, then told. */
+  private follow<T>(what: string, read: (index: bigint, signal: AbortSignal) => Promise<KvRead<T>>, apply: (data: T) => void): void {
+    void followBlockingQuery<KvRead<T>>(
+      {
+        read,
+        answered: (r) => {
+          apply(r.data);
+          const text = this.healthyMembers().join(",");
+          if (text !== this.membersText) {
+            this.membersText = text;
+            this.changedAt = performance.now();
+          }
+          this.changed();
+        },
+        failed: (err, failures) => {
+          if (failures === 1 || failures % 10 === 0) this.log.warn(`ha: watching the cluster's ${what} failed (attempt ${failures}): ${messageOf(err)}`);
+          return undefined;
+        },
+      },
+      this.abort.signal,
+      HA_WATCH_TIMING,
+    );
   }
 }
 

@@ -1,15 +1,17 @@
-import { pause } from "../pause.ts";
+import { followBlockingQuery, type AfterFailure, type BlockingQuery } from "../consul/blocking-query.ts";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { HaControl } from "../runtime/interfaces.ts";
-import type { HaKv } from "./kv.ts";
+import type { HaKv, KvItem, KvRead } from "./kv.ts";
+import { HA_WATCH_TIMING } from "./settings.ts";
 import { parseState, taskFingerprint, type StoredState } from "./state.ts";
 
 /**
  * A follower keeps its paused controller equal to the stored state (one blocking query on the
- * state prefix), so its read API calls answer what the leader's would.
+ * state prefix, followed by the one blocking-query loop), so its read API calls answer what the
+ * leader's would.
  */
-export class StateMirror {
+export class StateMirror implements BlockingQuery<KvRead<KvItem[]>> {
   private abort: AbortController | undefined;
   private apiTasks = "";
 
@@ -33,7 +35,9 @@ export class StateMirror {
     if (this.abort) return;
     const ac = new AbortController();
     this.abort = ac;
-    void this.loop(ac.signal);
+    void followBlockingQuery(this, ac.signal, HA_WATCH_TIMING).finally(() => {
+      if (this.abort === ac) this.abort = undefined;
+    });
   }
 
   /** Stops mirroring. */
@@ -42,41 +46,29 @@ export class StateMirror {
     this.abort = undefined;
   }
 
-  private async loop(signal: AbortSignal): Promise<void> {
-    try {
-      await this.follow(signal);
-    } finally {
-      if (this.abort?.signal === signal) this.abort = undefined;
+  /** One read of the state prefix (the loop's owner). */
+  read(index: bigint, signal: AbortSignal): Promise<KvRead<KvItem[]>> {
+    return this.kv.list(this.prefix, { index, signal });
+  }
+
+  /** A new stored state: applied to the controller, then told to the listeners. */
+  answered(read: KvRead<KvItem[]>): void {
+    if (!this.hooks.applies()) return this.stop();
+    const state = parseState(this.prefix, read.data);
+    // The controller first, then the listeners: shared mode reassigns tasks from the
+    // controller's task list as soon as it hears of a new state.
+    for (const problem of this.controller.restore(state.tasks.values(), state.events)) this.log.debug(`ha: mirror: ${problem}`);
+    this.hooks.onState(state);
+    const fingerprint = [...state.tasks.values()].filter((t) => t.origin === "api").map(taskFingerprint).sort().join("\n");
+    if (fingerprint !== this.apiTasks) {
+      this.apiTasks = fingerprint;
+      this.hooks.onApiTasksChanged();
     }
   }
 
-  private async follow(signal: AbortSignal): Promise<void> {
-    let index = 0n;
-    let failures = 0;
-    while (!signal.aborted) {
-      try {
-        const read = await this.kv.list(this.prefix, { index, signal });
-        if (signal.aborted || !this.hooks.applies()) return;
-        if (read.index === index) continue;
-        index = read.index < index ? 0n : read.index;
-        failures = 0;
-        const state = parseState(this.prefix, read.data);
-        // The controller first, then the listeners: shared mode reassigns tasks from the
-        // controller's task list as soon as it hears of a new state.
-        for (const problem of this.controller.restore(state.tasks.values(), state.events)) this.log.debug(`ha: mirror: ${problem}`);
-        this.hooks.onState(state);
-        const fingerprint = [...state.tasks.values()].filter((t) => t.origin === "api").map(taskFingerprint).sort().join("\n");
-        if (fingerprint !== this.apiTasks) {
-          this.apiTasks = fingerprint;
-          this.hooks.onApiTasksChanged();
-        }
-      } catch (err) {
-        if (signal.aborted) return;
-        failures++;
-        index = 0n;
-        if (failures === 1 || failures % 10 === 0) this.log.warn(`ha: reading the stored state failed (attempt ${failures}): ${messageOf(err)}`);
-        await pause(Math.min(5_000, 250 * 2 ** Math.min(failures, 5)), signal);
-      }
-    }
+  /** A failed read: logged at the first and every tenth; the loop backs off and retries. */
+  failed(err: unknown, failures: number): AfterFailure {
+    if (failures === 1 || failures % 10 === 0) this.log.warn(`ha: reading the stored state failed (attempt ${failures}): ${messageOf(err)}`);
+    return undefined;
   }
 }

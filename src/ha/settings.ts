@@ -1,4 +1,6 @@
 import { hostname } from "node:os";
+import { AROUND_JITTER, type Backoff } from "../backoff.ts";
+import type { BlockingTiming } from "../consul/blocking-query.ts";
 import { Duration, parseDuration } from "../duration.ts";
 import type { CtsConfig } from "../config/types.ts";
 
@@ -8,6 +10,18 @@ export const DEFAULT_SESSION_TTL_MS = 15_000;
 export const DEFAULT_PARENT_PREFIX = "consul-terraform-sync";
 /** How often the compatibility check runs (CTS: every 5 minutes). */
 export const COMPAT_INTERVAL_MS = 5 * 60_000;
+
+/**
+ * Pacing of every high-availability and shared-mode watcher (the one blocking-query loop): CTS's
+ * 100 ms + 0–20 ms between reads; after a failed read 0.25–0.5 s, doubling up to 2.5–5 s, so a
+ * failover never waits on a long backoff.
+ */
+export const HA_WATCH_TIMING: BlockingTiming = Object.freeze({ minIntervalMs: 100, jitterMs: 20, backoffBaseMs: 500, backoffMaxMs: 5_000 });
+
+/** Retries of joining the cluster (creating a session, a member's liveness lock): from twice the renewal retry period up to 5 s, ±20 %. */
+export function joinBackoff(settings: Pick<HaSettings, "renewRetryMs">): Backoff {
+  return { baseMs: 2 * settings.renewRetryMs, maxMs: 5_000, jitter: AROUND_JITTER };
+}
 
 /** High-availability settings with every default applied. */
 export interface HaSettings {

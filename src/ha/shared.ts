@@ -1,4 +1,6 @@
+import { backoffDelay } from "../backoff.ts";
 import type { LoadedConfig } from "../config/load.ts";
+import { atMost, pause } from "../pause.ts";
 import { createConsulTransport } from "../consul/transport.ts";
 import { watchTokenFile } from "../consul/token-file.ts";
 import { messageOf } from "../errors.ts";
@@ -13,16 +15,10 @@ import { ownerRedirect, sharedClusterStatus, storePin, type SharedClusterStatus 
 import { StateMirror } from "./mirror.ts";
 import { memoizedAssign } from "./rendezvous.ts";
 import { LeaderSession, type SessionLoss } from "./session.ts";
-import { durationText, resolveHaSettings, type HaSettings } from "./settings.ts";
+import { durationText, joinBackoff, resolveHaSettings, type HaSettings } from "./settings.ts";
 import { aliveKeyOf, OwnedState, ownerKeyOf } from "./shared-state.ts";
 import { parseState, type StoredState } from "./state.ts";
 import { StateWriter } from "./writer.ts";
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
-  });
 
 /**
  * Shared mode: every healthy member runs a share of the tasks. Each member holds one session; with
@@ -163,7 +159,7 @@ export class SharedCluster {
     // Destroying the session releases every lock it holds, so the others take over at once (lock delay is 0 unless configured).
     if (session) await session.destroy(2_000);
     await this.member.remove();
-    await Promise.race([this.loop, sleep(3_000)]);
+    if (this.loop) await atMost(this.loop, 3_000);
     this.kv.close();
   }
 
@@ -179,7 +175,7 @@ export class SharedCluster {
           // Another process with this id is alive (or a lock delay runs): never run tasks twice.
           await session.destroy();
           this.log.warn(`ha: the liveness lock '${this.aliveKey}' is held by another session (is another instance running with id '${s.id}'?); retrying`);
-          await sleep(Math.max(1_000, s.renewIntervalMs), this.stopping.signal);
+          await pause(Math.max(1_000, s.renewIntervalMs), this.stopping.signal);
           continue;
         }
         failures = 0;
@@ -193,7 +189,7 @@ export class SharedCluster {
         if (this.stopped) return;
         failures++;
         if (failures === 1 || failures % 10 === 0) this.log.warn(`ha: cannot join the cluster (attempt ${failures}): ${messageOf(err)}`);
-        await sleep(Math.min(5_000, s.renewRetryMs * 2 ** Math.min(failures, 6)), this.stopping.signal);
+        await pause(backoffDelay(joinBackoff(s), failures), this.stopping.signal);
       }
     }
   }
@@ -264,7 +260,7 @@ export class SharedCluster {
       leaving.map(async (task) => {
         await this.controller.disown(task, this.opts.stopGraceMs ?? 10_000);
         // A run that outlives its cancellation keeps the lock: the new owner must not start beside it.
-        while (this.controller.view(task)?.running && this.session === session && !this.stopped) await sleep(250, this.stopping.signal);
+        while (this.controller.view(task)?.running && this.session === session && !this.stopped) await pause(250, this.stopping.signal);
       }),
     );
     if (leaving.length) await this.writer.flush(3_000);
