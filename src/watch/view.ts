@@ -152,7 +152,6 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
 
   /** A failed fetch: told to the listeners; a refused query ends the loop, a fatal error retries slowly. */
   failed(err: unknown): AfterFailure {
-    this.failure = undefined;
     const error = err instanceof CtsError ? err : toCtsError(err, "CONSUL_WATCH_FAILED");
     if (isRefusedServiceName(error)) {
       // The same question gets the same 400 forever: no retry, and no query left open.
