@@ -8,6 +8,7 @@ import { startDaemonApi } from "../../src/daemon/api.ts";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { startRuntime, tempDir, waitFor, writeConfig, type TestRuntime } from "../support/cts.ts";
 import { http, writeEchoModule } from "../support/api.ts";
+const THROWING = fileURLToPath(new URL("../fixtures/throwing-tasks.ts", import.meta.url));
 
 const ARTIFACTS = fileURLToPath(new URL("../artifacts/", import.meta.url));
 const TOKEN = "dashboard-test-token";
@@ -50,9 +51,12 @@ describe("the dashboard at /ui in headless Chromium (real Consul, real OpenTofu)
         `new MemberList("web-pool", ${JSON.stringify(join(tmp.dir, "web.txt"))})`,
         `new MemberList("api-pool", ${JSON.stringify(join(tmp.dir, "api.txt"))}, "api", false, { every: "30m", correct: true })`,
         // The echo module declares no consul_kv variable: this task fails, so the page shows an error.
+        `new ThrowsInSynth("thrower")`,
         `new ModuleTask({ name: "kv-echo", module: "./modules/echo", condition: services({ names: ["api"] }), inputs: { kv: consulKv({ path: "cfg/", recurse: true }) }, variables: { path: ${JSON.stringify(join(tmp.dir, "kv.txt"))} }, bufferPeriod: false })`,
       ],
     });
+    // A task class that throws: the page must point at the user's file:line:column.
+    await writeFile(file, `import { ThrowsInSynth } from ${JSON.stringify(THROWING)};\n${await readFile(file, "utf8")}`);
     rt = await startRuntime(file);
     api = await startDaemonApi(rt, { port: 0, token: TOKEN }, { register: false });
     await waitFor(async () => (await read(join(tmp.dir, "web.txt"))).includes("web-1"), 60_000, "the first apply");
@@ -87,6 +91,9 @@ describe("the dashboard at /ui in headless Chromium (real Consul, real OpenTofu)
     assert.match(await row("kv-echo").locator(".status").innerText(), /errored/);
     await page.locator('details[data-task="kv-echo"] summary').click();
     assert.match(await page.locator('details[data-task="kv-echo"] .err').first().innerText(), /consul_kv/);
+    assert.match(await row("thrower").locator(".status").innerText(), /errored/);
+    await page.locator('details[data-task="thrower"] summary').click();
+    assert.match(await page.locator('details[data-task="thrower"] .err').first().innerText(), /throwing-tasks\.ts:15:33/);
     const graph = await page.locator("#graph svg").innerHTML();
     for (const s of ["service  web", "service  api", "kv  cfg/ (recursive)", "web-pool", "kv-echo"]) assert.ok(graph.includes(s), `graph shows ${s}`);
     assert.deepEqual(foreign, [], "no request left the API");
