@@ -49,7 +49,8 @@ function character(text: string, i: number, escape: string): { pattern: string; 
   if (unit >= 0xd800 && unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
     // A character outside the BMP: two code units (each raw or `\uXXXX`), Go's `\U0001f600`, or 4 URL bytes.
     const codePoint = text.codePointAt(i)!;
-    alts.push(`(?:${literal(unit)}|${escape}u${hex(unit, 4)})(?:${literal(next)}|${ESCAPE}u${hex(next, 4)})`, `${escape}U${hex(codePoint, 8)}`, percent(codePoint));
+    // The code units last: the URL and `\U` spellings are longer, and must win at a secret's end.
+    alts.push(`${escape}U${hex(codePoint, 8)}`, percent(codePoint), `(?:${literal(unit)}|${escape}u${hex(unit, 4)})(?:${literal(next)}|${ESCAPE}u${hex(next, 4)})`);
     return { pattern: `(?:${alts.join("|")})`, width: 2 };
   }
   alts.push(literal(unit), `${escape}u${hex(unit, 4)}`);
@@ -64,10 +65,10 @@ function character(text: string, i: number, escape: string): { pattern: string; 
   if (unit === 0x20) alts.push("\\+");
   // HCL doubles the opener of `${` and `%{` to keep them literal.
   if ((unit === 0x24 || unit === 0x25) && next === 0x7b) alts.push(literal(unit) + literal(unit));
-  // Longer spellings first: at the end of a secret the first alternative that matches wins, and a
-  // raw `%` must not stop short of `%25` (leaving "25" visible).
-  alts.sort((a, b) => b.length - a.length);
-  return { pattern: `(?:${alts.join("|")})`, width: 1 };
+  // The raw character last: it is the shortest match, and at the end of a secret the first
+  // alternative that matches wins, so a raw `%` must not stop short of `%25` (leaving "25" visible).
+  const raw = literal(unit);
+  return { pattern: `(?:${[...alts.filter((a) => a !== raw), raw].join("|")})`, width: 1 };
 }
 
 /** A run of `n` backslashes: each one raw, doubled by each level of quoting, `\u005c`, or `%5C`. */

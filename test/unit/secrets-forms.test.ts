@@ -128,3 +128,14 @@ describe("log lines (property)", () => {
     });
   }
 });
+
+describe("a secret's last character", () => {
+  it("is redacted in its longest spelling: a trailing % takes its %25, an emoji its URL bytes", async () => {
+    const { Redactor } = await import("../../src/secrets/redactor.ts");
+    for (const value of ["zzzza%", "zzzz🚀", "zzzz%🚀%"]) {
+      const r = new Redactor();
+      r.add(value);
+      assert.equal(r.redact(`x ${encodeURIComponent(value)} y`), "x [redacted] y", value);
+    }
+  });
+});
