@@ -89,9 +89,11 @@ const PATCHERS: Record<string, Patcher> = {
 };
 const FILE = /[\\/]cdktf[\\/]lib[\\/](tokens[\\/]private[\\/]encoding|tokens[\\/]resolvable|tfExpression|functions[\\/]helpers|tokens[\\/]private[\\/]token-map)\.js(\?.*)?$/;
 
+const moduleCache = createRequire(import.meta.url).cache;
+
 /** Hooks every copy of cdktf's hooked files in require.cache not hooked yet. */
 export function hookLoadedCdktf(): void {
-  const cache = createRequire(import.meta.url).cache;
+  const cache = moduleCache;
   const keys = Object.keys(cache);
   if (keys.length === state.scanned) return;
   for (const key of keys) {

@@ -81,32 +81,9 @@ export class LiteralTable {
     return new TemplateWriter(pieces).run();
   }
 
-  /**
-   * Writes every string (keys too) of synthesized output. Recursive for speed up to a depth cdktf
-   * itself never reaches (it refuses past 200 levels); deeper data is walked without recursion.
-   */
+  /** Writes every string (keys too) of synthesized output. */
   writeDeep<T>(value: T): T {
-    return this.writeValue(value, 0) as T;
-  }
-
-  private writeValue(v: unknown, depth: number): unknown {
-    if (typeof v === "string") return HAS_MARKER.test(v) ? this.write(v) : v;
-    if (typeof v !== "object" || v === null) return v;
-    if (depth > 400) return mapStrings(v, (s) => this.write(s));
-    if (Array.isArray(v)) {
-      const out: unknown[] = [];
-      for (let i = 0; i < v.length; i++) out.push(this.writeValue(v[i], depth + 1));
-      return out;
-    }
-    const out: Record<string, unknown> = {};
-    const src = v as Record<string, unknown>;
-    for (const k of Object.keys(src)) {
-      const key = HAS_MARKER.test(k) ? this.write(k) : k;
-      const value = this.writeValue(src[k], depth + 1);
-      if (key === "__proto__") Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
-      else out[key] = value;
-    }
-    return out;
+    return mapStrings(value, (s) => (HAS_MARKER.test(s) ? this.write(s) : s));
   }
 
   private placeholder(text: string): string {
@@ -321,12 +298,33 @@ function unsafe(what: string): CtsError {
 }
 
 /**
- * A copy of JSON-like data with `fn` applied to every string, keys included. Iterative: the depth of
- * data is whatever a user or Consul sent, and a stack overflow must not be the limit.
+ * A copy of JSON-like data with `fn` applied to every string, keys included. Plain-loop recursion
+ * for speed (synthesized output, a ModuleTask's data on every event) up to a depth cdktf itself
+ * never reaches; deeper data (whatever a user or Consul sent) is walked without recursion, so the
+ * stack is never the limit.
  */
 export function mapStrings<T>(value: T, fn: (s: string) => string): T {
-  if (typeof value === "string") return fn(value) as T;
-  if (typeof value !== "object" || value === null) return value;
+  return mapRecursive(value, fn, 0) as T;
+}
+
+const MAX_RECURSION = 400;
+
+function mapRecursive(v: unknown, fn: (s: string) => string, depth: number): unknown {
+  if (typeof v === "string") return fn(v);
+  if (typeof v !== "object" || v === null) return v;
+  if (depth > MAX_RECURSION) return mapIterative(v, fn);
+  if (Array.isArray(v)) {
+    const out: unknown[] = [];
+    for (let i = 0; i < v.length; i++) out.push(mapRecursive(v[i], fn, depth + 1));
+    return out;
+  }
+  const out: Record<string, unknown> = {};
+  const src = v as Record<string, unknown>;
+  for (const k of Object.keys(src)) setOwn(out, fn(k), mapRecursive(src[k], fn, depth + 1));
+  return out;
+}
+
+function mapIterative(value: object, fn: (s: string) => string): unknown {
   const root: { v: unknown } = { v: undefined };
   const stack: Array<{ src: unknown; set: (v: unknown) => void }> = [{ src: value, set: (v) => (root.v = v) }];
   while (stack.length > 0) {
@@ -352,12 +350,17 @@ export function mapStrings<T>(value: T, fn: (s: string) => string): T {
     set(out);
     for (const k of Object.keys(src)) {
       const key = fn(k);
-      // A "__proto__" key stays data (an assignment would set the copy's prototype).
-      Object.defineProperty(out, key, { value: undefined, enumerable: true, writable: true, configurable: true });
-      stack.push({ src: (src as Record<string, unknown>)[k], set: (v) => (out[key] = v) });
+      setOwn(out, key, undefined);
+      stack.push({ src: (src as Record<string, unknown>)[k], set: (v) => setOwn(out, key, v) });
     }
   }
-  return root.v as T;
+  return root.v;
+}
+
+/** A "__proto__" key from Consul stays data (an assignment would set the copy's prototype). */
+function setOwn(out: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__") Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  else out[key] = value;
 }
 
 /** A copy of plain data whose every string (keys too) is literal Terraform template text. */
