@@ -20,6 +20,41 @@ export interface ConsulConfig {
   tls?: ConsulTlsConfig;
 }
 
+/**
+ * The Terraform Cloud / Enterprise driver (CTS's `driver "terraform-cloud"`): each task is a
+ * workspace `<prefix><task>` in one organization; runs happen there.
+ */
+export interface TerraformCloudDriverConfig {
+  /** Default `https://app.terraform.io`, else `TFC_HOSTNAME`; a bare host means https. */
+  hostname?: string;
+  /** The organization (else `TFC_ORGANIZATION`). */
+  organization?: string;
+  /** A team or user API token (else `TFC_TOKEN`); never written to disk or logs. `{ file }` or `{ env }` read it from there. */
+  token?: string | { file: string } | { env: string };
+  workspaces?: {
+    /** Workspace name = prefix + task name (default ""). */
+    prefix?: string;
+    /** Tags added to each workspace besides `source:cts` (added, never removed). */
+    tags?: string[];
+    /** A found workspace must carry at least one of these tags. */
+    tagsAllowlist?: string[];
+    /** A found workspace must carry none of these tags (wins over the allowlist). */
+    tagsDenylist?: string[];
+  };
+  /** TLS for a Terraform Enterprise behind a private CA (CTS's driver `tls` block; the same fields as src/tfc/tls.ts). */
+  tls?: {
+    caCert?: string;
+    caPath?: string;
+    cert?: string;
+    key?: string;
+    serverName?: string;
+    /** false: do not verify the server's certificate (test servers only). Default true. */
+    verify?: boolean;
+  };
+  /** `required_providers` entries added to every uploaded root module (CTS's `required_providers`). */
+  requiredProviders?: Record<string, { source?: string; version?: string }>;
+}
+
 /** How cts runs Terraform. */
 export interface TerraformDriverConfig {
   /** "tofu" (default), "terraform", or a path to either. */
@@ -121,8 +156,8 @@ export interface CtsConfig {
   log_format?: LogFormat;
   /** Consul connection. */
   consul?: ConsulConfig;
-  /** Terraform driver. */
-  driver?: { terraform?: TerraformDriverConfig };
+  /** How tasks run Terraform: on this machine (`terraform`, the default) or as Terraform Cloud / Enterprise workspaces (`terraformCloud`); one of the two. */
+  driver?: { terraform?: TerraformDriverConfig; terraformCloud?: TerraformCloudDriverConfig };
   /** Global buffer period (default min 5s, max 20s); `false` turns it off. */
   bufferPeriod?: BufferPeriodOption | false;
   /** Drift detection for every task (default off): `{ every: "30m", correct: false }`; tasks may override it. */

@@ -64,6 +64,19 @@ export interface TaskOptions<C extends Condition = Condition, I extends TaskInpu
   secrets?: Record<string, SecretSource>;
   /** Overrides the global drift check; `false` turns it off for this task. */
   driftCheck?: DriftCheckOption | false;
+  /** The task's workspace settings under the Terraform Cloud driver (CTS's `terraform_cloud_workspace`); ignored by the local driver. */
+  terraformCloudWorkspace?: TerraformCloudWorkspaceOption;
+}
+
+/** Settings of a task's Terraform Cloud workspace, applied when it is created or found. */
+export interface TerraformCloudWorkspaceOption {
+  /** "remote" (default) or "agent". */
+  executionMode?: "remote" | "agent";
+  /** The agent pool, by id or by name, for `executionMode: "agent"` (the id wins when both are set). */
+  agentPoolId?: string;
+  agentPoolName?: string;
+  /** The exact Terraform version the workspace runs (e.g. "1.5.7"; default: the organization's newest). */
+  terraformVersion?: string;
 }
 
 /**
