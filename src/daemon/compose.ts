@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import type { Clock } from "../clock.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import { createReloadingConsulApi } from "../consul/reloading-api.ts";
 import { watchTokenFile } from "../consul/token-file.ts";
@@ -53,6 +54,8 @@ export interface ControllerDeps {
   eventsKept?: number;
   /** Where runs, phases, changes and buffer waits are measured (default: nowhere). */
   metrics?: Metrics;
+  /** The buffer periods' clock (default: the real one; unit tests pass a fake). */
+  clock?: Clock;
 }
 
 /**
@@ -83,6 +86,7 @@ export function createController(deps: ControllerDeps): Controller {
       ...(deps.bufferOff ? { bufferOff: true } : {}),
       globalDrift: loaded.config.driftCheck,
       skipped,
+      ...(deps.clock ? { clock: deps.clock } : {}),
     },
     log,
     metrics,
