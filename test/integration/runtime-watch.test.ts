@@ -109,7 +109,7 @@ describe("buffering and the work queue", () => {
     await consul.register(web("web-1"));
     const file = await writeConfig(tmp.dir, {
       consulAddress: consul.address,
-      extra: `bufferPeriod: { min: "1500ms", max: "6s" },`,
+      extra: `bufferPeriod: { min: "3s", max: "12s" },`,
       tasks: [`new MemberList("buffered", ${JSON.stringify(members)}, "web", null)`],
     });
     const rt = await startRuntime(file);
@@ -117,10 +117,14 @@ describe("buffering and the work queue", () => {
       await waitFor(async () => (await read(members)).includes("web-1"), 30_000, "the first apply");
       await rt.controller.idle();
       const before = applies(rt, "buffered");
+      // Five changes, each seen by the task before the next is made: five triggers, not one
+      // answer that happens to hold them all.
       for (let i = 2; i <= 6; i++) {
+        const changes = rt.controller.changeCount("buffered");
         await consul.register(web(`web-${i}`));
-        await new Promise((r) => setTimeout(r, 150));
+        await waitFor(() => rt.controller.changeCount("buffered") > changes, 20_000, `web-${i} to reach the task`);
       }
+      assert.equal(applies(rt, "buffered") - before, 0, "nothing applied while the changes kept coming");
       await waitFor(async () => ids(await read(members)).length === 6, 20_000, "all six instances");
       // Nothing queued, running or waiting in a buffer: no further run can come without new data.
       await rt.controller.whenIdle();
