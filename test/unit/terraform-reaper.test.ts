@@ -34,7 +34,7 @@ const finished = group("sleep", ["302"], 5);
 for (const c of [polite, stubborn, finished]) reaper.add(c.pid);
 reaper.remove(finished.pid);
 console.log(JSON.stringify({ polite: polite.pid, stubborn: stubborn.pid, finished: finished.pid }));
-setInterval(() => {}, 1000);
+process.stdin.resume(); // alive until killed: the test never ends this pipe
 `;
 
 /** Resolves when every holder of the pipe's other end is gone (the pipe reads EOF). */
@@ -46,7 +46,7 @@ function gone(pipe: Readable): Promise<void> {
 describe("process reaper", () => {
   // Real processes: the timeout only ends a run whose reaper never kills (the pipes never close).
   it("kills every registered process group once its daemon dies by SIGKILL, and leaves forgotten ones", { timeout: 60_000 }, async () => {
-    const daemon = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", DAEMON], { stdio: ["ignore", "pipe", "inherit", "pipe", "pipe", "pipe"] });
+    const daemon = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", DAEMON], { stdio: ["pipe", "pipe", "inherit", "pipe", "pipe", "pipe"] });
     const pipes = daemon.stdio as unknown as Readable[];
     const [politeGone, stubbornGone] = [gone(pipes[3]!), gone(pipes[4]!)];
     let finishedGone = false;
@@ -78,7 +78,7 @@ describe("process reaper", () => {
           /* gone */
         }
       }
-      for (const fd of [3, 4, 5]) pipes[fd]?.destroy();
+      for (const fd of [0, 3, 4, 5]) pipes[fd]?.destroy();
     }
   });
 });
