@@ -54,7 +54,7 @@ export interface ControllerDeps {
   eventsKept?: number;
   /** Where runs, phases, changes and buffer waits are measured (default: nowhere). */
   metrics?: Metrics;
-  /** The buffer periods' clock (default: the real one; unit tests pass a fake). */
+  /** The clock of buffer periods and retry waits (default: the real one; unit tests pass a fake). */
   clock?: Clock;
 }
 
@@ -79,7 +79,7 @@ export function createController(deps: ControllerDeps): Controller {
     runner,
     events: new EventStore(deps.eventsKept),
     activity: new Activity(),
-    runs: { policy, concurrency: loaded.config.concurrency ?? 4 },
+    runs: { policy, concurrency: loaded.config.concurrency ?? 4, ...(deps.clock ? { clock: deps.clock } : {}) },
     triggers: {
       ...(deps.watcher ? { watcher: deps.watcher } : {}),
       globalBuffer: loaded.config.bufferPeriod,

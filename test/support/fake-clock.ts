@@ -17,11 +17,25 @@ export interface FakeClock extends Clock {
   runUntil(done: () => boolean, what?: string, maxTimers?: number): Promise<void>;
 }
 
-/** A fake clock starting at 0 (see FakeClock). */
-export function fakeClock(): FakeClock {
+/**
+ * A fake clock starting at 0 (see FakeClock). With `autoAdvance`, time jumps to the next timer by
+ * itself whenever the code under test has nothing else to do (after a turn of the event loop), so a
+ * test can simply await the outcome: retries and backoffs take no real time, and every delay
+ * is exact. Only for code whose timers end (a periodic timer would spin).
+ */
+export function fakeClock(opts: { autoAdvance?: boolean } = {}): FakeClock {
   let now = 0;
   let nextId = 1;
   const timers = new Map<number, { at: number; fn: () => void }>();
+  let stepping = false;
+  const step = () => {
+    if (stepping || !opts.autoAdvance) return;
+    stepping = true;
+    void settled().then(() => {
+      stepping = false;
+      if (clock.fireNext()) step();
+    });
+  };
   const earliest = () => {
     let first: [number, { at: number; fn: () => void }] | undefined;
     // Map order is the order timers were set: equal due times fire in that order.
@@ -38,6 +52,7 @@ export function fakeClock(): FakeClock {
     setTimeout(fn, ms) {
       const id = nextId++;
       timers.set(id, { at: now + Math.max(0, ms), fn });
+      step();
       return id;
     },
     clearTimeout: (id) => void timers.delete(id as number),
