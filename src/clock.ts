@@ -1,8 +1,9 @@
 import { performance } from "node:perf_hooks";
 
 /**
- * Time, behind an interface: the parts that wait (buffer periods, the watch loop's pauses, the
- * leader session's renewals) take a clock, so their tests run on a fake one instead of sleeping.
+ * Time, behind an interface: the parts that wait (buffer periods, the watch loop, run retries, the
+ * leader session and state writer, the synthesis worker's idle period) take a clock, so their tests
+ * run on a fake one (test/support/fake-clock.ts) instead of sleeping.
  */
 export interface Clock {
   /** Milliseconds on a clock that never goes backwards; only differences mean anything. */
