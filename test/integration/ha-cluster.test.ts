@@ -76,7 +76,7 @@ describe("high availability with three cts processes (real Consul, real OpenTofu
     const first = (await firstToPrint([...procs.values()], /ha: acquired leadership lock: id=/, 90_000)).p;
     leaderId = first.name;
     console.log(`# first leader ${leaderId} elected ${Date.now() - started} ms after the processes were started`);
-    await first.waitForLine(/ctrl: executing all tasks once through/, 10_000);
+    await first.waitForLine(/ctrl: executing all tasks once through/, 60_000);
     await waitFor(async () => (await read(applies)) === "web-1\n", 60_000, "the leader's first apply");
     // Instead of giving the followers time to misbehave: each has followed the leader's state past
     // its first apply (its mirror answers with the leader's run), so it has been up, in the
@@ -178,7 +178,7 @@ describe("high availability with three cts processes (real Consul, real OpenTofu
     // only make this later).
     assert.ok(failoverMs >= TTL_MS, `failover after ${failoverMs} ms: faster than Consul's TTL means the lock was given away early`);
     leaderId = next.p.name;
-    await next.p.waitForLine(/ctrl: executing all tasks once through/, 10_000, marks.get(next.p.name));
+    await next.p.waitForLine(/ctrl: executing all tasks once through/, 60_000, marks.get(next.p.name));
     await waitFor(async () => (await read(applies)) === "web-1\nweb-1,web-2\n", 60_000, "the new leader to apply web-2");
     await waitFor(async () => (await read(echo)) === "hello web-1,web-2\n", 30_000, "the task created through the API to run on the new leader");
     // The watch's first data must not apply again. Instead of waiting for it to settle, a later
@@ -238,7 +238,7 @@ describe("high availability with three cts processes (real Consul, real OpenTofu
     const d = startCtsProcess(file, { name: "cts-d" });
     procs.set("cts-d", d);
     await d.waitForLine(/\[ERROR\] ha\.compat: compatibility check failure: stat \.\/modules\/echo: no such file or directory/, 60_000);
-    await d.waitForLine(/ha\.compat: compatibility check failure: task 'idle' \(class MemberList\) is in the config of leader/, 10_000);
+    await d.waitForLine(/ha\.compat: compatibility check failure: task 'idle' \(class MemberList\) is in the config of leader/, 60_000);
     const member = await waitFor(
       async () => (await api(leaderId, "GET", "/v1/status/cluster")).body.members.find((m: any) => m.id === "cts-d" && m.compatible === false),
       10_000,
@@ -269,7 +269,7 @@ describe("high availability with three cts processes (real Consul, real OpenTofu
     const reset = startCtsProcess(await config("cts-e", { port: Number(new URL(urls.get("cts-a")!).port) }), { name: "cts-e", args: ["--reset-storage"] });
     procs.set("cts-e", reset);
     await reset.waitForLine(/ha: --reset-storage: cleared the stored task state under consul-terraform-sync\/ha-test\/state\//, 60_000);
-    await reset.waitForLine(/ctrl: executing all tasks once through/, 10_000);
+    await reset.waitForLine(/ctrl: executing all tasks once through/, 60_000);
     const status = (await api("cts-e", "GET", "/v1/status/tasks")).body;
     assert.deepEqual(Object.keys(status).sort(), ["idle", "members"], "the task created through the API is gone");
     assert.equal(status.idle.enabled, true, "back to the config's enabled flag");

@@ -67,8 +67,8 @@ describe("fencing: a leader cut off from Consul, and the Terraform state lock", 
     // Order, not durations: the old leader fenced itself before the new one took the lock; when
     // each happened (and the safety margin between them) is printed above.
     assert.ok(took.at > lost.at, "the new leader took over only after the old one had stopped");
-    await cutOff.waitForLine(/task 'slow':.*cancelled/, 15_000, marks.p);
-    await waitFor(async () => !(await ps()).includes("sleep 23"), 15_000, "cts-p's provisioner to be stopped");
+    await cutOff.waitForLine(/task 'slow':.*cancelled/, 60_000, marks.p);
+    await waitFor(async () => !(await ps()).includes("sleep 23"), 60_000, "cts-p's provisioner to be stopped");
 
     // The cut-off apply's Terraform still holds the state lock until its own Consul session
     // expires; the new leader retries until it can apply.
@@ -99,7 +99,7 @@ describe("fencing: a leader cut off from Consul, and the Terraform state lock", 
     assert.notEqual(second.code, 0, second.out);
     assert.match(second.out, /failed to lock state in Consul: Lock Info:[\s\S]*Operation: OperationTypeApply/);
     await waitFor(async () => (await read(applies)).includes("web-1,web-2"), 30_000, "the leader's apply to finish");
-    await healthy.waitForLine(/task 'slow': applied/, 10_000, mark);
+    await healthy.waitForLine(/task 'slow': applied/, 60_000, mark);
     assert.deepEqual((await read(applies)).trim().split("\n"), ["web-1", "web-1,web-2"], "the leader's apply went through untouched");
   });
 });

@@ -210,12 +210,12 @@ describe("shared mode: three cts processes share 24 tasks (real Consul, real Ope
     const res = await api(via, "POST", "/v1/tasks", task);
     assert.equal(res.status, 201, res.text);
     await waitFor(async () => (await read(echo)) === "hello web-1\n", 90_000, `${owner} to run the task created on ${via}`);
-    await waitFor(async () => (await ownersSeenBy(via)).owners.get("api-echo") === owner, 10_000, "the owner lock");
-    for (const id of members) await waitFor(async () => (await api(id, "GET", "/v1/tasks/api-echo")).status === 200, 10_000, `${id} to list api-echo`);
+    await waitFor(async () => (await ownersSeenBy(via)).owners.get("api-echo") === owner, 60_000, "the owner lock");
+    for (const id of members) await waitFor(async () => (await api(id, "GET", "/v1/tasks/api-echo")).status === 200, 60_000, `${id} to list api-echo`);
     assert.match(procs.get(owner)!.logs(), /\[api-echo\]/, "the owner ran it");
     for (const id of members.filter((m) => m !== owner)) assert.doesNotMatch(procs.get(id)!.logs(), /\[api-echo\]/, `${id} did not run it`);
     const del = await api(owner, "DELETE", "/v1/tasks/api-echo");
     assert.equal(del.status, 202, del.text);
-    for (const id of members) await waitFor(async () => (await api(id, "GET", "/v1/tasks/api-echo")).status === 404, 10_000, `${id} to forget api-echo`);
+    for (const id of members) await waitFor(async () => (await api(id, "GET", "/v1/tasks/api-echo")).status === 404, 60_000, `${id} to forget api-echo`);
   });
 });

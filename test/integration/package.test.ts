@@ -136,7 +136,7 @@ describe("the published package, installed into a new project", { timeout: 900_0
     const r = await run("npx", ["--no-install", "cts", "once"], project, runtimeEnv);
     assert.equal(r.code, 0, show(r));
     const file = join(project, "sync-tasks", "web-members", "web-members.txt");
-    assert.equal(await waitFor(() => readFile(file, "utf8"), 10_000, "the applied file"), "10.1.1.1:8080 # web-1\n");
+    assert.equal(await waitFor(() => readFile(file, "utf8"), 60_000, "the applied file"), "10.1.1.1:8080 # web-1\n");
   });
 
   it("watches with its synthesis worker running from dist/, and applies a new instance", async () => {

@@ -198,9 +198,9 @@ describe("schedule tasks", () => {
       try {
         await waitFor(async () => (await read(out)) === "web-1", 30_000, "the first run");
         await consul.register(web("web-2"));
-        await waitFor(async () => (await read(out)) === "web-1,web-2", 15_000, "the next scheduled run");
+        await waitFor(async () => (await read(out)) === "web-1,web-2", 60_000, "the next scheduled run");
         // The file is written during the apply; the run is logged right after it.
-        await waitFor(() => rt.lines.filter((l) => /task 'nightly': (applied|no-op)/.test(l)).length >= 2, 10_000, "two logged runs");
+        await waitFor(() => rt.lines.filter((l) => /task 'nightly': (applied|no-op)/.test(l)).length >= 2, 60_000, "two logged runs");
       } finally {
         await rt.close();
       }

@@ -39,7 +39,7 @@ describe("smoke: the consul npm client against a real agent", () => {
       const ctx = Object.assign(new EventEmitter(), { includeResponse: true });
       // Five minutes: an answer within this test's time can only be the change's.
       const blocking = viaProxy.health.service({ service: "web", index, wait: "5m", ctx } as never) as unknown as Promise<[{ headers: Record<string, string> }, unknown[]]>;
-      await waitFor(() => proxy.inFlight("/v1/health/service/web") === 1, 10_000, "the blocking query to reach the agent");
+      await waitFor(() => proxy.inFlight("/v1/health/service/web") === 1, 60_000, "the blocking query to reach the agent");
       await agent.register({ ID: "web-2", Name: "web", Port: 2 });
       const [res, body] = await blocking;
       // Had the query returned before the change (not blocking), it would hold one instance.
