@@ -1,7 +1,8 @@
 import { CtsError, messageOf } from "../errors.ts";
 import type { CallDescription } from "../consul/api-error.ts";
-import { withBody, type TxnOperation } from "../consul/package.ts";
-import { replyOf, statusOf, type CallOptions, type ConsulTransport } from "../consul/transport.ts";
+import type { ConsulClient } from "../consul/client.ts";
+import type { TxnOperation } from "../consul/package.ts";
+import { replyOf, statusOf, type CallOptions } from "../consul/transport.ts";
 import { consulDuration } from "./settings.ts";
 
 /** One KV entry, value decoded to UTF-8. */
@@ -63,12 +64,16 @@ function toItem(e: { Key: string; Value: string | null; Session?: string; Modify
   return { key: e.Key, value: e.Value ?? "", ...(e.Session ? { session: e.Session } : {}), modifyIndex: BigInt(e.ModifyIndex) };
 }
 
-/** KV, session and transaction calls of high availability, on the one Consul transport. */
+/**
+ * KV, session and transaction calls of high availability, through the `consul` package's public
+ * API on the process's one Consul client (its sockets, token and TLS). The client is the daemon's:
+ * HA does not close it.
+ */
 export class HaKv {
   private readonly scope: { namespace?: string };
 
   constructor(
-    readonly transport: ConsulTransport,
+    readonly transport: Pick<ConsulClient, "call">,
     namespace?: string,
   ) {
     this.scope = namespace ? { namespace } : {};
@@ -153,9 +158,9 @@ export class HaKv {
 
   /**
    * Creates a session tied to no health check: only its TTL (or an explicit destroy) ends it,
-   * which is what makes the fencing arithmetic in the README hold. The package's session.create
-   * drops NodeChecks/ServiceChecks (Consul would then tie the session to serfHealth), so this one
-   * call goes through the package's own request machinery (papi's PUT) with Consul's body.
+   * which is what makes the fencing arithmetic in the README hold. `checks: []` makes the package
+   * send `Checks: []`, which Consul reads as "no node checks" (without it the session would be
+   * tied to serfHealth).
    */
   async createSession(name: string, ttlMs: number, lockDelayMs: number): Promise<string> {
     const o = this.opts({});
@@ -163,18 +168,10 @@ export class HaKv {
       this.desc(`creating a session (TTL ${consulDuration(ttlMs)})`),
       this.scope,
       o,
-      (c, common) =>
-        c._put({
-          name: "session.create",
-          path: "/session/create",
-          type: "json",
-          body: { Name: name, TTL: consulDuration(ttlMs), LockDelay: consulDuration(lockDelayMs), Behavior: "release", NodeChecks: [], ServiceChecks: [] },
-          ctx: common.ctx,
-          timeout: common.timeout,
-        }, withBody),
+      (c, common) => c.session.create({ name, ttl: consulDuration(ttlMs), lockdelay: consulDuration(lockDelayMs), behavior: "release", checks: [], ...common }),
       haError(o.timeoutMs!),
     );
-    return (r.data as { ID: string }).ID;
+    return r.data!.ID;
   }
 
   /** Renews a session: "ok", or "gone" when Consul no longer knows it (it was invalidated). */
@@ -208,10 +205,5 @@ export class HaKv {
     const o = this.opts(opts);
     const r = await this.transport.call(this.desc(`watching the health of '${service}'`), {}, o, (c, common) => c.health.service({ service, tag, ...common }), haError(o.timeoutMs!));
     return { data: (r.data ?? []) as Awaited<ReturnType<HaKv["healthService"]>>, index: r.index };
-  }
-
-  /** Closes the transport's sockets. */
-  close(): void {
-    this.transport.close();
   }
 }
