@@ -73,7 +73,7 @@ export class HaKv {
   private readonly scope: { namespace?: string };
 
   constructor(
-    readonly transport: Pick<ConsulClient, "call">,
+    readonly consul: Pick<ConsulClient, "call">,
     namespace?: string,
   ) {
     this.scope = namespace ? { namespace } : {};
@@ -91,7 +91,7 @@ export class HaKv {
   /** Reads one key; blocks while its index is `index`. A missing key is `undefined`. */
   async get(key: string, opts: { index?: bigint; signal?: AbortSignal } = {}): Promise<KvRead<KvItem | undefined>> {
     const o = this.opts(opts);
-    const r = await this.transport.call(this.desc(`reading '${key}'`), this.scope, o, (c, common) => c.kv.get({ key, ...common }), haError(o.timeoutMs!));
+    const r = await this.consul.call(this.desc(`reading '${key}'`), this.scope, o, (c, common) => c.kv.get({ key, ...common }), haError(o.timeoutMs!));
     const e = Array.isArray(r.data) ? r.data[0] : r.data;
     return { data: e ? toItem(e) : undefined, index: r.index };
   }
@@ -99,7 +99,7 @@ export class HaKv {
   /** Reads every key under a prefix; blocks while the prefix's index is `index`. */
   async list(prefix: string, opts: { index?: bigint; signal?: AbortSignal } = {}): Promise<KvRead<KvItem[]>> {
     const o = this.opts(opts);
-    const r = await this.transport.call(this.desc(`reading '${prefix}'`), this.scope, o, (c, common) => c.kv.get({ key: prefix, recurse: true, ...common }), haError(o.timeoutMs!));
+    const r = await this.consul.call(this.desc(`reading '${prefix}'`), this.scope, o, (c, common) => c.kv.get({ key: prefix, recurse: true, ...common }), haError(o.timeoutMs!));
     const list = r.data === undefined || r.data === null ? [] : Array.isArray(r.data) ? r.data : [r.data];
     return { data: list.map(toItem), index: r.index };
   }
@@ -107,26 +107,26 @@ export class HaKv {
   /** Writes a key (no session). */
   async put(key: string, value: string): Promise<void> {
     const o = this.opts({});
-    await this.transport.call(this.desc(`writing '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value, ...common }), haError(o.timeoutMs!));
+    await this.consul.call(this.desc(`writing '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value, ...common }), haError(o.timeoutMs!));
   }
 
   /** Deletes a key, or a whole prefix with `recurse`. */
   async delete(key: string, recurse = false, timeoutMs?: number): Promise<void> {
     const o = this.opts({ ...(timeoutMs ? { timeoutMs } : {}) });
-    await this.transport.call(this.desc(`deleting '${key}'`), this.scope, o, (c, common) => c.kv.del({ key, ...(recurse ? { recurse } : {}), ...common }), haError(o.timeoutMs!));
+    await this.consul.call(this.desc(`deleting '${key}'`), this.scope, o, (c, common) => c.kv.del({ key, ...(recurse ? { recurse } : {}), ...common }), haError(o.timeoutMs!));
   }
 
   /** Tries to take the lock `key` with `session`; true when this session holds it now. */
   async acquire(key: string, session: string, value: string, timeoutMs?: number): Promise<boolean> {
     const o = this.opts({ ...(timeoutMs ? { timeoutMs } : {}) });
-    const r = await this.transport.call(this.desc(`acquiring the lock '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value, acquire: session, ...common }), haError(o.timeoutMs!));
+    const r = await this.consul.call(this.desc(`acquiring the lock '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value, acquire: session, ...common }), haError(o.timeoutMs!));
     return r.data === true;
   }
 
   /** Releases the lock `key` held by `session` (no lock delay applies to a release). */
   async release(key: string, session: string, timeoutMs?: number): Promise<boolean> {
     const o = this.opts({ ...(timeoutMs ? { timeoutMs } : {}) });
-    const r = await this.transport.call(this.desc(`releasing the lock '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value: "", release: session, ...common }), haError(o.timeoutMs!));
+    const r = await this.consul.call(this.desc(`releasing the lock '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value: "", release: session, ...common }), haError(o.timeoutMs!));
     return r.data === true;
   }
 
@@ -148,7 +148,7 @@ export class HaKv {
     });
     const o = this.opts({});
     try {
-      await this.transport.call(this.desc("a KV transaction"), this.scope, o, (c, common) => c.transaction.create(body, common), haError(o.timeoutMs!));
+      await this.consul.call(this.desc("a KV transaction"), this.scope, o, (c, common) => c.transaction.create(body, common), haError(o.timeoutMs!));
       return true;
     } catch (err) {
       if (err instanceof CtsError && err.detail.status === 409) return false;
@@ -164,7 +164,7 @@ export class HaKv {
    */
   async createSession(name: string, ttlMs: number, lockDelayMs: number): Promise<string> {
     const o = this.opts({});
-    const r = await this.transport.call(
+    const r = await this.consul.call(
       this.desc(`creating a session (TTL ${consulDuration(ttlMs)})`),
       this.scope,
       o,
@@ -178,7 +178,7 @@ export class HaKv {
   async renewSession(id: string, timeoutMs: number): Promise<"ok" | "gone"> {
     const o = this.opts({ timeoutMs });
     try {
-      const r = await this.transport.call(this.desc("renewing the session"), this.scope, o, (c, common) => c.session.renew({ id, ...common }), haError(timeoutMs));
+      const r = await this.consul.call(this.desc("renewing the session"), this.scope, o, (c, common) => c.session.renew({ id, ...common }), haError(timeoutMs));
       return Array.isArray(r.data) && r.data.length > 0 ? "ok" : "gone";
     } catch (err) {
       if (err instanceof CtsError && err.detail.status === 404) return "gone";
@@ -189,21 +189,21 @@ export class HaKv {
   /** Destroys a session (its locks are released; lock delay applies to them). */
   async destroySession(id: string, timeoutMs = 5_000): Promise<void> {
     const o = this.opts({ timeoutMs });
-    await this.transport.call(this.desc("destroying the session"), this.scope, o, (c, common) => c.session.destroy({ id, ...common }), haError(timeoutMs));
+    await this.consul.call(this.desc("destroying the session"), this.scope, o, (c, common) => c.session.destroy({ id, ...common }), haError(timeoutMs));
   }
 
   /** Instances of a service with a tag, with their checks (non-blocking). */
   async healthService(service: string, tag: string): Promise<Array<{ Service: { ID: string; Address: string; Port: number; Tags: string[] | null }; Node: { Address: string }; Checks: Array<{ Status: string; Output?: string }> }>> {
     const o = this.opts({});
     // Self-registrations live in the agent's namespace, not the HA storage namespace.
-    const r = await this.transport.call(this.desc(`reading the health of '${service}'`), {}, o, (c, common) => c.health.service({ service, tag, ...common }), haError(o.timeoutMs!));
+    const r = await this.consul.call(this.desc(`reading the health of '${service}'`), {}, o, (c, common) => c.health.service({ service, tag, ...common }), haError(o.timeoutMs!));
     return (r.data ?? []) as Awaited<ReturnType<HaKv["healthService"]>>;
   }
 
   /** Like healthService, as a blocking read: waits while the index is `index`. */
   async healthServiceAt(service: string, tag: string, opts: { index?: bigint; signal?: AbortSignal } = {}): Promise<KvRead<Awaited<ReturnType<HaKv["healthService"]>>>> {
     const o = this.opts(opts);
-    const r = await this.transport.call(this.desc(`watching the health of '${service}'`), {}, o, (c, common) => c.health.service({ service, tag, ...common }), haError(o.timeoutMs!));
+    const r = await this.consul.call(this.desc(`watching the health of '${service}'`), {}, o, (c, common) => c.health.service({ service, tag, ...common }), haError(o.timeoutMs!));
     return { data: (r.data ?? []) as Awaited<ReturnType<HaKv["healthService"]>>, index: r.index };
   }
 }
