@@ -40,6 +40,7 @@ export function terraformDriverFor(loaded: LoadedConfig, o: DriverSetup): LocalT
     // One redaction at the source: no Terraform or provider text leaves the driver unscrubbed.
     redact: (text) => knownSecrets.redact(text),
     notice: (line) => o.log.warn(line),
+    taskNotice: (task, line) => o.log.info(`task '${task}': ${line}`, { task }),
     onStateLockWait: (w) => o.log.warn(stateLockWaitLine(w, o.lockRetryMs), { task: w.task, ...(w.lock?.ID ? { lock_id: w.lock.ID } : {}) }),
     debugLog: (task, line) => o.log.debug(`[${task}] ${line}`, { task }),
     warmProviders: warmProviderOptions(tf.warmProviders),

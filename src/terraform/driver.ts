@@ -16,6 +16,7 @@ import type { LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, Terraf
 import type { WarmProcessInfo } from "./warm-pool.ts";
 import { createWarmPool, DEFAULT_WARM_LIMITS } from "./warm-pool.ts";
 import { launchedProviders, PooledProviders, type ProviderSource } from "./warm-providers.ts";
+import { identityText } from "./version.ts";
 import { WorkingRoot } from "./working-root.ts";
 
 /** The parts a local driver is made of, one job each. */
@@ -165,6 +166,9 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
       waitForLocks,
       phase: (task, phase, step) => runner.phase(task, phase, step),
       log,
+      notice: options.taskNotice ?? log,
+      // A binary that does not answer is reported by the command that needs it, not here.
+      binary: () => runner.identity().then(identityText, () => undefined),
     }),
     changes: new ChangeCommands(settings.lockTimeoutMs),
     providers: providerSource(options, settings, runner, notice),

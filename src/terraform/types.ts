@@ -64,6 +64,11 @@ export interface TerraformDriverOptions {
   commandTimeouts?: CommandTimeouts;
   /** Receives the driver's own notices (start-up clean-up, a reaper that failed); default: `log` with task "driver". */
   notice?: (line: string) => void;
+  /**
+   * Receives the one line a task's working dir change is worth to an operator (CTS's files taken
+   * over, a re-init because the binary changed); default: `log`.
+   */
+  taskNotice?: (task: string, line: string) => void;
   /** Receives every human-readable line Terraform prints, per task (the caller adds the prefix). */
   log?: (task: string, line: string) => void;
   /**

@@ -112,11 +112,36 @@ function readManifest(dir: string): string[] {
   }
 }
 
-/** The init hash of the last successful init, or undefined when none is recorded. */
-export async function readInitMarker(dir: string): Promise<string | undefined> {
+/**
+ * What the last successful init recorded in a task folder: the hash of its init inputs and the
+ * binary that ran it (`tofu 1.12.6`; missing in records written before cts recorded it).
+ */
+export interface InitRecord {
+  hash: string;
+  binary?: string;
+}
+
+/** The init record's text: the hash on the first line, `binary <kind> <version>` on the second. */
+export function initRecordText(r: InitRecord): string {
+  return r.binary ? `${r.hash}\nbinary ${r.binary}\n` : `${r.hash}\n`;
+}
+
+/** The init record of a task folder, or undefined when none is there. */
+export async function readInitRecord(dir: string): Promise<InitRecord | undefined> {
+  return readInitRecordSync(dir);
+}
+
+/** readInitRecord, synchronously. */
+export function readInitRecordSync(dir: string): InitRecord | undefined {
+  let text: string;
   try {
-    return readFileSync(join(dir, INIT_MARKER), "utf8").trim() || undefined;
+    text = readFileSync(join(dir, INIT_MARKER), "utf8");
   } catch {
     return undefined;
   }
+  const [first, ...rest] = text.split("\n");
+  const hash = first?.trim();
+  if (!hash) return undefined;
+  const binary = rest.map((l) => /^binary (\S+ \S+)\s*$/.exec(l)?.[1]).find(Boolean);
+  return binary ? { hash, binary } : { hash };
 }
