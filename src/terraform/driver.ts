@@ -108,6 +108,7 @@ export class LocalDriver implements LocalTerraformDriver {
     const op = runner.operation(ws, dir, opts);
     try {
       op.throwIfAborted(op.commandName(changeCommandWords(kind)));
+      await folders.takeOver(dir, ws.task);
       await folders.writeFiles(dir, ws);
       const initialized = await initializer.ensure(op, ws);
       try {
@@ -155,7 +156,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   });
   const waitForLocks = stateLockWaiter({ timeoutMs: settings.lockTimeoutMs, onWait: options.onStateLockWait, log });
   return new LocalDriver({
-    folders: new WorkingRoot(settings.root, settings.killGraceMs, notice),
+    folders: new WorkingRoot(settings.root, settings.killGraceMs, notice, options.taskNotice ?? log),
     runner,
     initializer: new Initializer({
       steps: createInitSteps(settings.lockTimeoutMs),

@@ -1,5 +1,6 @@
 import { CtsError, messageOf } from "../errors.ts";
 import { childPath, validateTaskName } from "./names.ts";
+import { takeOverCtsFiles, takeOverLine } from "./cts-takeover.ts";
 import { recoverWorkingDir } from "./recovery.ts";
 import type { TaskWorkspace } from "./types.ts";
 import { ensureTaskDir, writeTaskFiles } from "./working-dir.ts";
@@ -10,12 +11,28 @@ import { ensureTaskDir, writeTaskFiles } from "./working-dir.ts";
  */
 export class WorkingRoot {
   private recovered: Promise<void> | undefined;
+  /** Folders already checked for CTS's files (once per folder per driver). */
+  private readonly checked = new Set<string>();
 
   constructor(
     readonly root: string,
     private readonly killGraceMs: number,
     private readonly notice: (line: string) => void,
+    private readonly taskNotice: (task: string, line: string) => void = (task, line) => notice(`task '${task}': ${line}`),
   ) {}
+
+  /**
+   * On the first operation of a task in this driver: when its folder holds the root module
+   * Consul-Terraform-Sync generated, moves CTS's files aside (cts-takeover.ts), logged once.
+   */
+  takeOver(dir: string, task: string): Promise<void> {
+    if (this.checked.has(dir)) return Promise.resolve();
+    return this.filesStep(task, async () => {
+      const done = takeOverCtsFiles(dir, task);
+      this.checked.add(dir);
+      if (done) this.taskNotice(task, takeOverLine(done));
+    });
+  }
 
   /** The task's folder, created when missing (start-up clean-up done first, once per driver). */
   async prepare(task: string): Promise<string> {
