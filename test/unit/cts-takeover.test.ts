@@ -63,7 +63,8 @@ describe("recognising CTS's generated files", () => {
   });
 
   it("touches nothing when main.tf is the user's, another task's, or a symlink; numbers a second backup", () => {
-    for (const files of [{ "main.tf": 'module "web" {}\n', "variables.tf": header("web") }, { "main.tf": header("api") }]) {
+    const cases: Array<Record<string, string>> = [{ "main.tf": 'module "web" {}\n', "variables.tf": header("web") }, { "main.tf": header("api") }];
+    for (const files of cases) {
       const dir = folder(files);
       try {
         assert.equal(takeOverCtsFiles(dir, "web"), undefined);
