@@ -39,7 +39,8 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
     if (nameProblem) fail("name", `task name ${nameProblem}`);
     if (seen.has(name)) fail("name", `task '${name}' is configured twice (also at ${seen.get(name)}). Task names must be unique.`);
     seen.set(name, `${t.file}:${t.lines.name ?? t.line}`);
-    if (a.working_dir !== undefined) fail("working_dir", `a per-task working_dir is not supported: task '${name}' works in <working_dir>/${name}. Set the global working_dir instead.`);
+    if (a.working_dir !== undefined && (typeof a.working_dir !== "string" || a.working_dir.trim() === ""))
+      fail("working_dir", `task '${name}': working_dir must be a folder path. Leave it out to work in <working_dir>/${name}.`);
     const module = a.module ?? a.source;
     if (typeof module !== "string" || module === "") fail("module", `task '${name}' needs module = "<path or registry address>".`);
     const conditions = t.blocks.condition ?? [];
@@ -74,6 +75,8 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
       ...(useAsModuleInput === false ? { useAsModuleInput: false } : {}),
       variables: await readVariableFiles(variableFiles, t),
       providers: taskProviders,
+      // Relative to where cts starts, as CTS takes it from its working directory.
+      ...(typeof a.working_dir === "string" ? { workingDir: resolve(ctx.cwd, a.working_dir) } : {}),
       ...(condition.kind === "schedule" ? {} : bp ? { bufferPeriod: bufferPeriod(bp) } : {}),
     });
     // The checks every task gets (cron, regexp, buffer period…), reported at the task's place in the file.

@@ -7,6 +7,7 @@ import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { createTerraformDriver } from "../terraform/driver.ts";
+import { ownWorkingDirs } from "../synth/paths.ts";
 import { formatDuration } from "../terraform/failures.ts";
 import { stateLockWaitText, type StateLockWait } from "../terraform/lock-wait.ts";
 import type { LocalTerraformDriver, WarmProviderOptions } from "../terraform/types.ts";
@@ -30,6 +31,7 @@ export function terraformDriverFor(loaded: LoadedConfig, o: DriverSetup): LocalT
   return createTerraformDriver({
     binary: tf.binary ?? defaultTerraformBinary(),
     workingDir: root,
+    taskDirs: ownWorkingDirs(loaded.dir, loaded.config.tasks),
     ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
     pluginCacheDir: tf.pluginCacheDir ?? join(root, ".plugin-cache"),
     env: o.env,

@@ -10,7 +10,7 @@ import { consulConnectionFor } from "../config/consul-connection.ts";
 import { createConsulApi } from "../consul/client.ts";
 import { createCatalogReader } from "../consul/reader.ts";
 import { DEFAULT_BACKEND } from "../synth/backend.ts";
-import { taskDir, workingRoot } from "../synth/paths.ts";
+import { taskWorkingDir, workingRoot } from "../synth/paths.ts";
 import { synthesizeTask } from "../synth/synthesize.ts";
 import { fieldOf, allSources } from "../task/sources.ts";
 import type { AnyTaskInput } from "../task/task.ts";
@@ -94,7 +94,7 @@ function taskDirs(loaded: LoadedConfig, root: string): Array<{ task: string; dir
   const dirs: Array<{ task: string; dir: string }> = [];
   for (const t of loaded.config.tasks) {
     try {
-      dirs.push({ task: t.name, dir: taskDir(root, t.name) });
+      dirs.push({ task: t.name, dir: taskWorkingDir(root, loaded.dir, t) });
     } catch {
       /* a bad name is the config check's to report */
     }

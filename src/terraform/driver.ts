@@ -156,7 +156,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   });
   const waitForLocks = stateLockWaiter({ timeoutMs: settings.lockTimeoutMs, onWait: options.onStateLockWait, log });
   return new LocalDriver({
-    folders: new WorkingRoot(settings.root, settings.killGraceMs, notice, options.taskNotice ?? log),
+    folders: new WorkingRoot(settings.root, settings.killGraceMs, notice, options.taskNotice ?? log, options.taskDirs),
     runner,
     initializer: new Initializer({
       steps: createInitSteps(settings.lockTimeoutMs),

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { chmodSync, closeSync, fchmodSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { CtsError } from "../errors.ts";
 import { childPath, nameProblem, validateFileName, validateTaskName } from "./names.ts";
 
@@ -51,14 +51,17 @@ export function writeFileSafelySync(path: string, content: string): void {
   }
 }
 
-/** Creates `<root>/<task>` (0750) after validating the name; refuses a symlinked task folder. */
-export async function ensureTaskDir(root: string, task: string): Promise<string> {
+/**
+ * Creates `<root>/<task>` (0750) after validating the name, or the task's own folder `own` (with
+ * its parents) when it has one; refuses a symlinked task folder.
+ */
+export async function ensureTaskDir(root: string, task: string, own?: string): Promise<string> {
   validateTaskName(task);
-  const dir = childPath(root, task, task);
+  const dir = own ?? childPath(root, task, task);
   // The usual case, every run after the first: the folder is there, a plain folder, mode 0750.
   const seen = lstatOrUndefined(dir);
   if (seen?.isDirectory() && (seen.mode & 0o7777) === DIR_MODE) return dir;
-  mkdirSync(root, { recursive: true, mode: DIR_MODE });
+  mkdirSync(own ? dirname(own) : root, { recursive: true, mode: DIR_MODE });
   try {
     mkdirSync(dir, { mode: DIR_MODE });
   } catch (err) {

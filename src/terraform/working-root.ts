@@ -19,6 +19,8 @@ export class WorkingRoot {
     private readonly killGraceMs: number,
     private readonly notice: (line: string) => void,
     private readonly taskNotice: (task: string, line: string) => void = (task, line) => notice(`task '${task}': ${line}`),
+    /** Tasks with a folder of their own elsewhere (name → absolute folder). */
+    private readonly own: Record<string, string> = {},
   ) {}
 
   /**
@@ -36,7 +38,7 @@ export class WorkingRoot {
 
   /** The task's folder, created when missing (start-up clean-up done first, once per driver). */
   async prepare(task: string): Promise<string> {
-    const dir = await this.filesStep(task, () => ensureTaskDir(this.root, task));
+    const dir = await this.filesStep(task, () => ensureTaskDir(this.root, task, this.ownDir(task)));
     await (this.recovered ??= recoverWorkingDir(this.root, this.killGraceMs, this.notice).catch((err: unknown) => this.notice(`start-up clean-up failed: ${messageOf(err)}`)));
     return dir;
   }
@@ -46,15 +48,19 @@ export class WorkingRoot {
     return this.filesStep(ws.task, () => writeTaskFiles(dir, ws.task, ws.json, ws.files));
   }
 
-  /** Absolute folder of a task (`<root>/<task>`); throws TASK_NAME_INVALID for bad names. */
+  /** Absolute folder of a task (its own, or `<root>/<task>`); throws TASK_NAME_INVALID for bad names. */
   taskDir(task: string): string {
     validateTaskName(task);
     return this.folderOf(task);
   }
 
-  /** `<root>/<task>` without judging the name (only refusing a path outside root): to find what works there. */
+  /** The task's folder without judging the name (only refusing a path outside root): to find what works there. */
   folderOf(task: string): string {
-    return childPath(this.root, task, task);
+    return this.ownDir(task) ?? childPath(this.root, task, task);
+  }
+
+  private ownDir(task: string): string | undefined {
+    return Object.hasOwn(this.own, task) ? this.own[task] : undefined;
   }
 
   /** Turns a file-system failure while preparing the task folder into an error that says where. */

@@ -1,5 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,13 +20,13 @@ const BACKUP = "consul-terraform-sync-backup";
  * exactly as CTS writes it, initialized and applied with CTS's own command sequence; then `cts
  * start` with the same HCL config, first `-inspect`, then `-once`.
  */
-async function switchFromCts(backend: "consul" | "local"): Promise<void> {
+async function switchFromCts(backend: "consul" | "local", taskWorkingDir?: string): Promise<void> {
   const consul: ConsulAgent = await startConsul();
   const tmp = await tempDir();
   try {
     await consul.register({ Name: "api", ID: "api-1", Address: "10.1.0.1", Port: 9000, Tags: ["v1"] });
     const out = join(tmp.dir, "svc.json");
-    const dir = join(tmp.dir, "work", "svc");
+    const dir = join(tmp.dir, taskWorkingDir ?? "work/svc");
     await writeCtsRootModule(dir, consul, {
       name: "svc",
       module: MODULE,
@@ -86,7 +87,7 @@ task {
   module         = "${MODULE}"
   providers      = ["local"]
   variable_files = ["svc.tfvars"]
-  condition "services" {
+${taskWorkingDir ? `  working_dir    = "${taskWorkingDir}"\n` : ""}  condition "services" {
     names = ["api"]
   }
 }
@@ -117,6 +118,7 @@ task {
     }
     assert.equal(await readFile(join(dir, "providers.tfvars"), "utf8"), "# my own notes, not CTS's\n", "a user's file under a CTS name is not touched");
     assert.equal((await stat(join(dir, "notes.txt"))).mtimeMs, notesBefore.mtimeMs);
+    if (taskWorkingDir) assert.equal(existsSync(join(tmp.dir, "work", "svc")), false, "the task works in its own folder only");
     if (backend === "local") {
       const after = JSON.parse(await readFile(stateFile, "utf8"));
       assert.equal(after.lineage, JSON.parse(localState!).lineage, "the local backend's state file stays where CTS kept it, and is the one used");
@@ -133,6 +135,10 @@ task {
 describe("taking over a CTS working directory", () => {
   it("moves CTS's generated files aside, keeps the user's, and the first plan on CTS's state (Consul backend) has no changes", async () => {
     await switchFromCts("consul");
+  });
+
+  it("finds CTS's files in the task's own working_dir, relative to where cts starts as in CTS", async () => {
+    await switchFromCts("consul", "legacy/svc");
   });
 
   it("does the same with CTS's local backend: the state file in the dir is kept and used", async () => {
