@@ -10,9 +10,12 @@ import { isObject } from "../is-object.ts";
 import { taskNameProblem, taskProblems } from "../task/validate.ts";
 import { redactSecret } from "../log.ts";
 import { parseHcl, type HclValue } from "./hcl.ts";
+import { workingDirProblems } from "./working-dirs.ts";
 
 interface TaskContext {
   cwd: string;
+  /** The working root (global working_dir, from cwd), against which task working_dirs are checked. */
+  root?: string;
   providerReqs: Record<string, { source?: string; version?: string }>;
   globalBuffer: BufferPeriodOption | false | undefined;
   warn: string[];
@@ -24,6 +27,7 @@ const one = (b: ReadBlock, name: string): ReadBlock | undefined => b.blocks[name
 export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<ModuleTask<Condition, TaskInputs>[]> {
   const providers = providerBlocks(root, ctx);
   const tasks: ModuleTask<Condition, TaskInputs>[] = [];
+  const blocks: ReadBlock[] = [];
   const seen = new Map<string, string>();
   for (const t of root.blocks.task ?? []) {
     const a = t.attrs;
@@ -83,6 +87,13 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
     const problems = taskProblems(task);
     if (problems.length) throw configError(t.file, t.line, `task '${name}': ${problems.map((p) => `${p.field} ${p.message}`).join(" ")}`);
     tasks.push(task);
+    blocks.push(t);
+  }
+  // Where the tasks work, reported at the working_dir of the task that cannot have it.
+  const [first] = ctx.root ? workingDirProblems(ctx.cwd, ctx.root, tasks) : [];
+  if (first) {
+    const b = blocks[Number(/^tasks\[(\d+)\]/.exec(first.field)?.[1] ?? 0)]!;
+    throw configError(b.file, b.lines.working_dir ?? b.line, `task '${String(b.attrs.name)}': working_dir ${first.message}`);
   }
   return tasks;
 }

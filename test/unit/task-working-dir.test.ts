@@ -56,7 +56,7 @@ describe("a task's own working dir (CTS's task working_dir)", () => {
       const loaded = await loadConfig(join(dir, "cts.hcl"), dir);
       assert.deepEqual(loaded.config.tasks.map((t) => t.workingDir), [join(dir, "legacy/a"), join(dir, "legacy/b")]);
       await writeFile(join(dir, "cts.hcl"), hcl("legacy/a", "legacy/a"));
-      await assert.rejects(loadConfig(join(dir, "cts.hcl"), dir), /tasks\[1\]\.workingDir '.*legacy\/a' is also the working dir of task 'a'/);
+      await assert.rejects(loadConfig(join(dir, "cts.hcl"), dir), /cts\.hcl:12: task 'b': working_dir '.*legacy\/a' is also the working dir of task 'a'/);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
