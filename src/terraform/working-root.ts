@@ -39,7 +39,7 @@ export class WorkingRoot {
   /** The task's folder, created when missing (start-up clean-up done first, once per driver). */
   async prepare(task: string): Promise<string> {
     const dir = await this.filesStep(task, () => ensureTaskDir(this.root, task, this.ownDir(task)));
-    await (this.recovered ??= recoverWorkingDir(this.root, this.killGraceMs, this.notice).catch((err: unknown) => this.notice(`start-up clean-up failed: ${messageOf(err)}`)));
+    await (this.recovered ??= recoverWorkingDir(this.root, this.killGraceMs, this.notice, this.own).catch((err: unknown) => this.notice(`start-up clean-up failed: ${messageOf(err)}`)));
     return dir;
   }
 

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/load.ts";
@@ -9,6 +10,8 @@ import { declareTask, taskFromDeclaration } from "../../src/task/declaration.ts"
 import { ModuleTask } from "../../src/task/module-task.ts";
 import { services } from "../../src/task/conditions.ts";
 import { ownWorkingDirs, taskWorkingDir } from "../../src/synth/paths.ts";
+import { recoverWorkingDir } from "../../src/terraform/recovery.ts";
+import { PLAN_FILE } from "../../src/terraform/working-dir.ts";
 import { WorkingRoot } from "../../src/terraform/working-root.ts";
 
 const task = (name: string, workingDir?: string) => new ModuleTask({ name, condition: services({ names: ["web"] }), module: "./m", ...(workingDir !== undefined ? { workingDir } : {}) });
@@ -72,6 +75,21 @@ describe("a task's own working dir (CTS's task working_dir)", () => {
       assert.equal(await root.prepare("a"), own);
       await root.writeFiles(own, { task: "a", json: "{}" });
       assert.equal(await readFile(join(own, "main.tf.json"), "utf8"), "{}");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("is cleaned at start-up like the others: a plan file a crashed run left there is removed", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "cts-wd-"));
+    try {
+      const own = join(dir, "elsewhere", "a");
+      await mkdir(own, { recursive: true });
+      await writeFile(join(own, PLAN_FILE), "plan with secrets");
+      const lines: string[] = [];
+      await recoverWorkingDir(join(dir, "sync-tasks"), 1000, (l) => lines.push(l), { a: own });
+      assert.equal(existsSync(join(own, PLAN_FILE)), false);
+      assert.deepEqual(lines, ["removed the plan file a previous run left in 'a'"]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
