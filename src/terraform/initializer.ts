@@ -56,9 +56,10 @@ export function binaryReinitLine(reason: InitReason | undefined, record: InitRec
 
 /**
  * Decides whether a task folder needs `init` and brings it there: init runs only when the init
- * inputs (backend, providers, modules: init-hash.ts) changed since the last successful one, or
- * `.terraform` is gone. A fresh folder may get a copy of an identical init of another task instead
- * (init-reuse.ts). Then the task's workspace is made sure of, and the inputs' hash recorded.
+ * inputs (backend, providers, modules: init-hash.ts) or the binary (kind and version) changed since
+ * the last successful one, or `.terraform` is gone (`initReason`). A fresh folder may get a copy of
+ * an identical init of another task instead (init-reuse.ts). Then the task's workspace is made sure
+ * of, and the inputs' hash and the binary recorded (the init record, `.cts-init`).
  */
 export class Initializer {
   private cacheReady: Promise<unknown> | undefined;
