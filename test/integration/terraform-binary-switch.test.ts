@@ -4,12 +4,16 @@ import assert from "node:assert/strict";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { loadConfig } from "../../src/config/load.ts";
+import { runDoctor } from "../../src/doctor/doctor.ts";
 import { checkWorkingDirBinaries } from "../../src/doctor/local-checks.ts";
 import { createTerraformDriver } from "../../src/terraform/driver.ts";
 import type { LocalTerraformDriver } from "../../src/terraform/types.ts";
 import { binaryIdentity, identityText } from "../../src/terraform/version.ts";
 import { readInitRecordSync } from "../../src/terraform/working-dir.ts";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
+import { startRuntime, tempDir, writeConfig } from "../support/cts.ts";
+import { freePort } from "../support/ports.ts";
 import { tools } from "../support/tools.ts";
 
 /** A task writing one file through hashicorp/local, state in Consul as CTS keeps it. */
@@ -103,5 +107,38 @@ describe("the binary is part of a working dir's identity (real tofu, real Terraf
 
   it("a dir initialized by terraform is re-initialized once when tofu runs it", async () => {
     await switchBinary(tools().terraform, tools().tofu);
+  });
+
+  it("cts doctor names the task's dir and what made it when the config's binary changed, and passes after the next run", async () => {
+    const consul = await startConsul();
+    const tmp = await tempDir();
+    try {
+      await consul.register({ Name: "web", ID: "web-1", Address: "10.0.0.1", Port: 80 });
+      const task = `new MemberList("members", ${JSON.stringify(join(tmp.dir, "members.txt"))})`;
+      const port = await freePort();
+      const config = (binary: string) => writeConfig(tmp.dir, { consulAddress: consul.address, binary, extra: `api: { port: ${port} },`, tasks: [task] });
+      const once = async (file: string) => {
+        const rt = await startRuntime(file, { mode: "once" });
+        try {
+          const [r] = await rt.controller.once();
+          assert.equal(r!.ok, true, r!.error?.message);
+        } finally {
+          await rt.close();
+        }
+      };
+      await once(await config(tools().terraform));
+      const file = await config(tools().tofu);
+      const dirs = async () => (await runDoctor(await loadConfig(file))).find((r) => r.name === "working-dirs")!;
+      const before = await dirs();
+      assert.equal(before.ok, false);
+      assert.match(before.detail, new RegExp(`${join(tmp.dir, "sync-tasks", "members")} \\(task 'members': initialized by terraform 1\\.5\\.7\\)`));
+      await once(file);
+      const after = await dirs();
+      assert.equal(after.ok, true, after.detail);
+      assert.match(after.detail, /1 initialized working dir, all by tofu /);
+    } finally {
+      await consul.stop();
+      await tmp.cleanup();
+    }
   });
 });
