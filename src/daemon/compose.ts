@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import type { Clock } from "../clock.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import { createReloadingConsulApi } from "../consul/reloading-api.ts";
 import { watchTokenFile } from "../consul/token-file.ts";
@@ -53,6 +54,8 @@ export interface ControllerDeps {
   eventsKept?: number;
   /** Where runs, phases, changes and buffer waits are measured (default: nowhere). */
   metrics?: Metrics;
+  /** The clock of buffer periods and retry waits (default: the real one; unit tests pass a fake). */
+  clock?: Clock;
 }
 
 /**
@@ -76,13 +79,14 @@ export function createController(deps: ControllerDeps): Controller {
     runner,
     events: new EventStore(deps.eventsKept),
     activity: new Activity(),
-    runs: { policy, concurrency: loaded.config.concurrency ?? 4 },
+    runs: { policy, concurrency: loaded.config.concurrency ?? 4, ...(deps.clock ? { clock: deps.clock } : {}) },
     triggers: {
       ...(deps.watcher ? { watcher: deps.watcher } : {}),
       globalBuffer: loaded.config.bufferPeriod,
       ...(deps.bufferOff ? { bufferOff: true } : {}),
       globalDrift: loaded.config.driftCheck,
       skipped,
+      ...(deps.clock ? { clock: deps.clock } : {}),
     },
     log,
     metrics,
