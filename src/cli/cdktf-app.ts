@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { loadConfig } from "../config/load.ts";
 import { readFromSnapshot, readSnapshot } from "../synth/snapshot.ts";
 import { synthesizeTask } from "../synth/synthesize.ts";
-import { taskDir, workingRoot } from "../synth/paths.ts";
+import { taskWorkingDir, workingRoot } from "../synth/paths.ts";
 import { assembleInput } from "../task/sources.ts";
 import { createConsulReader, warnSkipped } from "../daemon/consul-setup.ts";
 
@@ -26,7 +26,7 @@ for (const task of loaded.config.tasks) {
   const result = synthesizeTask(task, input, {
     backend: loaded.config.driver?.terraform?.backend,
     configDir: loaded.dir,
-    taskDir: taskDir(root, task.name),
+    taskDir: taskWorkingDir(root, loaded.dir, task),
     providerVersions: loaded.config.driver?.terraform?.providerVersions,
   });
   new TerraformStack(app, task.name);

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { loadConfig, type LoadedConfig } from "../config/load.ts";
 import { CtsError, doctorHint, toCtsError } from "../errors.ts";
 import { readFromSnapshot, readSnapshot } from "../synth/snapshot.ts";
-import { taskDir, workingRoot } from "../synth/paths.ts";
+import { taskWorkingDir, workingRoot } from "../synth/paths.ts";
 import { synthesizeTask } from "../synth/synthesize.ts";
 import { diffSynthesized } from "../synth/json-diff.ts";
 import { assembleInput } from "../task/sources.ts";
@@ -113,7 +113,7 @@ async function synth(side: LoadedConfig, head: LoadedConfig, task: Task<Conditio
     const result = synthesizeTask(task, input, {
       backend: side.config.driver?.terraform?.backend,
       configDir: head.dir,
-      taskDir: taskDir(root, task.name),
+      taskDir: taskWorkingDir(root, head.dir, task),
       providerVersions: side.config.driver?.terraform?.providerVersions,
     });
     return { json: result.json };

@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { loadConfig, type LoadedConfig } from "../config/load.ts";
 import { CtsError, messageOf, toCtsError } from "../errors.ts";
 import { readFromSnapshot, readSnapshot } from "../synth/snapshot.ts";
-import { APPLIED_HASH_FILE, taskDir, workingRoot } from "../synth/paths.ts";
+import { APPLIED_HASH_FILE, taskDir, taskWorkingDir, workingRoot } from "../synth/paths.ts";
 import { synthesizeTask, type SynthResult } from "../synth/synthesize.ts";
 import { assembleInput } from "../task/sources.ts";
 import type { Source, SourceData } from "../consul/types.ts";
@@ -100,7 +100,7 @@ async function synthOne(
     result = synthesizeTask(task, input, {
       backend: loaded.config.driver?.terraform?.backend,
       configDir: loaded.dir,
-      taskDir: taskDir(root, task.name),
+      taskDir: taskWorkingDir(root, loaded.dir, task),
       providerVersions: loaded.config.driver?.terraform?.providerVersions,
     });
   } catch (err) {
@@ -109,7 +109,7 @@ async function synthOne(
   }
   let applied: string | undefined;
   try {
-    applied = (await readFile(join(taskDir(root, task.name), APPLIED_HASH_FILE), "utf8")).trim();
+    applied = (await readFile(join(taskWorkingDir(root, loaded.dir, task), APPLIED_HASH_FILE), "utf8")).trim();
   } catch {
     applied = undefined;
   }

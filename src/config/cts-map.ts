@@ -2,6 +2,7 @@ import type { CtsConfig, HighAvailabilityConfig } from "./types.ts";
 import { configError, type ReadBlock } from "./cts-schema.ts";
 import { isObject } from "../is-object.ts";
 import type { HclValue } from "./hcl.ts";
+import { workingRoot } from "./working-dirs.ts";
 import { bufferPeriod, ctsTasks } from "./cts-tasks.ts";
 
 /** A CTS config mapped onto ours, with what was accepted but has no effect here. */
@@ -120,7 +121,7 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<Mapped
   if (!tf.backend && kvPath !== "consul-terraform-sync/") tf.backend = { consul: { path: `${kvPath.replace(/\/$/, "")}/terraform`, gzip: true } };
   if (Object.keys(tf).length) config.driver = { terraform: tf };
 
-  config.tasks = await ctsTasks(root, { cwd, providerReqs, globalBuffer: config.bufferPeriod, warn: warnings });
+  config.tasks = await ctsTasks(root, { cwd, root: workingRoot(cwd, tf.workingDir), providerReqs, globalBuffer: config.bufferPeriod, warn: warnings });
   return { config, ...(logLevel ? { logLevel } : {}), warnings };
 }
 

@@ -10,9 +10,12 @@ import { isObject } from "../is-object.ts";
 import { taskNameProblem, taskProblems } from "../task/validate.ts";
 import { redactSecret } from "../log.ts";
 import { parseHcl, type HclValue } from "./hcl.ts";
+import { workingDirProblems } from "./working-dirs.ts";
 
 interface TaskContext {
   cwd: string;
+  /** The working root (global working_dir, from cwd), against which task working_dirs are checked. */
+  root?: string;
   providerReqs: Record<string, { source?: string; version?: string }>;
   globalBuffer: BufferPeriodOption | false | undefined;
   warn: string[];
@@ -24,6 +27,7 @@ const one = (b: ReadBlock, name: string): ReadBlock | undefined => b.blocks[name
 export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<ModuleTask<Condition, TaskInputs>[]> {
   const providers = providerBlocks(root, ctx);
   const tasks: ModuleTask<Condition, TaskInputs>[] = [];
+  const blocks: ReadBlock[] = [];
   const seen = new Map<string, string>();
   for (const t of root.blocks.task ?? []) {
     const a = t.attrs;
@@ -39,7 +43,8 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
     if (nameProblem) fail("name", `task name ${nameProblem}`);
     if (seen.has(name)) fail("name", `task '${name}' is configured twice (also at ${seen.get(name)}). Task names must be unique.`);
     seen.set(name, `${t.file}:${t.lines.name ?? t.line}`);
-    if (a.working_dir !== undefined) fail("working_dir", `a per-task working_dir is not supported: task '${name}' works in <working_dir>/${name}. Set the global working_dir instead.`);
+    if (a.working_dir !== undefined && (typeof a.working_dir !== "string" || a.working_dir.trim() === ""))
+      fail("working_dir", `task '${name}': working_dir must be a folder path. Leave it out to work in <working_dir>/${name}.`);
     const module = a.module ?? a.source;
     if (typeof module !== "string" || module === "") fail("module", `task '${name}' needs module = "<path or registry address>".`);
     const conditions = t.blocks.condition ?? [];
@@ -74,12 +79,21 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
       ...(useAsModuleInput === false ? { useAsModuleInput: false } : {}),
       variables: await readVariableFiles(variableFiles, t),
       providers: taskProviders,
+      // Relative to where cts starts, as CTS takes it from its working directory.
+      ...(typeof a.working_dir === "string" ? { workingDir: resolve(ctx.cwd, a.working_dir) } : {}),
       ...(condition.kind === "schedule" ? {} : bp ? { bufferPeriod: bufferPeriod(bp) } : {}),
     });
     // The checks every task gets (cron, regexp, buffer period…), reported at the task's place in the file.
     const problems = taskProblems(task);
     if (problems.length) throw configError(t.file, t.line, `task '${name}': ${problems.map((p) => `${p.field} ${p.message}`).join(" ")}`);
     tasks.push(task);
+    blocks.push(t);
+  }
+  // Where the tasks work, reported at the working_dir of the task that cannot have it.
+  const [first] = ctx.root ? workingDirProblems(ctx.cwd, ctx.root, tasks) : [];
+  if (first) {
+    const b = blocks[Number(/^tasks\[(\d+)\]/.exec(first.field)?.[1] ?? 0)]!;
+    throw configError(b.file, b.lines.working_dir ?? b.line, `task '${String(b.attrs.name)}': working_dir ${first.message}`);
   }
   return tasks;
 }

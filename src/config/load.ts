@@ -15,6 +15,7 @@ import { parseDuration } from "../duration.ts";
 import { haProblems } from "./ha-problems.ts";
 import type { ModuleTask } from "../task/module-task.ts";
 import { isCtsConfigPath } from "./cts-files.ts";
+import { workingDirProblems, workingRoot } from "./working-dirs.ts";
 
 /** The config file names tried in order when none is given. */
 export const DEFAULT_CONFIG_FILES = ["cts.config.ts", "cts.config.mts", "cts.config.js", "cts.config.mjs"];
@@ -58,7 +59,7 @@ export async function loadConfig(path?: string | string[], cwd = process.cwd()):
     // The HCL reader (and its WebAssembly parser) loads only for a CTS config.
     const { readCtsConfig } = await import("./cts-load.ts");
     const cts = await readCtsConfig(paths, cwd);
-    validateConfig(cts.config, cts.files[0]!);
+    validateConfig(cts.config, cts.files[0]!, cwd);
     return { config: cts.config, file: cts.files[0]!, dir: cwd, ctsFiles: cts.files, warnings: cts.warnings, ...(cts.logLevel ? { logLevel: cts.logLevel } : {}) };
   }
   const file = findConfigFile(paths[0], cwd);
@@ -109,7 +110,7 @@ async function readModuleVariableFiles(config: CtsConfig, dir: string): Promise<
 }
 
 /** Validates a config object; throws one error naming the file, every bad field and its fix. */
-export function validateConfig(config: CtsConfig | undefined, file: string): asserts config is CtsConfig {
+export function validateConfig(config: CtsConfig | undefined, file: string, dir: string = dirname(file)): asserts config is CtsConfig {
   if (!config || typeof config !== "object")
     throw new CtsError("CONFIG_INVALID", "usage", `${file}: has no default export. End it with \`export default defineConfig({ tasks: [...] })\`.`);
   const problems: Problem[] = [];
@@ -121,6 +122,9 @@ export function validateConfig(config: CtsConfig | undefined, file: string): ass
     if (shape.length === 0) for (const p of taskProblems(task as Task<Condition, TaskInputs>)) problems.push({ field: `tasks[${i}].${p.field}`, message: `${p.message} (class ${className(task)})` });
   });
   problems.push(...duplicateNameProblems(tasks));
+  const tfDir = config.driver?.terraform?.workingDir;
+  const places = tasks.filter((t): t is Task<Condition, TaskInputs> => !!t && typeof t === "object" && typeof (t as { name?: unknown }).name === "string");
+  if (tfDir === undefined || typeof tfDir === "string") problems.push(...workingDirProblems(dir, workingRoot(dir, tfDir), places, file));
   if (config.bufferPeriod) problems.push(...bufferProblems(config.bufferPeriod, "bufferPeriod"));
   if (config.driftCheck !== undefined) problems.push(...driftCheckProblems(config.driftCheck, "driftCheck"));
   if (config.concurrency !== undefined && (!Number.isInteger(config.concurrency) || config.concurrency < 1))

@@ -7,6 +7,7 @@ import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { createTerraformDriver } from "../terraform/driver.ts";
+import { ownWorkingDirs } from "../synth/paths.ts";
 import { formatDuration } from "../terraform/failures.ts";
 import { stateLockWaitText, type StateLockWait } from "../terraform/lock-wait.ts";
 import type { LocalTerraformDriver, WarmProviderOptions } from "../terraform/types.ts";
@@ -30,6 +31,7 @@ export function terraformDriverFor(loaded: LoadedConfig, o: DriverSetup): LocalT
   return createTerraformDriver({
     binary: tf.binary ?? defaultTerraformBinary(),
     workingDir: root,
+    taskDirs: ownWorkingDirs(loaded.dir, loaded.config.tasks),
     ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
     pluginCacheDir: tf.pluginCacheDir ?? join(root, ".plugin-cache"),
     env: o.env,
@@ -40,6 +42,7 @@ export function terraformDriverFor(loaded: LoadedConfig, o: DriverSetup): LocalT
     // One redaction at the source: no Terraform or provider text leaves the driver unscrubbed.
     redact: (text) => knownSecrets.redact(text),
     notice: (line) => o.log.warn(line),
+    taskNotice: (task, line) => o.log.info(`task '${task}': ${line}`, { task }),
     onStateLockWait: (w) => o.log.warn(stateLockWaitLine(w, o.lockRetryMs), { task: w.task, ...(w.lock?.ID ? { lock_id: w.lock.ID } : {}) }),
     debugLog: (task, line) => o.log.debug(`[${task}] ${line}`, { task }),
     warmProviders: warmProviderOptions(tf.warmProviders),

@@ -9,14 +9,15 @@ import { consulClientFor } from "../config/consul-connection.ts";
 import type { ConsulClient } from "../consul/client.ts";
 import { createCatalogReader } from "../consul/reader.ts";
 import { DEFAULT_BACKEND } from "../synth/backend.ts";
-import { workingRoot } from "../synth/paths.ts";
+import { taskWorkingDir, workingRoot } from "../synth/paths.ts";
 import { synthesizeTask } from "../synth/synthesize.ts";
 import { fieldOf, allSources } from "../task/sources.ts";
 import type { AnyTaskInput } from "../task/task.ts";
 import { commandEnv } from "../terraform/env.ts";
 import { fail, pass, type CheckResult } from "./check.ts";
 import { checkConsulReachable, checkSession, checkStateWrite, checkTaskReads } from "./consul-checks.ts";
-import { checkApiPort, checkProviders, checkTerraformBinary, checkWorkingDir } from "./local-checks.ts";
+import { binaryIdentity, identityText } from "../terraform/version.ts";
+import { checkApiPort, checkProviders, checkTerraformBinary, checkWorkingDir, checkWorkingDirBinaries } from "./local-checks.ts";
 
 /** Runs every check for a loaded config, in order; `onResult` sees each as it finishes. */
 export async function runDoctor(
@@ -80,10 +81,25 @@ export async function runDoctor(
     const { providers, notes } = requiredProviders(loaded);
     const r = await checkProviders(binary.path, providers, { scratchRoot: dirCheck.ok ? root : tmpdir(), env });
     add(notes.length && r.ok ? { ...r, detail: `${r.detail} (${notes.join("; ")})` } : r);
+    const identity = await binaryIdentity(binary.path, env).catch(() => undefined);
+    if (identity) add(checkWorkingDirBinaries(taskDirs(loaded, root), identityText(identity), tf.binary ?? binary.path));
   } else add(fail("providers", "not checked: no Terraform binary", "fix the terraform check first"));
 
   add(await checkApiPort(apiOverride.address ?? config.api?.address ?? "127.0.0.1", apiOverride.port ?? config.api?.port ?? 8558));
   return results;
+}
+
+/** The working dir of each task of the config (tasks whose name cannot make one are left out). */
+function taskDirs(loaded: LoadedConfig, root: string): Array<{ task: string; dir: string }> {
+  const dirs: Array<{ task: string; dir: string }> = [];
+  for (const t of loaded.config.tasks) {
+    try {
+      dirs.push({ task: t.name, dir: taskWorkingDir(root, loaded.dir, t) });
+    } catch {
+      /* a bad name is the config check's to report */
+    }
+  }
+  return dirs;
 }
 
 /** The providers every task requires, from a synthesis with empty Consul data. */

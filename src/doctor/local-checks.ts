@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { messageOf } from "../errors.ts";
 import { terraformVersion } from "../terraform/version.ts";
+import { readInitRecordSync } from "../terraform/working-dir.ts";
 import { fail, pass, type CheckResult } from "./check.ts";
 import { DEFAULT_BINARIES, findExecutable } from "../terraform/executable.ts";
 
@@ -92,4 +93,32 @@ export async function checkApiPort(address: string, port: number): Promise<Check
   } finally {
     await new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
   }
+}
+
+/**
+ * Every task's working dir was initialized by the binary the config runs (kind and version, from
+ * the dir's init record): a dir made by another binary is named with what made it and the fix.
+ */
+export function checkWorkingDirBinaries(dirs: Array<{ task: string; dir: string }>, binary: string, binaryName: string): CheckResult {
+  const other: string[] = [];
+  let fromTofu = false;
+  const unrecorded: string[] = [];
+  let same = 0;
+  for (const { task, dir } of dirs) {
+    const record = readInitRecordSync(dir);
+    if (!record) continue;
+    if (!record.binary) unrecorded.push(task);
+    else if (record.binary !== binary) {
+      fromTofu ||= record.binary.startsWith("tofu ") && binary.startsWith("terraform ");
+      other.push(`${dir} (task '${task}': initialized by ${record.binary})`);
+    } else same++;
+  }
+  if (other.length)
+    return fail(
+      "working-dirs",
+      `${other.length} working ${other.length === 1 ? "dir was" : "dirs were"} initialized by another binary than ${binary}: ${other.join("; ")}`,
+      `nothing by hand is needed: the next run of each task re-initializes its dir for ${binary} (one init, logged). To do it now, run '${binaryName} init -upgrade -input=false' in each dir named; to keep the old binary, set driver.terraform.binary back to it${fromTofu ? ". A dir OpenTofu made also has state naming providers at registry.opentofu.org: its first Terraform run fails and names the `terraform state replace-provider` command to run once" : ""}`,
+    );
+  const notes = unrecorded.length ? `; ${unrecorded.length} without a recorded binary (made by an older cts), re-initialized once on their next run` : "";
+  return pass("working-dirs", `${same} initialized working ${same === 1 ? "dir" : "dirs"}, all by ${binary}${notes}`);
 }

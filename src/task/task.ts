@@ -64,6 +64,11 @@ export interface TaskOptions<C extends Condition = Condition, I extends TaskInpu
   secrets?: Record<string, SecretSource>;
   /** Overrides the global drift check; `false` turns it off for this task. */
   driftCheck?: DriftCheckOption | false;
+  /**
+   * The task's working directory, when not `<driver.terraform.workingDir>/<name>` (CTS's task
+   * `working_dir`); a relative path is taken from the config file's folder. No two tasks may share one.
+   */
+  workingDir?: string;
   /** The task's workspace settings under the Terraform Cloud driver (CTS's `terraform_cloud_workspace`); ignored by the local driver. */
   terraformCloudWorkspace?: TerraformCloudWorkspaceOption;
 }
@@ -106,6 +111,8 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
   readonly secrets: Record<string, SecretSource>;
   /** Per-task drift check override. */
   readonly driftCheck: DriftCheckOption | false | undefined;
+  /** The task's own working directory as configured (undefined: `<workingDir>/<name>`). */
+  readonly workingDir: string | undefined;
 
   constructor(options: TaskOptions<C, I>) {
     // Configs are loaded without a type-check: a missing argument arrives here at run time.
@@ -118,6 +125,7 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
     this.bufferPeriod = options.bufferPeriod;
     this.secrets = options.secrets ?? {};
     this.driftCheck = options.driftCheck;
+    this.workingDir = options.workingDir;
   }
 
   /** Builds the task's resources in `scope` from `input`. Called on every run; must be deterministic. */

@@ -45,6 +45,8 @@ export function taskProblems(task: Task<Condition, TaskInputs>): Problem[] {
   }
   if (task.bufferPeriod && task.condition?.kind === "schedule")
     problems.push({ field: "bufferPeriod", message: "is not used by schedule tasks (they run on their cron). Remove it." });
+  if (task.workingDir !== undefined && (typeof task.workingDir !== "string" || task.workingDir.trim() === "" || /[\0\n\r]/.test(task.workingDir)))
+    problems.push({ field: "workingDir", message: `must be a folder path (got ${JSON.stringify(task.workingDir)?.slice(0, 60)}). Leave it out to work in <workingDir>/${task.name}.` });
   problems.push(...depthProblems(task));
   return problems;
 }

@@ -6,7 +6,7 @@ import { startReaper, type Reaper } from "./reaper.ts";
 import { createRwLock } from "./rw-lock.ts";
 import type { DriverSettings } from "./settings.ts";
 import type { RunOptions, TaskWorkspace } from "./types.ts";
-import { terraformVersion } from "./version.ts";
+import { binaryIdentity, terraformVersion, type BinaryIdentity } from "./version.ts";
 
 /** What the runner needs besides the settings. */
 export interface CommandRunnerOptions {
@@ -49,6 +49,7 @@ export class CommandRunner {
   private readonly inherited = { ...process.env };
   private hung = 0;
   private versionOnce: Promise<string> | undefined;
+  private identityOnce: Promise<BinaryIdentity> | undefined;
 
   constructor(
     private readonly settings: DriverSettings,
@@ -122,6 +123,15 @@ export class CommandRunner {
       throw err;
     });
     return this.versionOnce;
+  }
+
+  /** Which binary this is (kind and version), asked once; a failed answer is asked again next time. */
+  identity(): Promise<BinaryIdentity> {
+    this.identityOnce ??= binaryIdentity(this.settings.binary, this.env(), this.settings.timeouts.version).catch((err: unknown) => {
+      this.identityOnce = undefined;
+      throw err;
+    });
+    return this.identityOnce;
   }
 
   /** How many commands hung and were killed since the driver was made. */

@@ -16,6 +16,7 @@ import type { LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, Terraf
 import type { WarmProcessInfo } from "./warm-pool.ts";
 import { createWarmPool, DEFAULT_WARM_LIMITS } from "./warm-pool.ts";
 import { launchedProviders, PooledProviders, type ProviderSource } from "./warm-providers.ts";
+import { identityText } from "./version.ts";
 import { WorkingRoot } from "./working-root.ts";
 
 /** The parts a local driver is made of, one job each. */
@@ -107,6 +108,7 @@ export class LocalDriver implements LocalTerraformDriver {
     const op = runner.operation(ws, dir, opts);
     try {
       op.throwIfAborted(op.commandName(changeCommandWords(kind)));
+      await folders.takeOver(dir, ws.task);
       await folders.writeFiles(dir, ws);
       const initialized = await initializer.ensure(op, ws);
       try {
@@ -154,7 +156,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   });
   const waitForLocks = stateLockWaiter({ timeoutMs: settings.lockTimeoutMs, onWait: options.onStateLockWait, log });
   return new LocalDriver({
-    folders: new WorkingRoot(settings.root, settings.killGraceMs, notice),
+    folders: new WorkingRoot(settings.root, settings.killGraceMs, notice, options.taskNotice ?? log, options.taskDirs),
     runner,
     initializer: new Initializer({
       steps: createInitSteps(settings.lockTimeoutMs),
@@ -165,6 +167,9 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
       waitForLocks,
       phase: (task, phase, step) => runner.phase(task, phase, step),
       log,
+      notice: options.taskNotice ?? log,
+      // A binary that does not answer is reported by the command that needs it, not here.
+      binary: () => runner.identity().then(identityText, () => undefined),
     }),
     changes: new ChangeCommands(settings.lockTimeoutMs),
     providers: providerSource(options, settings, runner, notice),

@@ -53,7 +53,7 @@ export function commandFailure(task: string, facts: FailureFacts, raw: string, l
 /** TERRAFORM_FAILED naming the task, the command, its exit code and Terraform's own errors. */
 export function failedError(task: string, facts: FailureFacts): CtsError {
   const errors = facts.errors.trim() || "no error details were printed";
-  const hint = ACL_DENIED.test(errors) ? ACL_HINT : isProviderBroken(errors) ? PROVIDER_HINT : facts.hint;
+  const hint = ACL_DENIED.test(errors) ? ACL_HINT : (openTofuStateHint(facts.command, errors) ?? (isProviderBroken(errors) ? PROVIDER_HINT : facts.hint));
   return new CtsError(
     "TERRAFORM_FAILED",
     "external",
@@ -192,6 +192,19 @@ const PROVIDER_BROKEN =
   /fork\/exec .*terraform-provider|failed to verify checksum|plugin-cache|failed to instantiate provider|Could not load plugin|could not read package directory|there is no package for .* cached in/i;
 export const PROVIDER_HINT =
   "A provider plugin could not be started or verified: its file in the plugin cache or provider mirror changed or vanished while the command ran. Check the driver's pluginCacheDir and the CLI config's provider_installation, then run the task again.";
+
+/**
+ * Terraform run on a state OpenTofu wrote: the state names its providers at registry.opentofu.org,
+ * which Terraform does not install, so every command fails. The fix is one `state replace-provider`
+ * per provider (OpenTofu reads the registry.terraform.io addresses back, so going back stays open).
+ */
+export function openTofuStateHint(command: string, errors: string): string | undefined {
+  if (!/^terraform\b/.test(command)) return undefined;
+  const providers = [...new Set([...errors.matchAll(/registry\.opentofu\.org\/([\w.-]+\/[\w.-]+)/g)].map((m) => m[1]!))].sort();
+  if (providers.length === 0 || !/unavailable provider|failed to instantiate provider|Could not load the schema/i.test(errors)) return undefined;
+  const commands = providers.map((p) => `terraform state replace-provider -auto-approve registry.opentofu.org/${p} registry.terraform.io/${p}`);
+  return `The task's state was written by OpenTofu and names its providers at registry.opentofu.org, which Terraform does not use. To switch this task to Terraform, run in its working dir, with TF_WORKSPACE set to the task's name and the backend's settings cts gives Terraform (CONSUL_HTTP_ADDR…): ${commands.map((c) => `\`${c}\``).join(", then ")}; then run the task again. Or set driver.terraform.binary back to tofu.`;
+}
 
 /** True when an error text is about a provider plugin that could not be executed or verified. */
 export function isProviderBroken(errors: string): boolean {

@@ -8,7 +8,7 @@ import type { InitSteps } from "./init-steps.ts";
 import type { StateLockWaiter } from "./lock-wait.ts";
 import type { Operation } from "./operation.ts";
 import type { TaskWorkspace } from "./types.ts";
-import { INIT_MARKER, readInitMarker, writeFileSafely } from "./working-dir.ts";
+import { INIT_MARKER, initRecordText, readInitRecord, writeFileSafely, type InitRecord } from "./working-dir.ts";
 
 /** What the initializer works with. */
 export interface InitializerOptions {
@@ -24,13 +24,42 @@ export interface InitializerOptions {
   /** Measures the init phase. */
   phase: <T>(task: string, phase: Phase, step: () => Promise<T>) => Promise<T>;
   log?: (task: string, line: string) => void;
+  /** Where the line of a re-init for a changed binary goes (default `log`). */
+  notice?: (task: string, line: string) => void;
+  /** The binary that runs the commands (`tofu 1.12.6`): part of a folder's identity, recorded at init. */
+  binary?: () => Promise<string | undefined>;
+}
+
+/** Why a folder needs `init`, or undefined when it does not. */
+export type InitReason = "no record" | "inputs changed" | "no .terraform" | "binary changed" | "binary not recorded";
+
+/**
+ * The init decision: whether the folder's init record (or its absence) still fits the init inputs'
+ * hash and the binary that will run, and `.terraform` is still there.
+ */
+export function initReason(record: InitRecord | undefined, hash: string, binary: string | undefined, hasDataDir: boolean): InitReason | undefined {
+  if (!record) return "no record";
+  if (record.hash !== hash) return "inputs changed";
+  if (!hasDataDir) return "no .terraform";
+  if (binary !== undefined && record.binary === undefined) return "binary not recorded";
+  if (binary !== undefined && record.binary !== binary) return "binary changed";
+  return undefined;
+}
+
+/** The one line a re-init for the binary logs, or undefined for the other reasons (they are routine). */
+export function binaryReinitLine(reason: InitReason | undefined, record: InitRecord | undefined, binary: string | undefined): string | undefined {
+  if (reason === "binary changed")
+    return `re-initializing the working directory: it was initialized by ${record?.binary} and this cts runs ${binary} (providers are installed again for this binary)`;
+  if (reason === "binary not recorded") return `re-initializing the working directory once: its init record does not say which binary made it (recorded from now on: ${binary})`;
+  return undefined;
 }
 
 /**
  * Decides whether a task folder needs `init` and brings it there: init runs only when the init
- * inputs (backend, providers, modules: init-hash.ts) changed since the last successful one, or
- * `.terraform` is gone. A fresh folder may get a copy of an identical init of another task instead
- * (init-reuse.ts). Then the task's workspace is made sure of, and the inputs' hash recorded.
+ * inputs (backend, providers, modules: init-hash.ts) or the binary (kind and version) changed since
+ * the last successful one, or `.terraform` is gone (`initReason`). A fresh folder may get a copy of
+ * an identical init of another task instead (init-reuse.ts). Then the task's workspace is made sure
+ * of, and the inputs' hash and the binary recorded (the init record, `.cts-init`).
  */
 export class Initializer {
   private cacheReady: Promise<unknown> | undefined;
@@ -51,7 +80,13 @@ export class Initializer {
 
   private async initialize(op: Operation, ws: TaskWorkspace, force: boolean): Promise<boolean> {
     const hash = initHash(ws.json, ws.files);
-    if (!force && (await this.upToDate(op.dir, hash))) return false;
+    const binary = await this.o.binary?.();
+    const record = await readInitRecord(op.dir);
+    // existsSync: one stat of a local path, cheaper than a thread-pool round trip (see working-dir.ts).
+    const reason = initReason(record, hash, binary, existsSync(join(op.dir, ".terraform")));
+    if (!force && !reason) return false;
+    const why = force ? undefined : binaryReinitLine(reason, record, binary);
+    if (why) (this.o.notice ?? this.o.log)?.(op.task, why);
     if (this.o.pluginCacheDir) await (this.cacheReady ??= mkdir(this.o.pluginCacheDir, { recursive: true }));
     const key = this.shareKey(ws, hash);
     await this.o.phase(op.task, "init", async () => {
@@ -67,14 +102,8 @@ export class Initializer {
       }
       await this.o.waitForLocks(op, () => this.o.steps.ensureWorkspace(op));
     });
-    await writeFileSafely(join(op.dir, INIT_MARKER), hash);
+    await writeFileSafely(join(op.dir, INIT_MARKER), initRecordText(binary ? { hash, binary } : { hash }));
     return true;
-  }
-
-  /** True when the last successful init had these inputs and its `.terraform` is still there. */
-  private async upToDate(dir: string, hash: string): Promise<boolean> {
-    // existsSync: one stat of a local path, cheaper than a thread-pool round trip (see working-dir.ts).
-    return (await readInitMarker(dir)) === hash && existsSync(join(dir, ".terraform"));
   }
 
   /** The key under which a fresh folder may share another's init, or undefined when it may not. */

@@ -4,8 +4,8 @@ import { GROUPS_DIR, parseGroupFile, processStart, type GroupRecord } from "./gr
 import { PLAN_FILE } from "./working-dir.ts";
 import { signalGroup } from "./process.ts";
 
-/** The members of a process group that work inside `root` (their cwd is the task folder). */
-async function membersUnder(pgid: number, root: string): Promise<number[]> {
+/** The members of a process group that work inside one of `roots` (their cwd is a task folder). */
+async function membersUnder(pgid: number, roots: string[]): Promise<number[]> {
   const found: number[] = [];
   for (const name of await readdir("/proc").catch(() => [] as string[])) {
     if (!/^\d+$/.test(name)) continue;
@@ -14,7 +14,7 @@ async function membersUnder(pgid: number, root: string): Promise<number[]> {
       const pgrp = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
       if (pgrp !== pgid) continue;
       const cwd = await readlink(`/proc/${name}/cwd`);
-      if (cwd === root || cwd.startsWith(root + sep)) found.push(Number(name));
+      if (roots.some((root) => cwd === root || cwd.startsWith(root + sep))) found.push(Number(name));
     } catch {
       /* gone meanwhile, or not ours to read */
     }
@@ -29,9 +29,11 @@ const alive = (owner: { pid: number; start: string }) => owner.start !== "" && p
  * Cleans up what a crashed daemon left in the working dir: Terraform and provider processes of the
  * groups it recorded (SIGINT, so Terraform saves state and releases the lock; SIGKILL after the
  * grace period) and plan files (they may hold secrets). Files of a driver that is still running
- * (this process included) are left alone, and so are plan files while one is. Never throws.
+ * (this process included) are left alone, and so are plan files while one is. `ownDirs` are the
+ * folders of tasks that work elsewhere than `<root>/<task>` (name → folder). Never throws.
  */
-export async function recoverWorkingDir(root: string, graceMs: number, log: (line: string) => void): Promise<void> {
+export async function recoverWorkingDir(root: string, graceMs: number, log: (line: string) => void, ownDirs: Record<string, string> = {}): Promise<void> {
+  const roots = [root, ...Object.values(ownDirs)];
   const dir = join(root, GROUPS_DIR);
   const names = await readdir(dir).catch(() => [] as string[]);
   let otherOwnerLive = false;
@@ -48,7 +50,7 @@ export async function recoverWorkingDir(root: string, graceMs: number, log: (lin
   }
   const killed: GroupRecord[] = [];
   for (const g of stale) {
-    const members = await membersUnder(g.pgid, root);
+    const members = await membersUnder(g.pgid, roots);
     if (members.length === 0) continue;
     log(`a previous run left \`${g.command}\` of task '${g.task}' running (process group ${g.pgid}, ${members.length} processes); stopping it`);
     signalGroup(g.pgid, "SIGINT");
@@ -56,20 +58,20 @@ export async function recoverWorkingDir(root: string, graceMs: number, log: (lin
   }
   const deadline = Date.now() + graceMs;
   while (killed.length && Date.now() < deadline) {
-    const left = await Promise.all(killed.map((g) => membersUnder(g.pgid, root)));
+    const left = await Promise.all(killed.map((g) => membersUnder(g.pgid, roots)));
     if (left.every((m) => m.length === 0)) break;
     await new Promise((r) => setTimeout(r, 200));
   }
   for (const g of killed) {
-    if ((await membersUnder(g.pgid, root)).length) {
+    if ((await membersUnder(g.pgid, roots)).length) {
       log(`process group ${g.pgid} ignored SIGINT for ${graceMs} ms; killing it`);
       signalGroup(g.pgid, "SIGKILL");
     }
   }
   if (otherOwnerLive) return;
-  for (const task of await readdir(root).catch(() => [] as string[])) {
-    if (task.startsWith(".")) continue;
-    const plan = join(root, task, PLAN_FILE);
+  const folders: Array<[string, string]> = (await readdir(root).catch(() => [] as string[])).filter((t) => !t.startsWith(".")).map((t) => [t, join(root, t)]);
+  for (const [task, folder] of [...folders, ...Object.entries(ownDirs)]) {
+    const plan = join(folder, PLAN_FILE);
     try {
       await rm(plan);
       log(`removed the plan file a previous run left in '${task}'`);

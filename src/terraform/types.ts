@@ -45,6 +45,11 @@ export interface TerraformDriverOptions {
   binary: string;
   /** Root folder: each task works in `<workingDir>/<task>`. */
   workingDir: string;
+  /**
+   * Tasks that work elsewhere than `<workingDir>/<task>` (a task's own `workingDir`): name →
+   * absolute folder. Checked by the config (no two tasks share one).
+   */
+  taskDirs?: Record<string, string>;
   /** CLI config file (TF_CLI_CONFIG_FILE): provider installation, mirrors, credentials. */
   cliConfigFile?: string;
   /** Plugin cache shared by every task (TF_PLUGIN_CACHE_DIR); created when missing. */
@@ -64,6 +69,11 @@ export interface TerraformDriverOptions {
   commandTimeouts?: CommandTimeouts;
   /** Receives the driver's own notices (start-up clean-up, a reaper that failed); default: `log` with task "driver". */
   notice?: (line: string) => void;
+  /**
+   * Receives the one line a task's working dir change is worth to an operator (CTS's files taken
+   * over, a re-init because the binary changed); default: `log`.
+   */
+  taskNotice?: (task: string, line: string) => void;
   /** Receives every human-readable line Terraform prints, per task (the caller adds the prefix). */
   log?: (task: string, line: string) => void;
   /**
@@ -99,6 +109,6 @@ export interface LocalTerraformDriver extends Driver {
   coolDown(task?: string): Promise<void>;
   /** Ends every warm provider process; later runs launch providers the normal way. */
   close(): Promise<void>;
-  /** Absolute working dir of a task (`<workingDir>/<task>`); throws TASK_NAME_INVALID for bad names. */
+  /** Absolute working dir of a task (its own, or `<workingDir>/<task>`); throws TASK_NAME_INVALID for bad names. */
   taskDir(task: string): string;
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { chmodSync, closeSync, fchmodSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { CtsError } from "../errors.ts";
 import { childPath, nameProblem, validateFileName, validateTaskName } from "./names.ts";
 
@@ -51,14 +51,17 @@ export function writeFileSafelySync(path: string, content: string): void {
   }
 }
 
-/** Creates `<root>/<task>` (0750) after validating the name; refuses a symlinked task folder. */
-export async function ensureTaskDir(root: string, task: string): Promise<string> {
+/**
+ * Creates `<root>/<task>` (0750) after validating the name, or the task's own folder `own` (with
+ * its parents) when it has one; refuses a symlinked task folder.
+ */
+export async function ensureTaskDir(root: string, task: string, own?: string): Promise<string> {
   validateTaskName(task);
-  const dir = childPath(root, task, task);
+  const dir = own ?? childPath(root, task, task);
   // The usual case, every run after the first: the folder is there, a plain folder, mode 0750.
   const seen = lstatOrUndefined(dir);
   if (seen?.isDirectory() && (seen.mode & 0o7777) === DIR_MODE) return dir;
-  mkdirSync(root, { recursive: true, mode: DIR_MODE });
+  mkdirSync(own ? dirname(own) : root, { recursive: true, mode: DIR_MODE });
   try {
     mkdirSync(dir, { mode: DIR_MODE });
   } catch (err) {
@@ -112,11 +115,36 @@ function readManifest(dir: string): string[] {
   }
 }
 
-/** The init hash of the last successful init, or undefined when none is recorded. */
-export async function readInitMarker(dir: string): Promise<string | undefined> {
+/**
+ * What the last successful init recorded in a task folder: the hash of its init inputs and the
+ * binary that ran it (`tofu 1.12.6`; missing in records written before cts recorded it).
+ */
+export interface InitRecord {
+  hash: string;
+  binary?: string;
+}
+
+/** The init record's text: the hash on the first line, `binary <kind> <version>` on the second. */
+export function initRecordText(r: InitRecord): string {
+  return r.binary ? `${r.hash}\nbinary ${r.binary}\n` : `${r.hash}\n`;
+}
+
+/** The init record of a task folder, or undefined when none is there. */
+export async function readInitRecord(dir: string): Promise<InitRecord | undefined> {
+  return readInitRecordSync(dir);
+}
+
+/** readInitRecord, synchronously. */
+export function readInitRecordSync(dir: string): InitRecord | undefined {
+  let text: string;
   try {
-    return readFileSync(join(dir, INIT_MARKER), "utf8").trim() || undefined;
+    text = readFileSync(join(dir, INIT_MARKER), "utf8");
   } catch {
     return undefined;
   }
+  const [first, ...rest] = text.split("\n");
+  const hash = first?.trim();
+  if (!hash) return undefined;
+  const binary = rest.map((l) => /^binary (\S+ \S+)\s*$/.exec(l)?.[1]).find(Boolean);
+  return binary ? { hash, binary } : { hash };
 }

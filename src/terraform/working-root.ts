@@ -1,5 +1,6 @@
 import { CtsError, messageOf } from "../errors.ts";
 import { childPath, validateTaskName } from "./names.ts";
+import { takeOverCtsFiles, takeOverLine } from "./cts-takeover.ts";
 import { recoverWorkingDir } from "./recovery.ts";
 import type { TaskWorkspace } from "./types.ts";
 import { ensureTaskDir, writeTaskFiles } from "./working-dir.ts";
@@ -10,17 +11,35 @@ import { ensureTaskDir, writeTaskFiles } from "./working-dir.ts";
  */
 export class WorkingRoot {
   private recovered: Promise<void> | undefined;
+  /** Folders already checked for CTS's files (once per folder per driver). */
+  private readonly checked = new Set<string>();
 
   constructor(
     readonly root: string,
     private readonly killGraceMs: number,
     private readonly notice: (line: string) => void,
+    private readonly taskNotice: (task: string, line: string) => void = (task, line) => notice(`task '${task}': ${line}`),
+    /** Tasks with a folder of their own elsewhere (name → absolute folder). */
+    private readonly own: Record<string, string> = {},
   ) {}
+
+  /**
+   * On the first operation of a task in this driver: when its folder holds the root module
+   * Consul-Terraform-Sync generated, moves CTS's files aside (cts-takeover.ts), logged once.
+   */
+  takeOver(dir: string, task: string): Promise<void> {
+    if (this.checked.has(dir)) return Promise.resolve();
+    return this.filesStep(task, async () => {
+      const done = takeOverCtsFiles(dir, task);
+      this.checked.add(dir);
+      if (done) this.taskNotice(task, takeOverLine(done));
+    });
+  }
 
   /** The task's folder, created when missing (start-up clean-up done first, once per driver). */
   async prepare(task: string): Promise<string> {
-    const dir = await this.filesStep(task, () => ensureTaskDir(this.root, task));
-    await (this.recovered ??= recoverWorkingDir(this.root, this.killGraceMs, this.notice).catch((err: unknown) => this.notice(`start-up clean-up failed: ${messageOf(err)}`)));
+    const dir = await this.filesStep(task, () => ensureTaskDir(this.root, task, this.ownDir(task)));
+    await (this.recovered ??= recoverWorkingDir(this.root, this.killGraceMs, this.notice, this.own).catch((err: unknown) => this.notice(`start-up clean-up failed: ${messageOf(err)}`)));
     return dir;
   }
 
@@ -29,15 +48,19 @@ export class WorkingRoot {
     return this.filesStep(ws.task, () => writeTaskFiles(dir, ws.task, ws.json, ws.files));
   }
 
-  /** Absolute folder of a task (`<root>/<task>`); throws TASK_NAME_INVALID for bad names. */
+  /** Absolute folder of a task (its own, or `<root>/<task>`); throws TASK_NAME_INVALID for bad names. */
   taskDir(task: string): string {
     validateTaskName(task);
     return this.folderOf(task);
   }
 
-  /** `<root>/<task>` without judging the name (only refusing a path outside root): to find what works there. */
+  /** The task's folder without judging the name (only refusing a path outside root): to find what works there. */
   folderOf(task: string): string {
-    return childPath(this.root, task, task);
+    return this.ownDir(task) ?? childPath(this.root, task, task);
+  }
+
+  private ownDir(task: string): string | undefined {
+    return Object.hasOwn(this.own, task) ? this.own[task] : undefined;
   }
 
   /** Turns a file-system failure while preparing the task folder into an error that says where. */

@@ -16,6 +16,8 @@ export interface CtsTaskSpec {
   variables?: Record<string, unknown>;
   /** terraform_provider blocks the task lists (name → arguments; CTS writes them through variables). */
   providers?: Record<string, Record<string, unknown>>;
+  /** The backend block as CTS writes it into main.tf (default: the consul backend at CTS's path on this agent). */
+  backend?: string;
 }
 
 const HEADER = (t: CtsTaskSpec) =>
@@ -132,7 +134,7 @@ export async function writeCtsRootModule(dir: string, consul: ConsulAgent, t: Ct
 
   const main = [
     HEADER(t),
-    `terraform {\n  required_version = ">= 0.13.0, <= 1.14.3"\n  backend "consul" {\n    address = "${consul.address}"\n    gzip    = true\n    path    = "consul-terraform-sync/terraform"\n  }\n}\n\n`,
+    `terraform {\n  required_version = ">= 0.13.0, <= 1.14.3"\n${t.backend ?? `  backend "consul" {\n    address = "${consul.address}"\n    gzip    = true\n    path    = "consul-terraform-sync/terraform"\n  }\n`}}\n\n`,
     ...Object.entries(providers).map(([p, args]) => `provider "${p}" {\n${Object.keys(args).map((k) => `  ${k} = var.${p}.${k}\n`).join("")}}\n\n`),
     `# user description for task named '${t.name}'\nmodule "${t.name}" {\n  source   = "${t.module}"\n  services = var.services\n`,
     withCatalog ? "  catalog_services = var.catalog_services\n" : "",
@@ -151,6 +153,8 @@ export async function writeCtsRootModule(dir: string, consul: ConsulAgent, t: Ct
   ].join("");
   await writeFile(join(dir, "main.tf"), main);
   await writeFile(join(dir, "variables.tf"), variables);
+  // The template hcat renders terraform.tfvars from (its body matters to hcat only).
+  await writeFile(join(dir, "terraform.tfvars.tmpl"), HEADER(t) + "{{/* rendered by hcat */}}\n");
   await writeFile(join(dir, "terraform.tfvars"), HEADER(t) + Object.entries(tfvars).map(([k, v]) => `${k} = ${hcl(v)}\n`).join("\n"));
   await writeFile(join(dir, "providers.auto.tfvars"), HEADER(t) + Object.entries(providers).filter(([, a]) => Object.keys(a).length).map(([p, a]) => `${p} = ${hcl(a)}\n`).join(""));
   if (Object.keys(vars).length) {

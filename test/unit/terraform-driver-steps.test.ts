@@ -25,7 +25,11 @@ function driverWith(answers: Array<() => Promise<typeof NO_CHANGE>>, extra: Part
     dispose: () => steps.push("dispose"),
   };
   const parts = {
-    folders: { prepare: async () => (steps.push("folder"), op.dir), writeFiles: async () => void steps.push("files") },
+    folders: {
+      prepare: async () => (steps.push("folder"), op.dir),
+      takeOver: async () => void steps.push("take over CTS's files"),
+      writeFiles: async () => void steps.push("files"),
+    },
     runner: { operation: () => op, env: () => ({}), phase: (_task: string, phase: string, step: () => Promise<unknown>) => (steps.push(`timed ${phase}`), step()) },
     initializer: { ensure: async () => (steps.push("init if needed"), true), again: async () => void steps.push("init again") },
     changes: { run: (kind: ChangeKind) => (steps.push(kind), answers[calls++]!()) },
@@ -37,17 +41,17 @@ function driverWith(answers: Array<() => Promise<typeof NO_CHANGE>>, extra: Part
 }
 
 describe("the local driver's steps", () => {
-  it("prepares the folder, writes the files, initializes when needed, then runs the timed command", async () => {
+  it("prepares the folder, takes over CTS's files, writes its own, initializes when needed, then runs the timed command", async () => {
     const { driver, steps } = driverWith([async () => NO_CHANGE]);
     const result = await driver.plan({ task: "web", json: "{}" });
     assert.deepEqual(result, { ...NO_CHANGE, initialized: true });
-    assert.deepEqual(steps, ["folder", "check cancelled", "files", "init if needed", "timed plan", "plan", "dispose"]);
+    assert.deepEqual(steps, ["folder", "check cancelled", "take over CTS's files", "files", "init if needed", "timed plan", "plan", "dispose"]);
   });
 
   it("re-initializes once when the working dir needs a fresh init, and lets a second failure stand", async () => {
     const repaired = driverWith([() => Promise.reject(needsInit()), async () => NO_CHANGE]);
     assert.equal((await repaired.driver.apply({ task: "web", json: "{}" })).initialized, true);
-    assert.deepEqual(repaired.steps.slice(4), ["timed apply", "apply", "init again", "timed apply", "apply", "dispose"]);
+    assert.deepEqual(repaired.steps.slice(5), ["timed apply", "apply", "init again", "timed apply", "apply", "dispose"]);
 
     const broken = driverWith([() => Promise.reject(needsInit()), () => Promise.reject(needsInit())]);
     await assert.rejects(broken.driver.apply({ task: "web", json: "{}" }), (err: unknown) => err instanceof CtsError && err.code === "TERRAFORM_FAILED");
