@@ -73,7 +73,8 @@ function compare(a: readonly number[], b: readonly number[]): number {
 /**
  * What is wrong with `driver.terraformCloud` (and the driver section as a whole: one driver only).
  * `env` supplies the TFC_* fallbacks, so a missing organization is an error only when
- * TFC_ORGANIZATION is unset too. `prefix` is the field prefix in messages.
+ * TFC_ORGANIZATION is unset too. The token's form is checked here, its value when the driver
+ * starts (resolveTerraformCloudToken). `prefix` is the field prefix in messages.
  */
 export function terraformCloudDriverProblems(driver: CtsConfig["driver"], env: NodeJS.ProcessEnv = process.env, prefix = "driver"): Problem[] {
   const tfc = driver?.terraformCloud;
@@ -89,7 +90,7 @@ export function terraformCloudDriverProblems(driver: CtsConfig["driver"], env: N
   const org = tfc.organization ?? env.TFC_ORGANIZATION;
   if (org === undefined || org === "") problems.push({ field: `${field}.organization`, message: "is required. Set the organization the workspaces belong to (or TFC_ORGANIZATION)." });
   else if (typeof org !== "string" || !/^[A-Za-z0-9_-]+$/.test(org)) problems.push({ field: `${field}.organization`, message: `'${String(org)}' is not an organization name (letters, digits, '-' and '_').` });
-  problems.push(...tokenProblems(tfc.token, `${field}.token`, env));
+  problems.push(...tokenProblems(tfc.token, `${field}.token`));
   problems.push(...workspacesProblems(tfc.workspaces, `${field}.workspaces`));
   if (tfc.tls !== undefined) {
     if (typeof tfc.tls !== "object" || tfc.tls === null) problems.push({ field: `${field}.tls`, message: "must be an object { caCert, caPath, cert, key, serverName, verify }." });
@@ -123,8 +124,9 @@ export function hostnameProblem(hostname: unknown): string | undefined {
   }
 }
 
-function tokenProblems(token: TerraformCloudDriverConfig["token"], field: string, env: NodeJS.ProcessEnv): Problem[] {
-  if (token === undefined) return env.TFC_TOKEN ? [] : [{ field, message: "is required. Set an API token: token: { env: \"TFC_TOKEN\" }, { file: \"/path\" }, or the TFC_TOKEN environment variable." }];
+function tokenProblems(token: TerraformCloudDriverConfig["token"], field: string): Problem[] {
+  // Unset: TFC_TOKEN, read when the driver starts (commands that never reach Terraform Cloud, such as synth and diff, need no token).
+  if (token === undefined) return [];
   if (typeof token === "string") return token.trim() === "" ? [{ field, message: "is empty. Set an API token (better from { env } or { file } than in the config)." }] : [];
   if (typeof token === "object" && token !== null && !Array.isArray(token)) {
     const keys = Object.keys(token);

@@ -10,6 +10,7 @@ import { startTfcServer, type TfcTestServer } from "../support/tfc-server/index.
 import { brokenTask, fileTask } from "../support/tfc-task-json.ts";
 
 const FAST = { baseDelayMs: 1, maxDelayMs: 5 };
+const READ_ONLY = "read-only-token-0123456789abcdef";
 
 describe("the Terraform Cloud driver against the TFE-API test server (real OpenTofu runs)", () => {
   let server: TfcTestServer;
@@ -35,7 +36,7 @@ describe("the Terraform Cloud driver against the TFE-API test server (real OpenT
   }
 
   before(async () => {
-    server = await startTfcServer({ agentPools: [{ organization: "cts-test", name: "pool-a" }] });
+    server = await startTfcServer({ agentPools: [{ organization: "cts-test", name: "pool-a" }], tokens: [{ token: READ_ONLY, organizations: { "cts-test": "read" } }] });
     out = await mkdtemp(join(tmpdir(), "cts-tfc-driver-out-"));
     work = await mkdtemp(join(tmpdir(), "cts-tfc-driver-work-"));
     driver = newDriver();
@@ -155,6 +156,19 @@ describe("the Terraform Cloud driver against the TFE-API test server (real OpenT
       await assert.rejects(bad.apply(fileTask("web", out, "v9")), (err: any) => err.code === "TFC_UNAUTHORIZED" && !err.message.includes("bad-token-0123456789abcdef"));
     } finally {
       await bad.close();
+    }
+  });
+
+  it("names what is wrong when the server is unreachable, the token may only read, or the organization does not exist", async () => {
+    const unreachable = newDriver({ client: { hostname: "http://127.0.0.1:1", token: server.token, retry: { ...FAST, attempts: 2 } } });
+    const reader = newDriver({ client: { hostname: server.url, token: READ_ONLY, retry: FAST } });
+    const noOrg = newDriver({ organization: "no-such-org" });
+    try {
+      await assert.rejects(unreachable.apply(fileTask("web", out, "x")), { code: "TFC_UNREACHABLE" });
+      await assert.rejects(reader.apply(fileTask("reader", out, "x")), (err: any) => err.code === "TFC_FORBIDDEN" && !err.message.includes(READ_ONLY));
+      await assert.rejects(noOrg.apply(fileTask("web", out, "x")), { code: "TFC_NOT_FOUND" });
+    } finally {
+      await Promise.all([unreachable.close(), reader.close(), noOrg.close()]);
     }
   });
 

@@ -47,11 +47,12 @@ describe("a task's terraformCloudWorkspace, checked with CTS's rules and message
 describe("driver.terraformCloud", () => {
   const ok = { terraformCloud: { organization: "acme", token: { env: "X" } } };
 
-  it("needs an organization and a token, from the config or TFC_ORGANIZATION / TFC_TOKEN", () => {
+  it("needs an organization (or TFC_ORGANIZATION); the token's form is checked, its value is read when the driver starts", () => {
     assert.deepEqual(terraformCloudDriverProblems(ok, {}), []);
-    const missing = terraformCloudDriverProblems({ terraformCloud: {} }, {});
-    assert.deepEqual(missing.map((p) => p.field), ["driver.terraformCloud.organization", "driver.terraformCloud.token"]);
-    assert.deepEqual(terraformCloudDriverProblems({ terraformCloud: {} }, { TFC_ORGANIZATION: "acme", TFC_TOKEN: "t" }), []);
+    assert.deepEqual(terraformCloudDriverProblems({ terraformCloud: {} }, {}).map((p) => p.field), ["driver.terraformCloud.organization"]);
+    assert.deepEqual(terraformCloudDriverProblems({ terraformCloud: {} }, { TFC_ORGANIZATION: "acme" }), []);
+    for (const token of ["", { env: "" }, { file: 1 }, { env: "A", file: "b" }, 5])
+      assert.equal(terraformCloudDriverProblems({ terraformCloud: { organization: "acme", token } } as never, {})[0]?.field, "driver.terraformCloud.token", JSON.stringify(token));
   });
 
   it("allows one driver only, a host name or http(s) URL, and known keys", () => {
@@ -81,6 +82,7 @@ describe("driver.terraformCloud", () => {
       assert.equal(knownSecrets.redact("x from-file-token-123 y").includes("from-file-token-123"), false);
       assert.throws(() => resolveTerraformCloudToken({ token: { env: "NOPE" } }, dir, {}), /NOPE, which is not set/);
       assert.throws(() => resolveTerraformCloudToken({ token: { file: "missing" } }, dir, {}), /cannot be read/);
+      assert.throws(() => resolveTerraformCloudToken({}, dir, {}), /token is not set.*TFC_TOKEN/);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
