@@ -1,6 +1,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/load.ts";
 import { startDaemonApi } from "../../src/daemon/api.ts";
@@ -14,6 +16,13 @@ import { FIXTURE_TASKS, PUBLIC_API, tempDir, waitFor } from "../support/cts.ts";
 import { startTfcServer, type TfcTestServer } from "../support/tfc-server/index.ts";
 
 const read = (p: string) => readFile(p, "utf8").catch(() => "");
+const CTS = fileURLToPath(new URL("../../bin/cts.js", import.meta.url));
+
+function cts(args: string[], address: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile("node", [CTS, ...args], { env: { ...process.env, CTS_ADDRESS: address } }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+  });
+}
 
 describe("a watching daemon on the Terraform Cloud driver: catalog changes become runs, seen in events, the API and metrics", () => {
   let server: TfcTestServer;
@@ -81,6 +90,20 @@ export default defineConfig({
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.inspect.changes_present, false);
     assert.match(res.body.inspect.url, /\/workspaces\/cts-members\/runs\/run-/);
+  });
+
+  it("cts task create prints the inspection's and the run's URLs; cts status --events shows each run's URL", async () => {
+    const address = new URL(api.url).host;
+    const file = join(tmp.dir, "cli_task.hcl");
+    await writeFile(file, `task "cli_task" {\n  module = "./modules/echo"\n  condition "services" {\n    names = ["web"]\n  }\n  variables = {\n    path = ${JSON.stringify(join(tmp.dir, "cli.txt"))}\n  }\n}\n`);
+    const r = await cts(["task", "create", "--task-file", file, "--auto-approve"], address);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Inspection results can also be viewed at: http:\/\/127\.0\.0\.1:\d+\/app\/cts-test\/workspaces\/cts-cli_task\/runs\/run-/);
+    assert.match(r.stdout, /Terraform Cloud Run URL: http:\/\/127\.0\.0\.1:\d+\/app\/cts-test\/workspaces\/cts-cli_task\/runs\/run-/);
+    assert.equal(await read(join(tmp.dir, "cli.txt")), "hello web-1,web-2\n");
+    const s = await cts(["status", "members", "--events"], address);
+    assert.equal(s.code, 0, s.stderr);
+    assert.match(s.stdout, /run: http:\/\/127\.0\.0\.1:\d+\/app\/cts-test\/workspaces\/cts-members\/runs\/run-/);
   });
 
   it("POST /v1/tasks?run=now creates a module task's workspace and answers tfc_run_url; DELETE keeps the workspace and what it built", async () => {
