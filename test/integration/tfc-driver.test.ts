@@ -192,6 +192,16 @@ describe("the Terraform Cloud driver against the TFE-API test server (real OpenT
     assert.ok(server.requests.filter((r) => r.status === 429).length >= 3);
   });
 
+  it("deletes the variables it set that the task no longer has, leaving those people set", async () => {
+    const ws = (await admin.workspaces.read(server.organization, "cts-web"))!;
+    await admin.variables.create(ws.id, { key: "by_person", value: "keep", category: "env" });
+    const task = fileTask("web", out, "v8");
+    delete task.env!.TASK_ENV_X;
+    await driver.apply(task);
+    assert.deepEqual((await admin.variables.list(ws.id)).map((v) => v.key).sort(), ["by_person", "content", "prov"]);
+    assert.equal(await readFile(join(out, "web.txt"), "utf8"), "v8|p1");
+  });
+
   it("refuses VCS-connected, local-mode and denied workspaces, and (with an allowlist) an unlisted one, changing none of them", async () => {
     server.store.addWorkspace(server.organization, "cts-vcs", { vcsRepo: { identifier: "acme/infra" } } as never);
     server.store.addWorkspace(server.organization, "cts-local", { executionMode: "local" });
