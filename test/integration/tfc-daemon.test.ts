@@ -118,4 +118,15 @@ export default defineConfig({
     assert.equal(await read(out), "hello web-1,web-2\n", "the infrastructure stays");
     assert.equal(lines.some((l) => l.includes(server.token)), false, "the token is in no log line");
   });
+
+  it("a drift check is a speculative plan: a file changed out of band shows as drift, nothing is applied", async () => {
+    await writeFile(members, "changed by hand\n");
+    const outcome = await rt.controller.checkDrift("members");
+    assert.equal(outcome.ok, true, outcome.error?.message);
+    assert.equal(outcome.outcome, "drift");
+    assert.equal(outcome.drift?.state, "drifted");
+    assert.match(outcome.result!.url!, /\/workspaces\/cts-members\/runs\/run-/);
+    assert.equal((await admin.runs.read(outcome.result!.url!.split("/").at(-1)!)).planOnly, true);
+    assert.equal(await read(members), "changed by hand\n");
+  });
 });
