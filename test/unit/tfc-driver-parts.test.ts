@@ -80,3 +80,21 @@ describe("workspace names and task folders", () => {
     void d.close();
   });
 });
+
+describe("a task's Terraform Cloud settings on the daemon's main thread", () => {
+  it("cross from the synthesis worker in the task's declaration (module tasks and task classes)", async () => {
+    const { declareTask, taskFromDeclaration } = await import("../../src/task/declaration.ts");
+    const { ModuleTask } = await import("../../src/task/module-task.ts");
+    const { Task } = await import("../../src/task/task.ts");
+    const { services } = await import("../../src/task/conditions.ts");
+    const settings = { executionMode: "agent" as const, agentPoolName: "pool", terraformVersion: "1.9.0" };
+    const mod = new ModuleTask({ name: "m", condition: services({ names: ["web"] }), module: "./x", terraformCloudWorkspace: settings });
+    class Mine extends Task {
+      constructor() {
+        super({ name: "c", condition: services({ names: ["web"] }), terraformCloudWorkspace: settings });
+      }
+      synthesize() {}
+    }
+    for (const t of [mod, new Mine()]) assert.deepEqual(taskFromDeclaration(structuredClone(declareTask(t as never))).terraformCloudWorkspace, settings, t.name);
+  });
+});
