@@ -42,6 +42,8 @@ interface TaskMemory {
   variables?: string;
   /** A run of ours left waiting for confirmation: discarded when the next change arrives. */
   waiting?: string;
+  /** The workspace's runs were searched for one of ours left waiting by an earlier cts (once per start). */
+  searched?: boolean;
 }
 
 /**
@@ -141,7 +143,7 @@ export class TfcDriver implements Driver {
         await syncVariables(this.client, workspace.id, vars, signal);
         mem.variables = fingerprint;
       }
-      if (kind !== "plan") await this.discardWaiting(mem, log, signal);
+      if (kind !== "plan") await this.discardWaiting(mem, workspace, log, signal);
       const staged = await stageRootModule(ws.json, dir, this.options.requiredProviders, ws.task);
       let cvId: string;
       try {
@@ -196,14 +198,21 @@ export class TfcDriver implements Driver {
   }
 
   /** Discards our run still waiting for confirmation (CTS does so when new changes arrive). */
-  private async discardWaiting(mem: TaskMemory, log: (line: string) => void, signal?: AbortSignal): Promise<void> {
-    const id = mem.waiting;
-    if (!id) return;
+  private async discardWaiting(mem: TaskMemory, workspace: Workspace, log: (line: string) => void, signal?: AbortSignal): Promise<void> {
+    const ids = mem.waiting ? [mem.waiting] : [];
     mem.waiting = undefined;
-    const run = await this.client.runs.read(id, signal).catch(() => undefined);
-    if (run && awaitsPerson(run) && run.actions.isDiscardable) {
-      await this.client.runs.discard(id, "Discarded by cts: the task changed again", signal).catch(() => undefined);
-      log(`run ${id} was still waiting for confirmation; discarded for the new change`);
+    if (!mem.searched) {
+      // After a restart or a failover, a run an earlier cts queued may still wait: found by its message.
+      const recent = await this.client.runs.listRecent(workspace.id, 20, signal).catch(() => []);
+      for (const r of recent) if (r.message.startsWith(RUN_MESSAGE_PREFIX) && awaitsPerson(r) && !ids.includes(r.id)) ids.push(r.id);
+      mem.searched = true;
+    }
+    for (const id of ids) {
+      const run = await this.client.runs.read(id, signal).catch(() => undefined);
+      if (run && awaitsPerson(run) && run.actions.isDiscardable) {
+        await this.client.runs.discard(id, "Discarded by cts: the task changed again", signal).catch(() => undefined);
+        log(`run ${id} was still waiting for confirmation; discarded for the new change`);
+      }
     }
   }
 
@@ -240,8 +249,11 @@ function throwIfAborted(signal: AbortSignal | undefined, task: string): void {
   if (signal?.aborted) throw new CtsError("TERRAFORM_CANCELLED", "external", "was cancelled before a run was queued; nothing was changed.", { task });
 }
 
+/** How the messages of cts's runs begin (to find our own runs among a workspace's). */
+const RUN_MESSAGE_PREFIX = "cts: ";
+
 function runMessage(kind: Kind, task: string): string {
-  return kind === "plan" ? `cts: speculative plan of task ${task}` : kind === "destroy" ? `cts: destroy of task ${task}` : `cts: task ${task} changed`;
+  return `${RUN_MESSAGE_PREFIX}${kind === "plan" ? `speculative plan of task ${task}` : kind === "destroy" ? `destroy of task ${task}` : `task ${task} changed`}`;
 }
 
 /** The driver `driver.terraformCloud` describes. */

@@ -109,8 +109,20 @@ describe("the Terraform Cloud driver against the TFE-API test server (real OpenT
     });
     assert.equal(existsSync(join(out, "manual.txt")), false);
     assert.equal((await admin.workspaces.read(server.organization, "cts-manual"))!.autoApply, false, "manual apply is kept");
-    await assert.rejects(driver.apply(fileTask("manual", out, "m2")), { code: "TFC_RUN_NEEDS_CONFIRMATION" });
+    let second = "";
+    await assert.rejects(driver.apply(fileTask("manual", out, "m2")), (err: any) => {
+      second = err.detail.run;
+      return err.code === "TFC_RUN_NEEDS_CONFIRMATION";
+    });
     assert.equal((await admin.runs.read(waiting)).status, "discarded");
+    // A restarted cts (a new driver) finds its predecessor's run still waiting and discards it too.
+    const restarted = newDriver();
+    try {
+      await assert.rejects(restarted.apply(fileTask("manual", out, "m3")), { code: "TFC_RUN_NEEDS_CONFIRMATION" });
+      assert.equal((await admin.runs.read(second)).status, "discarded");
+    } finally {
+      await restarted.close();
+    }
   });
 
   it("reports a run canceled in Terraform Cloud as TFC_RUN_CANCELED", async () => {
