@@ -76,6 +76,8 @@ export function registerStatus(program: Command): void {
           const frames: unknown[] = Array.isArray(e.error?.stack) ? e.error.stack : [];
           for (const f of frames) say(`      at ${String(f)}\n`);
           for (const r of (e.resources as ApiBody[] | undefined) ?? []) say(`      ${resourceLine(r.address, r.action)}\n`);
+          // Terraform Cloud driver: where the run can be seen.
+          if (typeof e.run_url === "string") say(`      run: ${e.run_url}\n`);
         }
       }
     });

@@ -7,7 +7,8 @@ import { Task, type TaskOptions, type TaskScope } from "./task.ts";
 // A daemon evaluates a TypeScript config in its synthesis worker, never in the main thread: the
 // config imports cdktf and provider bindings (hundreds of MB and about a second of CPU), which only
 // synthesis needs. The main thread gets each task as plain data (a declaration) and rebuilds from it
-// what the runtime reads: name, condition, inputs, buffer period, secrets, drift check, class name.
+// what the runtime reads: name, condition, inputs, buffer period, secrets, drift check, Terraform
+// Cloud workspace settings, class name.
 
 /** The spec of a module task, with the values its variable files held when the config loaded. */
 export type ModuleTaskData = ModuleTaskOptions<Condition, TaskInputs> & { fileVariables?: Record<string, unknown> };
@@ -78,5 +79,6 @@ function taskOptions(task: Task<Condition, TaskInputs>): TaskOptions<Condition, 
     secrets: task.secrets,
     ...(task.driftCheck !== undefined ? { driftCheck: task.driftCheck } : {}),
     ...(task.workingDir !== undefined ? { workingDir: task.workingDir } : {}),
+    ...(task.terraformCloudWorkspace !== undefined ? { terraformCloudWorkspace: task.terraformCloudWorkspace } : {}),
   };
 }

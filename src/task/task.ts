@@ -113,6 +113,8 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
   readonly driftCheck: DriftCheckOption | false | undefined;
   /** The task's own working directory as configured (undefined: `<workingDir>/<name>`). */
   readonly workingDir: string | undefined;
+  /** Workspace settings under the Terraform Cloud driver. */
+  readonly terraformCloudWorkspace: TerraformCloudWorkspaceOption | undefined;
 
   constructor(options: TaskOptions<C, I>) {
     // Configs are loaded without a type-check: a missing argument arrives here at run time.
@@ -126,6 +128,7 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
     this.secrets = options.secrets ?? {};
     this.driftCheck = options.driftCheck;
     this.workingDir = options.workingDir;
+    this.terraformCloudWorkspace = options.terraformCloudWorkspace;
   }
 
   /** Builds the task's resources in `scope` from `input`. Called on every run; must be deterministic. */

@@ -1,7 +1,7 @@
 import { CtsError } from "../errors.ts";
 import { pause } from "../pause.ts";
 import { cancelledError } from "./errors.ts";
-import { included, one, toRun } from "./jsonapi.ts";
+import { included, many, one, toRun } from "./jsonapi.ts";
 import type { Transport } from "./transport.ts";
 import { FINAL_RUN_STATUSES, type Run, type RunInput } from "./types.ts";
 import { enc } from "./workspaces.ts";
@@ -44,6 +44,13 @@ export class Runs {
     if (input.configurationVersionId) relationships["configuration-version"] = { data: { type: "configuration-versions", id: input.configurationVersionId } };
     const body = { data: { type: "runs", attributes, relationships } };
     return toRun(one(await this.t.json({ method: "POST", path: "/api/v2/runs", body, signal }), { method: "POST", path: "/api/v2/runs" }));
+  }
+
+  /** The newest runs of a workspace (speculative plans are not listed), first page only. */
+  async listRecent(workspaceId: string, pageSize = 20, signal?: AbortSignal): Promise<Run[]> {
+    const path = `/api/v2/workspaces/${enc(workspaceId)}/runs`;
+    const doc = await this.t.json({ method: "GET", path, query: { "page[size]": String(pageSize), "page[number]": "1" }, signal, idempotent: true });
+    return many(doc, { method: "GET", path }).map((r) => toRun(r));
   }
 
   /** Reads a run, asking for its plan and apply too (servers may ignore that: read them by id then). */
