@@ -106,6 +106,8 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
   readonly secrets: Record<string, SecretSource>;
   /** Per-task drift check override. */
   readonly driftCheck: DriftCheckOption | false | undefined;
+  /** Workspace settings under the Terraform Cloud driver. */
+  readonly terraformCloudWorkspace: TerraformCloudWorkspaceOption | undefined;
 
   constructor(options: TaskOptions<C, I>) {
     // Configs are loaded without a type-check: a missing argument arrives here at run time.
@@ -118,6 +120,7 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
     this.bufferPeriod = options.bufferPeriod;
     this.secrets = options.secrets ?? {};
     this.driftCheck = options.driftCheck;
+    this.terraformCloudWorkspace = options.terraformCloudWorkspace;
   }
 
   /** Builds the task's resources in `scope` from `input`. Called on every run; must be deterministic. */
