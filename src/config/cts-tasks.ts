@@ -6,7 +6,7 @@ import { catalogServices, consulKv, schedule, services, type Condition, type Con
 import { ModuleTask, type ModuleProvider } from "../task/module-task.ts";
 import type { BufferPeriodOption, TerraformCloudWorkspaceOption } from "../task/task.ts";
 import type { CtsDriverLabel } from "./cts-drivers.ts";
-import { effectiveWorkspace, TERRAFORM_VERSION_CONSTRAINT, terraformVersionProblem, workspaceProblems, workspaceWarnings } from "./terraform-cloud.ts";
+import { TFC_TERRAFORM_CONSTRAINT, terraformCloudWorkspaceProblems } from "./terraform-cloud.ts";
 import { configError, type ReadBlock } from "./cts-schema.ts";
 import { isObject } from "../is-object.ts";
 import { taskNameProblem, taskProblems } from "../task/validate.ts";
@@ -119,23 +119,27 @@ function taskWorkspace(t: ReadBlock, name: string, ctx: TaskContext): TerraformC
     return undefined;
   }
   if (taskVersion) ctx.warn.push(`${t.file}:${t.lines.terraform_version ?? t.line}: 'terraform_version' is deprecated: write terraform_cloud_workspace { terraform_version = "${taskVersion}" } in task '${name}'.`);
-  const keyOf = (field: keyof TerraformCloudWorkspaceOption) => Object.keys(WORKSPACE_KEYS).find((k) => WORKSPACE_KEYS[k] === field)!;
-  for (const p of workspaceProblems(block)) {
+  const keyOf = (field: string) => Object.keys(WORKSPACE_KEYS).find((k) => WORKSPACE_KEYS[k] === field.split(".").pop())!;
+  const problems = terraformCloudWorkspaceProblems(block, "ws", taskVersion ? { version: taskVersion, field: "task.terraform_version" } : undefined);
+  for (const p of problems) {
+    if (p.field === "task.terraform_version") throw configError(t.file, t.lines.terraform_version ?? t.line, `task '${name}': terraform_version: ${p.message}. Write an exact version x.y.z within ${TFC_TERRAFORM_CONSTRAINT}.`);
     const key = keyOf(p.field);
     const fix = /is required/.test(p.message) ? ' Add agent_pool_id or agent_pool_name, or use execution_mode = "remote".' : (WORKSPACE_FIXES[key] ?? "");
     throw configError(blk!.file, blk!.lines[key] ?? blk!.line, `task '${name}': terraform_cloud_workspace.${key}: ${p.message}.${fix}`);
   }
-  const versionProblem = block.terraformVersion ? undefined : terraformVersionProblem(taskVersion || undefined);
-  if (versionProblem) throw configError(t.file, t.lines.terraform_version ?? t.line, `task '${name}': terraform_version: ${versionProblem}. Write an exact version x.y.z within ${TERRAFORM_VERSION_CONSTRAINT}.`);
-  for (const w of workspaceWarnings(block)) ctx.warn.push(`${blk!.file}:${blk!.lines.agent_pool_name ?? blk!.line}: task '${name}': ${w}.`);
-  return effectiveWorkspace(block, taskVersion || undefined);
+  // CTS: a warning only, the id wins.
+  if (block.agentPoolId && block.agentPoolName) ctx.warn.push(`${blk!.file}:${blk!.lines.agent_pool_name ?? blk!.line}: task '${name}': agent_pool_id and agent_pool_name are both configured, agent_pool_id will be used.`);
+  // The block's version wins over the task's deprecated one (CTS-TFC-NOTES §1).
+  const version = block.terraformVersion || taskVersion || undefined;
+  const out: TerraformCloudWorkspaceOption = { ...block, ...(version ? { terraformVersion: version } : {}) };
+  return Object.keys(out).length ? out : undefined;
 }
 
 const WORKSPACE_FIXES: Record<string, string> = {
   execution_mode: ' Set execution_mode = "remote" or "agent" (with agent_pool_id or agent_pool_name).',
   agent_pool_id: ' Set execution_mode = "agent", or remove the agent pool.',
   agent_pool_name: ' Set execution_mode = "agent", or remove the agent pool.',
-  terraform_version: ` Write an exact version x.y.z within ${TERRAFORM_VERSION_CONSTRAINT}.`,
+  terraform_version: ` Write an exact version x.y.z within ${TFC_TERRAFORM_CONSTRAINT}.`,
 };
 
 function readCondition(c: ReadBlock): { condition: Condition; useAsModuleInput?: boolean } {

@@ -15,6 +15,7 @@ import { parseDuration } from "../duration.ts";
 import { haProblems } from "./ha-problems.ts";
 import type { ModuleTask } from "../task/module-task.ts";
 import { isCtsConfigPath } from "./cts-files.ts";
+import { terraformCloudDriverProblems, terraformCloudWorkspaceProblems } from "./terraform-cloud.ts";
 
 /** The config file names tried in order when none is given. */
 export const DEFAULT_CONFIG_FILES = ["cts.config.ts", "cts.config.mts", "cts.config.js", "cts.config.mjs"];
@@ -119,7 +120,10 @@ export function validateConfig(config: CtsConfig | undefined, file: string): ass
     const shape = shapeProblems(task);
     for (const p of shape) problems.push({ field: p.field ? `tasks[${i}].${p.field}` : `tasks[${i}]`, message: p.message });
     if (shape.length === 0) for (const p of taskProblems(task as Task<Condition, TaskInputs>)) problems.push({ field: `tasks[${i}].${p.field}`, message: `${p.message} (class ${className(task)})` });
+    const workspace = (task as Partial<Task<Condition, TaskInputs>> | undefined)?.terraformCloudWorkspace;
+    if (workspace !== undefined) problems.push(...terraformCloudWorkspaceProblems(workspace, `tasks[${i}].terraformCloudWorkspace`));
   });
+  problems.push(...terraformCloudDriverProblems(config.driver));
   problems.push(...duplicateNameProblems(tasks));
   if (config.bufferPeriod) problems.push(...bufferProblems(config.bufferPeriod, "bufferPeriod"));
   if (config.driftCheck !== undefined) problems.push(...driftCheckProblems(config.driftCheck, "driftCheck"));

@@ -1,72 +1,191 @@
+import { readFileSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import { CtsError } from "../errors.ts";
+import { redactSecret } from "../log.ts";
+import type { Problem } from "../problems.ts";
 import type { TerraformCloudWorkspaceOption } from "../task/task.ts";
+import type { CtsConfig, TerraformCloudDriverConfig } from "./types.ts";
+
+// The rules of the Terraform Cloud driver's settings, written once for both ways to configure it:
+// `driver: { terraformCloud }` in cts.config.ts and CTS's `driver "terraform-cloud"` HCL block
+// (src/config/cts-*.ts maps that onto the same shape and calls these). Messages of the workspace
+// rules are CTS's own (config/terraform_cloud_workspace.go), so a CTS user sees the same text.
+
+/** HCP Terraform's address, CTS's default `hostname`. */
+export const DEFAULT_TFC_HOSTNAME = "https://app.terraform.io";
+
+/** The Terraform versions CTS 0.9 accepts for a workspace (version/terraform.go). */
+export const TFC_TERRAFORM_CONSTRAINT = ">= 0.13.0, <= 1.14.3";
+const MIN_VERSION = [0, 13, 0] as const;
+const MAX_VERSION = [1, 14, 3] as const;
+
+/** The tag every workspace cts manages carries. */
+export const SOURCE_TAG = "source:cts";
 
 /**
- * CTS's rules for the Terraform Cloud driver's per-task workspace settings
- * (`config/terraform_cloud_workspace.go` Validate, CTS-TFC-NOTES §1), with CTS's messages, for
- * every config form (cts.config.ts, CTS HCL, API task bodies).
+ * What is wrong with a task's `terraformCloudWorkspace` (`field` names it in messages: e.g.
+ * `tasks[2].terraformCloudWorkspace` or `task "web".terraform_cloud_workspace`). `legacy` is the
+ * task's deprecated `terraform_version` and its field, checked with the same rule.
  */
-
-/** The Terraform versions CTS v0.9.0 accepts (`version/terraform.go`). */
-export const TERRAFORM_VERSION_CONSTRAINT = ">= 0.13.0, <= 1.14.3";
-const MIN: [number, number, number] = [0, 13, 0];
-const MAX: [number, number, number] = [1, 14, 3];
-
-/** A workspace rule broken: `field` is the option (`executionMode`), `message` CTS's text. */
-export interface WorkspaceProblem {
-  field: keyof TerraformCloudWorkspaceOption;
-  message: string;
+export function terraformCloudWorkspaceProblems(ws: TerraformCloudWorkspaceOption | undefined, field: string, legacy?: { version: string; field: string }): Problem[] {
+  const problems: Problem[] = [];
+  if (ws !== undefined && (typeof ws !== "object" || ws === null || Array.isArray(ws))) return [{ field, message: "must be an object { executionMode, agentPoolId, agentPoolName, terraformVersion }." }];
+  const w = (ws ?? {}) as Record<string, unknown>;
+  for (const k of Object.keys(w)) {
+    if (!["executionMode", "agentPoolId", "agentPoolName", "terraformVersion"].includes(k)) problems.push({ field: `${field}.${k}`, message: "is not a setting. Use executionMode, agentPoolId, agentPoolName or terraformVersion." });
+    else if (w[k] !== undefined && typeof w[k] !== "string") problems.push({ field: `${field}.${k}`, message: `must be a string (got ${typeof w[k]}).` });
+  }
+  if (problems.length) return problems;
+  const mode = (w.executionMode as string | undefined) ?? "";
+  const pool = Boolean(w.agentPoolId) || Boolean(w.agentPoolName);
+  if (mode !== "" && mode !== "remote" && mode !== "agent") problems.push({ field: `${field}.executionMode`, message: `execution mode '${mode}' not supported for CTS, use 'remote' or 'agent' instead` });
+  else if (mode === "agent" && !pool) problems.push({ field: `${field}.executionMode`, message: "agent_pool_id or agent_pool_name is required if execution mode is 'agent'" });
+  else if (mode !== "agent" && pool) problems.push({ field: `${field}.${w.agentPoolId ? "agentPoolId" : "agentPoolName"}`, message: "agent pool configured when execution mode is not 'agent'" });
+  const version = w.terraformVersion as string | undefined;
+  if (version) {
+    const why = terraformVersionProblem(version);
+    if (why) problems.push({ field: `${field}.terraformVersion`, message: why });
+  }
+  if (legacy?.version) {
+    const why = terraformVersionProblem(legacy.version);
+    if (why) problems.push({ field: legacy.field, message: why });
+  }
+  return problems;
 }
 
-/** Everything wrong with a task's workspace settings (empty: valid). Empty strings count as unset, as in CTS. */
-export function workspaceProblems(ws: TerraformCloudWorkspaceOption): WorkspaceProblem[] {
-  const out: WorkspaceProblem[] = [];
-  const mode = ws.executionMode ?? "";
-  const pool = (ws.agentPoolId ?? "") !== "" || (ws.agentPoolName ?? "") !== "";
-  if (mode !== "" && mode !== "remote" && mode !== "agent")
-    out.push({ field: "executionMode", message: `execution mode '${String(mode)}' not supported for CTS, use 'remote' or 'agent' instead` });
-  else if (mode === "agent" && !pool) out.push({ field: "executionMode", message: "agent_pool_id or agent_pool_name is required if execution mode is 'agent'" });
-  else if (mode !== "agent" && pool) out.push({ field: ws.agentPoolId ? "agentPoolId" : "agentPoolName", message: "agent pool configured when execution mode is not 'agent'" });
-  const version = terraformVersionProblem(ws.terraformVersion);
-  if (version) out.push({ field: "terraformVersion", message: version });
-  return out;
-}
-
-/** CTS's warning when both pool fields are set (not an error: the id is used). */
-export function workspaceWarnings(ws: TerraformCloudWorkspaceOption): string[] {
-  return ws.agentPoolId && ws.agentPoolName ? ["agent_pool_id and agent_pool_name are both configured, agent_pool_id will be used"] : [];
-}
-
-const SEMVER = /^v?(\d+)((?:\.\d+)*)(?:-([0-9A-Za-z~-]+(?:\.[0-9A-Za-z~-]+)*))?(?:\+([0-9A-Za-z~-]+(?:\.[0-9A-Za-z~-]+)*))?$/;
-
-/** An exact Terraform version within CTS's constraint; undefined or "" is fine (the organization's newest). */
-export function terraformVersionProblem(version: string | undefined): string | undefined {
-  if (version === undefined || version === "") return undefined;
-  const m = SEMVER.exec(version);
-  const parts = m ? [m[1]!, ...m[2]!.split(".").slice(1)].map(Number) : [];
-  if (!m || parts.length > 3) return `Malformed version: ${version}`;
-  if (version.split(".").length < 3) return `provide the exact Terraform version to install: ${version}`;
-  const core = parts as [number, number, number];
-  // As go-version: a pre-release never satisfies a constraint written without one.
-  const inRange = !m[3] && compare(core, MIN) >= 0 && compare(core, MAX) <= 0;
-  if (!inRange) return `Terraform version is not supported by Consul-Terraform-Sync, try updating to a different version (${TERRAFORM_VERSION_CONSTRAINT}): ${version}`;
+/** Why `version` is not an exact Terraform version CTS accepts, or undefined when it is. */
+export function terraformVersionProblem(version: string): string | undefined {
+  const m = /^v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/.exec(version);
+  if (!m) return `Malformed version: ${version}`;
+  if (m[2] === undefined || m[3] === undefined) return `provide the exact Terraform version to install: ${version}`;
+  const parts = [Number(m[1]), Number(m[2]), Number(m[3])];
+  // A pre-release is below its release and outside the constraint's bounds, as go-version checks it.
+  const inRange = compare(parts, MIN_VERSION) >= 0 && compare(parts, MAX_VERSION) <= 0 && m[4] === undefined;
+  if (!inRange) return `Terraform version is not supported by Consul-Terraform-Sync, try updating to a different version (${TFC_TERRAFORM_CONSTRAINT}): ${version}`;
   return undefined;
 }
 
-function compare(a: [number, number, number], b: [number, number, number]): number {
+function compare(a: readonly number[], b: readonly number[]): number {
   for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
   return 0;
 }
 
-/** The workspace a task runs in: prefix + task name (CTS's `workspaces.prefix`). */
-export function workspaceName(prefix: string | undefined, task: string): string {
-  return `${prefix ?? ""}${task}`;
+/**
+ * What is wrong with `driver.terraformCloud` (and the driver section as a whole: one driver only).
+ * `env` supplies the TFC_* fallbacks, so a missing organization is an error only when
+ * TFC_ORGANIZATION is unset too. `prefix` is the field prefix in messages.
+ */
+export function terraformCloudDriverProblems(driver: CtsConfig["driver"], env: NodeJS.ProcessEnv = process.env, prefix = "driver"): Problem[] {
+  const tfc = driver?.terraformCloud;
+  if (tfc === undefined) return [];
+  const field = `${prefix}.terraformCloud`;
+  if (typeof tfc !== "object" || tfc === null || Array.isArray(tfc)) return [{ field, message: "must be an object { hostname, organization, token, workspaces, tls, requiredProviders }." }];
+  const problems: Problem[] = [];
+  if (driver?.terraform !== undefined) problems.push({ field: prefix, message: "configures both terraform and terraformCloud. Keep one driver: cts runs every task with the same one." });
+  const known = ["hostname", "organization", "token", "workspaces", "tls", "requiredProviders"];
+  for (const k of Object.keys(tfc)) if (!known.includes(k)) problems.push({ field: `${field}.${k}`, message: `is not a setting. Use ${known.join(", ")}.` });
+  const hostname = tfc.hostname ?? env.TFC_HOSTNAME;
+  if (hostname !== undefined && hostnameProblem(hostname)) problems.push({ field: `${field}.hostname`, message: hostnameProblem(hostname)! });
+  const org = tfc.organization ?? env.TFC_ORGANIZATION;
+  if (org === undefined || org === "") problems.push({ field: `${field}.organization`, message: "is required. Set the organization the workspaces belong to (or TFC_ORGANIZATION)." });
+  else if (typeof org !== "string" || !/^[A-Za-z0-9_-]+$/.test(org)) problems.push({ field: `${field}.organization`, message: `'${String(org)}' is not an organization name (letters, digits, '-' and '_').` });
+  problems.push(...tokenProblems(tfc.token, `${field}.token`, env));
+  problems.push(...workspacesProblems(tfc.workspaces, `${field}.workspaces`));
+  if (tfc.tls !== undefined) {
+    if (typeof tfc.tls !== "object" || tfc.tls === null) problems.push({ field: `${field}.tls`, message: "must be an object { caCert, caPath, cert, key, serverName, verify }." });
+    else {
+      for (const [k, v] of Object.entries(tfc.tls)) {
+        if (!["caCert", "caPath", "cert", "key", "serverName", "verify"].includes(k)) problems.push({ field: `${field}.tls.${k}`, message: "is not a setting. Use caCert, caPath, cert, key, serverName or verify." });
+        else if (k === "verify" ? typeof v !== "boolean" : typeof v !== "string") problems.push({ field: `${field}.tls.${k}`, message: `must be a ${k === "verify" ? "boolean" : "string"}.` });
+      }
+      if (Boolean(tfc.tls.cert) !== Boolean(tfc.tls.key)) problems.push({ field: `${field}.tls`, message: "needs cert and key together (a client certificate and its key)." });
+    }
+  }
+  if (tfc.requiredProviders !== undefined) {
+    if (typeof tfc.requiredProviders !== "object" || tfc.requiredProviders === null || Array.isArray(tfc.requiredProviders))
+      problems.push({ field: `${field}.requiredProviders`, message: 'must map provider names to { source, version }, e.g. { local: { source: "hashicorp/local" } }.' });
+  }
+  return problems;
 }
 
-/** The settings as applied: the block's version wins over the deprecated task `terraform_version`. */
-export function effectiveWorkspace(block: TerraformCloudWorkspaceOption | undefined, taskVersion: string | undefined): TerraformCloudWorkspaceOption | undefined {
-  const version = block?.terraformVersion || taskVersion || undefined;
-  const out: TerraformCloudWorkspaceOption = { ...block };
-  if (version) out.terraformVersion = version;
-  else delete out.terraformVersion;
-  return Object.keys(out).length ? out : undefined;
+/** Why a hostname is not a host name or http(s) URL, or undefined. */
+export function hostnameProblem(hostname: unknown): string | undefined {
+  if (typeof hostname !== "string" || hostname.trim() === "") return "must be a host name or URL, e.g. app.terraform.io or https://tfe.example.com.";
+  const raw = hostname.trim();
+  try {
+    const url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `https://${raw}`);
+    if (url.protocol !== "https:" && url.protocol !== "http:") return `'${raw}' is not an http(s) URL. Use e.g. https://tfe.example.com.`;
+    if (url.username || url.password) return "must not carry credentials; set the token in driver.terraformCloud.token.";
+    if (url.pathname !== "/" || url.search || url.hash) return `'${raw}' has a path; give only the scheme, host and port (the API is under /api/v2).`;
+    return undefined;
+  } catch {
+    return `'${raw}' is not a host name or URL. Use e.g. app.terraform.io or https://tfe.example.com.`;
+  }
+}
+
+function tokenProblems(token: TerraformCloudDriverConfig["token"], field: string, env: NodeJS.ProcessEnv): Problem[] {
+  if (token === undefined) return env.TFC_TOKEN ? [] : [{ field, message: "is required. Set an API token: token: { env: \"TFC_TOKEN\" }, { file: \"/path\" }, or the TFC_TOKEN environment variable." }];
+  if (typeof token === "string") return token.trim() === "" ? [{ field, message: "is empty. Set an API token (better from { env } or { file } than in the config)." }] : [];
+  if (typeof token === "object" && token !== null && !Array.isArray(token)) {
+    const keys = Object.keys(token);
+    if (keys.length === 1 && keys[0] === "env" && typeof (token as { env: unknown }).env === "string" && (token as { env: string }).env) return [];
+    if (keys.length === 1 && keys[0] === "file" && typeof (token as { file: unknown }).file === "string" && (token as { file: string }).file) return [];
+  }
+  return [{ field, message: 'must be a string, { env: "NAME" } or { file: "/path" }.' }];
+}
+
+function workspacesProblems(ws: TerraformCloudDriverConfig["workspaces"], field: string): Problem[] {
+  if (ws === undefined) return [];
+  if (typeof ws !== "object" || ws === null || Array.isArray(ws)) return [{ field, message: "must be an object { prefix, tags, tagsAllowlist, tagsDenylist }." }];
+  const problems: Problem[] = [];
+  for (const [k, v] of Object.entries(ws)) {
+    if (k === "prefix") {
+      if (v !== undefined && (typeof v !== "string" || !/^[A-Za-z0-9_-]*$/.test(v))) problems.push({ field: `${field}.prefix`, message: "must be letters, digits, '-' and '_' (workspace names allow no other characters)." });
+    } else if (k === "tags" || k === "tagsAllowlist" || k === "tagsDenylist") {
+      if (v !== undefined && (!Array.isArray(v) || v.some((t) => typeof t !== "string" || !TAG.test(t))))
+        problems.push({ field: `${field}.${k}`, message: "must be a list of tags (letters, digits, ':', '-' and '_'; lower case as TFC stores them)." });
+    } else problems.push({ field: `${field}.${k}`, message: "is not a setting. Use prefix, tags, tagsAllowlist or tagsDenylist." });
+  }
+  return problems;
+}
+
+/** A TFC tag: lower-case letters, digits, ':', '-', '_' (TFC lower-cases tags; cts asks for them as stored). */
+const TAG = /^[a-z0-9][a-z0-9:_-]*$/;
+
+/**
+ * The token the driver uses, read when the driver starts: the configured string, the `{ env }`
+ * variable, the `{ file }` (trimmed; relative to `dir`), else TFC_TOKEN. It is registered with the
+ * log redactor at once, so no log, event or error text can carry it.
+ */
+export function resolveTerraformCloudToken(tfc: TerraformCloudDriverConfig, dir: string, env: NodeJS.ProcessEnv = process.env): string {
+  const t = tfc.token;
+  let token: string | undefined;
+  if (typeof t === "string") token = t;
+  else if (t && "env" in t) {
+    token = env[t.env];
+    if (!token) throw new CtsError("CONFIG_INVALID", "usage", `driver.terraformCloud.token reads the environment variable ${t.env}, which is not set. Set it in cts's environment.`);
+  } else if (t && "file" in t) {
+    const path = isAbsolute(t.file) ? t.file : resolve(dir, t.file);
+    try {
+      token = readFileSync(path, "utf8").trim();
+    } catch (cause) {
+      throw new CtsError("CONFIG_INVALID", "usage", `driver.terraformCloud.token reads ${path}, which cannot be read (${(cause as Error).message}). Create it or fix the path.`, { cause });
+    }
+    if (!token) throw new CtsError("CONFIG_INVALID", "usage", `driver.terraformCloud.token: ${path} is empty. Write the API token into it.`);
+  } else token = env.TFC_TOKEN;
+  if (!token) throw new CtsError("CONFIG_INVALID", "usage", "driver.terraformCloud.token is not set. Set an API token in the config ({ env } or { file }) or in TFC_TOKEN.");
+  redactSecret(token);
+  return token;
+}
+
+/** The driver's settings with the TFC_* fallbacks and defaults applied (token excluded: resolveTerraformCloudToken). */
+export function terraformCloudSettings(tfc: TerraformCloudDriverConfig, env: NodeJS.ProcessEnv = process.env): { hostname: string; organization: string; prefix: string; tags: string[]; tagsAllowlist: string[]; tagsDenylist: string[] } {
+  return {
+    hostname: tfc.hostname ?? env.TFC_HOSTNAME ?? DEFAULT_TFC_HOSTNAME,
+    organization: tfc.organization ?? env.TFC_ORGANIZATION ?? "",
+    prefix: tfc.workspaces?.prefix ?? "",
+    tags: [...(tfc.workspaces?.tags ?? [])],
+    tagsAllowlist: [...(tfc.workspaces?.tagsAllowlist ?? [])],
+    tagsDenylist: [...(tfc.workspaces?.tagsDenylist ?? [])],
+  };
 }

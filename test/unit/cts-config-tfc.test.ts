@@ -4,7 +4,6 @@ import { join } from "node:path";
 import { writeFile } from "node:fs/promises";
 import { readCtsConfig } from "../../src/config/cts-load.ts";
 import { knownSecrets } from "../../src/secrets/redactor.ts";
-import { effectiveWorkspace, terraformVersionProblem, workspaceName, workspaceProblems, workspaceWarnings } from "../../src/config/terraform-cloud.ts";
 import { tempDir } from "../support/cts.ts";
 
 const plain = (v: unknown) => JSON.parse(JSON.stringify(v));
@@ -188,12 +187,10 @@ ${task("plain")}`);
   it("names workspaces '<workspace_prefix>-<task>' for the deprecated workspace_prefix, with CTS's deprecation warning", async () => {
     const r = await load('driver "terraform-cloud" {\n  organization = "acme"\n  token = "x-123456789"\n  workspace_prefix = "cts"\n}\n');
     assert.deepEqual(plain(r.config.driver?.terraformCloud?.workspaces), { prefix: "cts-" });
-    assert.equal(workspaceName(r.config.driver?.terraformCloud?.workspaces?.prefix, "web"), "cts-web");
     assert.ok(r.warnings.some((w) => /c\d+\.hcl:4: 'workspace_prefix' is deprecated \(since CTS 0\.5\): workspaces are named "cts-<task>"\. Write workspaces \{ prefix = "cts-" \} instead\./.test(w)), r.warnings.join("\n"));
     const both = await load('driver "terraform-cloud" {\n  organization = "acme"\n  token = "x-123456789"\n  workspace_prefix = "old"\n  workspaces {\n    prefix = "new_"\n  }\n}\n');
     assert.deepEqual(plain(both.config.driver?.terraformCloud?.workspaces), { prefix: "new_" });
     assert.ok(both.warnings.some((w) => /'workspace_prefix' is deprecated and ignored: workspaces\.prefix \("new_"\) is set and wins/.test(w)));
-    assert.equal(workspaceName("new_", "db"), "new_db");
   });
 
   it("refuses tag lists that are not lists of names", async () => {
@@ -278,39 +275,5 @@ ${task("plain")}`);
       const empty = await load(task("t", '  terraform_cloud_workspace {\n    execution_mode = ""\n  }\n  terraform_version = ""\n'));
       assert.equal(empty.config.tasks[0]!.terraformCloudWorkspace, undefined);
     });
-  });
-});
-
-describe("the Terraform Cloud workspace rules (CTS's TerraformCloudWorkspaceConfig.Validate)", () => {
-  const messages = (ws: Parameters<typeof workspaceProblems>[0]) => workspaceProblems(ws).map((p) => `${p.field}: ${p.message}`);
-
-  it("accepts nil, empty, remote, agent with an id, agent with a name, and both", () => {
-    for (const ws of [{}, { executionMode: "" as never, agentPoolId: "", agentPoolName: "" }, { executionMode: "remote" as const }, { executionMode: "agent" as const, agentPoolId: "a" }, { executionMode: "agent" as const, agentPoolName: "n" }, { executionMode: "agent" as const, agentPoolId: "a", agentPoolName: "n" }])
-      assert.deepEqual(messages(ws), [], JSON.stringify(ws));
-  });
-
-  it("refuses local, agent without a pool, and a pool with remote or no mode", () => {
-    assert.deepEqual(messages({ executionMode: "local" as never }), ["executionMode: execution mode 'local' not supported for CTS, use 'remote' or 'agent' instead"]);
-    assert.deepEqual(messages({ executionMode: "agent" }), ["executionMode: agent_pool_id or agent_pool_name is required if execution mode is 'agent'"]);
-    assert.deepEqual(messages({ executionMode: "remote", agentPoolId: "a" }), ["agentPoolId: agent pool configured when execution mode is not 'agent'"]);
-    assert.deepEqual(messages({ executionMode: "remote", agentPoolName: "n" }), ["agentPoolName: agent pool configured when execution mode is not 'agent'"]);
-    assert.deepEqual(messages({ agentPoolName: "n" }), ["agentPoolName: agent pool configured when execution mode is not 'agent'"]);
-  });
-
-  it("takes exact versions within >= 0.13.0, <= 1.14.3 only", () => {
-    for (const ok of [undefined, "", "0.13.0", "0.15.1", "1.14.3", "v1.5.7", "1.5.7+build"]) assert.equal(terraformVersionProblem(ok), undefined, String(ok));
-    assert.equal(terraformVersionProblem("invalid"), "Malformed version: invalid");
-    assert.equal(terraformVersionProblem("1.2.3.4"), "Malformed version: 1.2.3.4");
-    assert.equal(terraformVersionProblem("1.5"), "provide the exact Terraform version to install: 1.5");
-    for (const out of ["0.12.31", "1.14.4", "2.0.0", "1.6.0-beta1"])
-      assert.equal(terraformVersionProblem(out), `Terraform version is not supported by Consul-Terraform-Sync, try updating to a different version (>= 0.13.0, <= 1.14.3): ${out}`);
-  });
-
-  it("warns about both pools, and applies the block's version before the task's", () => {
-    assert.deepEqual(workspaceWarnings({ executionMode: "agent", agentPoolId: "a", agentPoolName: "n" }), ["agent_pool_id and agent_pool_name are both configured, agent_pool_id will be used"]);
-    assert.deepEqual(workspaceWarnings({ executionMode: "agent", agentPoolId: "a" }), []);
-    assert.deepEqual(effectiveWorkspace({ terraformVersion: "1.6.0" }, "1.2.0"), { terraformVersion: "1.6.0" });
-    assert.deepEqual(effectiveWorkspace({ executionMode: "remote" }, "1.2.0"), { executionMode: "remote", terraformVersion: "1.2.0" });
-    assert.equal(effectiveWorkspace(undefined, undefined), undefined);
   });
 });
