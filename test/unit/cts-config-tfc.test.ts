@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { writeFile } from "node:fs/promises";
 import { readCtsConfig } from "../../src/config/cts-load.ts";
+import { loadConfig } from "../../src/config/load.ts";
 import { knownSecrets } from "../../src/secrets/redactor.ts";
 import { tempDir } from "../support/cts.ts";
 
@@ -122,6 +123,14 @@ ${task("plain")}`);
     );
     assert.deepEqual(plain((tasks[0] as any).providers), [{ name: "local", config: {}, taskEnv: {}, source: "hashicorp/local", version: "2.5.1" }]);
     assert.ok(r.warnings.some((w) => /'terraform_version' is deprecated: write terraform_cloud_workspace \{ terraform_version = "1\.4\.6" \} in task 'db'/.test(w)), r.warnings.join("\n"));
+  });
+
+  it("passes loadConfig's validation (as `cts start -config-file x.hcl` loads it)", async () => {
+    const file = join(dir, "whole.hcl");
+    await writeFile(file, `${DRIVER.replace("}\n", '  workspaces {\n    prefix = "cts-"\n    tags = ["team-a"]\n  }\n}\n')}${task("web", '  terraform_cloud_workspace {\n    execution_mode = "agent"\n    agent_pool_id = "apool-1"\n  }\n')}`);
+    const loaded = await loadConfig(file);
+    assert.deepEqual(plain(loaded.config.driver?.terraformCloud?.workspaces), { prefix: "cts-", tags: ["team-a"] });
+    assert.deepEqual(plain(loaded.config.tasks[0]!.terraformCloudWorkspace), { executionMode: "agent", agentPoolId: "apool-1" });
   });
 
   it("reads the same driver from JSON and from HCL v1's attribute form", async () => {
