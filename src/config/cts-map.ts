@@ -18,8 +18,11 @@ const LEVELS: Record<string, MappedCtsConfig["logLevel"]> = { TRACE: "trace", DE
 
 const one = (b: ReadBlock, name: string): ReadBlock | undefined => b.blocks[name]?.[0];
 
-/** Maps a merged CTS configuration (every file read and merged) onto cts's config. */
-export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<MappedCtsConfig> {
+/**
+ * Maps a merged CTS configuration (every file read and merged) onto cts's config. `tasksFor`:
+ * "any driver" when only the tasks are taken (fromCtsConfig) and the driver is another config's.
+ */
+export async function mapCtsConfig(root: ReadBlock, cwd: string, tasksFor?: "any driver"): Promise<MappedCtsConfig> {
   const warnings: string[] = [];
   const warn = (b: ReadBlock, key: string, why: string) => warnings.push(`${b.file}:${b.lines[key] ?? b.line}: '${key}' ${why}`);
   noTemplates(root);
@@ -105,7 +108,7 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<Mapped
     if (Object.keys(tf).length) config.driver = { terraform: tf };
   }
 
-  config.tasks = await ctsTasks(root, { cwd, providerReqs: drivers.providerReqs, globalBuffer: config.bufferPeriod, warn: warnings, driver: drivers.label });
+  config.tasks = await ctsTasks(root, { cwd, providerReqs: drivers.providerReqs, globalBuffer: config.bufferPeriod, warn: warnings, ...(tasksFor && !root.blocks.driver?.length ? {} : { driver: drivers.label }) });
   return { config, ...(logLevel ? { logLevel } : {}), warnings };
 }
 

@@ -18,7 +18,7 @@ interface TaskContext {
   providerReqs: Record<string, { source?: string; version?: string }>;
   globalBuffer: BufferPeriodOption | false | undefined;
   warn: string[];
-  /** The driver the tasks run on: the workspace settings are only valid on "terraform-cloud". */
+  /** The driver the tasks run on: the workspace settings are only valid on "terraform-cloud" (undefined: not known here, fromCtsConfig). */
   driver?: CtsDriverLabel;
 }
 
@@ -112,7 +112,7 @@ function taskWorkspace(t: ReadBlock, name: string, ctx: TaskContext): TerraformC
   }
   const taskVersion = t.attrs.terraform_version;
   if (taskVersion !== undefined && typeof taskVersion !== "string") throw configError(t.file, t.lines.terraform_version ?? t.line, "'terraform_version' must be a string.");
-  if (ctx.driver !== "terraform-cloud") {
+  if (ctx.driver === "terraform") {
     if (taskVersion) throw configError(t.file, t.lines.terraform_version ?? t.line, `task '${name}': 'terraform_version' is only valid with driver "terraform-cloud" (as in CTS). Remove it, or configure driver "terraform-cloud" { … }; the local driver runs the binary in driver "terraform" { path }.`);
     const set = Object.keys(block);
     if (set.length) throw configError(blk!.file, blk!.lines[Object.keys(WORKSPACE_KEYS).find((k) => blk!.attrs[k])!] ?? blk!.line, `task '${name}': 'terraform_cloud_workspace' is only valid with driver "terraform-cloud" (as in CTS). Remove the block, or configure driver "terraform-cloud" { … }.`);

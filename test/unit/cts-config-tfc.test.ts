@@ -2,7 +2,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { writeFile } from "node:fs/promises";
-import { readCtsConfig } from "../../src/config/cts-load.ts";
+import { fromCtsConfig, readCtsConfig } from "../../src/config/cts-load.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { knownSecrets } from "../../src/secrets/redactor.ts";
 import { tempDir } from "../support/cts.ts";
@@ -233,6 +233,24 @@ ${task("plain")}`);
     await writeFile(a, DRIVER);
     await writeFile(b, 'driver "terraform" {}\n');
     await assert.rejects(readCtsConfig([a, b], dir), (e: any) => /two-b\.hcl:1: only one driver can be configured/.test(e.message));
+  });
+
+  it("merges driver \"terraform-cloud\" across files key by key, later files winning", async () => {
+    const a = join(dir, "merge-a.hcl");
+    const b = join(dir, "merge-b.hcl");
+    await writeFile(a, 'driver "terraform-cloud" {\n  organization = "first"\n  token = "x-123456789"\n  workspaces {\n    prefix = "a-"\n  }\n}\n');
+    await writeFile(b, 'driver "terraform-cloud" {\n  organization = "second"\n}\n');
+    const r = await readCtsConfig([a, b], dir);
+    assert.deepEqual(plain(r.config.driver), { terraformCloud: { organization: "second", token: "x-123456789", workspaces: { prefix: "a-" } } });
+  });
+
+  it("keeps a task's terraform_cloud_workspace for fromCtsConfig, whose TypeScript config chooses the driver", async () => {
+    const file = join(dir, "legacy-tasks.hcl");
+    await writeFile(file, task("legacy", '  terraform_cloud_workspace {\n    execution_mode = "agent"\n    agent_pool_name = "p"\n  }\n'));
+    const [t] = await fromCtsConfig(file);
+    assert.deepEqual(plain(t!.terraformCloudWorkspace), { executionMode: "agent", agentPoolName: "p" });
+    await writeFile(file, task("legacy", '  terraform_cloud_workspace {\n    execution_mode = "agent"\n  }\n'));
+    await assert.rejects(fromCtsConfig(file), /agent_pool_id or agent_pool_name is required if execution mode is 'agent'/);
   });
 
   it("warns that working_dir and consul.kv_path do nothing with Terraform Cloud, and sets no local driver", async () => {
