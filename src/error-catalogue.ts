@@ -89,6 +89,13 @@ export const ERROR_CATALOGUE = {
   TFC_UPLOAD_FAILED: { category: "external", fix: "Read the server's message about the configuration version; `cts synth TASK` shows the files that were uploaded." },
   TFC_RUN_TIMEOUT: { category: "external", fix: "Open the run's URL to see what it waits for (queue, agent, approval, policy); raise the run time limit if runs are merely slow." },
   TFC_CANCELLED: { category: "external", fix: "Nothing to fix: the call was stopped (shutdown, task deleted or disabled) and is made again when needed." },
+  TFC_WORKSPACE_REFUSED: { category: "usage", fix: "Use a workspace cts may own: API-driven (no VCS connection), remote or agent execution, configuration uploaded only by cts, and tags that pass driver.terraformCloud.workspaces.tagsAllowlist/tagsDenylist; or change the prefix so cts creates its own." },
+  TFC_WORKSPACE_LOCKED: { category: "external", fix: "Someone (a person, another tool) holds the workspace lock: unlock it in Terraform Cloud; cts waits for it up to the lock limit on every run." },
+  TFC_RUN_ERRORED: { category: "external", fix: "Open the run's URL and read its plan or apply log; `cts inspect TASK` plans the same configuration speculatively." },
+  TFC_RUN_NEEDS_CONFIRMATION: { category: "usage", fix: "The workspace applies manually: confirm the run at its URL, or turn on auto-apply in the workspace. A run still waiting is discarded when the task's next change arrives." },
+  TFC_RUN_DISCARDED: { category: "usage", fix: "Someone discarded the run in Terraform Cloud; nothing was applied. The task's next change (or `cts task enable`) queues a new run." },
+  TFC_RUN_CANCELED: { category: "usage", fix: "Someone canceled the run in Terraform Cloud; part of it may have been applied. The task's next change queues a new run." },
+  TFC_POLICY_FAILED: { category: "usage", fix: "A policy check stopped the run: open its URL, and fix the configuration or have an owner override the soft-failed policy." },
 
   // Runtime, API and CLI
   CTS_INTERNAL: { category: "internal", fix: "Report this as a bug with the log lines around it." },

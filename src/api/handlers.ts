@@ -58,13 +58,20 @@ function failed(outcome: RunOutcome, what: string): ApiError {
   return new ApiError(api.status, `${what}: ${err.message}`);
 }
 
-function inspectOf(outcome: RunOutcome): { changes_present: boolean; plan: string } {
+/** CTS's InspectPlan: the plan, and (Terraform Cloud driver) the speculative run's `url`. */
+function inspectOf(outcome: RunOutcome): { changes_present: boolean; plan: string; url?: string } {
   if (!outcome.ok) throw failed(outcome, `planning task '${outcome.task}' failed`);
-  return { changes_present: outcome.result?.changesPresent ?? false, plan: outcome.result?.output ?? "" };
+  return { changes_present: outcome.result?.changesPresent ?? false, plan: outcome.result?.output ?? "", ...(outcome.result?.url ? { url: outcome.result.url } : {}) };
 }
 
+/** CTS's Run: with the Terraform Cloud driver, the run's `tfc_run_url`. */
 function runOf(outcome: RunOutcome): Record<string, unknown> {
-  return { outcome: outcome.outcome, changes_present: outcome.result?.changesPresent ?? false, ...(outcome.result ? { summary: outcome.result.summary } : {}) };
+  return {
+    outcome: outcome.outcome,
+    changes_present: outcome.result?.changesPresent ?? false,
+    ...(outcome.result ? { summary: outcome.result.summary } : {}),
+    ...(outcome.result?.url ? { tfc_run_url: outcome.result.url } : {}),
+  };
 }
 
 /** Reads the request's JSON body (size-limited by the server). */
@@ -107,7 +114,9 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
             });
           // CTS answers `run`, its older PATCH answered `inspect`: both, so either client reads it.
           const task = specToCts(spec);
-          return { status: 200, body: { task: { ...task, version: task.version ?? "", variables: encodeVariables(spec.variables), providers: [], origin: "api" }, inspect, run: inspect } };
+          const { url, ...plan } = inspect;
+          const asRun = { ...plan, ...(url ? { tfc_run_url: url } : {}) };
+          return { status: 200, body: { task: { ...task, version: task.version ?? "", variables: encodeVariables(spec.variables), providers: [], origin: "api" }, inspect, run: asRun } };
         }
         ctrl.addModuleTask(spec);
         log.info(`task '${spec.name}': created through the API`, { task: spec.name, module: spec.module });

@@ -144,6 +144,7 @@ export async function runInspect(loaded: LoadedConfig, names: string[], flags: R
       for (const r of results) {
         say(`==> Task '${r.task}': ${r.ok ? (r.result?.changesPresent ? "changes present" : "no changes") : "error"}\n`);
         if (r.result?.output) say(r.result.output.trimEnd() + "\n");
+        if (r.result?.url) say(`Inspection results can also be viewed at: ${r.result.url}\n`);
         if (r.error) say(`error: ${r.error.message}${doctorHint(r.error)}${userStackText(r.error)}\n`);
         process.stdout.write("\n");
       }

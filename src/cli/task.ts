@@ -54,11 +54,14 @@ const client = clientFor;
 // With --json, stdout carries only the JSON; plans and questions go to stderr.
 const human = (flags: TaskFlags) => (flags.json ? process.stderr : process.stdout);
 
-function showPlan(flags: TaskFlags, task: string, inspect: { changes_present?: boolean; plan?: string } | undefined): boolean {
+function showPlan(flags: TaskFlags, task: string, inspect: { changes_present?: boolean; plan?: string; url?: string; tfc_run_url?: string } | undefined): boolean {
   const out = human(flags);
   const changes = inspect?.changes_present === true;
   out.write(`==> Inspecting task '${task}': ${changes ? "changes present" : "no changes"}\n`);
   if (inspect?.plan) out.write(inspect.plan.trimEnd() + "\n");
+  // Terraform Cloud driver: the speculative run's page, in CTS's words.
+  const url = inspect?.url ?? inspect?.tfc_run_url;
+  if (url) out.write(`Inspection results can also be viewed at: ${url}\n`);
   out.write("\n");
   return changes;
 }
@@ -148,6 +151,8 @@ export function registerTask(program: Command): void {
       const res = await api.call("POST", "/v1/tasks", { body: { task: spec }, query: { run: "now" } });
       if (flags.json) return printJson({ ...res, inspect });
       process.stdout.write(`Task '${name}' created${res.run ? ` and run: ${runSummary(res.run)}` : " (disabled, not run)"}.\n`);
+      const runUrl = (res.run as ApiBody | undefined)?.tfc_run_url;
+      if (typeof runUrl === "string") process.stdout.write(`Terraform Cloud Run URL: ${runUrl}\n`);
     });
 
   apiOptions(task.command("delete"))

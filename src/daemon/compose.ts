@@ -18,7 +18,7 @@ import { haApiOptions } from "./ha-api.ts";
 import { SharedCluster } from "../ha/shared.ts";
 import { resolveHaSettings } from "../ha/settings.ts";
 import { consulConnectionFor, tokenFileFor } from "../config/consul-connection.ts";
-import { terraformDriverFor } from "./driver-setup.ts";
+import { driverFor } from "./driver-setup.ts";
 import { Controller } from "../runtime/controller.ts";
 import { Activity, EventStore } from "../runtime/events.ts";
 import type { Runtime } from "../runtime/interfaces.ts";
@@ -141,8 +141,8 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     : undefined;
   const tf = config.driver?.terraform ?? {};
   const root = workingRoot(loaded.dir, tf.workingDir);
-  const tfLog = log.child("terraform");
-  const driver = terraformDriverFor(loaded, { root, env: terraformEnv, log: tfLog, metrics, lockRetryMs: opts.lockWaitMs ?? DEFAULT_RETRY_POLICY.lockWaitMs });
+  const tfLog = log.child(config.driver?.terraformCloud ? "tfc" : "terraform");
+  const driver = driverFor(loaded, { root, env: terraformEnv, log: tfLog, metrics, lockRetryMs: opts.lockWaitMs ?? DEFAULT_RETRY_POLICY.lockWaitMs });
   const watcher =
     opts.mode === "watch"
       ? createWatcher(consul, {

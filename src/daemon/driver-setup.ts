@@ -1,4 +1,4 @@
-import { join } from "node:path";
+import { isAbsolute, join, resolve } from "node:path";
 import type { LoadedConfig } from "../config/load.ts";
 import { parseDuration } from "../duration.ts";
 import type { TerraformDriverConfig } from "../config/types.ts";
@@ -10,6 +10,10 @@ import { createTerraformDriver } from "../terraform/driver.ts";
 import { formatDuration } from "../terraform/failures.ts";
 import { stateLockWaitText, type StateLockWait } from "../terraform/lock-wait.ts";
 import type { LocalTerraformDriver, WarmProviderOptions } from "../terraform/types.ts";
+import { resolveTerraformCloudToken, terraformCloudSettings } from "../config/terraform-cloud.ts";
+import { createTfcDriver, type TfcDriver } from "../tfc/driver.ts";
+import type { TfcTlsOptions } from "../tfc/tls.ts";
+import type { Driver } from "../driver/types.ts";
 
 /** What the driver gets from the composition root besides the config. */
 export interface DriverSetup {
@@ -77,4 +81,35 @@ function warmProviderOptions(warm: TerraformDriverConfig["warmProviders"]): fals
     ...(idle !== undefined ? { idleTimeoutMs: idle } : {}),
     ...(warm.maxRssMb !== undefined ? { maxRssMb: warm.maxRssMb } : {}),
   };
+}
+
+/** The driver the config asks for: Terraform Cloud with `driver.terraformCloud`, else the local one. */
+export function driverFor(loaded: LoadedConfig, o: DriverSetup): Driver {
+  return loaded.config.driver?.terraformCloud ? tfcDriverFor(loaded, o) : terraformDriverFor(loaded, o);
+}
+
+/**
+ * The Terraform Cloud driver `driver.terraformCloud` describes: the TFC_* fallbacks applied, the
+ * token read now (from the config, its file or variable, or TFC_TOKEN) and registered with the
+ * redactor, TLS files resolved against the config's dir. Runs log at info, as CTS logs its TFC runs.
+ */
+export function tfcDriverFor(loaded: LoadedConfig, o: Pick<DriverSetup, "root" | "log">): TfcDriver {
+  const tfc = loaded.config.driver!.terraformCloud!;
+  const s = terraformCloudSettings(tfc);
+  const token = resolveTerraformCloudToken(tfc, loaded.dir);
+  const path = (p: string | undefined) => (p === undefined ? undefined : isAbsolute(p) ? p : resolve(loaded.dir, p));
+  const tls: TfcTlsOptions | undefined = tfc.tls
+    ? Object.fromEntries(Object.entries({ ...tfc.tls, caCert: path(tfc.tls.caCert), caPath: path(tfc.tls.caPath), cert: path(tfc.tls.cert), key: path(tfc.tls.key) }).filter(([, v]) => v !== undefined))
+    : undefined;
+  return createTfcDriver({
+    client: { hostname: s.hostname, token, ...(tls ? { tls } : {}) },
+    organization: s.organization,
+    prefix: s.prefix,
+    tags: s.tags,
+    tagsAllowlist: s.tagsAllowlist,
+    tagsDenylist: s.tagsDenylist,
+    workingDir: o.root,
+    ...(tfc.requiredProviders ? { requiredProviders: tfc.requiredProviders } : {}),
+    log: (task, line) => o.log.info(`[${task}] ${line}`, { task }),
+  });
 }

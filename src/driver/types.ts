@@ -23,6 +23,8 @@ export interface RunResult {
   output: string;
   /** True when this run had to run `init` first (first run, or backend/providers/modules changed); drivers that never init leave it out. */
   initialized?: boolean;
+  /** Where the run can be seen (the Terraform Cloud driver: the run's page); drivers without one leave it out. */
+  url?: string;
 }
 
 /** One resource a plan or apply changes: its address and Terraform's action (create, update, delete, replace, read, move, …). */
@@ -51,6 +53,10 @@ export interface TaskWorkspace {
   files?: Record<string, string>;
   /** Extra environment for this task's commands (provider secrets, TF_VAR_…); never written to disk. */
   env?: Record<string, string>;
+  /** The task's description (the Terraform Cloud driver gives it to a workspace it creates). */
+  description?: string;
+  /** The task's workspace settings under the Terraform Cloud driver (ignored by the local one). */
+  terraformCloudWorkspace?: { executionMode?: "remote" | "agent"; agentPoolId?: string; agentPoolName?: string; terraformVersion?: string };
 }
 
 /**

@@ -22,6 +22,8 @@ export interface TaskEvent {
    * "update", "delete", "replace", …); at most 100. Scrubbed like the rest of the event.
    */
   resources?: Array<{ address: string; action: string }>;
+  /** Beyond CTS, Terraform Cloud driver: the run's page (also when the run failed, was discarded or waits for confirmation). */
+  run_url?: string;
   /** Beyond CTS, drift checks only: whether the drift was corrected, and what that apply changed. */
   drift?: { corrected: boolean; applied?: { add: number; change: number; destroy: number } };
 }

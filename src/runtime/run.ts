@@ -117,7 +117,10 @@ export class TaskRunner {
     // Stopped (pause, stop, delete) while reading or synthesizing: Terraform is not started at all.
     if (signal.aborted) throw new CtsError("TERRAFORM_CANCELLED", "external", "was cancelled before Terraform started; nothing was changed.", { task: e.name });
     // Secrets are read at every run (rotation needs no restart) and reach Terraform only as TF_VAR_ env.
-    return { synth, ws: { task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } } };
+    const ws: TaskWorkspace = { task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } };
+    if (e.task.description) ws.description = e.task.description;
+    if (e.task.terraformCloudWorkspace) ws.terraformCloudWorkspace = e.task.terraformCloudWorkspace;
+    return { synth, ws };
   }
 
   private outputLog(e: TaskEntry): (line: string) => void {

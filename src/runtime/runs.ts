@@ -125,7 +125,7 @@ export class TaskRuns {
       // An apply makes the infrastructure match again: the last drift finding no longer holds.
       if (outcome.ok && outcome.outcome === "applied") e.lastDrift = undefined;
       this.deps.gate.record(eventOf(e, start, outcome));
-      if (outcome.ok) this.deps.log.info(`task '${e.name}': ${outcome.outcome}`, { task: e.name, ...(outcome.result?.summary ?? {}) });
+      if (outcome.ok) this.deps.log.info(`task '${e.name}': ${outcome.outcome}`, { task: e.name, ...(outcome.result?.summary ?? {}), ...runUrl(outcome) });
       else this.deps.log.error(`task '${e.name}': ${outcome.error?.message ?? outcome.outcome}${doctorHint(outcome.error)}`, { task: e.name, ...userCodeFields(outcome.error) });
     }
     this.deps.activity.ran(e.name);
@@ -245,5 +245,12 @@ function eventOf(e: TaskEntry, start: Date, outcome: RunOutcome): TaskEvent {
     config: eventConfig(e),
     ...(outcome.result ? { changes: outcome.result.summary } : {}),
     ...(outcome.result?.resources?.length ? { resources: outcome.result.resources } : {}),
+    ...runUrl(outcome),
   });
+}
+
+/** The run's page (Terraform Cloud driver): from the result, or from the error of a run that did not succeed. */
+function runUrl(outcome: RunOutcome): { run_url?: string } {
+  const url = outcome.result?.url ?? outcome.error?.detail?.url;
+  return typeof url === "string" ? { run_url: url } : {};
 }

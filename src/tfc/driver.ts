@@ -1,0 +1,233 @@
+import { mkdirSync } from "node:fs";
+import { resolve, sep } from "node:path";
+import type { Driver, RunOptions, RunResult, TaskWorkspace } from "../driver/types.ts";
+import { CtsError } from "../errors.ts";
+import { pause } from "../pause.ts";
+import { knownSecrets } from "../secrets/redactor.ts";
+import { taskNameProblem } from "../task/validate.ts";
+import { TfcClient, type TfcClientOptions } from "./client.ts";
+import { stageRootModule, type RequiredProviders } from "./root-module.ts";
+import { runOutcome } from "./run-outcome.ts";
+import { awaitsPerson } from "./runs.ts";
+import { ensureTaskWorkspace, type WorkspacePolicy } from "./task-workspace.ts";
+import { syncVariables, taskVariables, variablesFingerprint } from "./task-variables.ts";
+import type { Run, Workspace } from "./types.ts";
+
+/** What the Terraform Cloud driver is made with. */
+export interface TfcDriverOptions extends WorkspacePolicy {
+  /** How to reach the API (hostname, token, TLS, retries); or a client made already. */
+  client: TfcClient | TfcClientOptions;
+  /** Where each task's local folder is (`<workingDir>/<task>`: the applied hash of the no-op skip). */
+  workingDir: string;
+  requiredProviders?: RequiredProviders;
+  /** A run is followed this long before TFC_RUN_TIMEOUT (default 30 min; RunOptions.timeoutMs wins). */
+  runTimeoutMs?: number;
+  /** A workspace locked by someone else is waited for this long before TFC_WORKSPACE_LOCKED (default 5 min). */
+  lockTimeoutMs?: number;
+  /** Between reads of a run, an upload or a lock (default 1 s). */
+  pollIntervalMs?: number;
+  /** The driver's log, per task (never given a secret: every line is scrubbed). */
+  log?: (task: string, line: string) => void;
+}
+
+type Kind = "apply" | "plan" | "destroy";
+
+/** What the driver remembers of a task between runs (in memory: a restart finds it all again). */
+interface TaskMemory {
+  workspace?: Workspace;
+  /** The variables last written to the workspace. */
+  variables?: string;
+  /** A run of ours left waiting for confirmation: discarded when the next change arrives. */
+  waiting?: string;
+}
+
+/**
+ * The Terraform Cloud / Enterprise driver: each task is the workspace `<prefix><task>`, found or
+ * created with the task's settings (task-workspace.ts). An apply or destroy writes the task's
+ * variables to the workspace (task-variables.ts), uploads the task's root module as a
+ * configuration version (root-module.ts), waits out a lock someone else holds, queues a run
+ * (auto-apply unless the workspace applies manually), follows it to its end and answers with its
+ * outcome and URL (run-outcome.ts). A plan is a speculative plan-only run, which never locks the
+ * workspace and is not listed among its runs. One operation per task at a time; tasks in parallel.
+ */
+export class TfcDriver implements Driver {
+  readonly client: TfcClient;
+  private readonly memory = new Map<string, TaskMemory>();
+  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly root: string;
+
+  constructor(private readonly options: TfcDriverOptions) {
+    this.client = options.client instanceof TfcClient ? options.client : new TfcClient(options.client);
+    this.root = resolve(options.workingDir);
+  }
+
+  apply(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult> {
+    return this.run("apply", ws, opts);
+  }
+
+  plan(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult> {
+    return this.run("plan", ws, opts);
+  }
+
+  destroy(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult> {
+    return this.run("destroy", ws, opts);
+  }
+
+  taskDir(task: string): string {
+    const problem = taskNameProblem(task);
+    if (problem) throw new CtsError("TASK_NAME_INVALID", "usage", `task name ${problem}`, { detail: { task } });
+    const dir = resolve(this.root, task);
+    if (!dir.startsWith(this.root + sep)) throw new CtsError("TASK_NAME_INVALID", "usage", `task name '${task}' leaves the working dir.`);
+    return dir;
+  }
+
+  /** Forgets what it knew of a task (deleted) or of all (leadership lost); the workspaces stay. */
+  async coolDown(task?: string): Promise<void> {
+    if (task === undefined) this.memory.clear();
+    else this.memory.delete(task);
+  }
+
+  /** Runs execute in Terraform Cloud, each with its workspace's version: this says where. */
+  async version(): Promise<string> {
+    return `terraform-cloud (${this.client.origin})`;
+  }
+
+  async close(): Promise<void> {
+    this.client.close();
+  }
+
+  /** One operation of a task, queued behind its previous one. */
+  private run(kind: Kind, ws: TaskWorkspace, opts: RunOptions = {}): Promise<RunResult> {
+    let dir: string;
+    try {
+      dir = this.taskDir(ws.task);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const prev = this.queues.get(ws.task) ?? Promise.resolve();
+    const next = prev.catch(() => undefined).then(() => this.operate(kind, ws, dir, opts));
+    const tail = next.catch(() => undefined);
+    this.queues.set(ws.task, tail);
+    void tail.then(() => {
+      if (this.queues.get(ws.task) === tail) this.queues.delete(ws.task);
+    });
+    return next;
+  }
+
+  private async operate(kind: Kind, ws: TaskWorkspace, dir: string, opts: RunOptions): Promise<RunResult> {
+    const { signal } = opts;
+    const log = (line: string) => this.options.log?.(ws.task, knownSecrets.redact(line));
+    const started = Date.now();
+    const limitMs = opts.timeoutMs ?? this.options.runTimeoutMs ?? 30 * 60_000;
+    const interval = this.options.pollIntervalMs ?? 1000;
+    try {
+      throwIfAborted(signal, ws.task);
+      mkdirSync(dir, { recursive: true, mode: 0o750 });
+      const mem = this.memory.get(ws.task) ?? {};
+      this.memory.set(ws.task, mem);
+      if (!mem.workspace) {
+        const { workspace, created } = await ensureTaskWorkspace(this.client, this.options, ws, signal);
+        mem.workspace = workspace;
+        log(`workspace ${workspace.name} (${workspace.id}) ${created ? "created" : "found"}`);
+      }
+      const workspace = mem.workspace;
+      const vars = taskVariables(ws.env, ws.json);
+      const fingerprint = variablesFingerprint(vars);
+      if (mem.variables !== fingerprint) {
+        mem.variables = undefined;
+        await syncVariables(this.client, workspace.id, vars, signal);
+        mem.variables = fingerprint;
+      }
+      if (kind !== "plan") await this.discardWaiting(mem, log, signal);
+      const staged = await stageRootModule(ws.json, dir, this.options.requiredProviders, ws.task);
+      let cvId: string;
+      try {
+        const cv = await this.client.configurationVersions.uploadDirectory(workspace.id, staged.dir, { signal, intervalMs: Math.min(interval, 500), speculative: kind === "plan" });
+        cvId = cv.id;
+      } finally {
+        await staged.dispose();
+      }
+      if (kind !== "plan") await this.waitForUnlock(workspace, ws.task, log, signal, interval);
+      const created = await this.client.runs.create(
+        { workspaceId: workspace.id, configurationVersionId: cvId, message: runMessage(kind, ws.task), ...(kind === "plan" ? { planOnly: true } : {}), ...(kind === "destroy" ? { isDestroy: true } : {}) },
+        signal,
+      );
+      const url = this.client.runUrl(this.options.organization, workspace.name, created.id);
+      log(`${kind === "plan" ? "speculative plan" : kind} run ${created.id} queued: ${url}`);
+      const run = await this.follow(created, ws.task, url, signal, Math.max(1, limitMs - (Date.now() - started)), interval, log);
+      if (kind !== "plan" && awaitsPerson(run)) mem.waiting = run.id;
+      const result = await runOutcome(this.client, run, { task: ws.task, workspace: workspace.name, url }, { planOnly: kind === "plan", signal });
+      log(`run ${run.id} ${run.status}${result.changesPresent ? ` (${result.summary.add} to add, ${result.summary.change} to change, ${result.summary.destroy} to destroy)` : " (no changes)"}: ${url}`);
+      return result;
+    } catch (err) {
+      throw this.failure(err, ws.task, signal);
+    }
+  }
+
+  /** Follows a run to its end; a cancelled operation cancels the run in Terraform Cloud too (best effort). */
+  private async follow(run: Run, task: string, url: string, signal: AbortSignal | undefined, limitMs: number, intervalMs: number, log: (line: string) => void): Promise<Run> {
+    try {
+      return await this.client.runs.follow(run.id, { signal, limitMs, intervalMs, onStatus: (r) => log(`run ${r.id}: ${r.status}`) });
+    } catch (err) {
+      if (signal?.aborted) {
+        await this.client.runs.cancel(run.id, "Canceled by cts: the task's run was stopped").catch(() => this.client.runs.discard(run.id).catch(() => undefined));
+        log(`run ${run.id} canceled (the task's run was stopped)`);
+      }
+      if (err instanceof CtsError && err.code === "TFC_RUN_TIMEOUT") throw new CtsError(err.code, err.category, `${err.message} See ${url}`, { task, cause: err, detail: { ...err.detail, url } });
+      throw err;
+    }
+  }
+
+  /** Discards our run still waiting for confirmation (CTS does so when new changes arrive). */
+  private async discardWaiting(mem: TaskMemory, log: (line: string) => void, signal?: AbortSignal): Promise<void> {
+    const id = mem.waiting;
+    if (!id) return;
+    mem.waiting = undefined;
+    const run = await this.client.runs.read(id, signal).catch(() => undefined);
+    if (run && awaitsPerson(run) && run.actions.isDiscardable) {
+      await this.client.runs.discard(id, "Discarded by cts: the task changed again", signal).catch(() => undefined);
+      log(`run ${id} was still waiting for confirmation; discarded for the new change`);
+    }
+  }
+
+  /** Waits while someone else holds the workspace's lock, up to lockTimeoutMs. */
+  private async waitForUnlock(workspace: Workspace, task: string, log: (line: string) => void, signal: AbortSignal | undefined, intervalMs: number): Promise<void> {
+    const limit = this.options.lockTimeoutMs ?? 5 * 60_000;
+    const since = Date.now();
+    let warned = false;
+    for (;;) {
+      const now = await this.client.workspaces.readById(workspace.id, signal);
+      if (!now.locked) return;
+      const holder = now.lockedBy ? `${now.lockedBy.type.replace(/s$/, "")} ${now.lockedBy.id}` : "someone";
+      if (!warned) log(`workspace ${workspace.name} is locked by ${holder}; waiting up to ${Math.round(limit / 1000)} s`);
+      warned = true;
+      const left = since + limit - Date.now();
+      if (left <= 0)
+        throw new CtsError("TFC_WORKSPACE_LOCKED", "external", `workspace ${workspace.name} stayed locked by ${holder} for ${Math.round(limit / 1000)} s; no run was queued.`, { task, detail: { workspace: workspace.name, lockedBy: now.lockedBy ?? null } });
+      if (!(await pause(Math.min(intervalMs, left), signal))) throwIfAborted(signal, task);
+    }
+  }
+
+  /** Errors as the runtime reads them: a stopped operation is TERRAFORM_CANCELLED; others name the task. */
+  private failure(err: unknown, task: string, signal?: AbortSignal): unknown {
+    if (signal?.aborted && !(err instanceof CtsError && err.code === "TERRAFORM_CANCELLED"))
+      return new CtsError("TERRAFORM_CANCELLED", "external", "was cancelled; a run already queued in Terraform Cloud was canceled.", { task, cause: err });
+    // The workspace may be gone or changed: find it again (and check it) on the next run.
+    if (!(err instanceof CtsError) || ["TFC_NOT_FOUND", "TFC_WORKSPACE_REFUSED", "TFC_INVALID", "CTS_INTERNAL"].includes(err.code)) this.memory.delete(task);
+    if (err instanceof CtsError && err.task === undefined) return new CtsError(err.code, err.category, err.message, { task, cause: err.cause ?? err, detail: err.detail });
+    return err;
+  }
+}
+
+function throwIfAborted(signal: AbortSignal | undefined, task: string): void {
+  if (signal?.aborted) throw new CtsError("TERRAFORM_CANCELLED", "external", "was cancelled before a run was queued; nothing was changed.", { task });
+}
+
+function runMessage(kind: Kind, task: string): string {
+  return kind === "plan" ? `cts: speculative plan of task ${task}` : kind === "destroy" ? `cts: destroy of task ${task}` : `cts: task ${task} changed`;
+}
+
+/** The driver `driver.terraformCloud` describes. */
+export function createTfcDriver(options: TfcDriverOptions): TfcDriver {
+  return new TfcDriver(options);
+}
