@@ -3,6 +3,7 @@ import { configError, TERRAFORM_DRIVER_KEYS, TFC_DRIVER_KEYS, type ReadBlock } f
 import { isObject } from "../is-object.ts";
 import type { HclValue } from "./hcl.ts";
 import { redactSecret } from "../log.ts";
+import { terraformCloudDriverProblems } from "./terraform-cloud.ts";
 
 /** The two drivers CTS knows, by their HCL label. */
 export type CtsDriverLabel = "terraform" | "terraform-cloud";
@@ -165,6 +166,18 @@ function terraformCloudDriver(d: ReadBlock, warn: (b: ReadBlock, key: string, wh
         ...(t.verify === false ? { verify: false } : {}),
       };
     }
+  }
+  // The rules cts.config.ts gets too (names, tags, hostname), reported at the HCL key's line.
+  for (const p of terraformCloudDriverProblems({ terraformCloud: out }, env)) {
+    const path = p.field.replace(/^driver\.terraformCloud\.?/, "").split(".");
+    const hclPath = path.map((k) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`));
+    const key = hclPath[0] ?? "";
+    const blk = key === "workspaces" || key === "tls" ? one(d, key) : undefined;
+    let line = d.line;
+    if (blk && hclPath[1]) line = lineOf(blk, hclPath[1]);
+    else if (key === "workspaces" && !blk && a.workspace_prefix !== undefined) line = lineOf(d, "workspace_prefix");
+    else if (key) line = lineOf(d, key);
+    throw configError(d.file, line, `driver "terraform-cloud" ${hclPath.filter(Boolean).join(".") || ""} ${p.message}`.replace(/\s+/g, " "));
   }
   return out;
 }

@@ -202,6 +202,12 @@ ${task("plain")}`);
     assert.ok(both.warnings.some((w) => /'workspace_prefix' is deprecated and ignored: workspaces\.prefix \("new_"\) is set and wins/.test(w)));
   });
 
+  it("applies the rules cts.config.ts gets (names, tags) at the HCL key's line", async () => {
+    await refused('driver "terraform-cloud" {\n  organization = "acme"\n  token = "x-123456789"\n  workspaces {\n    tags_denylist = ["Frozen Tag"]\n  }\n}\n', /c\d+\.hcl:5: driver "terraform-cloud" workspaces\.tags_denylist must be a list of tags/);
+    await refused('driver "terraform-cloud" {\n  organization = "acme corp"\n  token = "x-123456789"\n}\n', /c\d+\.hcl:2: driver "terraform-cloud" organization 'acme corp' is not an organization name/);
+    await refused('driver "terraform-cloud" {\n  organization = "acme"\n  token = "x-123456789"\n  workspace_prefix = "a b"\n}\n', /c\d+\.hcl:4: driver "terraform-cloud" workspaces\.prefix must be letters, digits/);
+  });
+
   it("refuses tag lists that are not lists of names", async () => {
     for (const key of ["tags", "tags_allowlist", "tags_denylist"])
       await refused(`driver "terraform-cloud" {\n  organization = "acme"\n  token = "x-123456789"\n  workspaces {\n    ${key} = "prod"\n  }\n}\n`, new RegExp(`c\\d+\\.hcl:5: 'workspaces\\.${key}' must be a list of tag names`));
