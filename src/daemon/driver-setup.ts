@@ -93,7 +93,7 @@ export function driverFor(loaded: LoadedConfig, o: DriverSetup): Driver {
  * token read now (from the config, its file or variable, or TFC_TOKEN) and registered with the
  * redactor, TLS files resolved against the config's dir. Runs log at info, as CTS logs its TFC runs.
  */
-export function tfcDriverFor(loaded: LoadedConfig, o: Pick<DriverSetup, "root" | "log">): TfcDriver {
+export function tfcDriverFor(loaded: LoadedConfig, o: Pick<DriverSetup, "root" | "log" | "metrics">): TfcDriver {
   const tfc = loaded.config.driver!.terraformCloud!;
   const s = terraformCloudSettings(tfc);
   const token = resolveTerraformCloudToken(tfc, loaded.dir);
@@ -111,5 +111,6 @@ export function tfcDriverFor(loaded: LoadedConfig, o: Pick<DriverSetup, "root" |
     workingDir: o.root,
     ...(tfc.requiredProviders ? { requiredProviders: tfc.requiredProviders } : {}),
     log: (task, line) => o.log.info(`[${task}] ${line}`, { task }),
+    metrics: o.metrics,
   });
 }

@@ -12,6 +12,7 @@ import { awaitsPerson } from "./runs.ts";
 import { ensureTaskWorkspace, type WorkspacePolicy } from "./task-workspace.ts";
 import { syncVariables, taskVariables, variablesFingerprint } from "./task-variables.ts";
 import type { Run, Workspace } from "./types.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 
 /** What the Terraform Cloud driver is made with. */
 export interface TfcDriverOptions extends WorkspacePolicy {
@@ -28,6 +29,8 @@ export interface TfcDriverOptions extends WorkspacePolicy {
   pollIntervalMs?: number;
   /** The driver's log, per task (never given a secret: every line is scrubbed). */
   log?: (task: string, line: string) => void;
+  /** Where plan and apply durations go (read from the run's status timestamps). */
+  metrics?: Pick<Metrics, "phase">;
 }
 
 type Kind = "apply" | "plan" | "destroy";
@@ -156,6 +159,7 @@ export class TfcDriver implements Driver {
       log(`${kind === "plan" ? "speculative plan" : kind} run ${created.id} queued: ${url}`);
       const run = await this.follow(created, ws.task, url, signal, Math.max(1, limitMs - (Date.now() - started)), interval, log);
       if (kind !== "plan" && awaitsPerson(run)) mem.waiting = run.id;
+      this.recordPhases(ws.task, kind, run);
       const result = await runOutcome(this.client, run, { task: ws.task, workspace: workspace.name, url }, { planOnly: kind === "plan", signal });
       log(`run ${run.id} ${run.status}${result.changesPresent ? ` (${result.summary.add} to add, ${result.summary.change} to change, ${result.summary.destroy} to destroy)` : " (no changes)"}: ${url}`);
       return result;
@@ -176,6 +180,19 @@ export class TfcDriver implements Driver {
       if (err instanceof CtsError && err.code === "TFC_RUN_TIMEOUT") throw new CtsError(err.code, err.category, `${err.message} See ${url}`, { task, cause: err, detail: { ...err.detail, url } });
       throw err;
     }
+  }
+
+  /** Plan and apply (or destroy) durations as Terraform Cloud timed them, when it says (status-timestamps). */
+  private recordPhases(task: string, kind: Kind, run: Run): void {
+    const at = (k: string) => {
+      const t = Date.parse(run.statusTimestamps[k] ?? "");
+      return Number.isFinite(t) ? t : undefined;
+    };
+    const span = (from: number | undefined, to: number | undefined) => (from !== undefined && to !== undefined && to >= from ? (to - from) / 1000 : undefined);
+    const planned = span(at("planning-at"), at("planned-at") ?? at("planned-and-finished-at"));
+    if (planned !== undefined) this.options.metrics?.phase(task, "plan", planned);
+    const applied = span(at("applying-at"), at("applied-at"));
+    if (applied !== undefined) this.options.metrics?.phase(task, kind === "destroy" ? "destroy" : "apply", applied);
   }
 
   /** Discards our run still waiting for confirmation (CTS does so when new changes arrive). */

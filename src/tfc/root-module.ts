@@ -53,7 +53,7 @@ export async function stageRootModule(json: string, taskDir: string, requiredPro
       if (!to) {
         to = `./modules/${safeName(name, copied.size)}`;
         if (!(await stat(from).catch(() => undefined))?.isDirectory())
-          throw new CtsError("TFC_UPLOAD_FAILED", "usage", `module '${name}' has the local source ${source} (${from}), which is not a directory; a remote run needs the module's files. Fix the task's module path.`, { task });
+          throw new CtsError("TASK_INVALID", "usage", `module '${name}' has the local source ${source} (${from}), which is not a directory; a remote run needs the module's files. Fix the task's module path.`, { task });
         await mkdir(join(dir, "modules"), { recursive: true });
         await cp(from, join(dir, to), { recursive: true, filter: (src) => !SKIPPED.test(src.slice(from.length).replace(/\\/g, "/")) });
         copied.set(from, to);

@@ -72,6 +72,8 @@ export default defineConfig({
     assert.equal(status.body.members.events[0].run_url, event.run_url);
     const metrics = await (await fetch(`${api.url}/metrics`)).text();
     assert.match(metrics, /cts_task_runs_total\{task="members",outcome="applied"\} [2-9]/);
+    assert.match(metrics, /cts_task_run_phase_duration_seconds_count\{task="members",phase="plan"\} [2-9]/);
+    assert.match(metrics, /cts_task_run_phase_duration_seconds_count\{task="members",phase="apply"\} [2-9]/);
   });
 
   it("PATCH ?run=inspect answers the speculative run's url", async () => {

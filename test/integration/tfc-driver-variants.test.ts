@@ -28,6 +28,7 @@ const VARIANTS: Array<[string, TfcServerVariants]> = [
   ["6: runs on pending configuration versions accepted, then errored", { pendingConfigAcceptedThenErrors: true, uploadPendingReads: 3 }],
   ["8: runs on the server's host", { runsOnSameHost: true }],
   ["cost estimation and policy checks", { costEstimation: true, policyChecks: true }],
+  ["requests are rate limited (a fixed window per token)", { rateLimit: { limit: 8, windowMs: 1000 } }],
 ];
 
 for (const [name, variants] of VARIANTS) {

@@ -158,6 +158,18 @@ describe("the Terraform Cloud driver against the TFE-API test server (real OpenT
     }
   });
 
+  it("keeps a token the server echoes in an error body out of the error (TFC_SERVER_ERROR after retries)", async () => {
+    server.faults.echoTokenInErrors = true;
+    server.faults.failRoutes = [{ method: "POST", path: /\/configuration-versions$/, status: 500 }];
+    try {
+      await assert.rejects(driver.apply(fileTask("web", out, "v7")), (err: any) => /^TFC_(SERVER_ERROR|INVALID)$/.test(err.code) && !err.message.includes(server.token) && !JSON.stringify(err.detail).includes(server.token));
+      assert.equal(lines.some((l) => l.includes(server.token)), false);
+    } finally {
+      server.faults.echoTokenInErrors = false;
+      server.faults.failRoutes = [];
+    }
+  });
+
   it("rides out rate limiting (429 with X-RateLimit-Reset) and still applies", async () => {
     server.faults.rateLimitNext = { count: 3, resetSeconds: 0.05 };
     const result = await driver.apply(fileTask("web", out, "v6"));
