@@ -9,7 +9,7 @@ import { printJson } from "./output.ts";
 export function registerDoctor(program: Command): void {
   program
     .command("doctor")
-    .description("Check Consul, the token's permissions per task, Terraform, providers, the working dir and the API port")
+    .description("Check Consul, the token's permissions per task, Terraform (or Terraform Cloud: token, organization, TLS), providers, the working dir and the API port")
     .option("-c, --config <file>", "config file (default ./cts.config.ts)")
     .option("--json", "print the results as JSON")
     .option("--api-address <address>", "check this API address instead of api.address (as cts watch --api-address)")

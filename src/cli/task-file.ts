@@ -14,7 +14,7 @@ const CONDITION_TYPES: Record<string, string> = {
   schedule: "schedule",
 };
 const INPUT_TYPES: Record<string, string> = { services: "services", "consul-kv": "consul_kv" };
-const ATTRIBUTES = ["name", "description", "enabled", "module", "source", "version", "providers", "variables"];
+const ATTRIBUTES = ["name", "description", "enabled", "module", "source", "version", "providers", "variables", "terraform_version"];
 
 /**
  * Reads a `--task-file`: JSON (`{"task":{...}}`, `{"task":[{...}]}` or a bare task, in the API's
@@ -86,7 +86,11 @@ export async function taskFromHcl(text: string, file: string): Promise<Json> {
     } else if (b.type === "buffer_period") {
       if (b.labels.length) fail(b.line, "buffer_period takes no label.");
       task.buffer_period = plain(b.body, b, fail);
-    } else fail(b.line, `'${b.type}' is not a block of a task. Use condition, module_input or buffer_period.`);
+    } else if (b.type === "terraform_cloud_workspace") {
+      // Sent as CTS's API has it; the API checks it against the daemon's driver.
+      if (b.labels.length) fail(b.line, "terraform_cloud_workspace takes no label.");
+      task.terraform_cloud_workspace = plain(b.body, b, fail);
+    } else fail(b.line, `'${b.type}' is not a block of a task. Use condition, module_input, buffer_period or terraform_cloud_workspace.`);
   }
   if (Object.keys(inputs).length) task.module_input = inputs;
   return task;

@@ -17,11 +17,11 @@ export interface LoadedCtsConfig extends MappedCtsConfig {
  * maps them onto cts's config. Relative paths (modules, variable files, working_dir) are taken from
  * `cwd`, as CTS takes them from its working directory.
  */
-export async function readCtsConfig(paths: string[], cwd = process.cwd()): Promise<LoadedCtsConfig> {
+export async function readCtsConfig(paths: string[], cwd = process.cwd(), tasksFor?: "any driver"): Promise<LoadedCtsConfig> {
   if (paths.length === 0) throw new CtsError("CONFIG_NOT_FOUND", "usage", "No configuration given. Pass -config-file <file.hcl> or -config-dir <dir> (each may be repeated).");
   const files = await ctsConfigFiles(paths, cwd);
   const merged = mergeCtsFiles(await readCtsFiles(files));
-  const mapped = await mapCtsConfig(merged, cwd);
+  const mapped = await mapCtsConfig(merged, cwd, tasksFor);
   return { ...mapped, files };
 }
 
@@ -29,13 +29,15 @@ export async function readCtsConfig(paths: string[], cwd = process.cwd()): Promi
  * The tasks of CTS HCL/JSON config files, as ModuleTasks, for a TypeScript config that migrates
  * gradually: `tasks: [new MyTask(), ...(await fromCtsConfig("legacy/*.hcl"))]`. Accepts files,
  * directories and a `*` in the last path segment. Only tasks and the terraform_provider and
- * driver.required_providers they use are taken; other global settings stay the TypeScript config's.
+ * driver.required_providers they use are taken; other global settings stay the TypeScript config's
+ * (its driver too: a task's terraform_cloud_workspace is kept for driver.terraformCloud).
  */
 export async function fromCtsConfig(...patterns: string[]): Promise<Array<ModuleTask<Condition, TaskInputs>>> {
   const paths: string[] = [];
   for (const p of patterns) paths.push(...(await expandPattern(p)));
   if (paths.length === 0) throw new CtsError("CONFIG_NOT_FOUND", "usage", `fromCtsConfig(${patterns.map((p) => JSON.stringify(p)).join(", ")}): no file matches.`);
-  const { config } = await readCtsConfig(paths);
+  // The TypeScript config chooses the driver: a task's terraform_cloud_workspace is checked, not refused.
+  const { config } = await readCtsConfig(paths, process.cwd(), "any driver");
   return config.tasks as Array<ModuleTask<Condition, TaskInputs>>;
 }
 

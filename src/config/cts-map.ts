@@ -4,6 +4,7 @@ import { isObject } from "../is-object.ts";
 import type { HclValue } from "./hcl.ts";
 import { workingRoot } from "./working-dirs.ts";
 import { bufferPeriod, ctsTasks } from "./cts-tasks.ts";
+import { ctsDrivers } from "./cts-drivers.ts";
 
 /** A CTS config mapped onto ours, with what was accepted but has no effect here. */
 export interface MappedCtsConfig {
@@ -14,13 +15,15 @@ export interface MappedCtsConfig {
   warnings: string[];
 }
 
-const BACKENDS = ["azurerm", "consul", "cos", "gcs", "kubernetes", "local", "manta", "pg", "s3"];
 const LEVELS: Record<string, MappedCtsConfig["logLevel"]> = { TRACE: "trace", DEBUG: "debug", INFO: "info", WARN: "warn", ERR: "error", ERROR: "error" };
 
 const one = (b: ReadBlock, name: string): ReadBlock | undefined => b.blocks[name]?.[0];
 
-/** Maps a merged CTS configuration (every file read and merged) onto cts's config. */
-export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<MappedCtsConfig> {
+/**
+ * Maps a merged CTS configuration (every file read and merged) onto cts's config. `tasksFor`:
+ * "any driver" when only the tasks are taken (fromCtsConfig) and the driver is another config's.
+ */
+export async function mapCtsConfig(root: ReadBlock, cwd: string, tasksFor?: "any driver"): Promise<MappedCtsConfig> {
   const warnings: string[] = [];
   const warn = (b: ReadBlock, key: string, why: string) => warnings.push(`${b.file}:${b.lines[key] ?? b.line}: '${key}' ${why}`);
   noTemplates(root);
@@ -95,33 +98,18 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<Mapped
     if (reg && one(reg, "default_check")) warn(one(reg, "default_check")!, "default_check", "has no effect: cts always registers its /v1/health check.");
   }
 
-  const drivers = root.blocks.driver ?? [];
-  const providerReqs: Record<string, { source?: string; version?: string }> = {};
-  for (const d of drivers) {
-    if (d.labels[0] === "terraform-cloud") throw configError(d.file, d.line, "driver \"terraform-cloud\" is a CTS Enterprise feature (Terraform Cloud) that cts does not support. Use driver \"terraform\" with a remote backend.");
-    if (d.labels[0] !== "terraform") throw configError(d.file, d.line, `driver "${d.labels[0]}" is not a driver. Use driver "terraform".`);
-    if (d.attrs.path !== undefined) tf.binary = `${String(d.attrs.path).replace(/\/$/, "")}/terraform`;
-    if (d.attrs.version !== undefined) warn(d, "version", "has no effect: cts does not download Terraform; it runs tofu, or the binary in driver.path.");
-    if (d.attrs.log === true) tf.log = true;
-    if (d.attrs.persist_log === true) warn(d, "persist_log", "has no effect: cts does not write terraform.log; run with --log-level debug to see Terraform's output.");
-    const backends = d.blocks.backend ?? [];
-    if (backends.length > 1) throw configError(backends[1]!.file, backends[1]!.line, "only one backend can be configured.");
-    const be = backends[0];
-    if (be) {
-      const type = be.labels[0]!;
-      if (!BACKENDS.includes(type)) throw configError(be.file, be.line, `backend "${type}" is not supported (CTS allows ${BACKENDS.join(", ")}).`);
-      // CTS fills a consul backend's path and gzip under what the user set.
-      tf.backend = { [type]: type === "consul" ? { path: `${kvPath.replace(/\/$/, "")}/terraform`, gzip: true, ...be.attrs } : { ...be.attrs } };
-    }
-    for (const [name, req] of Object.entries(one(d, "required_providers")?.attrs ?? {})) {
-      if (!isObject(req)) throw configError(d.file, d.line, `required_providers.${name} must be { source = "...", version = "..." }.`);
-      providerReqs[name] = { ...(req.source ? { source: String(req.source) } : {}), ...(req.version ? { version: String(req.version) } : {}) };
-    }
+  const drivers = ctsDrivers(root, kvPath, warn);
+  if (drivers.label === "terraform-cloud") {
+    if (tf.workingDir !== undefined) warn(root, "working_dir", 'is not used with driver "terraform-cloud": runs happen in Terraform Cloud.');
+    if (kvPath !== "consul-terraform-sync/") warn(consul!, "kv_path", 'has no effect with driver "terraform-cloud": Terraform Cloud keeps the state.');
+    config.driver = { terraformCloud: drivers.terraformCloud! };
+  } else {
+    Object.assign(tf, drivers.terraform);
+    if (!tf.backend && kvPath !== "consul-terraform-sync/") tf.backend = { consul: { path: `${kvPath.replace(/\/$/, "")}/terraform`, gzip: true } };
+    if (Object.keys(tf).length) config.driver = { terraform: tf };
   }
-  if (!tf.backend && kvPath !== "consul-terraform-sync/") tf.backend = { consul: { path: `${kvPath.replace(/\/$/, "")}/terraform`, gzip: true } };
-  if (Object.keys(tf).length) config.driver = { terraform: tf };
 
-  config.tasks = await ctsTasks(root, { cwd, root: workingRoot(cwd, tf.workingDir), providerReqs, globalBuffer: config.bufferPeriod, warn: warnings });
+  config.tasks = await ctsTasks(root, { cwd, root: workingRoot(cwd, tf.workingDir), providerReqs: drivers.providerReqs, globalBuffer: config.bufferPeriod, warn: warnings, ...(tasksFor && !root.blocks.driver?.length ? {} : { driver: drivers.label }) });
   return { config, ...(logLevel ? { logLevel } : {}), warnings };
 }
 
@@ -149,13 +137,14 @@ function highAvailability(ha: ReadBlock): HighAvailabilityConfig {
 }
 
 /** CTS: "dynamic configuration using template syntax is only supported for terraform_provider blocks". */
-function noTemplates(b: ReadBlock, inProvider = false): void {
+function noTemplates(b: ReadBlock, inProvider = false, isTfcDriver = false): void {
   const scan = (v: HclValue, key: string): void => {
-    if (typeof v === "string" && v.includes("{{") && !inProvider)
+    // A Terraform Cloud token may be {{ env "NAME" }} (cts-drivers.ts reads it; CTS allows templates there).
+    if (typeof v === "string" && v.includes("{{") && !inProvider && !(isTfcDriver && key === "token"))
       throw configError(b.file, b.lines[key] ?? b.line, `'${key}' uses template syntax ({{ … }}), which CTS and cts only support in terraform_provider blocks.`);
     if (Array.isArray(v)) v.forEach((x) => scan(x, key));
     else if (isObject(v)) for (const x of Object.values(v)) scan(x, key);
   };
   for (const [k, v] of Object.entries(b.attrs)) scan(v, k);
-  for (const [name, list] of Object.entries(b.blocks)) for (const c of list) noTemplates(c, inProvider || name === "terraform_provider");
+  for (const [name, list] of Object.entries(b.blocks)) for (const c of list) noTemplates(c, inProvider || name === "terraform_provider", name === "driver" && c.labels[0] === "terraform-cloud");
 }

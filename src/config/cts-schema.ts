@@ -16,10 +16,8 @@ export interface BlockSchema {
   repeat?: boolean;
   /** Any attribute is allowed (provider arguments, backend settings, maps). */
   open?: boolean;
-  /** The whole block is CTS Enterprise only. */
+  /** The whole block is CTS Enterprise only (licensing). */
   enterprise?: boolean;
-  /** Labels that are CTS Enterprise only (`driver "terraform-cloud"`). */
-  enterpriseLabels?: string[];
 }
 
 const BUFFER: BlockSchema = { attrs: ["enabled", "min", "max"] };
@@ -31,6 +29,10 @@ const CONDITION: BlockSchema = {
   attrs: [...new Set([...SERVICES_Q, ...KV_Q, "node_meta", "cron", "use_as_module_input", "source_includes_var"])],
 };
 const MODULE_INPUT: BlockSchema = { labels: 1, repeat: true, attrs: [...new Set([...SERVICES_Q, ...KV_Q])] };
+
+/** Keys of `driver "terraform"` and of `driver "terraform-cloud"` (CTS-SOURCE-NOTES §1.3, CTS-TFC-NOTES §1). */
+export const TERRAFORM_DRIVER_KEYS = ["version", "path", "log", "persist_log", "backend"];
+export const TFC_DRIVER_KEYS = ["hostname", "organization", "token", "workspace_prefix", "workspaces", "tls"];
 
 /** The top level of a CTS config file. */
 export const CTS_SCHEMA: BlockSchema = {
@@ -49,18 +51,23 @@ export const CTS_SCHEMA: BlockSchema = {
       },
     },
     vault: { open: true },
+    // Both drivers' keys; cts-drivers.ts refuses the other driver's keys under each label.
     driver: {
       labels: 1,
-      enterpriseLabels: ["terraform-cloud"],
       repeat: true,
-      attrs: ["version", "path", "log", "persist_log"],
-      blocks: { backend: { labels: 1, open: true }, required_providers: { open: true } },
+      attrs: [...TERRAFORM_DRIVER_KEYS, ...TFC_DRIVER_KEYS],
+      blocks: {
+        backend: { labels: 1, open: true },
+        required_providers: { open: true },
+        workspaces: { attrs: ["prefix", "tags", "tags_allowlist", "tags_denylist"] },
+        tls: { attrs: ["enabled", "ca_cert", "ca_path", "cert", "key", "server_name", "verify"] },
+      },
     },
     terraform_provider: { labels: 1, repeat: true, open: true },
     task: {
       repeat: true,
       attrs: ["name", "description", "enabled", "module", "source", "version", "providers", "variable_files", "variables", "working_dir", "services", "terraform_version"],
-      blocks: { condition: CONDITION, module_input: MODULE_INPUT, source_input: MODULE_INPUT, buffer_period: BUFFER, terraform_cloud_workspace: { open: true, enterprise: true } },
+      blocks: { condition: CONDITION, module_input: MODULE_INPUT, source_input: MODULE_INPUT, buffer_period: BUFFER, terraform_cloud_workspace: { attrs: ["execution_mode", "agent_pool_id", "agent_pool_name", "terraform_version"] } },
     },
     service: { repeat: true, attrs: ["name", "id", "description", "datacenter", "namespace", "filter", "cts_user_defined_meta"] },
     high_availability: {
@@ -104,7 +111,7 @@ export function readBlock(body: HclBody, schema: BlockSchema, file: string, line
     const sub = schema.blocks?.[key];
     if (sub) {
       // HCL v1 and JSON write blocks as attributes: `consul = { … }`, `task = [{ … }]`, `driver = { terraform = { … } }`.
-      for (const [labelsOf, v] of blockValues(value, sub.labels ?? 0, file, at, key)) if (enterpriseLabel(sub, key, labelsOf, file, at)) add(key, enterpriseCheck(readBlock(objectBody(v, at, file, key), sub, file, at, labelsOf, join(path, key)), sub, key), sub, at);
+      for (const [labelsOf, v] of blockValues(value, sub.labels ?? 0, file, at, key)) add(key, enterpriseCheck(readBlock(objectBody(v, at, file, key), sub, file, at, labelsOf, join(path, key)), sub, key), sub, at);
     } else if (schema.open || schema.attrs?.includes(key)) {
       out.attrs[key] = value;
       out.lines[key] = at;
@@ -122,21 +129,14 @@ export function readBlock(body: HclBody, schema: BlockSchema, file: string, line
     }
     if (b.labels.length !== (sub.labels ?? 0))
       throw configError(file, b.line, `'${join(path, b.type)}' takes ${sub.labels ? `${sub.labels} label (e.g. ${b.type} "name" { … })` : "no label"}, got ${b.labels.length}.`);
-    enterpriseLabel(sub, b.type, b.labels, file, b.line);
     add(b.type, enterpriseCheck(readBlock(b.body, sub, file, b.line, b.labels, join(path, b.type)), sub, b.type), sub, b.line);
   }
   return out;
 }
 
 function enterpriseCheck(b: ReadBlock, schema: BlockSchema, name: string): ReadBlock {
-  if (schema.enterprise) throw configError(b.file, b.line, `'${name}' is a CTS Enterprise feature (Terraform Cloud / licensing) that cts does not support. Remove it.`);
+  if (schema.enterprise) throw configError(b.file, b.line, `'${name}' is a CTS Enterprise feature (licensing) that cts does not need. Remove it.`);
   return b;
-}
-
-function enterpriseLabel(schema: BlockSchema, name: string, labels: string[], file: string, line: number): true {
-  if (labels[0] !== undefined && schema.enterpriseLabels?.includes(labels[0]))
-    throw configError(file, line, `${name} "${labels[0]}" is a CTS Enterprise feature (Terraform Cloud) that cts does not support. Use driver "terraform" with a remote backend.`);
-  return true;
 }
 
 const join = (path: string, key: string) => (path ? `${path}.${key}` : key);

@@ -4,7 +4,9 @@ import { messageOf } from "../errors.ts";
 import { MAX_DATA_DEPTH } from "../data-depth.ts";
 import { catalogServices, consulKv, schedule, services, type Condition, type ConsulKvCondition, type ServicesCondition, type TaskInputs } from "../task/conditions.ts";
 import { ModuleTask, type ModuleProvider } from "../task/module-task.ts";
-import type { BufferPeriodOption } from "../task/task.ts";
+import type { BufferPeriodOption, TerraformCloudWorkspaceOption } from "../task/task.ts";
+import type { CtsDriverLabel } from "./cts-drivers.ts";
+import { TFC_TERRAFORM_CONSTRAINT, terraformCloudWorkspaceProblems } from "./terraform-cloud.ts";
 import { configError, type ReadBlock } from "./cts-schema.ts";
 import { isObject } from "../is-object.ts";
 import { taskNameProblem, taskProblems } from "../task/validate.ts";
@@ -19,6 +21,8 @@ interface TaskContext {
   providerReqs: Record<string, { source?: string; version?: string }>;
   globalBuffer: BufferPeriodOption | false | undefined;
   warn: string[];
+  /** The driver the tasks run on: the workspace settings are only valid on "terraform-cloud" (undefined: not known here, fromCtsConfig). */
+  driver?: CtsDriverLabel;
 }
 
 const one = (b: ReadBlock, name: string): ReadBlock | undefined => b.blocks[name]?.[0];
@@ -34,7 +38,6 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
     const fail = (key: string, msg: string): never => {
       throw configError(t.file, t.lines[key] ?? t.line, msg);
     };
-    for (const k of ["terraform_version"]) if (a[k] !== undefined) fail(k, `'${k}' is a CTS Enterprise feature (Terraform Cloud) that cts does not support. Remove it.`);
     if (a.services !== undefined) fail("services", "the task 'services' list (deprecated since CTS 0.5) is not supported. Use condition \"services\" { names = [...] }.");
     if (a.variables !== undefined) fail("variables", "'variables' cannot be set in a config file (as in CTS). Put them in a .tfvars file and list it in variable_files.");
     if (typeof a.name !== "string" || a.name === "") fail("name", "a task needs name = \"...\".");
@@ -59,6 +62,7 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
     }
     if ((inputs.services && condition.kind === "services") || (inputs.kv && condition.kind === "consul-kv"))
       throw configError(t.file, t.line, `task '${name}': a module_input may not repeat the condition's type (${condition.kind}).`);
+    const workspace = taskWorkspace(t, name, ctx);
     const bp = one(t, "buffer_period");
     const taskProviders = ((a.providers ?? []) as HclValue[]).map((id) => {
       const p = providers.get(String(id));
@@ -82,6 +86,7 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
       // Relative to where cts starts, as CTS takes it from its working directory.
       ...(typeof a.working_dir === "string" ? { workingDir: resolve(ctx.cwd, a.working_dir) } : {}),
       ...(condition.kind === "schedule" ? {} : bp ? { bufferPeriod: bufferPeriod(bp) } : {}),
+      ...(workspace ? { terraformCloudWorkspace: workspace } : {}),
     });
     // The checks every task gets (cron, regexp, buffer period…), reported at the task's place in the file.
     const problems = taskProblems(task);
@@ -97,6 +102,59 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
   }
   return tasks;
 }
+
+const WORKSPACE_KEYS: Record<string, keyof TerraformCloudWorkspaceOption> = {
+  execution_mode: "executionMode",
+  agent_pool_id: "agentPoolId",
+  agent_pool_name: "agentPoolName",
+  terraform_version: "terraformVersion",
+};
+
+/**
+ * The task's `terraform_cloud_workspace` block and deprecated `terraform_version` (the block's
+ * version wins), checked with CTS's rules. Under driver "terraform" a non-empty setting is refused,
+ * as CTS (OSS) refuses it: it would silently do nothing there.
+ */
+function taskWorkspace(t: ReadBlock, name: string, ctx: TaskContext): TerraformCloudWorkspaceOption | undefined {
+  const blk = one(t, "terraform_cloud_workspace");
+  const block: TerraformCloudWorkspaceOption = {};
+  for (const [key, field] of Object.entries(WORKSPACE_KEYS)) {
+    const v = blk?.attrs[key];
+    if (v === undefined) continue;
+    if (typeof v !== "string") throw configError(blk!.file, blk!.lines[key] ?? blk!.line, `'terraform_cloud_workspace.${key}' must be a string.`);
+    if (v !== "") (block as Record<string, string>)[field] = v;
+  }
+  const taskVersion = t.attrs.terraform_version;
+  if (taskVersion !== undefined && typeof taskVersion !== "string") throw configError(t.file, t.lines.terraform_version ?? t.line, "'terraform_version' must be a string.");
+  if (ctx.driver === "terraform") {
+    if (taskVersion) throw configError(t.file, t.lines.terraform_version ?? t.line, `task '${name}': 'terraform_version' is only valid with driver "terraform-cloud" (as in CTS). Remove it, or configure driver "terraform-cloud" { … }; the local driver runs the binary in driver "terraform" { path }.`);
+    const set = Object.keys(block);
+    if (set.length) throw configError(blk!.file, blk!.lines[Object.keys(WORKSPACE_KEYS).find((k) => blk!.attrs[k])!] ?? blk!.line, `task '${name}': 'terraform_cloud_workspace' is only valid with driver "terraform-cloud" (as in CTS). Remove the block, or configure driver "terraform-cloud" { … }.`);
+    return undefined;
+  }
+  if (taskVersion) ctx.warn.push(`${t.file}:${t.lines.terraform_version ?? t.line}: 'terraform_version' is deprecated: write terraform_cloud_workspace { terraform_version = "${taskVersion}" } in task '${name}'.`);
+  const keyOf = (field: string) => Object.keys(WORKSPACE_KEYS).find((k) => WORKSPACE_KEYS[k] === field.split(".").pop())!;
+  const problems = terraformCloudWorkspaceProblems(block, "ws", taskVersion ? { version: taskVersion, field: "task.terraform_version" } : undefined);
+  for (const p of problems) {
+    if (p.field === "task.terraform_version") throw configError(t.file, t.lines.terraform_version ?? t.line, `task '${name}': terraform_version: ${p.message}. Write an exact version x.y.z within ${TFC_TERRAFORM_CONSTRAINT}.`);
+    const key = keyOf(p.field);
+    const fix = /is required/.test(p.message) ? ' Add agent_pool_id or agent_pool_name, or use execution_mode = "remote".' : (WORKSPACE_FIXES[key] ?? "");
+    throw configError(blk!.file, blk!.lines[key] ?? blk!.line, `task '${name}': terraform_cloud_workspace.${key}: ${p.message}.${fix}`);
+  }
+  // CTS: a warning only, the id wins.
+  if (block.agentPoolId && block.agentPoolName) ctx.warn.push(`${blk!.file}:${blk!.lines.agent_pool_name ?? blk!.line}: task '${name}': agent_pool_id and agent_pool_name are both configured, agent_pool_id will be used.`);
+  // The block's version wins over the task's deprecated one (CTS-TFC-NOTES §1).
+  const version = block.terraformVersion || taskVersion || undefined;
+  const out: TerraformCloudWorkspaceOption = { ...block, ...(version ? { terraformVersion: version } : {}) };
+  return Object.keys(out).length ? out : undefined;
+}
+
+const WORKSPACE_FIXES: Record<string, string> = {
+  execution_mode: ' Set execution_mode = "remote" or "agent" (with agent_pool_id or agent_pool_name).',
+  agent_pool_id: ' Set execution_mode = "agent", or remove the agent pool.',
+  agent_pool_name: ' Set execution_mode = "agent", or remove the agent pool.',
+  terraform_version: ` Write an exact version x.y.z within ${TFC_TERRAFORM_CONSTRAINT}.`,
+};
 
 function readCondition(c: ReadBlock): { condition: Condition; useAsModuleInput?: boolean } {
   const a = c.attrs;

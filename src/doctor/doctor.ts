@@ -18,6 +18,7 @@ import { fail, pass, type CheckResult } from "./check.ts";
 import { checkConsulReachable, checkSession, checkStateWrite, checkTaskReads } from "./consul-checks.ts";
 import { binaryIdentity, identityText } from "../terraform/version.ts";
 import { checkApiPort, checkProviders, checkTerraformBinary, checkWorkingDir, checkWorkingDirBinaries } from "./local-checks.ts";
+import { checkTerraformCloud } from "./tfc-checks.ts";
 
 /** Runs every check for a loaded config, in order; `onResult` sees each as it finishes. */
 export async function runDoctor(
@@ -32,6 +33,7 @@ export async function runDoctor(
   };
   const { config } = loaded;
   const tf = config.driver?.terraform ?? {};
+  const tfc = config.driver?.terraformCloud;
 
   // One Consul client for every Consul check: the probes and the task reads.
   let consul: ConsulClient | undefined;
@@ -46,7 +48,8 @@ export async function runDoctor(
       const reachable = await checkConsulReachable(http);
       add(reachable);
       const backend = tf.backend ?? DEFAULT_BACKEND;
-      const consulBackend = backend.consul as { path?: string } | undefined;
+      // With Terraform Cloud the state is kept in the workspaces: no Consul backend to check.
+      const consulBackend = tfc ? undefined : (backend.consul as { path?: string } | undefined);
       if (!reachable.ok) {
         for (const name of [...config.tasks.map((t) => `reads:${t.name}`), ...(consulBackend ? ["state", "session"] : [])])
           add(fail(name, "not checked: Consul is not reachable", "fix the consul check first"));
@@ -56,11 +59,19 @@ export async function runDoctor(
         if (consulBackend) {
           add(await checkStateWrite(http, consulBackend.path ?? "consul-terraform-sync/terraform"));
           add(await checkSession(http));
-        } else add(pass("state", `kept by the '${Object.keys(backend)[0]}' backend, not in Consul`));
+        } else add(pass("state", tfc ? "kept in the Terraform Cloud workspaces, not in Consul" : `kept by the '${Object.keys(backend)[0]}' backend, not in Consul`));
       }
     } finally {
       consul.close();
     }
+  }
+
+  if (tfc) {
+    const checks = await checkTerraformCloud({ driver: tfc, dir: loaded.dir, workspaces: config.tasks.map((t) => ({ task: t.name, workspace: t.terraformCloudWorkspace })) });
+    checks.forEach(add);
+    for (const name of ["working-dir", "terraform", "providers"]) add(pass(name, `skipped: driver "terraform-cloud" runs Terraform in Terraform Cloud, not on this machine`));
+    add(await checkApiPort(apiOverride.address ?? config.api?.address ?? "127.0.0.1", apiOverride.port ?? config.api?.port ?? 8558));
+    return results;
   }
 
   const root = workingRoot(loaded.dir, tf.workingDir);

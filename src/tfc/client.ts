@@ -1,3 +1,4 @@
+import { Account } from "./account.ts";
 import { ConfigurationVersions } from "./configuration-versions.ts";
 import { many, nextPage, one, toAgentPool, toOrganization, toStateOutput } from "./jsonapi.ts";
 import { Plans } from "./plans.ts";
@@ -22,6 +23,7 @@ export class TfcClient {
   readonly configurationVersions: ConfigurationVersions;
   readonly runs: Runs;
   readonly plans: Plans;
+  readonly account: Account;
   private readonly t: Transport;
 
   constructor(options: TfcClientOptions) {
@@ -31,6 +33,7 @@ export class TfcClient {
     this.configurationVersions = new ConfigurationVersions(this.t);
     this.runs = new Runs(this.t);
     this.plans = new Plans(this.t);
+    this.account = new Account(this.t);
   }
 
   /** The server's origin (`https://app.terraform.io`). */

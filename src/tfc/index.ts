@@ -1,5 +1,6 @@
 // The Terraform Cloud / Enterprise API client (the driver's foundation; internal to cts).
 export { TfcClient, type TfcClientOptions } from "./client.ts";
+export type { AccountDetails } from "./account.ts";
 export { awaitsPerson, isFinal, type FollowOptions } from "./runs.ts";
 export { packDirectory } from "./archive.ts";
 export { summarizePlanJson } from "./plan-summary.ts";

@@ -58,6 +58,28 @@ describe("the task file parser (CTS HCL subset)", () => {
     assert.equal(parseTask(task).condition.kind, "services", "the API accepts what the file gives");
   });
 
+  it("passes a task's terraform_cloud_workspace block and terraform_version on in CTS's API shape", async () => {
+    const task = await taskFromHcl(
+      `task "web" {
+  module = "m"
+  terraform_version = "1.5.7"
+  condition "schedule" {
+    cron = "* * * * *"
+  }
+  terraform_cloud_workspace {
+    execution_mode = "agent"
+    agent_pool_name = "pool"
+  }
+}`,
+      "t.hcl",
+    );
+    assert.deepEqual([task.terraform_version, task.terraform_cloud_workspace], ["1.5.7", { execution_mode: "agent", agent_pool_name: "pool" }]);
+    await rejectsUsage(() => taskFromHcl(`task "t" {
+  module = "m"
+  terraform_cloud_workspace "x" {}
+}`, "t.hcl"), /^t\.hcl:3: terraform_cloud_workspace takes no label\./);
+  });
+
   it("reads CTS's unlabelled `task { name = ... }` form and the other condition types", async () => {
     const cond = async (block: string) => (await taskFromHcl(`task {\n name = "t"\n module = "m"\n ${block}\n}`, "t.hcl")).condition;
     assert.deepEqual(await cond(`condition "catalog-services" {\n regexp = "^web"\n node_meta = { rack = "r1" }\n}`), { catalog_services: { regexp: "^web", node_meta: { rack: "r1" } } });

@@ -112,8 +112,8 @@ export default defineConfig({ tasks: [new ModuleTask({ name: "m", condition: sch
 
   for (const [file, message] of [
     ["unknown-key.hcl", /unknown-key\.hcl:8: 'colour' is not a valid key in task/],
-    ["tfc.hcl", /tfc\.hcl:7: 'terraform_cloud_workspace' is a CTS Enterprise feature/],
-    ["driver-tfc.hcl", /driver-tfc\.hcl:1: driver "terraform-cloud" is a CTS Enterprise feature/],
+    ["tfc.hcl", /tfc\.hcl:8: task 't': 'terraform_cloud_workspace' is only valid with driver "terraform-cloud"/],
+    ["driver-tfc.hcl", /driver-tfc\.hcl:1: driver "terraform-cloud" needs the organization: set organization = "<name>" or the TFC_ORGANIZATION/],
     ["license.hcl", /license\.hcl:1: 'license' is a CTS Enterprise feature/],
     ["two-consul.hcl", /two-consul\.hcl:5: only one 'consul' block can be configured/],
     ["template.hcl", /template\.hcl:3: 'module' uses template syntax/],

@@ -12,6 +12,7 @@ import { ProcessGroups } from "./executor/processes.ts";
 import { newSecret } from "./ids.ts";
 import { ApiError, type Env, notFound, renderError, type ServerContext } from "./jsonapi.ts";
 import type { TfcServerFaults, TfcServerOptions, TfcServerVariants } from "./options.ts";
+import { accountRoutes } from "./routes/account.ts";
 import { archivistRoutes } from "./routes/archivist.ts";
 import { configurationVersionRoutes } from "./routes/configuration-versions.ts";
 import { organizationRoutes } from "./routes/organizations.ts";
@@ -76,6 +77,7 @@ export async function startTfcServer(options: TfcServerOptions = {}): Promise<Tf
   app.get("/api/v2/ping", (c) => c.body(null, 204, { "TFP-API-Version": "2.6", "TFP-AppName": "Terraform Cloud" }));
   app.use("/api/v2/*", rateLimiting(ctx));
   app.use("/api/v2/*", authenticate(ctx));
+  accountRoutes(app);
   organizationRoutes(app, ctx);
   workspaceRoutes(app, ctx, queue);
   variableRoutes(app, ctx);

@@ -18,6 +18,8 @@ export class Store {
   readonly runs = new Map<string, Run>();
   readonly phases = new Map<string, Phase>();
   readonly blobs = new Map<string, Blob>();
+  /** Entitlements by organization (tests may take one away); unset: every feature the driver uses. */
+  readonly entitlements = new Map<string, Record<string, boolean>>();
 
   /** Adds an organization. */
   addOrganization(name: string): Organization {
