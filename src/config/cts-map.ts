@@ -3,6 +3,8 @@ import { configError, type ReadBlock } from "./cts-schema.ts";
 import { isObject } from "../is-object.ts";
 import type { HclValue } from "./hcl.ts";
 import { bufferPeriod, ctsTasks } from "./cts-tasks.ts";
+import { ctsServiceRegistration } from "./service-registration.ts";
+import { ctsConsulTransport } from "./consul-transport.ts";
 
 /** A CTS config mapped onto ours, with what was accepted but has no effect here. */
 export interface MappedCtsConfig {
@@ -87,11 +89,11 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<Mapped
         ...(t.verify === false ? { insecureSkipVerify: true } : {}),
       };
     }
-    const transport = one(consul, "transport");
-    for (const k of Object.keys(transport?.attrs ?? {})) warn(transport!, k, "is accepted and has no effect: cts's HTTP client pools connections itself.");
-    const reg = one(consul, "service_registration");
-    for (const k of Object.keys(reg?.attrs ?? {})) if (!(k === "enabled" && reg!.attrs.enabled === true)) warn(reg!, k, "has no effect: cts registers itself as service 'consul-terraform-sync' with a /v1/health check.");
-    if (reg && one(reg, "default_check")) warn(one(reg, "default_check")!, "default_check", "has no effect: cts always registers its /v1/health check.");
+    const transport = ctsConsulTransport(one(consul, "transport"));
+    if (transport.transport) config.consul.transport = transport.transport;
+    warnings.push(...transport.warnings);
+    const registration = ctsServiceRegistration(one(consul, "service_registration"));
+    if (registration) config.consul.serviceRegistration = registration;
   }
 
   const drivers = root.blocks.driver ?? [];

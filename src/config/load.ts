@@ -15,6 +15,8 @@ import { parseDuration } from "../duration.ts";
 import { haProblems } from "./ha-problems.ts";
 import type { ModuleTask } from "../task/module-task.ts";
 import { isCtsConfigPath } from "./cts-files.ts";
+import { serviceRegistrationProblems } from "./service-registration.ts";
+import { consulTransportProblems } from "./consul-transport.ts";
 
 /** The config file names tried in order when none is given. */
 export const DEFAULT_CONFIG_FILES = ["cts.config.ts", "cts.config.mts", "cts.config.js", "cts.config.mjs"];
@@ -141,6 +143,8 @@ export function validateConfig(config: CtsConfig | undefined, file: string): ass
   const port = config.api?.port;
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) problems.push({ field: "api.port", message: `must be 0-65535 (got ${String(port)}).` });
   problems.push(...apiAccessProblems(config.api));
+  problems.push(...serviceRegistrationProblems(config.consul?.serviceRegistration));
+  problems.push(...consulTransportProblems(config.consul?.transport));
   problems.push(...haProblems(config));
   for (const field of ["logFormat", "log_format"] as const) {
     const v = config[field];

@@ -1,6 +1,12 @@
 import type { ConsulTlsOptions } from "../consul/connection.ts";
 import type { BufferPeriodOption, DriftCheckOption, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
+import type { ServiceRegistrationConfig } from "./service-registration.ts";
+
+import type { ConsulTransportConfig } from "./consul-transport.ts";
+
+export type { ServiceRegistrationConfig } from "./service-registration.ts";
+export type { ConsulTransportConfig } from "./consul-transport.ts";
 
 /** TLS settings for a connection to Consul (the same options the Consul client takes). */
 export type ConsulTlsConfig = ConsulTlsOptions;
@@ -18,6 +24,10 @@ export interface ConsulConfig {
   tokenFile?: string;
   /** TLS settings. */
   tls?: ConsulTlsConfig;
+  /** How this instance registers itself in Consul (CTS's `service_registration`; default on). */
+  serviceRegistration?: ServiceRegistrationConfig;
+  /** Limits of the HTTP connections to Consul (CTS's `transport`), in Node's terms. */
+  transport?: ConsulTransportConfig;
 }
 
 /**
