@@ -56,11 +56,10 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<Mapped
   if (bp) config.bufferPeriod = bufferPeriod(bp);
   const api = one(root, "tls");
   if (api && (api.attrs.enabled ?? true) !== false) {
-    if (api.attrs.ca_path !== undefined) throw configError(api.file, api.lines.ca_path!, "'tls.ca_path' is not supported for the API: give one CA bundle file in ca_cert.");
     if (api.attrs.cert === undefined || api.attrs.key === undefined) throw configError(api.file, api.line, "'tls' for the API needs cert and key.");
     config.api = {
       ...config.api,
-      tls: { certFile: String(api.attrs.cert), keyFile: String(api.attrs.key), ...(api.attrs.ca_cert ? { caFile: String(api.attrs.ca_cert) } : {}), ...(api.attrs.verify_incoming ? { verifyIncoming: true } : {}) },
+      tls: { certFile: String(api.attrs.cert), keyFile: String(api.attrs.key), ...(api.attrs.ca_cert ? { caFile: String(api.attrs.ca_cert) } : {}), ...(api.attrs.ca_path ? { caPath: String(api.attrs.ca_path) } : {}), ...(api.attrs.verify_incoming ? { verifyIncoming: true } : {}) },
     };
   }
 

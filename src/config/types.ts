@@ -106,8 +106,8 @@ export interface ApiConfig {
   address?: string;
   /** Port (default 8558; 0 picks a free one). */
   port?: number;
-  /** Serve HTTPS; with `verifyIncoming`, demand client certificates signed by `caFile` (mutual TLS). */
-  tls?: { certFile: string; keyFile: string; caFile?: string; verifyIncoming?: boolean };
+  /** Serve HTTPS; with `verifyIncoming`, demand client certificates signed by `caFile` or a CA in the directory `caPath` (mutual TLS). */
+  tls?: { certFile: string; keyFile: string; caFile?: string; caPath?: string; verifyIncoming?: boolean };
   /** Bearer token required on task-changing routes (else CTS_HTTP_TOKEN; none = open, as CTS). */
   token?: string;
   /** A file holding that token. */
