@@ -5,6 +5,7 @@ import type { HclValue } from "./hcl.ts";
 import { bufferPeriod, ctsTasks } from "./cts-tasks.ts";
 import { ctsServiceRegistration } from "./service-registration.ts";
 import { ctsConsulTransport } from "./consul-transport.ts";
+import { SYSLOG_FACILITIES, syslogPriority } from "../log-syslog.ts";
 
 /** A CTS config mapped onto ours, with what was accepted but has no effect here. */
 export interface MappedCtsConfig {
@@ -39,9 +40,8 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<Mapped
   const tf: NonNullable<NonNullable<CtsConfig["driver"]>["terraform"]> = {};
   if (a.working_dir !== undefined) tf.workingDir = String(a.working_dir);
 
-  const syslog = one(root, "syslog");
-  if (syslog && (syslog.attrs.enabled ?? true) !== false)
-    throw configError(syslog.file, syslog.line, "'syslog' is not supported: cts logs to stderr (--log-json for one JSON object per line); let your service manager forward it to syslog.");
+  const syslog = ctsSyslog(one(root, "syslog"));
+  if (syslog) config.syslog = syslog;
   const vault = one(root, "vault");
   if (vault && vault.attrs.enabled !== false)
     throw configError(vault.file, vault.line, "'vault' is not supported: only {{ env \"X\" }} templates are. Put the secret in the environment of cts (e.g. with Vault Agent) and write {{ env \"NAME\" }} in terraform_provider.");
@@ -146,6 +146,17 @@ function highAvailability(ha: ReadBlock): HighAvailabilityConfig {
     },
     ...(instance?.attrs.address !== undefined ? { instance: { address: String(instance.attrs.address) } } : {}),
   };
+}
+
+/** CTS's `syslog {}`: on when `enabled = true`, or (enabled unset) when facility or name is set. */
+function ctsSyslog(b: ReadBlock | undefined): CtsConfig["syslog"] {
+  if (!b) return undefined;
+  const a = b.attrs;
+  const on = a.enabled ?? (a.facility !== undefined || a.name !== undefined);
+  if (on !== true) return undefined;
+  if (a.facility !== undefined && syslogPriority(String(a.facility)) === undefined)
+    throw configError(b.file, b.lines.facility ?? b.line, `syslog facility '${String(a.facility)}' is not known. Use one of ${Object.keys(SYSLOG_FACILITIES).join(", ")}.`);
+  return { enabled: true, ...(a.facility !== undefined ? { facility: String(a.facility) } : {}), ...(a.name !== undefined ? { name: String(a.name) } : {}) };
 }
 
 /** CTS: "dynamic configuration using template syntax is only supported for terraform_provider blocks". */

@@ -4,6 +4,7 @@ import type { Condition, TaskInputs } from "../task/conditions.ts";
 import type { ServiceRegistrationConfig } from "./service-registration.ts";
 
 import type { ConsulTransportConfig } from "./consul-transport.ts";
+import type { SyslogOptions } from "../log-syslog.ts";
 
 export type { ServiceRegistrationConfig } from "./service-registration.ts";
 export type { ConsulTransportConfig } from "./consul-transport.ts";
@@ -166,6 +167,12 @@ export interface CtsConfig {
   log_format?: LogFormat;
   /** Consul connection. */
   consul?: ConsulConfig;
+  /**
+   * Log lines to the local syslog daemon too (CTS's `syslog {}`): `{ facility: "LOCAL0", name:
+   * "consul-terraform-sync" }`; `socket` (TypeScript only) is the syslog socket (default /dev/log).
+   * `enabled: false` turns it off.
+   */
+  syslog?: SyslogOptions & { enabled?: boolean };
   /** How tasks run Terraform: on this machine (`terraform`, the default) or as Terraform Cloud / Enterprise workspaces (`terraformCloud`); one of the two. */
   driver?: { terraform?: TerraformDriverConfig; terraformCloud?: TerraformCloudDriverConfig };
   /** Global buffer period (default min 5s, max 20s); `false` turns it off. */
