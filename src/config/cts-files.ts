@@ -53,9 +53,9 @@ export async function readCtsFiles(files: string[]): Promise<ReadBlock[]> {
 
 /**
  * CTS reads HCL 1, which allows quoted attribute names in blocks (CTS's own docs write
- * `task_env { "AWS_ACCESS_KEY_ID" = "…" }`); HCL 2 does not. A line that starts with a quoted name
- * that is an identifier and `=` gets the quotes removed (line numbers stay; heredoc bodies are left
- * alone). In an object literal the unquoted key means the same.
+ * `task_env { "AWS_ACCESS_KEY_ID" = "…" }`); HCL 2 does not. A quoted name that is an identifier,
+ * followed by `=`, at the start of a line or right after a `{`, gets the quotes removed (line
+ * numbers stay; heredoc bodies are left alone). In an object literal the unquoted key means the same.
  */
 export function unquoteHcl1Names(text: string): string {
   let heredocEnd: string | undefined;
@@ -68,7 +68,9 @@ export function unquoteHcl1Names(text: string): string {
       }
       const h = /<<-?([A-Za-z_][A-Za-z0-9_]*)\s*$/.exec(line);
       if (h) heredocEnd = h[1];
-      return line.replace(/^(\s*)"([A-Za-z_][A-Za-z0-9_-]*)"(\s*=)/, "$1$2$3");
+      // At the start of a line, or first in a one-line block (`task_env { "X" = "y" }`): a quote
+      // inside a string is escaped (\"), so a `{ "` here is never inside one.
+      return line.replace(/^(\s*)"([A-Za-z_][A-Za-z0-9_-]*)"(\s*=)/, "$1$2$3").replace(/(\{\s*)"([A-Za-z_][A-Za-z0-9_-]*)"(\s*=)/g, "$1$2$3");
     })
     .join("\n");
 }

@@ -45,8 +45,6 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<Mapped
   const vault = one(root, "vault");
   if (vault && vault.attrs.enabled !== false)
     throw configError(vault.file, vault.line, "'vault' is not supported: only {{ env \"X\" }} templates are. Put the secret in the environment of cts (e.g. with Vault Agent) and write {{ env \"NAME\" }} in terraform_provider.");
-  if (root.blocks.service?.length)
-    throw configError(root.blocks.service[0]!.file, root.blocks.service[0]!.line, "'service' blocks (deprecated since CTS 0.5) are not supported. Use condition \"services\" { names = [...] } in the task.");
   const ha = one(root, "high_availability");
   if (ha) config.highAvailability = highAvailability(ha);
   const license = one(root, "license");

@@ -1,5 +1,5 @@
 import { CtsError } from "../errors.ts";
-import type { HclBody, HclValue } from "./hcl.ts";
+import type { HclBlock, HclBody, HclValue } from "./hcl.ts";
 import { isObject } from "../is-object.ts";
 
 /**
@@ -112,6 +112,7 @@ export function readBlock(body: HclBody, schema: BlockSchema, file: string, line
   }
   for (const b of body.blocks) {
     const sub = schema.blocks?.[b.type];
+    if (!sub && mapAttrBlock(b, schema, out, file, path)) continue;
     if (!sub) {
       if (schema.open) {
         out.attrs[b.type] = bodyToValue(b.body);
@@ -126,6 +127,18 @@ export function readBlock(body: HclBody, schema: BlockSchema, file: string, line
     add(b.type, enterpriseCheck(readBlock(b.body, sub, file, b.line, b.labels, join(path, b.type)), sub, b.type), sub, b.line);
   }
   return out;
+}
+
+/**
+ * HCL 1 reads `name { k = "v" }` as `name = { k = "v" }`: a map-valued key (cts_user_defined_meta,
+ * node_meta) may be written as a block without labels. True when `b` was such a key.
+ */
+function mapAttrBlock(b: HclBlock, schema: BlockSchema, out: ReadBlock, file: string, path: string): boolean {
+  if (!schema.attrs?.includes(b.type) || b.labels.length) return false;
+  if (b.type in out.attrs) throw configError(file, b.line, `'${join(path, b.type)}' is set twice.`);
+  out.attrs[b.type] = bodyToValue(b.body);
+  out.lines[b.type] = b.line;
+  return true;
 }
 
 function enterpriseCheck(b: ReadBlock, schema: BlockSchema, name: string): ReadBlock {
