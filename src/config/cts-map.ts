@@ -5,6 +5,7 @@ import type { HclValue } from "./hcl.ts";
 import { bufferPeriod, ctsTasks } from "./cts-tasks.ts";
 import { ctsServiceRegistration } from "./service-registration.ts";
 import { ctsConsulTransport } from "./consul-transport.ts";
+import { weaklyTyped } from "./cts-weak-types.ts";
 import { SYSLOG_FACILITIES, syslogPriority } from "../log-syslog.ts";
 
 /** A CTS config mapped onto ours, with what was accepted but has no effect here. */
@@ -26,6 +27,7 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<Mapped
   const warnings: string[] = [];
   const warn = (b: ReadBlock, key: string, why: string) => warnings.push(`${b.file}:${b.lines[key] ?? b.line}: '${key}' ${why}`);
   noTemplates(root);
+  weaklyTyped(root);
   const config: CtsConfig = { tasks: [] };
   const a = root.attrs;
   let logLevel: MappedCtsConfig["logLevel"];

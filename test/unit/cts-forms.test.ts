@@ -75,12 +75,23 @@ const CASES: Case[] = [
   { name: "tls { ca_path = … } for the API", hcl: `tls {\n  enabled = true\n  cert = "/c.pem"\n  key = "/k.pem"\n  verify_incoming = true\n  ca_path = "/etc/cts/cas"\n}\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.api?.tls, want: { certFile: "/c.pem", keyFile: "/k.pem", caPath: "/etc/cts/cas", verifyIncoming: true } },
 ];
 
+// mapstructure's weak typing (CTS decodes with WeaklyTypedInput).
+CASES.push(
+  { name: "enabled = \"false\" (a string for a bool)", hcl: PROVIDER + task(SERVICES, '  module = "./m"\n  enabled = "false"\n'), pick: (c) => c.tasks[0]!.enabled, want: false },
+  { name: "recurse = 1 (a number for a bool)", hcl: PROVIDER + task('  condition "consul-kv" {\n    path = "a"\n    recurse = 1\n  }'), pick: (c) => (c.tasks[0]!.condition as any).query.recurse, want: true },
+  { name: "port = \"8600\" (a string for a number)", hcl: `port = "8600"\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.api?.port, want: 8600 },
+  { name: "id = 7 (a number for a string)", hcl: `id = 7\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.id, want: "7" },
+  { name: "providers = \"local\" (one value for a list)", hcl: PROVIDER + 'task {\n  name = "t"\n  module = "./m"\n  providers = "local"\n' + SERVICES + "\n}\n", pick: (c) => (c.tasks[0] as any).providers.map((p: { name: string }) => p.name), want: ["local"] },
+  { name: "names = \"web\" (one value for a list)", hcl: PROVIDER + task('  condition "services" {\n    names = "web"\n  }'), pick: (c) => (c.tasks[0]!.condition as any).query.names, want: ["web"] },
+);
+
 const REFUSED: Array<{ name: string; hcl: string; error: RegExp }> = [
   { name: "a services list and condition \"services\" together", hcl: PROVIDER + task(`  services = ["api"]\n${SERVICES}`), error: /:6: task 't': the 'services' list and condition "services" both watch services/ },
   { name: "a services list and module_input \"services\" together", hcl: PROVIDER + task('  services = ["api"]\n  condition "schedule" {\n    cron = "* * * * *"\n  }\n  module_input "services" {\n    names = ["db"]\n  }'), error: /the 'services' list and module_input "services" both provide services/ },
   { name: "services whose service blocks disagree", hcl: `service {\n  name = "web"\n  datacenter = "dc2"\n}\n${PROVIDER}${task('  services = ["web", "api"]')}`, error: /the services 'web', 'api' have service blocks with different datacenter/ },
   { name: "a check address without a scheme", hcl: `consul {\n  service_registration {\n    default_check {\n      address = "cts:8558"\n    }\n  }\n}\n${PROVIDER}${task(SERVICES)}`, error: /:4: service_registration\.default_check\.address 'cts:8558' uses cts:; the check needs http:\/\/ or https:\/\/\./ },
   { name: "a transport duration that is not one", hcl: `consul {\n  transport {\n    dial_timeout = "soon"\n  }\n}\n${PROVIDER}${task(SERVICES)}`, error: /:3: consul\.transport\.dial_timeout 'soon' is not a duration/ },
+  { name: "a bool that Go cannot parse", hcl: `syslog {\n  enabled = "yes"\n}\n${PROVIDER}${task(SERVICES)}`, error: /:2: 'syslog\.enabled' 'yes' is not a boolean\. Write true or false\./ },
   { name: "an unknown syslog facility", hcl: `syslog {\n  facility = "LOCAL8"\n}\n${PROVIDER}${task(SERVICES)}`, error: /:2: syslog facility 'LOCAL8' is not known/ },
   { name: "a map key written twice (attribute and block)", hcl: PROVIDER + task('  condition "services" {\n    names = ["web"]\n    cts_user_defined_meta = { a = "1" }\n    cts_user_defined_meta {\n      b = "2"\n    }\n  }'), error: /:9: 'task\.condition\.cts_user_defined_meta' is set twice/ },
 ];
