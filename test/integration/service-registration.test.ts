@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { writeFile } from "node:fs/promises";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { tempDir, waitFor } from "../support/cts.ts";
+import { startCtsProcess } from "../support/cts-process.ts";
 import { resolveConsulConnection } from "../../src/consul/connection.ts";
 import { registerSelf } from "../../src/daemon/registration.ts";
 import { readCtsConfig } from "../../src/config/cts-load.ts";
@@ -117,5 +118,37 @@ describe("service_registration on a real Consul agent (as CTS registers itself)"
     assert.match(warning!, /400/);
     assert.match(warning!, /Namespace/);
     assert.match(warning!, /Consul is Enterprise \(namespaces\)/);
+  });
+});
+
+describe("a daemon started from a CTS config registers with its service_registration", () => {
+  let consul: ConsulAgent;
+  let dir: { dir: string; cleanup(): Promise<void> };
+  before(async () => {
+    consul = await startConsul();
+    dir = await tempDir();
+  });
+  after(async () => {
+    await consul?.stop();
+    await dir?.cleanup();
+  });
+
+  it("registers under service_name with no check, and deregisters at stop", async () => {
+    const file = join(dir.dir, "cts.hcl");
+    await writeFile(
+      file,
+      `id = "cts-e2e"\nport = 0\nworking_dir = "${join(dir.dir, "sync-tasks")}"\nconsul {\n  address = "${consul.address}"\n  service_registration {\n    service_name = "cts-from-hcl"\n    default_check {\n      enabled = false\n    }\n  }\n}\n`,
+    );
+    const cts = startCtsProcess(file);
+    try {
+      await cts.waitForLine(/registered service 'cts-from-hcl' with id 'cts-e2e'/, 60_000);
+      const svc = ((await consul.api("GET", "/v1/agent/services")) as Record<string, AgentService>)["cts-e2e"]!;
+      assert.deepEqual({ name: svc.Service, tags: svc.Tags }, { name: "cts-from-hcl", tags: ["cts"] });
+      assert.deepEqual(Object.values((await consul.api("GET", "/v1/agent/checks")) as Record<string, AgentCheck>).filter((c) => c.ServiceID === "cts-e2e"), []);
+      await cts.waitForLine(/ctrl: executing all tasks once through/, 60_000);
+    } finally {
+      await cts.terminate();
+    }
+    assert.equal(((await consul.api("GET", "/v1/agent/services")) as Record<string, unknown>)["cts-e2e"], undefined, "deregistered at stop");
   });
 });
