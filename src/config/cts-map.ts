@@ -114,6 +114,11 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<Mapped
       tf.backend = { [type]: type === "consul" ? { path: `${kvPath.replace(/\/$/, "")}/terraform`, gzip: true, ...be.attrs } : { ...be.attrs } };
     }
     for (const [name, req] of Object.entries(one(d, "required_providers")?.attrs ?? {})) {
+      // Terraform's old shorthand, which CTS's own tests use: `aws = "~> 5.0"` is the version.
+      if (typeof req === "string") {
+        providerReqs[name] = { version: req };
+        continue;
+      }
       if (!isObject(req)) throw configError(d.file, d.line, `required_providers.${name} must be { source = "...", version = "..." }.`);
       providerReqs[name] = { ...(req.source ? { source: String(req.source) } : {}), ...(req.version ? { version: String(req.version) } : {}) };
     }

@@ -49,6 +49,7 @@ const CASES: Case[] = [
   { name: "consul = { address = … }", hcl: `consul = { address = "127.0.0.1:8501" }\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.consul?.address, want: "127.0.0.1:8501" },
   { name: "driver = { terraform = { … } }", hcl: `driver = { terraform = { log = true } }\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.driver?.terraform?.log, want: true },
   { name: "required_providers { local { source = … } } (nested blocks)", hcl: `driver "terraform" {\n  required_providers {\n    local {\n      source = "hashicorp/local"\n    }\n  }\n}\n${PROVIDER}${task(SERVICES)}`, pick: (c) => (c.tasks[0] as any).providers[0].source, want: "hashicorp/local" },
+  { name: "required_providers { local = \"2.4.0\" } (version shorthand, as CTS's tests)", hcl: `driver "terraform" {\n  required_providers {\n    local = "2.4.0"\n  }\n}\n${PROVIDER}${task(SERVICES)}`, pick: (c) => (c.tasks[0] as any).providers[0].version, want: "2.4.0" },
   // Deprecated aliases, with CTS's warnings.
   { name: "source (deprecated alias of module)", hcl: PROVIDER + task(SERVICES, '  source = "./old"\n'), pick: (c) => (c.tasks[0] as any).module, want: "./old", warning: /:4: 'source' in a task block is deprecated since CTS 0\.5\.0: write module = "…" instead\./ },
   { name: "source and module both set: module wins", hcl: PROVIDER + task(SERVICES, '  module = "./new"\n  source = "./old"\n'), pick: (c) => (c.tasks[0] as any).module, want: "./new", warning: /the task sets both 'source' and 'module'; 'module' \(\.\/new\) is used/ },
