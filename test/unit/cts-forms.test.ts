@@ -78,6 +78,7 @@ const CASES: Case[] = [
 
 // mapstructure's weak typing (CTS decodes with WeaklyTypedInput).
 CASES.push(
+  { name: "keys in another case (LOG_LEVEL, Consul { Address })", hcl: `LOG_LEVEL = "debug"\nConsul {\n  Address = "10.0.0.2:8500"\n}\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.consul?.address, want: "10.0.0.2:8500" },
   { name: "enabled = \"false\" (a string for a bool)", hcl: PROVIDER + task(SERVICES, '  module = "./m"\n  enabled = "false"\n'), pick: (c) => c.tasks[0]!.enabled, want: false },
   { name: "recurse = 1 (a number for a bool)", hcl: PROVIDER + task('  condition "consul-kv" {\n    path = "a"\n    recurse = 1\n  }'), pick: (c) => (c.tasks[0]!.condition as any).query.recurse, want: true },
   { name: "port = \"8600\" (a string for a number)", hcl: `port = "8600"\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.api?.port, want: 8600 },
