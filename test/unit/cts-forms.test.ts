@@ -32,6 +32,8 @@ const CASES: Case[] = [
   { name: "task_env = { X = \"y\" }", hcl: `terraform_provider "local" {\n  task_env = { X = "y" }\n}\n${task(SERVICES)}`, pick: (c) => (c.tasks[0] as any).providers[0].taskEnv, want: { X: "y" } },
   { name: "task_env { X = \"y\" } (block)", hcl: `terraform_provider "local" {\n  task_env {\n    X = "y"\n  }\n}\n${task(SERVICES)}`, pick: (c) => (c.tasks[0] as any).providers[0].taskEnv, want: { X: "y" } },
   { name: "task_env { \"X\" = \"y\" } (one line, quoted name)", hcl: `terraform_provider "local" {\n  task_env { "X" = "y" }\n}\n${task(SERVICES)}`, pick: (c) => (c.tasks[0] as any).providers[0].taskEnv, want: { X: "y" } },
+  { name: "task_env { \"A\" = \"1\", \"B\" = \"2, 3\" } (several items on one line, HCL 1)", hcl: `terraform_provider "local" {\n  task_env { "A" = "1", "B" = "2, 3" }\n}\n${task(SERVICES)}`, pick: (c) => (c.tasks[0] as any).providers[0].taskEnv, want: { A: "1", B: "2, 3" } },
+  { name: "buffer_period { min = \"6s\", max = \"9s\" } (one line)", hcl: PROVIDER + task(`${SERVICES}\n  buffer_period { min = "6s", max = "9s" }`), pick: (c) => (c.tasks[0] as any).bufferPeriod, want: { min: "6s", max: "9s" } },
   { name: "task_env block with quoted names on their lines", hcl: `terraform_provider "local" {\n  task_env {\n    "A_B" = "1"\n    "C" = "2"\n  }\n}\n${task(SERVICES)}`, pick: (c) => (c.tasks[0] as any).providers[0].taskEnv, want: { A_B: "1", C: "2" } },
   { name: "a quoted '{ \"x\" =' inside a string stays as written", hcl: `terraform_provider "local" {\n  note = "{ \\"x\\" = 1 }"\n}\n${task(SERVICES)}`, pick: (c) => (c.tasks[0] as any).providers[0].config, want: { note: '{ "x" = 1 }' } },
   // terraform_provider blocks: labelled block, attribute form, list form (HCL 1 / JSON).
