@@ -14,6 +14,7 @@ export const ERROR_CATALOGUE = {
   CONFIG_INVALID: { category: "usage", fix: "Correct the field named in the message; docs/configuration.md lists every key." },
   CONFIG_PACKAGE_MISSING: { category: "usage", fix: "Install the package the config imports (`npm i cdktf-sync` in the config's project)." },
   LOG_FORMAT_INVALID: { category: "usage", fix: "Use --log-format text or --log-format json (logFormat in the config)." },
+  SYSLOG_UNAVAILABLE: { category: "usage", fix: "Start the system log daemon (rsyslog, syslog-ng or journald), point syslog.socket at its socket, or turn syslog off." },
   USAGE: { category: "usage", fix: "Run the command with --help for its flags." },
   INIT_PACKAGE_TYPE: { category: "usage", fix: 'Set "type": "module" in package.json (rename the CommonJS .js files it lists to .cjs), then run `cts init` again.' },
   DURATION_INVALID: { category: "usage", fix: 'Write durations as Go does: "500ms", "5s", "1m30s".' },

@@ -4,16 +4,19 @@ import type { Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { CtsError } from "../errors.ts";
+import { readCaDir } from "../ca-dir.ts";
 import { createApiApp } from "./app.ts";
 import type { BoundAddress, BrowserGuardOptions } from "./browser-guard.ts";
 import type { ApiDeps } from "./handlers.ts";
 
-/** TLS for the API: a server certificate, and with `verifyIncoming` client certificates checked against `caFile`. */
+/** TLS for the API: a server certificate, and with `verifyIncoming` client certificates checked against `caFile` (or `caPath`). */
 export interface ApiTlsOptions {
   certFile: string;
   keyFile: string;
   caFile?: string;
-  /** Demand a client certificate signed by `caFile` (mutual TLS). */
+  /** A directory of CA certificates (CTS's `ca_path`); `caFile` wins when both are set, as in CTS. */
+  caPath?: string;
+  /** Demand a client certificate signed by `caFile` / `caPath` (mutual TLS). */
   verifyIncoming?: boolean;
 }
 
@@ -31,6 +34,15 @@ function readPem(file: string, field: string): Buffer {
     return readFileSync(file);
   } catch (cause) {
     throw new CtsError("API_TLS_FILE", "usage", `cannot read api.tls.${field} '${file}': ${(cause as Error).message}. Fix the path.`, { cause });
+  }
+}
+
+function readCaPath(dir: string): Buffer[] {
+  try {
+    return readCaDir(dir);
+  } catch (cause) {
+    const why = (cause as NodeJS.ErrnoException).code ?? (cause as Error).message;
+    throw new CtsError("API_TLS_FILE", "usage", `cannot use api.tls.caPath '${dir}' (${why}). Point it at a directory of PEM CA certificates.`, { cause });
   }
 }
 
@@ -52,8 +64,8 @@ export interface ApiServer {
 /** The CTS-compatible HTTP API: the Hono app (app.ts) on Node's HTTP or HTTPS server. */
 export function createApiServer(deps: ApiDeps, opts: ApiServerOptions = {}): ApiServer {
   const tls = opts.tls;
-  if (tls?.verifyIncoming && !tls.caFile)
-    throw new CtsError("API_TLS_INVALID", "usage", "api.tls.verifyIncoming needs api.tls.caFile: the CA that signs the clients' certificates.");
+  if (tls?.verifyIncoming && !tls.caFile && !tls.caPath)
+    throw new CtsError("API_TLS_INVALID", "usage", "api.tls.verifyIncoming needs api.tls.caFile (or caPath): the CA that signs the clients' certificates.");
   let bound: BoundAddress | undefined;
   const app = createApiApp(deps, {
     ...(opts.token ? { token: opts.token } : {}),
@@ -71,7 +83,7 @@ export function createApiServer(deps: ApiDeps, opts: ApiServerOptions = {}): Api
           serverOptions: {
             cert: readPem(tls.certFile, "certFile"),
             key: readPem(tls.keyFile, "keyFile"),
-            ...(tls.caFile ? { ca: readPem(tls.caFile, "caFile") } : {}),
+            ...(tls.caFile ? { ca: readPem(tls.caFile, "caFile") } : tls.caPath ? { ca: readCaPath(tls.caPath) } : {}),
             requestCert: tls.verifyIncoming === true,
             rejectUnauthorized: tls.verifyIncoming === true,
           },

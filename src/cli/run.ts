@@ -3,6 +3,7 @@ import { loadConfig, type LoadedConfig } from "../config/load.ts";
 import type { CtsConfig, LogFormat } from "../config/types.ts";
 import { CtsError, doctorHint } from "../errors.ts";
 import { createLogger, type LogLevel } from "../log.ts";
+import { openSyslog, type SyslogWriter } from "../log-syslog.ts";
 import { loadDaemonConfig, type DaemonConfig } from "../synth/daemon-config.ts";
 import type { Synthesizer } from "../synth/synthesizer.ts";
 import type { RunOutcome } from "../runtime/interfaces.ts";
@@ -29,7 +30,13 @@ export function logFormatOf(flags: { logFormat?: string; logJson?: boolean }, co
 
 function logger(flags: RunFlags, loaded?: LoadedConfig) {
   const level = flags.logLevel ?? loaded?.logLevel;
-  const log = createLogger({ ...(level ? { level } : {}), ...(logFormatOf(flags, loaded?.config) === "json" ? { json: true } : {}) });
+  const syslog = syslogFor(loaded?.config);
+  const toStderr = (line: string) => process.stderr.write(line + "\n");
+  const log = createLogger({
+    ...(level ? { level } : {}),
+    ...(logFormatOf(flags, loaded?.config) === "json" ? { json: true } : {}),
+    ...(syslog ? { write: (line: string) => (toStderr(line), syslog.write(line)) } : {}),
+  });
   for (const w of loaded?.warnings ?? []) log.warn(w);
   return log;
 }
@@ -66,6 +73,19 @@ export function registerRun(program: Command): void {
     .argument("[task...]", "tasks to plan (default: all enabled)")
     .option("--json", "print results as JSON")
     .action(async (names: string[], flags: RunFlags) => runInspect(await loadConfig(flags.config), names, flags));
+}
+
+/**
+ * CTS's `syslog {}`: log lines go to the local syslog socket too. Opened once per process; the
+ * last lines are sent before the process exits.
+ */
+function syslogFor(config?: CtsConfig): SyslogWriter | undefined {
+  const settings = config?.syslog;
+  if (!settings || settings.enabled === false) return undefined;
+  const { enabled: _on, ...opts } = settings;
+  const writer = openSyslog(opts, (message) => process.stderr.write(`${new Date().toISOString()} [WARN] ${message}\n`));
+  process.once("beforeExit", () => void writer.close());
+  return writer;
 }
 
 /** The daemon's modules (the runtime, the driver, the API), loaded on first need. */

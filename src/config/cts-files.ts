@@ -53,9 +53,9 @@ export async function readCtsFiles(files: string[]): Promise<ReadBlock[]> {
 
 /**
  * CTS reads HCL 1, which allows quoted attribute names in blocks (CTS's own docs write
- * `task_env { "AWS_ACCESS_KEY_ID" = "…" }`); HCL 2 does not. A line that starts with a quoted name
- * that is an identifier and `=` gets the quotes removed (line numbers stay; heredoc bodies are left
- * alone). In an object literal the unquoted key means the same.
+ * `task_env { "AWS_ACCESS_KEY_ID" = "…" }`); HCL 2 does not. A quoted name that is an identifier,
+ * followed by `=`, at the start of a line or right after a `{`, gets the quotes removed (line
+ * numbers stay; heredoc bodies are left alone). In an object literal the unquoted key means the same.
  */
 export function unquoteHcl1Names(text: string): string {
   let heredocEnd: string | undefined;
@@ -68,9 +68,39 @@ export function unquoteHcl1Names(text: string): string {
       }
       const h = /<<-?([A-Za-z_][A-Za-z0-9_]*)\s*$/.exec(line);
       if (h) heredocEnd = h[1];
-      return line.replace(/^(\s*)"([A-Za-z_][A-Za-z0-9_-]*)"(\s*=)/, "$1$2$3");
+      // At the start of a line, or first in a one-line block (`task_env { "X" = "y" }`): a quote
+      // inside a string is escaped (\"), so a `{ "` here is never inside one.
+      return oneLineBlock(line.replace(/^(\s*)"([A-Za-z_][A-Za-z0-9_-]*)"(\s*=)/, "$1$2$3").replace(/(\{\s*)"([A-Za-z_][A-Za-z0-9_-]*)"(\s*=)/g, "$1$2$3"));
     })
     .join("\n");
+}
+
+/**
+ * HCL 1 takes several items on one line, comma-separated, in a block (`task_env { A = "1", B = "2" }`);
+ * an HCL 2 one-line block takes one. Such a line (a block without labels) is read in the attribute
+ * form CTS also accepts, `task_env = { A = "1", B = "2" }`, which means the same.
+ */
+function oneLineBlock(line: string): string {
+  const m = /^(\s*)([A-Za-z_][A-Za-z0-9_-]*)(\s*)\{(.*)\}(\s*)$/.exec(line);
+  if (!m || !m[4]!.includes("=") || !hasTopLevelComma(m[4]!)) return line;
+  return `${m[1]}${m[2]}${m[3]}= {${m[4]}}${m[5]}`;
+}
+
+/** Whether `text` holds a comma outside strings, brackets and braces. */
+function hasTopLevelComma(text: string): boolean {
+  let depth = 0;
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === "\\") i++;
+      else if (c === '"') quoted = false;
+    } else if (c === '"') quoted = true;
+    else if (c === "[" || c === "{" || c === "(") depth++;
+    else if (c === "]" || c === "}" || c === ")") depth--;
+    else if (c === "," && depth === 0) return true;
+  }
+  return false;
 }
 
 /** A JSON config as an HCL body of attributes (blocks are read from their attribute form), each with its key's line. */

@@ -5,6 +5,10 @@ import type { HclValue } from "./hcl.ts";
 import { workingRoot } from "./working-dirs.ts";
 import { bufferPeriod, ctsTasks } from "./cts-tasks.ts";
 import { ctsDrivers } from "./cts-drivers.ts";
+import { ctsServiceRegistration } from "./service-registration.ts";
+import { ctsConsulTransport } from "./consul-transport.ts";
+import { weaklyTyped } from "./cts-weak-types.ts";
+import { SYSLOG_FACILITIES, syslogPriority } from "../log-syslog.ts";
 
 /** A CTS config mapped onto ours, with what was accepted but has no effect here. */
 export interface MappedCtsConfig {
@@ -27,6 +31,7 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string, tasksFor?: "any
   const warnings: string[] = [];
   const warn = (b: ReadBlock, key: string, why: string) => warnings.push(`${b.file}:${b.lines[key] ?? b.line}: '${key}' ${why}`);
   noTemplates(root);
+  weaklyTyped(root);
   const config: CtsConfig = { tasks: [] };
   const a = root.attrs;
   let logLevel: MappedCtsConfig["logLevel"];
@@ -41,14 +46,11 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string, tasksFor?: "any
   const tf: NonNullable<NonNullable<CtsConfig["driver"]>["terraform"]> = {};
   if (a.working_dir !== undefined) tf.workingDir = String(a.working_dir);
 
-  const syslog = one(root, "syslog");
-  if (syslog && (syslog.attrs.enabled ?? true) !== false)
-    throw configError(syslog.file, syslog.line, "'syslog' is not supported: cts logs to stderr (--log-json for one JSON object per line); let your service manager forward it to syslog.");
+  const syslog = ctsSyslog(one(root, "syslog"));
+  if (syslog) config.syslog = syslog;
   const vault = one(root, "vault");
   if (vault && vault.attrs.enabled !== false)
     throw configError(vault.file, vault.line, "'vault' is not supported: only {{ env \"X\" }} templates are. Put the secret in the environment of cts (e.g. with Vault Agent) and write {{ env \"NAME\" }} in terraform_provider.");
-  if (root.blocks.service?.length)
-    throw configError(root.blocks.service[0]!.file, root.blocks.service[0]!.line, "'service' blocks (deprecated since CTS 0.5) are not supported. Use condition \"services\" { names = [...] } in the task.");
   const ha = one(root, "high_availability");
   if (ha) config.highAvailability = highAvailability(ha);
   const license = one(root, "license");
@@ -58,11 +60,10 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string, tasksFor?: "any
   if (bp) config.bufferPeriod = bufferPeriod(bp);
   const api = one(root, "tls");
   if (api && (api.attrs.enabled ?? true) !== false) {
-    if (api.attrs.ca_path !== undefined) throw configError(api.file, api.lines.ca_path!, "'tls.ca_path' is not supported for the API: give one CA bundle file in ca_cert.");
     if (api.attrs.cert === undefined || api.attrs.key === undefined) throw configError(api.file, api.line, "'tls' for the API needs cert and key.");
     config.api = {
       ...config.api,
-      tls: { certFile: String(api.attrs.cert), keyFile: String(api.attrs.key), ...(api.attrs.ca_cert ? { caFile: String(api.attrs.ca_cert) } : {}), ...(api.attrs.verify_incoming ? { verifyIncoming: true } : {}) },
+      tls: { certFile: String(api.attrs.cert), keyFile: String(api.attrs.key), ...(api.attrs.ca_cert ? { caFile: String(api.attrs.ca_cert) } : {}), ...(api.attrs.ca_path ? { caPath: String(api.attrs.ca_path) } : {}), ...(api.attrs.verify_incoming ? { verifyIncoming: true } : {}) },
     };
   }
 
@@ -91,11 +92,11 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string, tasksFor?: "any
         ...(t.verify === false ? { insecureSkipVerify: true } : {}),
       };
     }
-    const transport = one(consul, "transport");
-    for (const k of Object.keys(transport?.attrs ?? {})) warn(transport!, k, "is accepted and has no effect: cts's HTTP client pools connections itself.");
-    const reg = one(consul, "service_registration");
-    for (const k of Object.keys(reg?.attrs ?? {})) if (!(k === "enabled" && reg!.attrs.enabled === true)) warn(reg!, k, "has no effect: cts registers itself as service 'consul-terraform-sync' with a /v1/health check.");
-    if (reg && one(reg, "default_check")) warn(one(reg, "default_check")!, "default_check", "has no effect: cts always registers its /v1/health check.");
+    const transport = ctsConsulTransport(one(consul, "transport"));
+    if (transport.transport) config.consul.transport = transport.transport;
+    warnings.push(...transport.warnings);
+    const registration = ctsServiceRegistration(one(consul, "service_registration"));
+    if (registration) config.consul.serviceRegistration = registration;
   }
 
   const drivers = ctsDrivers(root, kvPath, warn);
@@ -134,6 +135,17 @@ function highAvailability(ha: ReadBlock): HighAvailabilityConfig {
     },
     ...(instance?.attrs.address !== undefined ? { instance: { address: String(instance.attrs.address) } } : {}),
   };
+}
+
+/** CTS's `syslog {}`: on when `enabled = true`, or (enabled unset) when facility or name is set. */
+function ctsSyslog(b: ReadBlock | undefined): CtsConfig["syslog"] {
+  if (!b) return undefined;
+  const a = b.attrs;
+  const on = a.enabled ?? (a.facility !== undefined || a.name !== undefined);
+  if (on !== true) return undefined;
+  if (a.facility !== undefined && syslogPriority(String(a.facility)) === undefined)
+    throw configError(b.file, b.lines.facility ?? b.line, `syslog facility '${String(a.facility)}' is not known. Use one of ${Object.keys(SYSLOG_FACILITIES).join(", ")}.`);
+  return { enabled: true, ...(a.facility !== undefined ? { facility: String(a.facility) } : {}), ...(a.name !== undefined ? { name: String(a.name) } : {}) };
 }
 
 /** CTS: "dynamic configuration using template syntax is only supported for terraform_provider blocks". */

@@ -1,5 +1,5 @@
 import { CtsError } from "../errors.ts";
-import type { HclBody, HclValue } from "./hcl.ts";
+import type { HclBlock, HclBody, HclValue } from "./hcl.ts";
 import { isObject } from "../is-object.ts";
 
 /**
@@ -107,7 +107,8 @@ export function readBlock(body: HclBody, schema: BlockSchema, file: string, line
       throw configError(file, at, `'${name} "${child.labels.join('" "')}"' is configured twice in ${path || "the file"}.`);
     list.push(child);
   };
-  for (const [key, { value, line: at }] of body.attributes) {
+  for (const [written, { value, line: at }] of body.attributes) {
+    const key = canonicalKey(schema, written);
     const sub = schema.blocks?.[key];
     if (sub) {
       // HCL v1 and JSON write blocks as attributes: `consul = { … }`, `task = [{ … }]`, `driver = { terraform = { … } }`.
@@ -117,8 +118,10 @@ export function readBlock(body: HclBody, schema: BlockSchema, file: string, line
       out.lines[key] = at;
     } else throw unknownKey(file, at, key, path, schema);
   }
-  for (const b of body.blocks) {
+  for (const written of body.blocks) {
+    const b = { ...written, type: canonicalKey(schema, written.type) };
     const sub = schema.blocks?.[b.type];
+    if (!sub && mapAttrBlock(b, schema, out, file, path)) continue;
     if (!sub) {
       if (schema.open) {
         out.attrs[b.type] = bodyToValue(b.body);
@@ -132,6 +135,29 @@ export function readBlock(body: HclBody, schema: BlockSchema, file: string, line
     add(b.type, enterpriseCheck(readBlock(b.body, sub, file, b.line, b.labels, join(path, b.type)), sub, b.type), sub, b.line);
   }
   return out;
+}
+
+/**
+ * CTS's decoder (mapstructure) matches a key to its option whatever the case (`LOG_LEVEL`,
+ * `Consul`): a key of a fixed block is read as the option it spells. Open blocks (provider
+ * arguments, backend settings, maps) keep their keys as written.
+ */
+function canonicalKey(schema: BlockSchema, key: string): string {
+  if (schema.open || schema.attrs?.includes(key) || schema.blocks?.[key]) return key;
+  const lower = key.toLowerCase();
+  return [...(schema.attrs ?? []), ...Object.keys(schema.blocks ?? {})].find((k) => k.toLowerCase() === lower) ?? key;
+}
+
+/**
+ * HCL 1 reads `name { k = "v" }` as `name = { k = "v" }`: a map-valued key (cts_user_defined_meta,
+ * node_meta) may be written as a block without labels. True when `b` was such a key.
+ */
+function mapAttrBlock(b: HclBlock, schema: BlockSchema, out: ReadBlock, file: string, path: string): boolean {
+  if (!schema.attrs?.includes(b.type) || b.labels.length) return false;
+  if (b.type in out.attrs) throw configError(file, b.line, `'${join(path, b.type)}' is set twice.`);
+  out.attrs[b.type] = bodyToValue(b.body);
+  out.lines[b.type] = b.line;
+  return true;
 }
 
 function enterpriseCheck(b: ReadBlock, schema: BlockSchema, name: string): ReadBlock {

@@ -13,6 +13,7 @@ import { taskNameProblem, taskProblems } from "../task/validate.ts";
 import { redactSecret } from "../log.ts";
 import { parseHcl, type HclValue } from "./hcl.ts";
 import { workingDirProblems } from "./working-dirs.ts";
+import { deprecatedServices, taskModule, useAsModuleInput, warnSourceInputs } from "./cts-deprecated.ts";
 
 interface TaskContext {
   cwd: string;
@@ -38,7 +39,6 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
     const fail = (key: string, msg: string): never => {
       throw configError(t.file, t.lines[key] ?? t.line, msg);
     };
-    if (a.services !== undefined) fail("services", "the task 'services' list (deprecated since CTS 0.5) is not supported. Use condition \"services\" { names = [...] }.");
     if (a.variables !== undefined) fail("variables", "'variables' cannot be set in a config file (as in CTS). Put them in a .tfvars file and list it in variable_files.");
     if (typeof a.name !== "string" || a.name === "") fail("name", "a task needs name = \"...\".");
     const name = a.name as string;
@@ -48,14 +48,21 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
     seen.set(name, `${t.file}:${t.lines.name ?? t.line}`);
     if (a.working_dir !== undefined && (typeof a.working_dir !== "string" || a.working_dir.trim() === ""))
       fail("working_dir", `task '${name}': working_dir must be a folder path. Leave it out to work in <working_dir>/${name}.`);
-    const module = a.module ?? a.source;
+    const module = taskModule(t, ctx.warn);
     if (typeof module !== "string" || module === "") fail("module", `task '${name}' needs module = "<path or registry address>".`);
+    warnSourceInputs(t, ctx.warn);
+    const listed = deprecatedServices(t, root.blocks.service ?? [], ctx.warn);
     const conditions = t.blocks.condition ?? [];
-    if (conditions.length !== 1) throw configError(t.file, conditions[1]?.line ?? t.line, `task '${name}' should be configured with exactly one condition block (found ${conditions.length}).`);
-    const { condition, useAsModuleInput } = readCondition(conditions[0]!);
+    if (conditions.length > 1 || (conditions.length === 0 && !listed))
+      throw configError(t.file, conditions[1]?.line ?? t.line, `task '${name}' should be configured with exactly one condition block (found ${conditions.length}).`);
+    const { condition, useAsModuleInput } = conditions[0] ? readCondition(conditions[0], ctx.warn) : { condition: listed!, useAsModuleInput: undefined };
+    if (listed && conditions[0] && condition.kind === "services")
+      fail("services", `task '${name}': the 'services' list and condition "services" both watch services; CTS allows only one of them. Move the names into the condition block.`);
     const inputs: TaskInputs = {};
+    if (listed && conditions[0]) inputs.services = listed;
     for (const mi of [...(t.blocks.module_input ?? []), ...(t.blocks.source_input ?? [])]) {
       const kind = mi.labels[0];
+      if (kind === "services" && listed) throw configError(mi.file, mi.line, `task '${name}': the 'services' list and module_input "services" both provide services; CTS allows only one of them.`);
       if (kind === "services") inputs.services = servicesQuery(mi);
       else if (kind === "consul-kv") inputs.kv = kvQuery(mi);
       else throw configError(mi.file, mi.line, `module_input "${kind}" is not known. Use module_input "services" or "consul-kv".`);
@@ -156,9 +163,9 @@ const WORKSPACE_FIXES: Record<string, string> = {
   terraform_version: ` Write an exact version x.y.z within ${TFC_TERRAFORM_CONSTRAINT}.`,
 };
 
-function readCondition(c: ReadBlock): { condition: Condition; useAsModuleInput?: boolean } {
+function readCondition(c: ReadBlock, warn: string[]): { condition: Condition; useAsModuleInput?: boolean } {
   const a = c.attrs;
-  const use = (a.use_as_module_input ?? a.source_includes_var) as boolean | undefined;
+  const use = useAsModuleInput(c, warn);
   const allowed: Record<string, string[]> = {
     services: ["names", "regexp", "datacenter", "namespace", "filter", "cts_user_defined_meta"],
     "catalog-services": ["regexp", "datacenter", "namespace", "node_meta"],

@@ -17,6 +17,9 @@ import type { ModuleTask } from "../task/module-task.ts";
 import { isCtsConfigPath } from "./cts-files.ts";
 import { workingDirProblems, workingRoot } from "./working-dirs.ts";
 import { terraformCloudDriverProblems, terraformCloudWorkspaceProblems } from "./terraform-cloud.ts";
+import { serviceRegistrationProblems } from "./service-registration.ts";
+import { consulTransportProblems } from "./consul-transport.ts";
+import { SYSLOG_FACILITIES, syslogPriority } from "../log-syslog.ts";
 
 /** The config file names tried in order when none is given. */
 export const DEFAULT_CONFIG_FILES = ["cts.config.ts", "cts.config.mts", "cts.config.js", "cts.config.mjs"];
@@ -149,6 +152,9 @@ export function validateConfig(config: CtsConfig | undefined, file: string, dir:
   const port = config.api?.port;
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) problems.push({ field: "api.port", message: `must be 0-65535 (got ${String(port)}).` });
   problems.push(...apiAccessProblems(config.api));
+  problems.push(...serviceRegistrationProblems(config.consul?.serviceRegistration));
+  problems.push(...consulTransportProblems(config.consul?.transport));
+  problems.push(...syslogProblems(config.syslog));
   problems.push(...haProblems(config));
   for (const field of ["logFormat", "log_format"] as const) {
     const v = config[field];
@@ -198,4 +204,16 @@ function loadError(file: string, cause: unknown): CtsError {
     cause,
     detail: where ? { at: where.at, userStack: where.frames } : {},
   });
+}
+
+/** `syslog`: a known facility, a non-empty name and socket path. */
+function syslogProblems(syslog: CtsConfig["syslog"]): Problem[] {
+  if (syslog === undefined) return [];
+  const problems: Problem[] = [];
+  if (syslog.facility !== undefined && (typeof syslog.facility !== "string" || syslogPriority(syslog.facility) === undefined))
+    problems.push({ field: "syslog.facility", message: `'${String(syslog.facility)}' is not a facility. Use one of ${Object.keys(SYSLOG_FACILITIES).join(", ")}.` });
+  for (const k of ["name", "socket"] as const)
+    if (syslog[k] !== undefined && (typeof syslog[k] !== "string" || syslog[k] === "")) problems.push({ field: `syslog.${k}`, message: "must be a non-empty string." });
+  if (syslog.enabled !== undefined && typeof syslog.enabled !== "boolean") problems.push({ field: "syslog.enabled", message: "must be true or false." });
+  return problems;
 }

@@ -1,6 +1,13 @@
 import type { ConsulTlsOptions } from "../consul/connection.ts";
 import type { BufferPeriodOption, DriftCheckOption, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
+import type { ServiceRegistrationConfig } from "./service-registration.ts";
+
+import type { ConsulTransportConfig } from "./consul-transport.ts";
+import type { SyslogOptions } from "../log-syslog.ts";
+
+export type { ServiceRegistrationConfig } from "./service-registration.ts";
+export type { ConsulTransportConfig } from "./consul-transport.ts";
 
 /** TLS settings for a connection to Consul (the same options the Consul client takes). */
 export type ConsulTlsConfig = ConsulTlsOptions;
@@ -18,6 +25,10 @@ export interface ConsulConfig {
   tokenFile?: string;
   /** TLS settings. */
   tls?: ConsulTlsConfig;
+  /** How this instance registers itself in Consul (CTS's `service_registration`; default on). */
+  serviceRegistration?: ServiceRegistrationConfig;
+  /** Limits of the HTTP connections to Consul (CTS's `transport`), in Node's terms. */
+  transport?: ConsulTransportConfig;
 }
 
 /**
@@ -96,8 +107,8 @@ export interface ApiConfig {
   address?: string;
   /** Port (default 8558; 0 picks a free one). */
   port?: number;
-  /** Serve HTTPS; with `verifyIncoming`, demand client certificates signed by `caFile` (mutual TLS). */
-  tls?: { certFile: string; keyFile: string; caFile?: string; verifyIncoming?: boolean };
+  /** Serve HTTPS; with `verifyIncoming`, demand client certificates signed by `caFile` or a CA in the directory `caPath` (mutual TLS). */
+  tls?: { certFile: string; keyFile: string; caFile?: string; caPath?: string; verifyIncoming?: boolean };
   /** Bearer token required on task-changing routes (else CTS_HTTP_TOKEN; none = open, as CTS). */
   token?: string;
   /** A file holding that token. */
@@ -156,6 +167,12 @@ export interface CtsConfig {
   log_format?: LogFormat;
   /** Consul connection. */
   consul?: ConsulConfig;
+  /**
+   * Log lines to the local syslog daemon too (CTS's `syslog {}`): `{ facility: "LOCAL0", name:
+   * "consul-terraform-sync" }`; `socket` (TypeScript only) is the syslog socket (default /dev/log).
+   * `enabled: false` turns it off.
+   */
+  syslog?: SyslogOptions & { enabled?: boolean };
   /** How tasks run Terraform: on this machine (`terraform`, the default) or as Terraform Cloud / Enterprise workspaces (`terraformCloud`); one of the two. */
   driver?: { terraform?: TerraformDriverConfig; terraformCloud?: TerraformCloudDriverConfig };
   /** Global buffer period (default min 5s, max 20s); `false` turns it off. */

@@ -1,4 +1,5 @@
 import type { ApiConfig } from "../config/types.ts";
+import type { ServiceRegistrationConfig } from "../config/service-registration.ts";
 import { CtsError } from "../errors.ts";
 import type { Runtime } from "../runtime/interfaces.ts";
 import { consulProblem, registerSelf } from "./registration.ts";
@@ -13,6 +14,8 @@ export interface DaemonApiOptions {
   port?: number | string;
   /** Skip self-registration in Consul (tests). */
   register?: boolean;
+  /** CTS's service_registration settings (consul.serviceRegistration). */
+  registration?: ServiceRegistrationConfig;
   /** Extra tags on the self-registration (high availability's cluster tag). */
   tags?: string[];
   /** High availability: the cluster status and the follower's refusal of task changes. */
@@ -70,7 +73,7 @@ export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined,
   const registration =
     opts.register === false
       ? undefined
-      : await registerSelf(rt.consul, { id: rt.id, address: bound.address, port: bound.port, log, ...(opts.tags ? { tags: opts.tags } : {}), ...(config?.tls ? { https: true } : {}) });
+      : await registerSelf(rt.consul, { id: rt.id, address: bound.address, port: bound.port, log, ...(opts.tags ? { tags: opts.tags } : {}), ...(opts.registration ? { registration: opts.registration } : {}), ...(config?.tls ? { https: true } : {}) });
   return {
     url: bound.url,
     async stop() {

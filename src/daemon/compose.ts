@@ -216,6 +216,7 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
   const api = await startDaemonApi(runtime, loaded.config.api, {
     ...(opts.apiAddress !== undefined ? { address: opts.apiAddress } : {}),
     ...(opts.apiPort !== undefined ? { port: opts.apiPort } : {}),
+    ...(loaded.config.consul?.serviceRegistration ? { registration: loaded.config.consul.serviceRegistration } : {}),
     ...(ha ? haApiOptions(ha) : {}),
   });
   ha?.setLocalAddress(api.url);

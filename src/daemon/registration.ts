@@ -5,6 +5,7 @@ import { replyOf, statusOf } from "../consul/transport.ts";
 import { CtsError, messageOf, type ErrorCode } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { VERSION } from "../version.ts";
+import type { ServiceRegistrationConfig } from "../config/service-registration.ts";
 
 /** The service name cts registers itself under (CTS's, lower-cased as the issue asks). */
 export const SELF_SERVICE_NAME = "consul-terraform-sync";
@@ -51,6 +52,8 @@ export interface SelfRegistrationOptions {
   tags?: string[];
   /** The API serves HTTPS (the health check uses https). */
   https?: boolean;
+  /** CTS's `service_registration` settings (name, advertised address, namespace, check). */
+  registration?: ServiceRegistrationConfig;
   log: Logger;
 }
 
@@ -64,30 +67,52 @@ export interface SelfRegistration {
 
 const WILDCARD = new Set(["0.0.0.0", "::", "[::]", ""]);
 
-/** The agent's service definition for this instance: HTTP check on /v1/health every 10 s, as CTS. */
+/** The health check's URL: CTS joins `/v1/health` to the configured address's path. */
+function checkUrl(opts: Omit<SelfRegistrationOptions, "log">, checkHost: string): string {
+  const configured = opts.registration?.defaultCheck ? opts.registration.defaultCheck.address : undefined;
+  if (!configured) return `${opts.https ? "https" : "http"}://${checkHost}:${opts.port}/v1/health`;
+  const url = new URL(configured);
+  url.pathname = `${url.pathname.replace(/\/+$/, "")}/v1/health`;
+  return url.toString();
+}
+
+/**
+ * The agent's service definition for this instance, as CTS's: service `consul-terraform-sync` (or
+ * `service_name`), tag `cts`, and an HTTP check on /v1/health every 10 s, critical until it passes.
+ */
 export function selfServiceDefinition(opts: Omit<SelfRegistrationOptions, "log">): Record<string, unknown> {
+  const reg = opts.registration ?? {};
   const wildcard = WILDCARD.has(opts.address);
   // A wildcard listener answers on loopback too, and the agent checking it runs on this host.
   const checkHost = wildcard ? "127.0.0.1" : opts.address.includes(":") ? `[${opts.address}]` : opts.address;
+  const address = reg.address ?? (wildcard ? undefined : opts.address);
   return {
     ID: opts.id,
-    Name: SELF_SERVICE_NAME,
+    Name: reg.serviceName ?? SELF_SERVICE_NAME,
     Tags: [SELF_SERVICE_TAG, ...(opts.tags ?? []).filter((t) => t !== SELF_SERVICE_TAG)],
     // Empty makes Consul advertise the node's address.
-    ...(wildcard ? {} : { Address: opts.address }),
+    ...(address !== undefined ? { Address: address } : {}),
+    // CTS sends the namespace in the body; Consul CE answers 400 (unknown field "Namespace").
+    ...(reg.namespace ? { Namespace: reg.namespace } : {}),
     Port: opts.port,
     Meta: { version: opts.version ?? VERSION },
-    Check: {
-      CheckID: `${opts.id}-health`,
-      Name: "CTS Health Status",
-      HTTP: `${opts.https ? "https" : "http"}://${checkHost}:${opts.port}/v1/health`,
-      // The agent cannot know cts's CA; the check asks for liveness, not identity.
-      ...(opts.https ? { TLSSkipVerify: true } : {}),
-      Method: "GET",
-      Interval: "10s",
-      Timeout: "2s",
-      DeregisterCriticalServiceAfter: "30m",
-    },
+    ...(reg.defaultCheck === false
+      ? {}
+      : {
+          Check: {
+            CheckID: `${opts.id}-health`,
+            Name: "CTS Health Status",
+            Notes: "Check created by Consul-Terraform-Sync",
+            Status: "critical",
+            HTTP: checkUrl(opts, checkHost),
+            // The agent cannot know cts's CA; the check asks for liveness, not identity (CTS sets it too).
+            TLSSkipVerify: true,
+            Method: "GET",
+            Interval: "10s",
+            Timeout: "2s",
+            DeregisterCriticalServiceAfter: "30m",
+          },
+        }),
   };
 }
 
@@ -97,14 +122,29 @@ export function selfServiceDefinition(opts: Omit<SelfRegistrationOptions, "log">
  */
 export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationOptions): Promise<SelfRegistration> {
   const { log } = opts;
+  if (opts.registration?.enabled === false) {
+    log.info("service registration is disabled: not registering this instance in Consul", { id: opts.id });
+    return { registered: false, deregister: async () => {} };
+  }
   const definition = selfServiceDefinition(opts);
+  const name = String(definition.Name);
   try {
-    await agentCall(consul, "registering this instance", "CONSUL_REGISTER_FAILED", 5_000, (c, common) => c.agent.service.register({ ...definition, ...common }));
-    log.info(`registered service '${SELF_SERVICE_NAME}' with id '${opts.id}' in Consul`, { id: opts.id });
+    // The namespace goes in the client's namespace scope (X-Consul-Namespace); the package's
+    // register() keeps every other field of CTS's body. Consul CE refuses a namespace (400).
+    const scope = typeof definition.Namespace === "string" ? { namespace: definition.Namespace } : {};
+    const { Namespace: _ns, ...body } = definition;
+    await consul.call(
+      { what: "registering this instance", permission: `service:write on "${name}"` },
+      scope,
+      { timeoutMs: 5_000 },
+      (c, common) => c.agent.service.register({ ...body, ...common } as Parameters<PackageClient["agent"]["service"]["register"]>[0]),
+      agentError("CONSUL_REGISTER_FAILED"),
+    );
+    log.info(`registered service '${name}' with id '${opts.id}' in Consul`, { id: opts.id, service_name: name });
   } catch (err) {
     log.warn(
-      `could not register service '${SELF_SERVICE_NAME}' (id '${opts.id}') in Consul at ${consul.url()}: ${messageOf(err)}. cts keeps running; check the agent address and that the token has service:write on '${SELF_SERVICE_NAME}'.`,
-      { id: opts.id },
+      `could not register service '${name}' (id '${opts.id}') in Consul at ${consul.url()}: ${messageOf(err)}. cts keeps running; check the agent address, that the token has service:write on '${name}'${definition.Namespace ? ", and that Consul is Enterprise (namespaces)" : ""}, or set service_registration { enabled = false }.`,
+      { id: opts.id, service_name: name },
     );
     return { registered: false, deregister: async () => {} };
   }

@@ -155,7 +155,10 @@ describe("the CLI's API address and the self-registration", () => {
     assert.deepEqual(def.Check, {
       CheckID: "cts-host1-health",
       Name: "CTS Health Status",
+      Notes: "Check created by Consul-Terraform-Sync",
+      Status: "critical",
       HTTP: "http://127.0.0.1:8558/v1/health",
+      TLSSkipVerify: true,
       Method: "GET",
       Interval: "10s",
       Timeout: "2s",
@@ -164,5 +167,17 @@ describe("the CLI's API address and the self-registration", () => {
     const wild = selfServiceDefinition({ id: "x", address: "0.0.0.0", port: 1 });
     assert.equal(wild.Address, undefined, "a wildcard listener advertises the node's address");
     assert.equal((wild.Check as { HTTP: string }).HTTP, "http://127.0.0.1:1/v1/health");
+  });
+
+  it("applies CTS's service_registration: name, address, namespace, check address (path + /v1/health) or no check", () => {
+    const def = selfServiceDefinition({
+      id: "i",
+      address: "0.0.0.0",
+      port: 8558,
+      registration: { serviceName: "cts-east", address: "10.0.0.9", namespace: "team", defaultCheck: { address: "https://cts.example:9443/prefix/" } },
+    });
+    assert.deepEqual([def.Name, def.Address, def.Namespace, (def.Check as { HTTP: string }).HTTP], ["cts-east", "10.0.0.9", "team", "https://cts.example:9443/prefix/v1/health"]);
+    assert.equal(selfServiceDefinition({ id: "i", address: "127.0.0.1", port: 1, registration: { defaultCheck: false } }).Check, undefined);
+    assert.equal(selfServiceDefinition({ id: "i", address: "127.0.0.1", port: 1, https: true }).Check && (selfServiceDefinition({ id: "i", address: "127.0.0.1", port: 1, https: true }).Check as { HTTP: string }).HTTP, "https://127.0.0.1:1/v1/health");
   });
 });

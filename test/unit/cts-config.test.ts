@@ -28,6 +28,8 @@ describe("a CTS configuration file", () => {
         address: "consul.example.com:8501",
         token: "s3cr3t-acl-token",
         tls: { enabled: true, caFile: "/etc/consul/ca.pem", certFile: "/etc/consul/cert.pem", keyFile: "/etc/consul/key.pem", serverName: "consul.example.com" },
+        transport: { keepAliveMsecs: 10_000, connectTimeoutMs: 10_000, keepAlive: true, freeSocketTimeoutMs: 60_000, maxFreeSockets: 100, tlsHandshakeTimeoutMs: 10_000 },
+        serviceRegistration: { serviceName: "cts", defaultCheck: { address: "http://127.0.0.1:8502" } },
       },
       driver: { terraform: { workingDir: "sync-tasks", binary: "/usr/local/bin/terraform", backend: { consul: { path: "cts-prod/terraform", gzip: true } } } },
     });
@@ -55,7 +57,7 @@ describe("a CTS configuration file", () => {
     assert.deepEqual(kv.inputs.services.query, { passingOnly: true, regexp: "^api-" });
     assert.equal(nightly.condition.cron, "0 0 2 * * * *");
     assert.equal(nightly.bufferPeriod, undefined, "schedule tasks have no buffer period");
-    assert.ok(r.warnings.some((w) => /full\.hcl:\d+: 'dial_timeout' is accepted and has no effect/.test(w)));
+    assert.ok(r.warnings.some((w) => /full\.hcl:\d+: 'consul\.transport\.max_idle_conns' has no effect: Node's HTTP agent/.test(w)));
   });
 
   it("keeps provider values and task_env out of the synthesized JSON", async () => {
