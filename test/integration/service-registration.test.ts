@@ -113,7 +113,7 @@ describe("service_registration on a real Consul agent (as CTS registers itself)"
     assert.equal((await services())["cts-off"], undefined);
   });
 
-  it("sends the namespace as CTS does; Consul CE refuses it (400), cts logs why and keeps running", async () => {
+  it("sends the namespace (CTS puts it in the body, cts in the client's namespace header); Consul CE refuses it (400), cts logs why and keeps running", async () => {
     const registration = await registrationOf(dir.dir, consul, '  service_registration {\n    namespace = "team-a"\n  }');
     assert.deepEqual(registration, { namespace: "team-a" });
     lines.length = 0;
