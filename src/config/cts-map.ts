@@ -2,7 +2,8 @@ import type { CtsConfig, HighAvailabilityConfig } from "./types.ts";
 import { configError, type ReadBlock } from "./cts-schema.ts";
 import { isObject } from "../is-object.ts";
 import type { HclValue } from "./hcl.ts";
-import { bufferPeriod, ctsTasks } from "./cts-tasks.ts";
+import { bufferPeriod, ctsTasks, guardsOf } from "./cts-tasks.ts";
+import { guardSettings } from "../task/guards.ts";
 
 /** A CTS config mapped onto ours, with what was accepted but has no effect here. */
 export interface MappedCtsConfig {
@@ -52,6 +53,8 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string): Promise<Mapped
 
   const bp = one(root, "buffer_period");
   if (bp) config.bufferPeriod = bufferPeriod(bp);
+  const guards = guardsOf(one(root, "guards"), false).guards;
+  if (guards) config.guards = guardSettings(guards);
   const api = one(root, "tls");
   if (api && (api.attrs.enabled ?? true) !== false) {
     if (api.attrs.ca_path !== undefined) throw configError(api.file, api.lines.ca_path!, "'tls.ca_path' is not supported for the API: give one CA bundle file in ca_cert.");
