@@ -5,7 +5,11 @@ import { taskProblems } from "../../src/task/validate.ts";
 import { ModuleTask } from "../../src/task/module-task.ts";
 import { services } from "../../src/task/conditions.ts";
 import { declareTask } from "../../src/task/declaration.ts";
-import { planDigest } from "../../src/runtime/holds.ts";
+import { Holds, planDigest, type HeldPlan } from "../../src/runtime/holds.ts";
+import { parseState, stateKeys } from "../../src/ha/state.ts";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 /** One resource change as `tofu show -json` writes it. */
 const rc = (address: string, actions: string[], extra: Partial<PlanResourceChange> = {}): PlanResourceChange => ({
@@ -150,5 +154,54 @@ describe("plan digest", () => {
     const b = { ...a, resource_changes: [...a.resource_changes!].reverse(), timestamp: "later" };
     assert.equal(planDigest(a), planDigest(b));
     assert.notEqual(planDigest(a), planDigest(pool([["delete"], ["delete"]])));
+  });
+});
+
+describe("held plans: where they are kept", () => {
+  const hold = (task: string): HeldPlan => ({
+    task,
+    hash: "h1",
+    ref: ".cts-kept-0123456789abcdef.tfplan",
+    digest: "d1",
+    reasons: ["the plan destroys 2 resources, more than maxDestroy (0)"],
+    why: "guards",
+    summary: { add: 0, change: 0, destroy: 2 },
+    resources: [{ address: "local_file.a", action: "delete" }],
+    heldAt: "2026-01-01T00:00:00.000Z",
+  });
+
+  it("survives a restart in the task's folder, tells its observer each change, and forgets a cleared hold", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "cts-holds-"));
+    try {
+      const seen: string[] = [];
+      const first = new Holds(() => dir);
+      first.observe((task, record) => seen.push(`${task}:${record?.held ? "held" : record?.rejected ? "rejected" : "cleared"}`));
+      first.hold(hold("web"));
+      assert.equal(first.approve("web")?.approvedAt !== undefined, true);
+      const second = new Holds(() => dir);
+      assert.equal(second.held("web")?.digest, "d1", "read back from the folder");
+      assert.ok(second.held("web")?.approvedAt);
+      first.reject("web");
+      assert.equal(new Holds(() => dir).get("web").rejected?.hash, "h1");
+      first.clear("web");
+      assert.deepEqual(new Holds(() => dir).get("web"), {});
+      assert.deepEqual(seen, ["web:held", "web:held", "web:rejected", "web:cleared"]);
+      assert.equal(first.approve("web"), undefined, "nothing held, nothing approved");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("is stored in Consul KV under holds/<task> and read back only when it is a hold of that task", () => {
+    const prefix = "cts/state/";
+    const state = parseState(prefix, [
+      { key: stateKeys.hold(prefix, "web"), value: JSON.stringify({ held: hold("web") }) },
+      { key: stateKeys.hold(prefix, "api"), value: JSON.stringify({ held: hold("web") }) },
+      { key: stateKeys.hold(prefix, "db"), value: JSON.stringify({ rejected: { task: "db", hash: "h", rejectedAt: "x" } }) },
+      { key: stateKeys.hold(prefix, "bad"), value: "[]" },
+    ] as never);
+    assert.deepEqual([...state.holds.keys()].sort(), ["db", "web"]);
+    assert.equal(state.problems.length, 2, state.problems.join("\n"));
+    assert.ok(state.problems.every((p) => /not a held plan of this task/.test(p)));
   });
 });
