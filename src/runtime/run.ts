@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { CtsError, isErrorCode } from "../errors.ts";
 import { effectiveGuards, guardViolations, type GuardSettings, type PlanJson } from "../task/guards.ts";
 import { Holds, planDigest, type HeldPlan } from "./holds.ts";
+import { knownSecrets } from "../secrets/redactor.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
@@ -227,7 +228,8 @@ export class TaskRunner {
       }
     }
     if (reasons.length) {
-      const hold: HeldPlan = {
+      // Kept on disk and in Consul KV: scrubbed like an event (a predicate's reason could quote anything).
+      const hold: HeldPlan = knownSecrets.redactDeep({
         task: e.name,
         hash: synth.hash,
         ref: plan.ref,
@@ -237,7 +239,7 @@ export class TaskRunner {
         summary: plan.summary,
         resources: plan.resources ?? [],
         heldAt: new Date().toISOString(),
-      };
+      } satisfies HeldPlan);
       this.holds.hold(hold);
       return { task: e.name, ok: false, outcome: "held", synth, hold, result: stripPlan(plan), error: heldError(hold) };
     }
