@@ -126,7 +126,8 @@ export class TaskRuns {
       if (outcome.ok && outcome.outcome === "applied") e.lastDrift = undefined;
       this.deps.gate.record(eventOf(e, start, outcome));
       if (outcome.ok) this.deps.log.info(`task '${e.name}': ${outcome.outcome}`, { task: e.name, ...(outcome.result?.summary ?? {}) });
-      else if (outcome.outcome === "held" || outcome.outcome === "rejected") this.deps.log.warn(`task '${e.name}': ${outcome.error?.message ?? outcome.outcome}`, { task: e.name, outcome: outcome.outcome, ...(outcome.result?.summary ?? {}) });
+      else if (outcome.outcome === "held" || outcome.outcome === "rejected")
+        this.deps.log.warn(`task '${e.name}': ${(outcome.error?.message ?? outcome.outcome).replace(`Task '${e.name}': `, "")}`, { task: e.name, outcome: outcome.outcome, ...(outcome.result?.summary ?? {}) });
       else this.deps.log.error(`task '${e.name}': ${outcome.error?.message ?? outcome.outcome}${doctorHint(outcome.error)}`, { task: e.name, ...userCodeFields(outcome.error) });
     }
     this.deps.activity.ran(e.name);
