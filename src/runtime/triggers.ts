@@ -1,3 +1,4 @@
+import type { Clock } from "../clock.ts";
 import type { CtsError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
@@ -32,6 +33,8 @@ export interface TriggerSettings {
   globalDrift?: DriftCheckOption | false;
   /** Told when a service Consul cannot serve is left out of a task's watched data. */
   skipped?: SkippedServices;
+  /** The buffer periods' clock (default: the real one; tests pass a fake). */
+  clock?: Clock;
 }
 
 /** What the triggers feed and ask. */
@@ -102,7 +105,7 @@ export class Triggers {
         this.bufferSince.delete(e.name);
         if (since !== undefined) this.deps.metrics?.bufferWaited(e.name, (performance.now() - since) / 1000);
         this.deps.runs.enqueue(e.name);
-      });
+      }, this.deps.clock);
     const drift = this.driftFor(e);
     if (drift.enabled && !e.driftTimer) {
       // A plain interval: a check that is still queued when the next tick comes collapses with it.

@@ -71,6 +71,18 @@ describe("the redactor matches a secret in every spelling it is printed in (prop
 });
 
 describe("the redactor's forms", () => {
+  it("leaves the escape of the next character alone when a secret ends in a backslash (JSON stays valid)", () => {
+    // Found by the property above: `\\` (the secret's backslash) + `\"` (a quote after it); a run of
+    // any length took the third backslash, and the document no longer parsed.
+    const secret = '"""\u0000a\\';
+    const r = new Redactor();
+    r.add(secret);
+    for (const after of ['"', '"x', '" and more']) {
+      const redacted = r.redact(JSON.stringify({ message: secret + after, n: 1 }));
+      assert.deepEqual(JSON.parse(redacted), { message: `[redacted]${after}`, n: 1 });
+    }
+  });
+
   it("masks each line of a multi-line secret, as Terraform prints it in a heredoc", () => {
     const r = new Redactor();
     r.add("first-line\nsecond-line");
