@@ -75,6 +75,13 @@ export const ERROR_CATALOGUE = {
   TERRAFORM_STATE_LOCKED: { category: "external", fix: "Wait: cts waits such locks out. Only if no Terraform runs for the task anywhere, `tofu force-unlock ID` in the task's working dir." },
   TERRAFORM_CANCELLED: { category: "external", fix: "Nothing to fix: the run was stopped (shutdown, task deleted or disabled) and runs again when needed." },
 
+  // Plan guards and approvals
+  PLAN_HELD: { category: "external", fix: "Review the held plan (`cts status`, GET /v1/tasks/NAME/hold), then `cts approve NAME` to apply exactly it or `cts reject NAME` to discard it." },
+  PLAN_NOT_HELD: { category: "usage", fix: "Nothing is waiting for approval for this task; `cts status` shows which tasks hold a plan." },
+  PLAN_NOT_FOUND: { category: "external", fix: "Nothing to fix: the kept plan is gone (another instance made it, or it was discarded); cts plans again and checks the new plan." },
+  PLAN_STALE: { category: "external", fix: "Nothing to fix: the state changed since the plan was made; cts plans again and checks the new plan." },
+  PLAN_UNSUPPORTED: { category: "usage", fix: "Use a driver that can keep a plan (the local driver), or remove the task's guards and approval." },
+
   // Terraform Cloud / Enterprise
   TFC_UNREACHABLE: { category: "external", fix: "Check driver.terraformCloud.hostname and the network (proxy, firewall) between cts and it; `cts doctor` checks reachability." },
   TFC_TLS_FILE: { category: "usage", fix: "Make the CA, certificate and key files in driver.terraformCloud.tls readable PEM files." },

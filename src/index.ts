@@ -4,6 +4,7 @@
  */
 export { Task, type TaskOptions, type TaskInput, type TaskScope, type BufferPeriodOption, type DriftCheckOption } from "./task/task.ts";
 export { ModuleTask, type ModuleTaskOptions, type ModuleProvider } from "./task/module-task.ts";
+export type { PlanGuards, PlanJson, PlanResourceChange, PlanPredicate, ApprovalMode } from "./task/guards.ts";
 export {
   services,
   catalogServices,

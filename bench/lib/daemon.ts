@@ -153,6 +153,9 @@ export function timedDriver(inner: LocalTerraformDriver, rec: Recorder): LocalTe
     coolDown: (task) => inner.coolDown(task),
     close: () => inner.close(),
     taskDir: (task) => inner.taskDir(task),
+    planToApply: (ws, opts) => inner.planToApply(ws, opts),
+    applyPlan: (ws, ref, opts) => inner.applyPlan(ws, ref, opts),
+    discardPlan: (task, ref) => inner.discardPlan(task, ref),
   };
 }
 

@@ -26,7 +26,7 @@ export interface ApiAppOptions extends BrowserGuardOptions {
 type Env = { Bindings: Partial<HttpBindings>; Variables: { requestId: string; match: Match } };
 
 // CTS puts request_id in the body of task routes; status and health keep their exact CTS shapes.
-const BODY_REQUEST_ID = new Set<RouteName>(["tasks", "task", "task-drift", "status-cluster"]);
+const BODY_REQUEST_ID = new Set<RouteName>(["tasks", "task", "task-drift", "task-approve", "task-reject", "status-cluster"]);
 
 /**
  * Answers JSON (known secrets scrubbed: defence in depth behind the driver's redaction). The type is
@@ -117,6 +117,8 @@ export function createApiApp(deps: ApiDeps, opts: ApiAppOptions = {}): Hono<Env>
     return c.body(body, 200, { "content-type": contentType, "cache-control": "no-store" });
   });
   app.post("/v1/tasks/:name/drift", serve);
+  app.post("/v1/tasks/:name/approve", serve);
+  app.post("/v1/tasks/:name/reject", serve);
 
   // route() has already answered every path and method; this is only reached for a Hono/route() mismatch.
   app.notFound((c) => json(c, 404, { error: { message: `no route for '${c.req.path.slice(0, 200)}'.` }, request_id: c.get("requestId") }));

@@ -2,6 +2,7 @@ import { formatDuration, parseDuration } from "../duration.ts";
 import type { TaskView } from "../runtime/controller.ts";
 import type { TaskEvent, TaskStatus } from "../runtime/events.ts";
 import type { DriftState } from "../runtime/drift.ts";
+import type { HeldPlan } from "../runtime/holds.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { encodeVariables } from "./cts-variables.ts";
@@ -37,6 +38,8 @@ export interface CtsTaskStatus {
   events?: TaskEvent[];
   /** Beyond CTS, only for tasks with drift checks (or checked on demand): settings and the last finding. */
   drift?: CtsDriftStatus;
+  /** Beyond CTS, only while the task holds a plan waiting for approval. */
+  held?: HeldPlanView;
 }
 
 /** A task's drift status as the API shows it. */
@@ -186,7 +189,34 @@ export function taskStatus(v: TaskView, events: TaskEvent[], includeEvents: bool
     events_url: events.length ? `/v1/status/tasks/${encodeURIComponent(v.name)}?include=events` : "",
     ...(includeEvents ? { events: shaped } : {}),
     ...(v.drift ? { drift: driftToCts(v)! } : {}),
+    ...(v.held ? { held: heldToApi(v.held) } : {}),
   };
+}
+
+/** Beyond CTS: a held plan as the API shows it (what it changes, why it waits, how to decide). */
+export function heldToApi(h: HeldPlan): HeldPlanView {
+  return {
+    reasons: h.reasons,
+    why: h.why,
+    held_at: h.heldAt,
+    ...(h.approvedAt ? { approved_at: h.approvedAt } : {}),
+    changes: h.summary,
+    resources: h.resources,
+    approve: `POST /v1/tasks/${encodeURIComponent(h.task)}/approve`,
+    reject: `POST /v1/tasks/${encodeURIComponent(h.task)}/reject`,
+  };
+}
+
+/** A held plan in API answers. */
+export interface HeldPlanView {
+  reasons: string[];
+  why: "guards" | "always";
+  held_at: string;
+  approved_at?: string;
+  changes: { add: number; change: number; destroy: number };
+  resources: Array<{ address: string; action: string }>;
+  approve: string;
+  reject: string;
 }
 
 /** An event with CTS's full `config` (`providers`, `services`, `source`); our `outcome`/`changes` stay beside. */

@@ -2,7 +2,7 @@ import { CtsError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { RunOutcome, TaskControl } from "../runtime/interfaces.ts";
 import { createKeyedSerializer } from "../terraform/serial.ts";
-import { overallStatus, specToCts, taskStatus, taskToCts, type CtsTaskStatus } from "./cts-shape.ts";
+import { heldToApi, overallStatus, specToCts, taskStatus, taskToCts, type CtsTaskStatus } from "./cts-shape.ts";
 import { decodeCreateRequest, decodePatchRequest } from "./cts-decode.ts";
 import { encodeVariables } from "./cts-variables.ts";
 import { ApiError } from "./http-io.ts";
@@ -202,6 +202,33 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
     };
   }
 
+  /** POST /v1/tasks/{name}/approve: applies exactly the held plan (or checks the new one when the inputs changed). */
+  async function approve(m: Match): Promise<Answer> {
+    const name = m.task!;
+    return locks.run(name, () =>
+      guard(async () => {
+        existing(name);
+        log.info(`task '${name}': held plan approved through the API`, { task: name });
+        const outcome = await ctrl.approve(name);
+        if (!outcome.ok && outcome.outcome !== "held") throw failed(outcome, `applying the approved plan of task '${name}' failed`);
+        return { status: 200, body: { approve: { task: name, ...runOf(outcome), ...(outcome.hold ? { held: heldToApi(outcome.hold) } : {}) } } };
+      }),
+    );
+  }
+
+  /** POST /v1/tasks/{name}/reject: discards the held plan. */
+  async function reject(m: Match): Promise<Answer> {
+    const name = m.task!;
+    return locks.run(name, () =>
+      guard(async () => {
+        existing(name);
+        const held = await ctrl.reject(name);
+        log.info(`task '${name}': held plan rejected through the API`, { task: name });
+        return { status: 200, body: { reject: { task: name, discarded: heldToApi(held) } } };
+      }),
+    );
+  }
+
   const dispatch = async (m: Match, body: BodyReader): Promise<Answer> => {
     switch (m.route) {
       case "health": {
@@ -234,6 +261,10 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
         throw new ApiError(404, "metrics are not served by this API.");
       case "task-drift":
         return driftCheck(m);
+      case "task-approve":
+        return approve(m);
+      case "task-reject":
+        return reject(m);
       case "ui":
         throw new ApiError(404, "the dashboard is served by the app, not the handlers.");
       case "task":
@@ -254,7 +285,7 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
   }
 
   return async (m, body) => {
-    const changing = (m.route === "tasks" || m.route === "task" || m.route === "task-drift") && m.method !== "GET";
+    const changing = (m.route === "tasks" || m.route === "task" || m.route === "task-drift" || m.route === "task-approve" || m.route === "task-reject") && m.method !== "GET";
     if (deps.pin && m.route === "task" && m.method === "PATCH") {
       const raw = await body();
       if (raw !== null && typeof raw === "object" && !Array.isArray(raw) && "pin" in raw) return pinTask(m.task!, raw as Record<string, unknown>);

@@ -2,7 +2,7 @@ import { taskNameProblem } from "../task/validate.ts";
 import { ApiError } from "./http-io.ts";
 
 /** The API's routes. */
-export type RouteName = "status" | "status-tasks" | "status-cluster" | "tasks" | "task" | "task-drift" | "health" | "metrics" | "ui";
+export type RouteName = "status" | "status-tasks" | "status-cluster" | "tasks" | "task" | "task-drift" | "task-approve" | "task-reject" | "health" | "metrics" | "ui";
 
 /** A request matched to a route. */
 export interface Match {
@@ -20,6 +20,8 @@ const METHODS: Record<RouteName, string[]> = {
   tasks: ["GET", "POST"],
   task: ["GET", "PATCH", "DELETE"],
   "task-drift": ["POST"],
+  "task-approve": ["POST"],
+  "task-reject": ["POST"],
   health: ["GET"],
   metrics: ["GET"],
   ui: ["GET"],
@@ -49,12 +51,14 @@ export function route(method: string, rawUrl: string): Match {
   else if (path === "/v1/status/cluster") name = "status-cluster";
   else if (path === "/v1/tasks") name = "tasks";
   else if (/^\/v1\/tasks\/[^/]+\/drift$/.test(path)) [name, rawTask] = ["task-drift", path.slice("/v1/tasks/".length, -"/drift".length)];
+  else if (/^\/v1\/tasks\/[^/]+\/approve$/.test(path)) [name, rawTask] = ["task-approve", path.slice("/v1/tasks/".length, -"/approve".length)];
+  else if (/^\/v1\/tasks\/[^/]+\/reject$/.test(path)) [name, rawTask] = ["task-reject", path.slice("/v1/tasks/".length, -"/reject".length)];
   else if (path.startsWith("/v1/tasks/")) [name, rawTask] = ["task", path.slice("/v1/tasks/".length)];
   else if (path === "/v1/health") name = "health";
   else if (path === "/metrics") name = "metrics";
   else if (path === "/ui" || path.startsWith("/ui/")) name = "ui";
   if (!name)
-    throw new ApiError(404, `no route for '${path.slice(0, 200)}'. Routes: /v1/status, /v1/status/tasks[/{name}], /v1/tasks[/{name}], /v1/tasks/{name}/drift, /v1/health, /v1/status/cluster, /metrics, /ui.`);
+    throw new ApiError(404, `no route for '${path.slice(0, 200)}'. Routes: /v1/status, /v1/status/tasks[/{name}], /v1/tasks[/{name}], /v1/tasks/{name}/drift, /v1/tasks/{name}/approve, /v1/tasks/{name}/reject, /v1/health, /v1/status/cluster, /metrics, /ui.`);
   const allowed = METHODS[name];
   if (!allowed.includes(method)) {
     throw new ApiError(405, `'${method}' is not supported on '${path.slice(0, 200)}'. Use ${allowed.join(" or ")}.`, { allow: allowed.join(", ") });

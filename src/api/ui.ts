@@ -5,7 +5,7 @@ import { streamSSE } from "hono/streaming";
 import { knownSecrets } from "../secrets/redactor.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import type { TaskView } from "../runtime/interfaces.ts";
-import { classModuleLabel, driftToCts } from "./cts-shape.ts";
+import { classModuleLabel, driftToCts, heldToApi } from "./cts-shape.ts";
 import type { ApiController } from "./handlers.ts";
 
 /** What the dashboard reads. */
@@ -66,6 +66,7 @@ function taskOf(v: TaskView, ctrl: ApiController): Record<string, unknown> {
     module: typeof v.module === "string" ? v.module : classModuleLabel(v.className),
     sources: sourcesOf(v.condition as Condition, v.inputs as TaskInputs),
     drift: driftToCts(v) ?? null,
+    held: v.held ? heldToApi(v.held) : null,
     events: ctrl.events.list(v.name),
   };
 }

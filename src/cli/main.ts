@@ -6,6 +6,7 @@ import { ctsStartExitCode, ctsTaskArgv, ctsTaskExitCode } from "./cts-flags.ts";
 import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";
 import { registerDrift } from "./drift.ts";
+import { registerApprovals } from "./approve.ts";
 import { say } from "./output.ts";
 import { VERSION } from "../version.ts";
 import { normalizeStartArgs } from "./start-args.ts";
@@ -20,7 +21,7 @@ const program = new Command()
   .showHelpAfterError()
   .exitOverride();
 
-// `cts task`, `cts status` and `cts drift` only talk HTTP to a daemon: they skip loading the runtime.
+// `cts task`, `cts status`, `cts drift`, `cts approve` and `cts reject` only talk HTTP to a daemon: they skip loading the runtime.
 // The other commands load only their own module (the daemon keeps no code of init, synth or doctor
 // resident); help and unknown commands load them all.
 const LOCAL_COMMANDS: Record<string, () => Promise<(p: Command) => void>> = {
@@ -35,7 +36,7 @@ const LOCAL_COMMANDS: Record<string, () => Promise<(p: Command) => void>> = {
   doctor: async () => (await import("./doctor.ts")).registerDoctor,
 };
 const command = process.argv[2] ?? "";
-if (!["task", "status", "drift"].includes(command)) {
+if (!["task", "status", "drift", "approve", "reject"].includes(command)) {
   const wanted = LOCAL_COMMANDS[command] ? [LOCAL_COMMANDS[command]] : [...new Set(Object.values(LOCAL_COMMANDS))];
   const registrars = new Set(await Promise.all(wanted.map((load) => load())));
   for (const register of registrars) register(program);
@@ -43,6 +44,7 @@ if (!["task", "status", "drift"].includes(command)) {
 registerTask(program);
 registerStatus(program);
 registerDrift(program);
+registerApprovals(program);
 
 // `cts task …` takes CTS's flag spellings and exits with CTS's codes (cts-flags.ts).
 const ctsTask = process.argv[2] === "task";

@@ -60,10 +60,19 @@ export function registerStatus(program: Command): void {
           ["TASK", "STATUS", "ENABLED", "LAST RUN", "RESULT", "DRIFT"],
           ...list.map((t) => {
             const last = (t.events as ApiBody[] | undefined)?.[0];
-            return [t.task_name, t.status, String(t.enabled), last?.end_time ?? (t.events_url ? "(use --events)" : "-"), last ? (last.success ? (last.outcome ?? "ok") : "failed") : "-", driftText(t.drift)];
+            const result = last ? (last.success ? (last.outcome ?? "ok") : last.outcome === "held" || last.outcome === "rejected" ? last.outcome : "failed") : "-";
+            return [t.task_name, t.held ? "held" : t.status, String(t.enabled), last?.end_time ?? (t.events_url ? "(use --events)" : "-"), result, driftText(t.drift)];
           }),
         ]),
       );
+      // What waits for a person comes first, with the commands that decide.
+      for (const t of list.filter((t) => t.held)) {
+        const h = t.held as ApiBody;
+        process.stdout.write(`\n==> ${t.task_name}: plan held since ${h.held_at}${h.approved_at ? ` (approved ${h.approved_at}, applying)` : ""}: +${h.changes.add} ~${h.changes.change} -${h.changes.destroy}\n`);
+        for (const r of h.reasons as string[]) say(`  reason: ${r}\n`);
+        for (const r of (h.resources as ApiBody[] | undefined) ?? []) say(`      ${resourceLine(r.address, r.action)}\n`);
+        say(`  decide: cts approve ${t.task_name}   |   cts reject ${t.task_name}\n`);
+      }
       if (!flags.events) return;
       for (const t of list) {
         const events = (t.events as ApiBody[] | undefined) ?? [];

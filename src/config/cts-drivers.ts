@@ -53,6 +53,11 @@ export function ctsDrivers(root: ReadBlock, kvPath: string, warn: (b: ReadBlock,
           : `'${key}' is not a valid key in driver "terraform-cloud": Terraform Cloud runs Terraform and keeps the state itself. Valid keys: ${TFC_DRIVER_KEYS.join(", ")}, required_providers.`,
       );
   for (const [name, req] of Object.entries(one(d, "required_providers")?.attrs ?? {})) {
+    // Terraform's old shorthand, which CTS's own tests use: `aws = "~> 5.0"` is the version.
+    if (typeof req === "string") {
+      out.providerReqs[name] = { version: req };
+      continue;
+    }
     if (!isObject(req)) throw configError(d.file, lineOf(d, "required_providers"), `required_providers.${name} must be { source = "...", version = "..." }.`);
     out.providerReqs[name] = { ...(req.source ? { source: String(req.source) } : {}), ...(req.version ? { version: String(req.version) } : {}) };
   }

@@ -3,12 +3,13 @@ import { configError, type ReadBlock } from "./cts-schema.ts";
 import { isObject } from "../is-object.ts";
 import type { HclValue } from "./hcl.ts";
 import { workingRoot } from "./working-dirs.ts";
-import { bufferPeriod, ctsTasks } from "./cts-tasks.ts";
+import { bufferPeriod, ctsTasks, guardsOf } from "./cts-tasks.ts";
 import { ctsDrivers } from "./cts-drivers.ts";
 import { ctsServiceRegistration } from "./service-registration.ts";
 import { ctsConsulTransport } from "./consul-transport.ts";
 import { weaklyTyped } from "./cts-weak-types.ts";
 import { SYSLOG_FACILITIES, syslogPriority } from "../log-syslog.ts";
+import { guardSettings } from "../task/guards.ts";
 
 /** A CTS config mapped onto ours, with what was accepted but has no effect here. */
 export interface MappedCtsConfig {
@@ -58,6 +59,8 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string, tasksFor?: "any
 
   const bp = one(root, "buffer_period");
   if (bp) config.bufferPeriod = bufferPeriod(bp);
+  const guards = guardsOf(one(root, "guards"), false).guards;
+  if (guards) config.guards = guardSettings(guards);
   const api = one(root, "tls");
   if (api && (api.attrs.enabled ?? true) !== false) {
     if (api.attrs.cert === undefined || api.attrs.key === undefined) throw configError(api.file, api.line, "'tls' for the API needs cert and key.");

@@ -8,6 +8,7 @@ import type { BufferPeriodOption, TerraformCloudWorkspaceOption } from "../task/
 import type { CtsDriverLabel } from "./cts-drivers.ts";
 import { TFC_TERRAFORM_CONSTRAINT, terraformCloudWorkspaceProblems } from "./terraform-cloud.ts";
 import { configError, type ReadBlock } from "./cts-schema.ts";
+import { guardProblems, type ApprovalMode, type PlanGuards } from "../task/guards.ts";
 import { isObject } from "../is-object.ts";
 import { taskNameProblem, taskProblems } from "../task/validate.ts";
 import { redactSecret } from "../log.ts";
@@ -94,6 +95,7 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
       ...(typeof a.working_dir === "string" ? { workingDir: resolve(ctx.cwd, a.working_dir) } : {}),
       ...(condition.kind === "schedule" ? {} : bp ? { bufferPeriod: bufferPeriod(bp) } : {}),
       ...(workspace ? { terraformCloudWorkspace: workspace } : {}),
+      ...guardsOf(one(t, "guards"), true),
     });
     // The checks every task gets (cron, regexp, buffer period…), reported at the task's place in the file.
     const problems = taskProblems(task);
@@ -276,4 +278,34 @@ export function bufferPeriod(b: ReadBlock): BufferPeriodOption | false {
   if (b.attrs.min !== undefined) out.min = String(b.attrs.min);
   if (b.attrs.max !== undefined) out.max = String(b.attrs.max);
   return out;
+}
+
+/**
+ * cts's `guards { max_destroy = 3, max_destroy_percent = 20, never_empty = ["…"], approval = "always" }`
+ * block (a task's, or the global one without approval) as task options. Values are checked with the
+ * task's other options (taskProblems); a wrong type is reported here with its line.
+ */
+export function guardsOf(b: ReadBlock | undefined, inTask: boolean): { guards?: PlanGuards; approval?: ApprovalMode } {
+  if (!b) return {};
+  const a = b.attrs;
+  const fail = (key: string, msg: string): never => {
+    throw configError(b.file, b.lines[key] ?? b.line, `guards.${key} ${msg}`);
+  };
+  const guards: PlanGuards = {};
+  for (const [key, field] of [["max_destroy", "maxDestroy"], ["max_destroy_percent", "maxDestroyPercent"]] as const) {
+    const v = a[key];
+    if (v === undefined) continue;
+    if (typeof v !== "number") fail(key, `must be a number (got ${JSON.stringify(v)}).`);
+    guards[field] = v as number;
+  }
+  if (a.never_empty !== undefined) {
+    if (!Array.isArray(a.never_empty) || a.never_empty.some((n) => typeof n !== "string")) fail("never_empty", 'must be a list of resource types or addresses, e.g. ["consul_acl_policy", "module.web.local_file.pool"].');
+    guards.neverEmpty = a.never_empty as string[];
+  }
+  const hclKey = (field: string) => field.replace("maxDestroyPercent", "max_destroy_percent").replace("maxDestroy", "max_destroy").replace("neverEmpty", "never_empty");
+  const problem = guardProblems(guards, "guards")[0];
+  if (problem) throw configError(b.file, b.lines[hclKey(problem.field).split(/[.[]/)[1]!] ?? b.line, `${hclKey(problem.field)} ${problem.message}`);
+  if (a.approval !== undefined && !inTask) fail("approval", "is set per task: put it in the task's guards block.");
+  if (a.approval !== undefined && a.approval !== "always" && a.approval !== "guards") fail("approval", `must be "always" (every plan waits for \`cts approve\`) or "guards" (the default), got ${JSON.stringify(a.approval)}.`);
+  return { ...(Object.keys(guards).length ? { guards } : {}), ...(a.approval !== undefined ? { approval: a.approval as ApprovalMode } : {}) };
 }

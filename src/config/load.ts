@@ -10,6 +10,7 @@ import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { className, duplicateNameProblems, shapeProblems } from "../task/shape.ts";
 import { throwProblems, type Problem } from "../problems.ts";
 import { bufferProblems, driftCheckProblems, taskProblems } from "../task/validate.ts";
+import { guardProblems } from "../task/guards.ts";
 import type { CtsConfig } from "./types.ts";
 import { parseDuration } from "../duration.ts";
 import { haProblems } from "./ha-problems.ts";
@@ -134,6 +135,10 @@ export function validateConfig(config: CtsConfig | undefined, file: string, dir:
   if (tfDir === undefined || typeof tfDir === "string") problems.push(...workingDirProblems(dir, workingRoot(dir, tfDir), places, file));
   if (config.bufferPeriod) problems.push(...bufferProblems(config.bufferPeriod, "bufferPeriod"));
   if (config.driftCheck !== undefined) problems.push(...driftCheckProblems(config.driftCheck, "driftCheck"));
+  if (config.guards !== undefined) {
+    problems.push(...guardProblems(config.guards, "guards"));
+    if ((config.guards as { check?: unknown } | null)?.check !== undefined) problems.push({ field: "guards.check", message: "is a task's own guard: put the predicate in the task's `guards` (it runs with the task's code)." });
+  }
   if (config.concurrency !== undefined && (!Number.isInteger(config.concurrency) || config.concurrency < 1))
     problems.push({ field: "concurrency", message: `must be a whole number >= 1 (got ${String(config.concurrency)}).` });
   const tf = config.driver?.terraform;

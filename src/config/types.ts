@@ -8,6 +8,7 @@ import type { SyslogOptions } from "../log-syslog.ts";
 
 export type { ServiceRegistrationConfig } from "./service-registration.ts";
 export type { ConsulTransportConfig } from "./consul-transport.ts";
+import type { GuardSettings } from "../task/guards.ts";
 
 /** TLS settings for a connection to Consul (the same options the Consul client takes). */
 export type ConsulTlsConfig = ConsulTlsOptions;
@@ -179,6 +180,11 @@ export interface CtsConfig {
   bufferPeriod?: BufferPeriodOption | false;
   /** Drift detection for every task (default off): `{ every: "30m", correct: false }`; tasks may override it. */
   driftCheck?: DriftCheckOption | false;
+  /**
+   * Plan guards for every task (default none): `{ maxDestroy: 5, maxDestroyPercent: 30, neverEmpty: ["local_file"] }`.
+   * A task's own `guards` replace these; a predicate (`check`) belongs on the task.
+   */
+  guards?: GuardSettings;
   /** How many tasks may run Terraform at once (default 4). */
   concurrency?: number;
   /** HTTP API. */

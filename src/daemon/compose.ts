@@ -94,7 +94,7 @@ export function createController(deps: ControllerDeps): Controller {
       controller.taskNames().flatMap((name) => {
         const view = controller.view(name);
         const last = controller.events.list(name)[0]?.outcome;
-        return view ? [{ task: name, enabled: view.enabled, status: view.status, ...(last ? { lastOutcome: last } : {}) }] : [];
+        return view ? [{ task: name, enabled: view.enabled, status: view.status, held: view.held !== undefined, ...(last ? { lastOutcome: last } : {}) }] : [];
       }),
     has: (name) => controller.view(name) !== undefined,
     queue: () => controller.queueDepth(),

@@ -60,6 +60,46 @@ export interface TaskWorkspace {
 }
 
 /**
+ * A plan the driver keeps so that exactly it can be applied later (plan guards and approvals):
+ * the outcome of the plan, Terraform's JSON plan representation, and the driver's handle on it.
+ */
+export interface SavedPlan extends RunResult {
+  /**
+   * Terraform's JSON plan representation (`terraform show -json <plan>`: `resource_changes`,
+   * `output_changes`, …). It may hold sensitive values: read it, never log or store it.
+   */
+  plan: Record<string, unknown>;
+  /**
+   * The driver's handle on the plan, for `applyPlan` / `discardPlan`: the local driver's plan file
+   * in the task's folder, a Terraform Cloud run id. Plain text, safe to store.
+   */
+  ref: string;
+}
+
+/**
+ * The optional operations of a driver that can keep a plan and apply exactly it later (plan guards
+ * and approvals need them; a task with guards on a driver without them fails with PLAN_UNSUPPORTED).
+ * The local driver keeps one plan file per task; a Terraform Cloud driver maps them onto a run that
+ * waits for confirmation (plan-only: no auto-apply), its JSON plan (`/plans/:id/json-output`), and
+ * the run's apply or discard actions.
+ */
+export interface SavedPlans {
+  /**
+   * Writes the task's files, initializes when needed, plans, and keeps the plan (replacing any plan
+   * the task kept before). `changesPresent: false` keeps nothing (the ref is then empty).
+   */
+  planToApply(ws: TaskWorkspace, opts?: RunOptions): Promise<SavedPlan>;
+  /**
+   * Applies exactly the kept plan `ref`, then lets go of it. Throws PLAN_NOT_FOUND when the driver
+   * no longer has it (another instance made it, or it was discarded) and PLAN_STALE when the state
+   * changed since it was made: the caller plans again.
+   */
+  applyPlan(ws: TaskWorkspace, ref: string, opts?: RunOptions): Promise<RunResult>;
+  /** Lets go of a kept plan (rejected or superseded); a plan already gone is fine. */
+  discardPlan(task: string, ref: string): Promise<void>;
+}
+
+/**
  * The three operations of every driver: apply, plan only, destroy, each answering with the
  * outcome and whether anything changed. Failures are CtsErrors with the driver's codes
  * (TERRAFORM_FAILED, TERRAFORM_STATE_LOCKED, TERRAFORM_HUNG, TERRAFORM_TIMEOUT, TERRAFORM_CANCELLED…),
@@ -75,7 +115,7 @@ export interface TerraformDriver {
 }
 
 /** A driver as the daemon holds it: the operations, the task's local folder, and its lifetime. */
-export interface Driver extends TerraformDriver {
+export interface Driver extends TerraformDriver, Partial<SavedPlans> {
   /**
    * The task's folder on this machine, where the daemon keeps what belongs to the task beside the
    * driver's files (the applied hash of the no-op skip). Throws TASK_NAME_INVALID for bad names.

@@ -9,6 +9,7 @@ import type { Metrics } from "../metrics/metrics.ts";
 import type { HaControl, RetryNotice, TaskChange } from "../runtime/interfaces.ts";
 import { TERRAFORM_STATE_LOCKED } from "../runtime/retry.ts";
 import type { TaskEvent } from "../runtime/events.ts";
+import type { HoldRecord } from "../runtime/holds.ts";
 import { buildClusterStatus, type ClusterStatus } from "./cluster.ts";
 import { HaKv, type KvItem, type KvRead } from "./kv.ts";
 import { MemberReporter } from "./member.ts";
@@ -114,7 +115,7 @@ export class HighAvailability {
     void this.controller.pause(0);
     // Retries (a state lock left by the previous leader) run inside the runtime; a paused runtime
     // cancels them, so only the leader retries. HA only explains the lock in its own words.
-    this.controller.setHooks({ onEvent: (e) => this.persistEvent(e), onTaskChange: (c) => this.persistChange(c), onRetry: (n) => this.explainRetry(n) });
+    this.controller.setHooks({ onEvent: (e) => this.persistEvent(e), onTaskChange: (c) => this.persistChange(c), onRetry: (n) => this.explainRetry(n), onHold: (t, r) => this.persistHold(t, r) });
   }
 
   // ---- what the API and CLI ask -------------------------------------------------------------
@@ -341,7 +342,7 @@ export class HighAvailability {
       const state = parseState(s.statePrefix, read.data);
       this.lastState = state;
       for (const p of state.problems) this.log.warn(`ha: ignoring a stored entry that cannot be read: ${p}`);
-      for (const p of this.controller.restore(state.tasks.values(), state.events)) this.log.error(`ha: ${p}`);
+      for (const p of this.controller.restore(state.tasks.values(), state.events, state.holds)) this.log.error(`ha: ${p}`);
       void this.member.check(false);
       this.log.info(`ha: leading: running every task once, then watching`, { tasks: this.controller.taskNames().length });
       await this.controller.resume();
@@ -377,12 +378,19 @@ export class HighAvailability {
       const tombstone: StoredTask = { name: change.task, origin: "config", enabled: false, deleted: true, updated_at: new Date().toISOString() };
       this.writer.set(key, change.origin === "config" ? JSON.stringify(tombstone) : null);
       this.writer.set(stateKeys.events(p, change.task), null);
+      this.writer.set(stateKeys.hold(p, change.task), null);
       return;
     }
     const v = this.controller.view(change.task);
     if (!v) return;
     const record: StoredTask = { name: v.name, origin: v.origin, enabled: v.enabled, ...(v.spec ? { spec: v.spec } : {}), updated_at: new Date().toISOString() };
     this.writer.set(key, JSON.stringify(record));
+  }
+
+  /** A held plan (its summary and reasons; never the plan itself) is stored, so a new leader still holds it. */
+  private persistHold(task: string, record: HoldRecord | undefined): void {
+    if (this.role !== "leader") return;
+    this.writer.set(stateKeys.hold(this.settings.statePrefix, task), record ? JSON.stringify(record) : null);
   }
 
   private persistEvent(event: TaskEvent): void {

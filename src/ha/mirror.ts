@@ -57,7 +57,7 @@ export class StateMirror implements BlockingQuery<KvRead<KvItem[]>> {
     const state = parseState(this.prefix, read.data);
     // The controller first, then the listeners: shared mode reassigns tasks from the
     // controller's task list as soon as it hears of a new state.
-    for (const problem of this.controller.restore(state.tasks.values(), state.events)) this.log.debug(`ha: mirror: ${problem}`);
+    for (const problem of this.controller.restore(state.tasks.values(), state.events, state.holds)) this.log.debug(`ha: mirror: ${problem}`);
     this.hooks.onState(state);
     const fingerprint = [...state.tasks.values()].filter((t) => t.origin === "api").map(taskFingerprint).sort().join("\n");
     if (fingerprint !== this.apiTasks) {

@@ -1,4 +1,5 @@
 import type { TaskEvent } from "../runtime/events.ts";
+import type { HoldRecord } from "../runtime/holds.ts";
 import type { HaControl, TaskChange } from "../runtime/interfaces.ts";
 import type { HaSettings } from "./settings.ts";
 import { stateKeys, type StoredTask } from "./state.ts";
@@ -40,6 +41,7 @@ export class OwnedState {
       const tombstone: StoredTask = { name: change.task, origin: "config", enabled: false, deleted: true, updated_at: new Date().toISOString() };
       this.writer.set(stateKeys.task(p, change.task), change.origin === "config" ? JSON.stringify(tombstone) : null, fence);
       this.writer.set(stateKeys.events(p, change.task), null, fence);
+      this.writer.set(stateKeys.hold(p, change.task), null, fence);
       this.tasksChanged();
       return;
     }
@@ -48,6 +50,12 @@ export class OwnedState {
     const record: StoredTask = { name: v.name, origin: v.origin, enabled: v.enabled, ...(v.spec ? { spec: v.spec } : {}), updated_at: new Date().toISOString() };
     this.writer.set(stateKeys.task(p, change.task), JSON.stringify(record), fence);
     if (change.kind === "created") this.tasksChanged();
+  }
+
+  /** An owned task's held plan changed (summary and reasons only: the plan file stays with the member that made it). */
+  hold(task: string, record: HoldRecord | undefined): void {
+    if (!this.controller.mine(task)) return;
+    this.writer.set(stateKeys.hold(this.settings.statePrefix, task), record ? JSON.stringify(record) : null, ownerKeyOf(this.settings, task));
   }
 
   /** A run of an owned task recorded an event (events of tasks owned elsewhere are never written here). */

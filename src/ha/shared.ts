@@ -78,7 +78,7 @@ export class SharedCluster {
     // Nothing runs until this member holds a task's lock.
     void this.controller.pause(0);
     const store = new OwnedState(this.writer, this.settings, this.controller, () => this.schedule());
-    this.controller.setHooks({ onEvent: (e) => store.event(e), onTaskChange: (c) => store.change(c) });
+    this.controller.setHooks({ onEvent: (e) => store.event(e), onTaskChange: (c) => store.change(c), onHold: (t, r) => store.hold(t, r) });
   }
 
   // ---- what the API and CLI ask -------------------------------------------------------------
@@ -291,7 +291,7 @@ export class SharedCluster {
       const read = await this.kv.list(this.settings.statePrefix);
       const state = parseState(this.settings.statePrefix, read.data);
       this.lastState = state;
-      for (const p of this.controller.restore(state.tasks.values(), state.events)) this.log.debug(`ha: ${p}`);
+      for (const p of this.controller.restore(state.tasks.values(), state.events, state.holds)) this.log.debug(`ha: ${p}`);
       return true;
     } catch (err) {
       this.log.warn(`ha: reading the stored state failed: ${messageOf(err)}; using the last one seen`);

@@ -2,6 +2,7 @@ import { MAX_WALK_DEPTH, tooDeepAt } from "../data-depth.ts";
 import type { TaskEvent } from "../runtime/events.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { KvItem } from "./kv.ts";
+import { isHoldRecord, type HoldRecord } from "../runtime/holds.ts";
 
 /**
  * What the cluster remembers about one task beyond the config files: a task created through the
@@ -24,6 +25,8 @@ export interface StoredTask {
 export interface StoredState {
   tasks: Map<string, StoredTask>;
   events: Map<string, TaskEvent[]>;
+  /** Plans held for approval (and rejected inputs), by task. */
+  holds: Map<string, HoldRecord>;
   /** Entries that could not be parsed (logged, ignored). */
   problems: string[];
 }
@@ -32,11 +35,12 @@ export interface StoredState {
 export const stateKeys = {
   task: (prefix: string, name: string) => `${prefix}tasks/${name}`,
   events: (prefix: string, name: string) => `${prefix}events/${name}`,
+  hold: (prefix: string, name: string) => `${prefix}holds/${name}`,
 };
 
 /** Parses the entries of `<parentPath>/state/` (a recursive read). */
 export function parseState(prefix: string, entries: KvItem[]): StoredState {
-  const state: StoredState = { tasks: new Map(), events: new Map(), problems: [] };
+  const state: StoredState = { tasks: new Map(), events: new Map(), holds: new Map(), problems: [] };
   for (const e of entries) {
     if (!e.key.startsWith(prefix)) continue;
     const rest = e.key.slice(prefix.length);
@@ -55,6 +59,9 @@ export function parseState(prefix: string, entries: KvItem[]): StoredState {
           throw new Error("not a stored task");
         if (t.origin === "api" && !t.deleted && (!t.spec || typeof t.spec !== "object")) throw new Error("an API task without its spec");
         state.tasks.set(name, t);
+      } else if (kind === "holds") {
+        if (!isHoldRecord(value, name)) throw new Error("not a held plan of this task");
+        state.holds.set(name, value);
       } else if (kind === "events") {
         if (!Array.isArray(value)) throw new Error("not a list of events");
         state.events.set(name, (value as TaskEvent[]).filter((ev) => ev && typeof ev === "object" && ev.task_name === name));

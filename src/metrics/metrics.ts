@@ -50,6 +50,8 @@ export interface TaskGaugeState {
   status: string;
   /** The newest event's outcome, if any. */
   lastOutcome?: string;
+  /** Whether the task holds a plan waiting for approval. */
+  held?: boolean;
 }
 
 /** Reads of the runtime's state, taken when metrics are scraped. */

@@ -3,7 +3,7 @@ import type { Metrics, RunPhase, StateProbe } from "./metrics.ts";
 import { processLabel } from "./metrics.ts";
 
 /** Run outcomes as the metrics label them; anything else is `other`, so the label set stays fixed. */
-export const RUN_OUTCOMES = ["applied", "no-op", "planned", "destroyed", "errored", "cancelled", "drift", "other"] as const;
+export const RUN_OUTCOMES = ["applied", "no-op", "planned", "destroyed", "errored", "cancelled", "drift", "held", "rejected", "other"] as const;
 
 // The runtime says "failed"; the metrics say "errored", CTS's word for a failed task.
 const outcomeLabel = (outcome: string): string => (outcome === "failed" ? "errored" : (RUN_OUTCOMES as readonly string[]).includes(outcome) ? outcome : "other");
@@ -44,6 +44,16 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
     collect() {
       this.reset();
       for (const t of probe?.tasks() ?? []) this.set({ task: t.task, status: t.status }, 1);
+    },
+  });
+  new Gauge({
+    name: "cts_task_plan_held",
+    help: "1 while the task holds a plan a guard refused (or that waits for approval), 0 otherwise.",
+    labelNames: ["task"],
+    registers,
+    collect() {
+      this.reset();
+      for (const t of probe?.tasks() ?? []) this.set({ task: t.task }, t.held ? 1 : 0);
     },
   });
   new Gauge({

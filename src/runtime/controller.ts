@@ -8,6 +8,7 @@ import { Activity, EventStore, eventError, makeEvent, type RunActivity, type Tas
 import type { ControllerHooks, HaControl, RestoredTask, RetryNotice, RunModes, RunOutcome, TaskControl, TaskView } from "./interfaces.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { TaskRunner } from "./run.ts";
+import type { HeldPlan, HoldRecord } from "./holds.ts";
 import { refused, TaskRuns, type RunGate, type RunSettings } from "./runs.ts";
 import { Ownership } from "./ownership.ts";
 import { TaskChanges } from "./task-changes.ts";
@@ -55,6 +56,7 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
 
   constructor(private readonly parts: ControllerParts) {
     const { runner, activity, log, metrics } = parts;
+    runner.holds.observe((task, record) => this.hooks.onHold?.(task, record));
     this.events = parts.events;
     this.runs = new TaskRuns({ ...parts.runs, runner, gate: this, log, activity, metrics });
     this.triggers = new Triggers({ ...parts.triggers, runs: this.runs, gate: this, activity, log, metrics });
@@ -122,7 +124,11 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     if (!e) return undefined;
     const d = this.triggers.driftFor(e);
     const drift = d.enabled || e.lastDrift ? { drift: { ...d, ...(e.lastDrift ? { last: e.lastDrift } : {}) } } : {};
-    return this.parts.tasks.view(name, { status: this.events.status(name), running: this.runs.queue.isRunning(name), bufferPeriod: this.triggers.bufferFor(e), ...drift });
+    const { guards, always } = this.parts.runner.guardsOf(e);
+    const held = this.parts.runner.holds.held(name);
+    const view = this.parts.tasks.view(name, { status: this.events.status(name), running: this.runs.queue.isRunning(name), bufferPeriod: this.triggers.bufferFor(e), ...drift });
+    if (!view) return view;
+    return { ...view, ...(held ? { held } : {}), ...(guards || always ? { guards: { ...(guards ? { guards } : {}), approval: always ? "always" : "guards" } } : {}) };
   }
 
   /** Calls `listener` when a run or drift check starts or ends; returns the unsubscribe function. */
@@ -236,6 +242,34 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     return this.changes.delete(name, opts);
   }
 
+  /** Approves the held plan and runs the task now: the outcome of that run (applied, or held again). */
+  async approve(name: string): Promise<RunOutcome> {
+    const e = this.parts.tasks.get(name);
+    const held = this.parts.runner.holds.approve(name);
+    if (!held) throw notHeld(name);
+    this.parts.log.info(`task '${name}': the held plan was approved (${held.summary.add} to add, ${held.summary.change} to change, ${held.summary.destroy} to destroy); applying it`, { task: name });
+    if (!e.enabled) return refused(name, "disabled");
+    return this.runs.request(name);
+  }
+
+  /** Rejects the held plan: discarded, recorded as an event; the same inputs are not planned again. */
+  async reject(name: string): Promise<HeldPlan> {
+    this.parts.tasks.get(name);
+    const held = await this.parts.runner.reject(name);
+    if (!held) throw notHeld(name);
+    this.parts.log.warn(`task '${name}': the held plan was rejected and discarded; nothing was applied. The task plans again when its inputs change`, { task: name });
+    this.record(
+      makeEvent(name, new Date(), {
+        success: false,
+        outcome: "rejected",
+        error: { message: `the held plan (${held.summary.add} to add, ${held.summary.change} to change, ${held.summary.destroy} to destroy) was rejected; nothing was applied` },
+        changes: held.summary,
+        ...(held.resources.length ? { resources: held.resources } : {}),
+      }),
+    );
+    return held;
+  }
+
   // ---- high availability --------------------------------------------------------------------
 
   /** Sets the observers (one set; high availability installs it). */
@@ -281,9 +315,12 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
    * Makes tasks and events match a stored state; runs nothing, calls no hook. A paused controller
    * takes all of it; in shared mode the tasks this instance owns are left alone (it is their author).
    */
-  restore(tasks: Iterable<RestoredTask>, events: ReadonlyMap<string, TaskEvent[]>): string[] {
+  restore(tasks: Iterable<RestoredTask>, events: ReadonlyMap<string, TaskEvent[]>, holds?: ReadonlyMap<string, HoldRecord>): string[] {
     if (this.watching && !this.owned.shared) throw new CtsError("CTS_INTERNAL", "internal", "restore() needs a paused controller");
-    return this.parts.tasks.restore(tasks, events, this.events, this.owned.set);
+    const problems = this.parts.tasks.restore(tasks, events, this.events, this.owned.set);
+    // Held plans as the cluster stored them (the tasks this instance owns in shared mode are its own).
+    if (holds) for (const name of this.taskNames()) if (!this.owned.set?.has(name)) this.parts.runner.holds.restore(name, holds.get(name));
+    return problems;
   }
 
   // ---- shared cluster mode ------------------------------------------------------------------
@@ -315,4 +352,10 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
   async disown(name: string, graceMs = 10_000): Promise<void> {
     if (this.owned.release(name)) await this.changes.handOver(name, graceMs);
   }
+}
+
+/** PLAN_NOT_HELD for approve/reject of a task that holds no plan. */
+function notHeld(name: string): CtsError {
+  // 409: the task exists, but its state does not allow the call.
+  return new CtsError("PLAN_NOT_HELD", "usage", `holds no plan waiting for approval.`, { task: name, detail: { status: 409 } });
 }

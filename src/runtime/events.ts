@@ -14,7 +14,7 @@ export interface TaskEvent {
   error: { message: string; at?: string; stack?: string[] } | null;
   config: { source?: string; services?: string[]; providers?: string[] };
   /** Beyond CTS: what the run did ("applied", "no-op" when the JSON was unchanged, "planned", "destroyed"). */
-  outcome?: "applied" | "no-op" | "planned" | "destroyed" | "failed" | "cancelled" | "drift";
+  outcome?: "applied" | "no-op" | "planned" | "destroyed" | "failed" | "cancelled" | "drift" | "held" | "rejected" | "approved";
   /** Beyond CTS: resource changes of the run (of a drift check: what the plan found). */
   changes?: { add: number; change: number; destroy: number };
   /**
@@ -24,6 +24,8 @@ export interface TaskEvent {
   resources?: Array<{ address: string; action: string }>;
   /** Beyond CTS, Terraform Cloud driver: the run's page (also when the run failed, was discarded or waits for confirmation). */
   run_url?: string;
+  /** Beyond CTS, a plan held for approval (outcome "held"): why, and since when. `changes`/`resources` say what it would change. */
+  hold?: { reasons: string[]; why: "guards" | "always"; heldAt: string };
   /** Beyond CTS, drift checks only: whether the drift was corrected, and what that apply changed. */
   drift?: { corrected: boolean; applied?: { add: number; change: number; destroy: number } };
 }

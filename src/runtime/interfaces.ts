@@ -7,6 +7,8 @@ import type { SynthResult } from "../synth/synthesize.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { EventStore, RunActivity, TaskEvent, TaskStatus } from "./events.ts";
 import type { DriftResult, DriftSettings } from "./drift.ts";
+import type { HeldPlan, HoldRecord } from "./holds.ts";
+import type { GuardSettings } from "../task/guards.ts";
 
 // The shapes the API, high availability and the CLI see of the runtime. They depend on nothing
 // inside it, so those callers never reach past these into how a run is made.
@@ -22,6 +24,8 @@ export interface RunOutcome {
   drift?: DriftResult;
   synth?: SynthResult;
   error?: CtsError;
+  /** A plan held for approval (outcome "held"). */
+  hold?: HeldPlan;
 }
 
 /** A task as the API and CLI see it. */
@@ -44,6 +48,10 @@ export interface TaskView {
   spec?: ModuleTaskSpec;
   /** Drift detection: the effective settings and the last check (none yet: undefined). */
   drift?: DriftSettings & { last?: DriftResult };
+  /** A plan held for approval (plan guards, `approval: "always"`), if any. */
+  held?: HeldPlan;
+  /** The task's plan guards and approval mode, when it has any. */
+  guards?: { guards?: GuardSettings; approval: "always" | "guards" };
 }
 
 /** A change made to a task at run time (API), for whoever persists them (high availability). */
@@ -72,6 +80,8 @@ export interface ControllerHooks {
   onTaskChange?(change: TaskChange): void;
   /** A run failed and is retried after a delay. */
   onRetry?(notice: RetryNotice): void;
+  /** A task's held plan changed: held, approved, rejected (a record), or cleared (undefined). */
+  onHold?(task: string, record: HoldRecord | undefined): void;
 }
 
 /** One task of a stored state (high availability): an enabled override, a tombstone, or an API task. */
@@ -104,6 +114,13 @@ export interface TaskControl {
   /** Plans a module task that is not kept; its working dir is removed afterwards. */
   dryRunModuleTask(spec: ModuleTaskSpec): Promise<RunOutcome>;
   deleteTask(name: string, opts?: { destroy?: boolean }): Promise<RunOutcome | undefined>;
+  /**
+   * Approves the task's held plan and runs the task: applies exactly that plan (or, when the inputs
+   * changed meanwhile, checks the new plan). Throws TASK_NOT_FOUND, or PLAN_NOT_HELD when nothing is held.
+   */
+  approve(name: string): Promise<RunOutcome>;
+  /** Discards the task's held plan (not applied; the same inputs are not planned again). Throws TASK_NOT_FOUND or PLAN_NOT_HELD. */
+  reject(name: string): Promise<HeldPlan>;
 }
 
 /** What high availability does with the runtime: pause while following, restore, resume when leading. */
@@ -111,7 +128,8 @@ export interface HaControl {
   readonly isPaused: boolean;
   pause(graceMs?: number): Promise<void>;
   resume(): Promise<void>;
-  restore(tasks: Iterable<RestoredTask>, events: ReadonlyMap<string, TaskEvent[]>): string[];
+  /** Takes a stored state: tasks, events and (when given) held plans. */
+  restore(tasks: Iterable<RestoredTask>, events: ReadonlyMap<string, TaskEvent[]>, holds?: ReadonlyMap<string, HoldRecord>): string[];
   setHooks(hooks: ControllerHooks): void;
   /** Shared cluster mode: only owned tasks watch and run (call before resume). */
   shareTasks(): void;

@@ -1,10 +1,13 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { CtsError } from "../errors.ts";
+import { CtsError, isErrorCode } from "../errors.ts";
+import { effectiveGuards, guardViolations, type GuardSettings, type PlanJson } from "../task/guards.ts";
+import { Holds, planDigest, type HeldPlan } from "./holds.ts";
+import { knownSecrets } from "../secrets/redactor.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { Driver, TaskWorkspace } from "../driver/types.ts";
+import type { Driver, RunResult, TaskWorkspace } from "../driver/types.ts";
 import type { SynthResult } from "../synth/synthesize.ts";
 import type { Synthesizer } from "../synth/synthesizer.ts";
 import { APPLIED_HASH_FILE } from "../synth/paths.ts";
@@ -18,7 +21,7 @@ import type { TaskInputSource } from "./task-input.ts";
 export type RunMode = "apply" | "plan" | "destroy";
 
 /** The driver as a run uses it (src/driver/types.ts): the operations, where each task works, cooling down. */
-export type RunDriver = Pick<Driver, "apply" | "plan" | "destroy" | "taskDir" | "coolDown">;
+export type RunDriver = Pick<Driver, "apply" | "plan" | "destroy" | "taskDir" | "coolDown" | "planToApply" | "applyPlan" | "discardPlan">;
 
 /** A module task's provider values and `task_env` (CTS passes them through the environment only). */
 function taskEnvironment(e: TaskEntry): Record<string, string> {
@@ -34,6 +37,8 @@ export interface RunDeps {
   inputs: TaskInputSource;
   log: Logger;
   metrics?: Metrics;
+  /** Held plans (plan guards, approvals); default: kept in each task's folder only. */
+  holds?: Holds;
 }
 
 type Prepared = { synth: SynthResult; ws: TaskWorkspace };
@@ -50,13 +55,28 @@ type Prepared = { synth: SynthResult; ws: TaskWorkspace };
  * have changed part of the infrastructure, so the next run must apply even if its JSON is the same.
  */
 export class TaskRunner {
-  constructor(private readonly deps: RunDeps) {}
+  /** Plans held for approval, by task. */
+  readonly holds: Holds;
+
+  constructor(private readonly deps: RunDeps) {
+    this.holds = deps.holds ?? new Holds((task) => deps.driver.taskDir(task));
+  }
+
+  /** The guards a task's plans are checked with (its own over the config's), and whether every plan waits for approval. */
+  guardsOf(e: TaskEntry): { guards?: GuardSettings; always: boolean } {
+    const guards = effectiveGuards(this.deps.loaded.config.guards, e.task.guards);
+    return { ...(guards ? { guards } : {}), always: e.task.approval === "always" };
+  }
 
   /** One attempt at a run: apply (skipped when nothing changed), plan or destroy. */
   async attempt(e: TaskEntry, mode: RunMode, signal: AbortSignal): Promise<RunOutcome> {
     const { synth, ws } = await this.prepare(e, signal);
     // CTS applies a scheduled task on every tick, whatever its data: the infrastructure may have drifted.
-    if (mode === "apply" && e.task.condition.kind !== "schedule" && synth.hash === e.lastAppliedHash) return { task: e.name, ok: true, outcome: "no-op", synth };
+    if (mode === "apply" && e.task.condition.kind !== "schedule" && synth.hash === e.lastAppliedHash) {
+      // The inputs went back to what is applied: a hold made for other inputs no longer applies.
+      if (this.holds.get(e.name).held || this.holds.get(e.name).rejected) await this.dropHold(e, "the inputs are back to what is applied");
+      return { task: e.name, ok: true, outcome: "no-op", synth };
+    }
     const { driver } = this.deps;
     const onOutput = this.outputLog(e);
     if (mode === "plan") {
@@ -85,6 +105,8 @@ export class TaskRunner {
     if (!plan.changesPresent) return { task: e.name, ok: true, outcome: "in-sync", result: plan, synth, drift: { state: "in-sync", checkedAt: at() } };
     if (!correct) return { task: e.name, ok: true, outcome: "drift", result: plan, synth, drift: { state: "drifted", checkedAt: at(), changes: plan.summary } };
     const applied = await this.apply(e, synth, ws, signal);
+    // Plan guards held the correction: the drift stays, waiting for `cts approve`.
+    if (applied.outcome !== "applied") return { ...applied, outcome: "drift", drift: { state: "drifted", checkedAt: at(), changes: plan.summary } };
     return { ...applied, outcome: "drift", result: plan, drift: { state: "corrected", checkedAt: at(), changes: plan.summary, applied: applied.result!.summary } };
   }
 
@@ -134,8 +156,16 @@ export class TaskRunner {
   }
 
   private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, signal: AbortSignal): Promise<RunOutcome> {
+    const { guards, always } = this.guardsOf(e);
+    // Without guards or approval a run applies at once: no plan first (the fast path).
+    if (guards || always || this.holds.get(e.name).held) return this.guardedApply(e, synth, ws, signal, guards, always);
     this.voidAppliedHash(e);
     const result = await this.deps.driver.apply(ws, { signal, onOutput: this.outputLog(e) });
+    return this.applied(e, synth, result);
+  }
+
+  /** Records a successful apply: the applied hash (memory and file), no hold left. */
+  private applied(e: TaskEntry, synth: SynthResult, result: RunResult): RunOutcome {
     e.lastAppliedHash = synth.hash;
     // Best effort: a missing file only costs one apply that could have been skipped.
     try {
@@ -145,4 +175,126 @@ export class TaskRunner {
     }
     return { task: e.name, ok: true, outcome: "applied", result, synth };
   }
+
+  /**
+   * An apply behind plan guards: plan into a kept plan, check it, then apply exactly that plan or
+   * hold it for a person. A held plan of the same inputs stays held (no new plan) until approved or
+   * rejected; other inputs supersede it. An approved plan is applied from its kept file; when that is
+   * gone or stale (restart on another machine, the state moved), the new plan is applied only if it
+   * makes the same changes (same digest), else it is checked again.
+   */
+  private async guardedApply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, signal: AbortSignal, guards: GuardSettings | undefined, always: boolean): Promise<RunOutcome> {
+    const { driver } = this.deps;
+    if (!driver.planToApply || !driver.applyPlan)
+      throw new CtsError("PLAN_UNSUPPORTED", "usage", "has plan guards or approval, but the driver cannot keep a plan to apply later.", { task: e.name });
+    const onOutput = this.outputLog(e);
+    const record = this.holds.get(e.name);
+    if (record.rejected?.hash === synth.hash) return { task: e.name, ok: false, outcome: "rejected", synth, error: rejectedError(e.name) };
+    let approvedDigest: string | undefined;
+    const held = record.held;
+    if (held && held.hash === synth.hash) {
+      if (!held.approvedAt) return { task: e.name, ok: false, outcome: "held", synth, hold: held, result: heldResult(held), error: heldError(held) };
+      approvedDigest = held.digest;
+      if (held.ref) {
+        try {
+          this.voidAppliedHash(e);
+          const result = await driver.applyPlan(ws, held.ref, { signal, onOutput });
+          this.holds.clear(e.name);
+          this.deps.log.info(`task '${e.name}': applied the approved plan (${summaryWords(result.summary)})`, { task: e.name });
+          return this.applied(e, synth, result);
+        } catch (err) {
+          if (!(isErrorCode((err as CtsError)?.code) && ((err as CtsError).code === "PLAN_NOT_FOUND" || (err as CtsError).code === "PLAN_STALE"))) throw err;
+          this.deps.log.warn(`task '${e.name}': ${(err as CtsError).message}`, { task: e.name });
+        }
+      }
+    } else if (held) {
+      this.deps.log.info(`task '${e.name}': the held plan is superseded by newer inputs; planning them`, { task: e.name });
+      await this.dropHold(e, undefined);
+    }
+    const plan = await driver.planToApply(ws, { signal, onOutput });
+    if (!plan.changesPresent) {
+      this.holds.clear(e.name);
+      return this.applied(e, synth, stripPlan(plan));
+    }
+    const digest = planDigest(plan.plan);
+    let reasons: string[] = [];
+    let why: HeldPlan["why"] = "guards";
+    if (approvedDigest !== digest) {
+      reasons = guards ? guardViolations(plan.plan as PlanJson, guards) : [];
+      if (guards?.check) {
+        const reason = await this.deps.synthesizer.checkPlan?.(e.ref, plan.plan as PlanJson);
+        if (reason) reasons.push(reason);
+      }
+      if (reasons.length === 0 && always) {
+        reasons.push('the task\'s approval is "always": every plan waits for `cts approve`');
+        why = "always";
+      }
+    }
+    if (reasons.length) {
+      // Kept on disk and in Consul KV: scrubbed like an event (a predicate's reason could quote anything).
+      const hold: HeldPlan = knownSecrets.redactDeep({
+        task: e.name,
+        hash: synth.hash,
+        ref: plan.ref,
+        digest,
+        reasons,
+        why,
+        summary: plan.summary,
+        resources: plan.resources ?? [],
+        heldAt: new Date().toISOString(),
+      } satisfies HeldPlan);
+      this.holds.hold(hold);
+      return { task: e.name, ok: false, outcome: "held", synth, hold, result: stripPlan(plan), error: heldError(hold) };
+    }
+    this.voidAppliedHash(e);
+    const result = await driver.applyPlan(ws, plan.ref, { signal, onOutput });
+    this.holds.clear(e.name);
+    return this.applied(e, synth, result);
+  }
+
+  /** Lets go of a task's hold: the kept plan is discarded, the record cleared. */
+  async dropHold(e: TaskEntry | string, why: string | undefined): Promise<HeldPlan | undefined> {
+    const name = typeof e === "string" ? e : e.name;
+    const held = this.holds.held(name);
+    this.holds.clear(name);
+    if (held?.ref) await this.deps.driver.discardPlan?.(name, held.ref).catch(() => undefined);
+    if (held && why) this.deps.log.info(`task '${name}': the held plan was dropped: ${why}`, { task: name });
+    return held;
+  }
+
+  /** Rejects a task's held plan: discards the kept plan; the same inputs are not planned again until they change. */
+  async reject(name: string): Promise<HeldPlan | undefined> {
+    const held = this.holds.reject(name);
+    if (held?.ref) await this.deps.driver.discardPlan?.(name, held.ref).catch(() => undefined);
+    return held;
+  }
+}
+
+/** A run result without the plan JSON (it may hold sensitive values and must not travel further). */
+function stripPlan(p: RunResult & { plan?: unknown; ref?: string }): RunResult {
+  const { plan: _plan, ref: _ref, ...rest } = p;
+  return rest;
+}
+
+/** The run result a held plan shows (what it would change). */
+function heldResult(h: HeldPlan): RunResult {
+  return { changesPresent: true, summary: h.summary, resources: h.resources, output: "" };
+}
+
+function summaryWords(c: { add: number; change: number; destroy: number }): string {
+  return `${c.add} to add, ${c.change} to change, ${c.destroy} to destroy`;
+}
+
+/** PLAN_HELD: what was held and why, with the commands that decide. */
+export function heldError(h: HeldPlan): CtsError {
+  return new CtsError(
+    "PLAN_HELD",
+    "external",
+    `plan held for approval (${summaryWords(h.summary)}): ${h.reasons.join("; ")}. Apply exactly it with \`cts approve ${h.task}\`, or discard it with \`cts reject ${h.task}\`.`,
+    { task: h.task, detail: { reasons: h.reasons, summary: h.summary } },
+  );
+}
+
+function rejectedError(task: string): CtsError {
+  return new CtsError("PLAN_HELD", "external", `the plan of these inputs was rejected; nothing is applied until the task's inputs change (or it is run again after they do).`, { task });
 }

@@ -129,6 +129,8 @@ export class TaskRuns {
       if (outcome.ok && outcome.outcome === "applied") e.lastDrift = undefined;
       this.deps.gate.record(eventOf(e, start, outcome));
       if (outcome.ok) this.deps.log.info(`task '${e.name}': ${outcome.outcome}`, { task: e.name, ...(outcome.result?.summary ?? {}), ...runUrl(outcome) });
+      else if (outcome.outcome === "held" || outcome.outcome === "rejected")
+        this.deps.log.warn(`task '${e.name}': ${(outcome.error?.message ?? outcome.outcome).replace(`Task '${e.name}': `, "")}`, { task: e.name, outcome: outcome.outcome, ...(outcome.result?.summary ?? {}) });
       else this.deps.log.error(`task '${e.name}': ${outcome.error?.message ?? outcome.outcome}${doctorHint(outcome.error)}`, { task: e.name, ...userCodeFields(outcome.error) });
     }
     this.deps.activity.ran(e.name);
@@ -251,6 +253,7 @@ function eventOf(e: TaskEntry, start: Date, outcome: RunOutcome): TaskEvent {
     ...(outcome.result ? { changes: outcome.result.summary } : {}),
     ...(outcome.result?.resources?.length ? { resources: outcome.result.resources } : {}),
     ...runUrl(outcome),
+    ...(outcome.hold ? { hold: { reasons: outcome.hold.reasons, why: outcome.hold.why, heldAt: outcome.hold.heldAt } } : {}),
   });
 }
 

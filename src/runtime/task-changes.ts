@@ -98,6 +98,8 @@ export class TaskChanges {
     }
     tasks.remove(name);
     this.d.events.delete(name);
+    // A held plan goes with its task (and its stored copy with it).
+    await this.d.runner.dropHold(name, undefined);
     this.d.changed({ kind: "deleted", task: name, origin: e.origin });
     await this.removeDir(name);
     return outcome;

@@ -10,10 +10,22 @@ import { synthesizeTask, type SynthContext, type SynthResult } from "./synthesiz
 import type { TaskRef } from "./task-ref.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { userCode } from "../user-frames.ts";
+import { runPredicate, type PlanGuards, type PlanJson } from "../task/guards.ts";
+
+/** A task's own guard predicate, if it has one. */
+export function predicateReason(task: Task<Condition, TaskInputs> | undefined, plan: PlanJson): string | undefined {
+  const guards = task?.guards as PlanGuards | false | undefined;
+  return guards && typeof guards.check === "function" ? runPredicate(guards.check, plan) : undefined;
+}
 
 /** Turns a task and its input into Terraform JSON. */
 export interface Synthesizer {
   synth(ref: TaskRef, input: AnyTaskInput, ctx: SynthContext): Promise<SynthResult>;
+  /**
+   * Runs the task's guard predicate (`guards.check`) over a plan where the task's code lives: the
+   * reason to hold it, or undefined. A task without a predicate answers undefined.
+   */
+  checkPlan?(ref: TaskRef, plan: PlanJson): Promise<string | undefined>;
   /** Frees the worker (if any). */
   close(): Promise<void>;
 }
@@ -31,6 +43,9 @@ export function inProcessSynthesizer(lookup: (name: string) => Task<Condition, T
       const task = ref.kind === "module" ? new ModuleTask(ref.spec) : lookup(ref.name);
       if (!task) throw new CtsError("TASK_NOT_FOUND", "usage", `no task '${ref.kind === "config" ? ref.name : ref.spec.name}' in the config`);
       return synthesizeTask(task, input, ctx);
+    },
+    async checkPlan(ref, plan) {
+      return ref.kind === "config" ? predicateReason(lookup(ref.name), plan) : undefined;
     },
     async close() {},
   };
@@ -166,6 +181,12 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
       return queue(() => ask<SynthResult>({ ref, input, ctx }, true));
     },
     describe: (configFile) => queue(() => ask<ConfigDescription>({ describe: configFile }, false)),
+    async checkPlan(ref, plan) {
+      // The predicate is the user's code: it runs where the config was loaded.
+      if (ref.kind !== "config") return undefined;
+      const answer = await queue(() => ask<{ reason?: string }>({ checkPlan: ref, plan }, false));
+      return answer.reason;
+    },
     async release() {
       await chain;
       clock.clearTimeout(idleTimer);

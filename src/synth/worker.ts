@@ -5,7 +5,8 @@ import { CtsError } from "../errors.ts";
 import { ModuleTask } from "../task/module-task.ts";
 import type { AnyTaskInput } from "../task/task.ts";
 import { synthesizeTask, type SynthContext } from "./synthesize.ts";
-import { serializeError } from "./synthesizer.ts";
+import { predicateReason, serializeError } from "./synthesizer.ts";
+import type { PlanJson } from "../task/guards.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import type { TaskRef } from "./task-ref.ts";
 
@@ -32,7 +33,11 @@ function configFor(key: string, files: string | string[]) {
   return loading;
 }
 
-type Request = ({ id: number; describe: string | string[] } | { id: number; ref: TaskRef; input: AnyTaskInput; ctx: SynthContext }) & { secrets: string[] };
+type Request = (
+  | { id: number; describe: string | string[] }
+  | { id: number; checkPlan: TaskRef; plan: PlanJson }
+  | { id: number; ref: TaskRef; input: AnyTaskInput; ctx: SynthContext }
+) & { secrets: string[] };
 
 // The main thread's secrets, known before any code of the config runs here.
 for (const s of (workerData as { secrets?: string[] } | undefined)?.secrets ?? []) knownSecrets.add(s);
@@ -65,6 +70,15 @@ parentPort!.on("message", async (msg: Request) => {
     try {
       const key = Array.isArray(msg.describe) ? msg.describe.join("\n") : msg.describe;
       reply({ id: msg.id, ok: true, result: describeConfig(await configFor(key, msg.describe)) });
+    } catch (err) {
+      reply({ id: msg.id, ok: false, error: serializeError(err) });
+    }
+    return;
+  }
+  if ("checkPlan" in msg) {
+    try {
+      const reason = predicateReason(await taskFor(msg.checkPlan), msg.plan);
+      reply({ id: msg.id, ok: true, result: reason === undefined ? {} : { reason } });
     } catch (err) {
       reply({ id: msg.id, ok: false, error: serializeError(err) });
     }

@@ -1,6 +1,7 @@
 import { CtsError } from "../errors.ts";
 import type { Condition, TaskInputs } from "./conditions.ts";
 import { isModuleTask, ModuleTask, type ModuleTaskOptions } from "./module-task.ts";
+import { guardSettings } from "./guards.ts";
 import { className } from "./shape.ts";
 import { Task, type TaskOptions, type TaskScope } from "./task.ts";
 
@@ -80,5 +81,8 @@ function taskOptions(task: Task<Condition, TaskInputs>): TaskOptions<Condition, 
     ...(task.driftCheck !== undefined ? { driftCheck: task.driftCheck } : {}),
     ...(task.workingDir !== undefined ? { workingDir: task.workingDir } : {}),
     ...(task.terraformCloudWorkspace !== undefined ? { terraformCloudWorkspace: task.terraformCloudWorkspace } : {}),
+    // A predicate cannot cross threads: the main thread keeps a flag, the worker runs it.
+    ...(task.guards !== undefined ? { guards: task.guards === false ? false : (guardSettings(task.guards) as TaskOptions["guards"]) } : {}),
+    ...(task.approval !== undefined ? { approval: task.approval } : {}),
   };
 }

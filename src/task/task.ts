@@ -1,6 +1,7 @@
 import type { TerraformStack } from "cdktf";
 import type { CatalogServices, KvPairs, ServiceInstance } from "../consul/types.ts";
 import type { SecretSource } from "./secrets.ts";
+import type { ApprovalMode, GuardSettings, PlanGuards } from "./guards.ts";
 import { missingOptionsError } from "./shape.ts";
 import type { Condition, ConsulKvCondition, CatalogServicesCondition, ServicesCondition, TaskInputs } from "./conditions.ts";
 
@@ -69,6 +70,13 @@ export interface TaskOptions<C extends Condition = Condition, I extends TaskInpu
    * `working_dir`); a relative path is taken from the config file's folder. No two tasks may share one.
    */
   workingDir?: string;
+  /**
+   * Checks of each plan before it is applied (overrides the config's `guards`; `false` turns them
+   * off). A plan that breaks one is held until `cts approve` / `cts reject`.
+   */
+  guards?: PlanGuards | false;
+  /** `"always"`: every plan with changes waits for `cts approve` (default `"guards"`: only plans a guard refuses). */
+  approval?: ApprovalMode;
   /** The task's workspace settings under the Terraform Cloud driver (CTS's `terraform_cloud_workspace`); ignored by the local driver. */
   terraformCloudWorkspace?: TerraformCloudWorkspaceOption;
 }
@@ -115,6 +123,10 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
   readonly workingDir: string | undefined;
   /** Workspace settings under the Terraform Cloud driver. */
   readonly terraformCloudWorkspace: TerraformCloudWorkspaceOption | undefined;
+  /** Per-task plan guards (on the daemon's main thread a task class's `check` is only a flag: it runs in the synthesis worker). */
+  readonly guards: PlanGuards | GuardSettings | false | undefined;
+  /** Whether every plan waits for approval. */
+  readonly approval: ApprovalMode | undefined;
 
   constructor(options: TaskOptions<C, I>) {
     // Configs are loaded without a type-check: a missing argument arrives here at run time.
@@ -129,6 +141,8 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
     this.driftCheck = options.driftCheck;
     this.workingDir = options.workingDir;
     this.terraformCloudWorkspace = options.terraformCloudWorkspace;
+    this.guards = options.guards;
+    this.approval = options.approval;
   }
 
   /** Builds the task's resources in `scope` from `input`. Called on every run; must be deterministic. */

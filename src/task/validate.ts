@@ -1,4 +1,5 @@
 import { MAX_DATA_DEPTH, tooDeepAt } from "../data-depth.ts";
+import { approvalProblems, guardProblems } from "./guards.ts";
 import type { Problem } from "../problems.ts";
 import { parseCron } from "./cron.ts";
 import { parseDuration } from "../duration.ts";
@@ -38,6 +39,7 @@ export function taskProblems(task: Task<Condition, TaskInputs>): Problem[] {
   }
   if (task.bufferPeriod) problems.push(...bufferProblems(task.bufferPeriod, "bufferPeriod"));
   if (task.driftCheck !== undefined) problems.push(...driftCheckProblems(task.driftCheck, "driftCheck"));
+  problems.push(...guardProblems(task.guards, "guards"), ...approvalProblems(task.approval, "approval"));
   for (const [name, source] of Object.entries(task.secrets ?? {})) {
     if (!SECRET_NAME.test(name)) problems.push({ field: `secrets.${name}`, message: "is not a valid Terraform variable name. Use letters, digits and '_'." });
     const ok = source && typeof source === "object" && (typeof (source as { env?: unknown }).env === "string" || typeof (source as { file?: unknown }).file === "string");

@@ -7,17 +7,21 @@ import { Initializer } from "./initializer.ts";
 import { stateLockWaiter, type StateLockWaiter } from "./lock-wait.ts";
 import { validateTaskName } from "./names.ts";
 import type { Operation } from "./operation.ts";
-import { ChangeCommands, changeCommandWords, type ChangeKind, type ChangeOutcome } from "./plan-apply.ts";
+import { ChangeCommands, changeCommandWords, discardKeptPlans, type ChangeKind, type ChangeOutcome } from "./plan-apply.ts";
+import { KEPT_PLAN_FILE } from "./working-dir.ts";
 import { providerLauncher } from "./provider-process.ts";
 import { redacting } from "./redaction.ts";
 import { createKeyedSerializer } from "./serial.ts";
 import { definedOnly, driverSettings, type DriverSettings } from "./settings.ts";
-import type { LocalTerraformDriver, RunOptions, RunResult, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
+import type { LocalTerraformDriver, RunOptions, RunResult, SavedPlan, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
 import type { WarmProcessInfo } from "./warm-pool.ts";
 import { createWarmPool, DEFAULT_WARM_LIMITS } from "./warm-pool.ts";
 import { launchedProviders, PooledProviders, type ProviderSource } from "./warm-providers.ts";
 import { identityText } from "./version.ts";
 import { WorkingRoot } from "./working-root.ts";
+
+/** A main command other than plain plan/apply/destroy (a kept plan, its apply). */
+type MainCommand = (op: Operation, extraEnv?: Record<string, string>) => Promise<ChangeOutcome>;
 
 /** The parts a local driver is made of, one job each. */
 export interface LocalDriverParts {
@@ -62,6 +66,20 @@ export class LocalDriver implements LocalTerraformDriver {
     return this.run("destroy", ws, opts);
   }
 
+  planToApply(ws: TaskWorkspace, opts?: RunOptions): Promise<SavedPlan> {
+    return this.run("plan", ws, opts, (op, extraEnv) => this.parts.changes.planToKeep(op, extraEnv)) as Promise<SavedPlan>;
+  }
+
+  applyPlan(ws: TaskWorkspace, ref: string, opts?: RunOptions): Promise<RunResult> {
+    return this.run("apply", ws, opts, (op, extraEnv) => this.parts.changes.applyKept(op, ref, extraEnv));
+  }
+
+  async discardPlan(task: string, ref: string): Promise<void> {
+    validateTaskName(task);
+    if (!KEPT_PLAN_FILE.test(ref)) return;
+    await this.tasks.run(task, () => discardKeptPlans(this.parts.folders.taskDir(task), ref));
+  }
+
   version(): Promise<string> {
     return this.parts.runner.version();
   }
@@ -88,7 +106,7 @@ export class LocalDriver implements LocalTerraformDriver {
   }
 
   /** One operation of a task, queued behind the task's previous one; what leaves is scrubbed of secrets. */
-  private run(kind: ChangeKind, ws: TaskWorkspace, opts: RunOptions = {}): Promise<RunResult> {
+  private run(kind: ChangeKind, ws: TaskWorkspace, opts: RunOptions = {}, command?: MainCommand): Promise<RunResult> {
     try {
       validateTaskName(ws.task);
     } catch (err) {
@@ -96,13 +114,13 @@ export class LocalDriver implements LocalTerraformDriver {
     }
     // Provider errors can quote a secret (an invalid key, a URL with a token): scrub what leaves.
     return redacting(
-      this.tasks.run(ws.task, () => this.operate(kind, ws, opts)),
+      this.tasks.run(ws.task, () => this.operate(kind, ws, opts, command)),
       this.parts.redact,
     );
   }
 
   /** The steps of one operation: the task's folder and files, `init` when needed, the main command. */
-  private async operate(kind: ChangeKind, ws: TaskWorkspace, opts: RunOptions): Promise<RunResult> {
+  private async operate(kind: ChangeKind, ws: TaskWorkspace, opts: RunOptions, command?: MainCommand): Promise<RunResult> {
     const { folders, runner, initializer } = this.parts;
     const dir = await folders.prepare(ws.task);
     const op = runner.operation(ws, dir, opts);
@@ -112,13 +130,13 @@ export class LocalDriver implements LocalTerraformDriver {
       await folders.writeFiles(dir, ws);
       const initialized = await initializer.ensure(op, ws);
       try {
-        return { ...(await this.mainCommand(kind, op, ws)), initialized };
+        return { ...(await this.mainCommand(kind, op, ws, command)), initialized };
       } catch (err) {
         // A damaged .terraform or a vanished workspace: repair once, then let a second failure stand.
         if (!needsFreshInit(err)) throw err;
         this.parts.log?.(ws.task, "working directory needs a fresh init; re-initializing and retrying once");
         await initializer.again(op, ws);
-        return { ...(await this.mainCommand(kind, op, ws)), initialized: true };
+        return { ...(await this.mainCommand(kind, op, ws, command)), initialized: true };
       }
     } finally {
       op.dispose();
@@ -129,13 +147,13 @@ export class LocalDriver implements LocalTerraformDriver {
    * plan, apply or destroy: on warm providers when there are (once more with a normal launch if
    * one of them fails it), timed, waiting out a state lock held elsewhere up to the lock timeout.
    */
-  private mainCommand(kind: ChangeKind, op: Operation, ws: TaskWorkspace): Promise<ChangeOutcome> {
+  private mainCommand(kind: ChangeKind, op: Operation, ws: TaskWorkspace, command?: MainCommand): Promise<ChangeOutcome> {
     const { runner, providers, changes, waitForLocks } = this.parts;
     return providers.run(
       ws.task,
       op.dir,
       () => runner.env(ws.env, ws.task),
-      (extraEnv) => runner.phase(ws.task, kind, () => waitForLocks(op, () => changes.run(kind, op, extraEnv))),
+      (extraEnv) => runner.phase(ws.task, kind, () => waitForLocks(op, () => (command ? command(op, extraEnv) : changes.run(kind, op, extraEnv)))),
     );
   }
 }

@@ -1,11 +1,15 @@
-import { rm } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import type { CtsError } from "../errors.ts";
+import { CtsError } from "../errors.ts";
 import { commandFailure, textErrors } from "./failures.ts";
 import type { JsonResult, Operation } from "./operation.ts";
 import { lockTimeoutArg } from "./settings.ts";
 import type { RunResult } from "./types.ts";
-import { PLAN_FILE } from "./working-dir.ts";
+import { KEPT_PLAN_FILE, PLAN_FILE } from "./working-dir.ts";
+
+/** A kept plan: the outcome, the JSON plan, the file's name in the task's folder ("" when nothing changes). */
+export type KeptPlanOutcome = ChangeOutcome & { plan: Record<string, unknown>; ref: string };
 
 /** What a run does to the task's infrastructure. */
 export type ChangeKind = "apply" | "plan" | "destroy";
@@ -71,6 +75,62 @@ export class ChangeCommands {
     }
   }
 
+  /**
+   * `plan -out` into the kept plan file and `show -json` of it. No changes: nothing is kept. The
+   * human text is the JSON stream's lines (no second `show`): guards need the JSON, people the summary.
+   */
+  async planToKeep(op: Operation, extraEnv?: Record<string, string>): Promise<KeptPlanOutcome> {
+    await discardKeptPlans(op.dir);
+    const ref = `.cts-kept-${randomBytes(8).toString("hex")}.tfplan`;
+    const file = join(op.dir, ref);
+    const args = ["plan", "-detailed-exitcode", "-input=false", "-lock=true", this.lockArg, "-json", `-out=${ref}`];
+    const res = await op.json(args, op.task, extraEnv);
+    if (res.exitCode !== 0 && res.exitCode !== 2) {
+      await rm(file, { force: true });
+      throw this.failure(op, args, res, `Fix the task's configuration and run it again.`);
+    }
+    const summary = res.stream.summary("plan");
+    if (res.exitCode === 0) {
+      await rm(file, { force: true });
+      return { changesPresent: false, summary, resources: [], output: NO_CHANGES, plan: {}, ref: "" };
+    }
+    const shown = await op.text(["show", "-json", ref], op.task, { quiet: true });
+    let plan: Record<string, unknown> | undefined;
+    try {
+      plan = shown.exitCode === 0 ? (JSON.parse(shown.lines.join("\n")) as Record<string, unknown>) : undefined;
+    } catch {
+      plan = undefined;
+    }
+    if (!plan) {
+      await rm(file, { force: true });
+      throw new CtsError("TERRAFORM_FAILED", "external", `\`${op.commandName(["show"])} -json\` could not read the plan it just saved (exit ${shown.exitCode ?? "by signal"}). Run the task again.`, { task: op.task });
+    }
+    return { changesPresent: true, summary, resources: res.stream.resourceChanges, output: res.stream.lines.join("\n"), plan, ref };
+  }
+
+  /** `apply` of the kept plan file `ref`; the file is removed afterwards whatever happened (a plan applies once). */
+  async applyKept(op: Operation, ref: string, extraEnv?: Record<string, string>): Promise<ChangeOutcome> {
+    // The handle may come from stored state (KV): only a kept plan's own name is ever opened.
+    if (!KEPT_PLAN_FILE.test(ref)) throw new CtsError("PLAN_NOT_FOUND", "external", "has no kept plan by that name in its working directory; planning again.", { task: op.task });
+    const file = join(op.dir, ref);
+    if (!(await stat(file).then(() => true, () => false)))
+      throw new CtsError("PLAN_NOT_FOUND", "external", "has no kept plan in its working directory (made by another instance, or discarded); planning again.", { task: op.task });
+    const args = ["apply", "-auto-approve", "-input=false", "-lock=true", this.lockArg, "-json", ref];
+    try {
+      const res = await op.json(args, op.task, extraEnv);
+      if (res.exitCode !== 0) {
+        const text = `${res.stream.errorText()}\n${res.stderr.join("\n")}`;
+        if (/saved plan is stale/i.test(text))
+          throw new CtsError("PLAN_STALE", "external", "the state changed since the held plan was made; it was not applied. Planning again.", { task: op.task });
+        throw this.failure(op, args, res, `Fix the task's configuration or run \`cts inspect ${op.task}\`.`);
+      }
+      const summary = res.stream.summary("apply", "apply", "destroy");
+      return { changesPresent: summary.add + summary.change + summary.destroy > 0, summary, resources: res.stream.resourceChanges, output: res.stream.lines.join("\n") };
+    } finally {
+      await rm(file, { force: true });
+    }
+  }
+
   /** The error of a failed `-json` command, from its diagnostics (or its text when the JSON view never started). */
   private failure(op: Operation, args: string[], res: JsonResult, hint: string): CtsError {
     const facts = {
@@ -82,5 +142,12 @@ export class ChangeCommands {
     // The lock holder's "Lock Info" is in a diagnostic's detail, line by line.
     const raw = [...res.stream.diagnostics.map((d) => `${d.summary}\n${d.detail}`), ...res.stderr].join("\n");
     return commandFailure(op.task, facts, raw, this.lockTimeoutMs);
+  }
+}
+
+/** Removes the plans kept in a task's folder (a new plan replaces them; each may hold sensitive values). */
+export async function discardKeptPlans(dir: string, only?: string): Promise<void> {
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    if (KEPT_PLAN_FILE.test(name) && (only === undefined || name === only)) await rm(join(dir, name), { force: true });
   }
 }

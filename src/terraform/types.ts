@@ -1,11 +1,11 @@
 import type { Metrics } from "../metrics/metrics.ts";
 import type { WarmProcessInfo } from "./warm-pool.ts";
 import type { StateLockWait } from "./lock-wait.ts";
-import type { Driver } from "../driver/types.ts";
+import type { Driver, SavedPlans } from "../driver/types.ts";
 
 // The driver contract (operations, options, results) lives in src/driver/types.ts, shared with
 // any other driver; it is re-exported here for the local driver's own files and its callers.
-export type { ChangeSummary, Driver, ResourceChange, RunOptions, RunResult, TaskWorkspace, TerraformDriver } from "../driver/types.ts";
+export type { ChangeSummary, Driver, ResourceChange, RunOptions, RunResult, SavedPlan, SavedPlans, TaskWorkspace, TerraformDriver } from "../driver/types.ts";
 
 /** Time limits (ms) of the short commands; one that does not exit in time is killed and retried once. */
 export interface CommandTimeouts {
@@ -101,6 +101,9 @@ export interface TerraformDriverOptions {
 
 /** The driver `createTerraformDriver` returns: the contract plus what only a local driver can tell. */
 export interface LocalTerraformDriver extends Driver {
+  planToApply: SavedPlans["planToApply"];
+  applyPlan: SavedPlans["applyPlan"];
+  discardPlan: SavedPlans["discardPlan"];
   /** How many commands hung (did not exit within their limit) and were killed, since start. */
   hungCommands(): number;
   /** The warm provider processes alive now (tests, benchmark). */

@@ -16,6 +16,11 @@ export const INIT_MARKER = ".cts-init";
 const MANIFEST = ".cts-files.json";
 /** Plan file of `plan`, removed after use: it may hold sensitive values. */
 export const PLAN_FILE = ".cts-plan.tfplan";
+/**
+ * Plan files kept for a later apply of exactly them (plan guards, approvals), kept across restarts:
+ * `.cts-kept-<random>.tfplan`, a new name per plan, so a handle never names another plan's file.
+ */
+export const KEPT_PLAN_FILE = /^\.cts-kept-[0-9a-f]{16}\.tfplan$/;
 
 // The files of a run are small and local (main.tf.json, markers, manifests): they are written and
 // read with synchronous calls. Each promise-based fs call costs the daemon 40-180 µs of CPU (a

@@ -1,6 +1,6 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { access, mkdir, readFile, writeFile } from "node:fs/promises";
+import { access, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -52,6 +52,8 @@ describe("the dashboard at /ui in headless Chromium (real Consul, real OpenTofu)
         `new MemberList("api-pool", ${JSON.stringify(join(tmp.dir, "api.txt"))}, "api", false, { every: "30m", correct: true })`,
         // The echo module declares no consul_kv variable: this task fails, so the page shows an error.
         `new ThrowsInSynth("thrower")`,
+        // approval: "always": its first plan is held until someone approves it on the page.
+        `new GuardedPool("reviewed", ${JSON.stringify(join(tmp.dir, "reviewed"))}, undefined, "always", "web")`,
         `new ModuleTask({ name: "kv-echo", module: "./modules/echo", condition: services({ names: ["api"] }), inputs: { kv: consulKv({ path: "cfg/", recurse: true }) }, variables: { path: ${JSON.stringify(join(tmp.dir, "kv.txt"))} }, bufferPeriod: false })`,
       ],
     });
@@ -143,6 +145,24 @@ describe("the dashboard at /ui in headless Chromium (real Consul, real OpenTofu)
     await page.locator('tr[data-task="kv-echo"] .status', { hasText: "disabled" }).waitFor();
     assert.equal((await http(api.url, "GET", "/v1/tasks/kv-echo")).body.task.enabled, false);
     await page.screenshot({ path: join(ARTIFACTS, "dashboard-drift.png"), fullPage: true });
+  });
+
+  it("shows a held plan with its reasons, applies it with Approve and discards the next one with Reject", async () => {
+    // The token was entered in the test before (sessionStorage keeps it for the tab).
+    // One file per web instance (web-2 came in a test before): the plan creates them both.
+    await page.locator('tr[data-task="reviewed"] .held-box', { hasText: /held\s+\+2 ~0 -0/ }).waitFor({ timeout: 60_000 });
+    assert.match(await row("reviewed").locator(".held-box").innerText(), /approval is "always"/);
+    await row("reviewed").locator('[data-action="approve"]').click();
+    await page.locator("#notice", { hasText: /Approve reviewed: applied \+2 ~0 -0/ }).waitFor({ timeout: 60_000 });
+    await page.locator('tr[data-task="reviewed"] [data-action="approve"]').waitFor({ state: "detached" });
+    assert.equal((await readdir(join(tmp.dir, "reviewed"))).length, 2, "the held plan was applied");
+    await consul.register({ Name: "web", ID: "web-3", Address: "10.0.0.3", Port: 80 });
+    await page.locator('tr[data-task="reviewed"] .held-box', { hasText: /\+1 ~0 -0/ }).waitFor({ timeout: 60_000 });
+    await row("reviewed").locator('[data-action="reject"]').click();
+    await page.locator("#notice", { hasText: /Reject reviewed: discarded \+1 ~0 -0/ }).waitFor({ timeout: 60_000 });
+    await page.locator('tr[data-task="reviewed"] .last-run', { hasText: "rejected" }).waitFor();
+    assert.equal((await readdir(join(tmp.dir, "reviewed"))).length, 2, "nothing was applied");
+    await page.screenshot({ path: join(ARTIFACTS, "dashboard-held.png"), fullPage: true });
   });
 
   it("serves the page with a strict Content-Security-Policy and refuses it through a foreign Host", async () => {

@@ -153,9 +153,9 @@ export async function writeHaConfig(dir: string, o: HaConfigOptions): Promise<st
     file,
     `import { defineConfig, ModuleTask, services } from ${JSON.stringify(PUBLIC_API)};
 void ModuleTask; void services;
-import { MemberList, SlowMembers } from ${JSON.stringify(FIXTURE_TASKS)};
+import { MemberList, SlowMembers, GuardedPool } from ${JSON.stringify(FIXTURE_TASKS)};
 import { AppendMembers, OwnerLog } from ${JSON.stringify(haTasks)};
-void MemberList; void SlowMembers; void AppendMembers; void OwnerLog;
+void MemberList; void SlowMembers; void GuardedPool; void AppendMembers; void OwnerLog;
 export default defineConfig({
   id: ${JSON.stringify(o.id)},
   consul: { address: ${JSON.stringify(o.consulAddress)} },

@@ -37,8 +37,8 @@ export async function writeConfig(dir: string, opts: ConfigOptions): Promise<str
     file,
     `import { defineConfig, ModuleTask, services, consulKv, catalogServices, schedule } from ${JSON.stringify(PUBLIC_API)};
 void ModuleTask; void services; void consulKv; void catalogServices; void schedule;
-import { MemberList, SlowMembers, SlowThenMembers, FailingTask, MetaFiles, KvWithServices, ScheduledMembers, SecretUser, CatalogJson } from ${JSON.stringify(FIXTURE_TASKS)};
-void MemberList; void SlowMembers; void SlowThenMembers; void FailingTask; void MetaFiles; void KvWithServices; void ScheduledMembers; void SecretUser; void CatalogJson;
+import { MemberList, SlowMembers, SlowThenMembers, FailingTask, MetaFiles, KvWithServices, ScheduledMembers, SecretUser, CatalogJson, GuardedPool } from ${JSON.stringify(FIXTURE_TASKS)};
+void MemberList; void SlowMembers; void SlowThenMembers; void FailingTask; void MetaFiles; void KvWithServices; void ScheduledMembers; void SecretUser; void CatalogJson; void GuardedPool;
 export default defineConfig({
   consul: { address: ${JSON.stringify(opts.consulAddress)} },
   driver: { terraform: { binary: ${JSON.stringify(opts.binary ?? t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))}, log: true } },

@@ -48,6 +48,8 @@ function storingController() {
     replaceModuleTask: async (n, spec) => (changes.push(`replace ${n}`), views.set(n, view(spec)), undefined as never),
     checkDrift: async (n) => ok(n),
     onActivity: () => () => undefined,
+    approve: () => Promise.reject(new Error("not used")),
+    reject: () => Promise.reject(new Error("not used")),
   };
   return { ctrl, views, changes };
 }

@@ -152,6 +152,8 @@ function fakeController() {
     replaceModuleTask: async () => undefined as never,
     checkDrift: async (n) => ok(n, "in-sync"),
     onActivity: () => () => {},
+    approve: () => Promise.reject(new Error("not used")),
+    reject: () => Promise.reject(new Error("not used")),
   };
   return { ctrl, specs };
 }

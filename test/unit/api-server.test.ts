@@ -16,6 +16,8 @@ function fakeController() {
   const events = new EventStore();
   const calls: string[] = [];
   const views = new Map<string, TaskView>();
+  /** Tasks holding a plan. */
+  const held = new Set<string>();
   const view = (name: string, extra: Partial<TaskView> = {}): TaskView => ({
     name,
     description: "",
@@ -57,8 +59,20 @@ function fakeController() {
     replaceModuleTask: async (n) => (calls.push(`replace ${n}`), undefined as never),
     checkDrift: async (n) => (calls.push(`drift ${n}`), { ...ok(n, "drift"), drift: { state: "drifted", checkedAt: "2026-01-01T00:00:00.000Z", changes: { add: 1, change: 0, destroy: 0 } } }),
     onActivity: () => () => undefined,
+    approve: async (n) => {
+      if (!held.has(n)) throw new CtsError("PLAN_NOT_HELD", "usage", "holds no plan waiting for approval.", { task: n, detail: { status: 409 } });
+      held.delete(n);
+      calls.push(`approve ${n}`);
+      return ok(n);
+    },
+    reject: async (n) => {
+      if (!held.has(n)) throw new CtsError("PLAN_NOT_HELD", "usage", "holds no plan waiting for approval.", { task: n, detail: { status: 409 } });
+      held.delete(n);
+      calls.push(`reject ${n}`);
+      return { task: n, hash: "h", ref: "", digest: "d", reasons: ["the plan destroys 3 resources, more than maxDestroy (1)"], why: "guards", summary: { add: 0, change: 0, destroy: 3 }, resources: [], heldAt: "2026-01-01T00:00:00.000Z" };
+    },
   };
-  return { ctrl, calls, views, view };
+  return { ctrl, calls, views, view, held };
 }
 
 describe("the API server (fake controller)", () => {
@@ -148,6 +162,36 @@ describe("the API server (fake controller)", () => {
       assert.equal((await http(haUrl, "POST", "/v1/tasks/web/drift", {}, { authorization: "Bearer t0ken" })).status, 200);
     } finally {
       await ha.close();
+    }
+  });
+
+  it("approves and rejects held plans: 200 when held, 409 when nothing is held, 404 for an unknown task, the token like other writes", async () => {
+    fake.held.add("web");
+    const approved = await http(url, "POST", "/v1/tasks/web/approve", {});
+    assert.equal(approved.status, 200, approved.text);
+    assert.equal(approved.body.approve.outcome, "applied");
+    assert.ok(approved.body.request_id);
+    const again = await http(url, "POST", "/v1/tasks/web/approve", {});
+    assert.equal(again.status, 409, again.text);
+    assert.match(again.body.error.message, /holds no plan waiting for approval/);
+    assert.equal((await http(url, "POST", "/v1/tasks/web/reject", {})).status, 409);
+    fake.held.add("web");
+    const rejected = await http(url, "POST", "/v1/tasks/web/reject", {});
+    assert.equal(rejected.status, 200, rejected.text);
+    assert.deepEqual(rejected.body.reject.discarded.changes, { add: 0, change: 0, destroy: 3 });
+    assert.equal((await http(url, "POST", "/v1/tasks/nope/approve", {})).status, 404);
+    assert.equal((await http(url, "POST", "/v1/tasks/nope/reject", {})).status, 404);
+    assert.equal((await http(url, "GET", "/v1/tasks/web/approve")).status, 405);
+    const guarded = createApiServer({ controller: fake.ctrl, log: createLogger({ level: "error" }) }, { token: "t0ken" });
+    const gUrl = (await guarded.listen(0)).url;
+    try {
+      fake.held.add("web");
+      assert.equal((await http(gUrl, "POST", "/v1/tasks/web/approve", {})).status, 401);
+      assert.equal((await http(gUrl, "POST", "/v1/tasks/web/reject", {}, { authorization: "Bearer wrong" })).status, 403);
+      assert.ok(fake.held.has("web"), "a refused call decides nothing");
+      assert.equal((await http(gUrl, "POST", "/v1/tasks/web/reject", {}, { authorization: "Bearer t0ken" })).status, 200);
+    } finally {
+      await guarded.close();
     }
   });
 

@@ -142,6 +142,68 @@ export default defineConfig({ tasks: [new ModuleTask({ name: "m", condition: sch
     }
   });
 
+  it("reads cts's guards block: global guards for every task, a task's own guards and approval", async () => {
+    const { dir, cleanup } = await tempDir("cts-hcl-");
+    try {
+      await writeFile(
+        join(dir, "guards.hcl"),
+        [
+          "guards {",
+          "  max_destroy = 5",
+          "}",
+          'task {',
+          '  name   = "web"',
+          '  module = "./m"',
+          '  condition "services" {',
+          '    names = ["web"]',
+          "  }",
+          "  guards {",
+          "    max_destroy_percent = 20",
+          '    never_empty         = ["consul_acl_policy", "module.web.local_file.pool"]',
+          '    approval            = "always"',
+          "  }",
+          "}",
+          'task {',
+          '  name   = "api"',
+          '  module = "./m"',
+          '  condition "services" {',
+          '    names = ["api"]',
+          "  }",
+          "}",
+          "",
+        ].join("\n"),
+      );
+      const r = await readCtsConfig([join(dir, "guards.hcl")], dir);
+      assert.deepEqual(r.config.guards, { maxDestroy: 5 });
+      const [web, api] = r.config.tasks;
+      assert.deepEqual(plain(web!.guards), { maxDestroyPercent: 20, neverEmpty: ["consul_acl_policy", "module.web.local_file.pool"] });
+      assert.equal(web!.approval, "always");
+      assert.equal(api!.guards, undefined, "the global guards apply to it at run time");
+    } finally {
+      await cleanup();
+    }
+  });
+
+  for (const [body, message] of [
+    ["guards {\n  max_destroy = -1\n}\n", /guards\.hcl:2: guards\.max_destroy must be a whole number ≥ 0 \(got -1\)/],
+    ['guards {\n  max_destroy = "3"\n}\n', /guards\.hcl:2: guards\.max_destroy must be a number \(got "3"\)/],
+    ["guards {\n  max_destroy_percent = 150\n}\n", /guards\.hcl:2: guards\.max_destroy_percent must be a number from 0 to 100/],
+    ['guards {\n  never_empty = "local_file"\n}\n', /guards\.hcl:2: guards\.never_empty must be a list/],
+    ['guards {\n  approval = "always"\n}\n', /guards\.hcl:2: guards\.approval is set per task/],
+    ["guards {\n  max_destory = 1\n}\n", /guards\.hcl:2: 'max_destory' is not a valid key in guards/],
+    ['task {\n  name = "t"\n  module = "./m"\n  condition "services" {\n    names = ["w"]\n  }\n  guards {\n    approval = "sometimes"\n  }\n}\n', /guards\.hcl:8: guards\.approval must be "always"/],
+  ] as const) {
+    it(`refuses a bad guards block with its line: ${message.source.slice(0, 60)}`, async () => {
+      const { dir, cleanup } = await tempDir("cts-hcl-");
+      try {
+        await writeFile(join(dir, "guards.hcl"), body);
+        await assert.rejects(readCtsConfig([join(dir, "guards.hcl")], dir), (e: any) => e.code === "CONFIG_INVALID" && message.test(e.message) || assert.fail(e.message));
+      } finally {
+        await cleanup();
+      }
+    });
+  }
+
   it("refuses an HCL syntax error with file:line:column", async () => {
     const { dir, cleanup } = await tempDir("cts-hcl-");
     try {

@@ -69,6 +69,13 @@ async function act(method, path, body, what) {
     if (!res.ok) {
       const msg = (json.error && json.error.message) || `HTTP ${res.status}`;
       notice(`${what} failed: ${msg}${res.status === 401 || res.status === 403 ? " (enter the API token above)" : ""}`);
+    } else if (json.approve) {
+      notice("");
+      const a = json.approve;
+      $("#notice").append(el("span", { class: a.outcome === "held" ? "warn" : "applied" }, a.outcome === "held" ? `${what}: the inputs changed; the new plan is held again` : `${what}: ${a.outcome} ${changes(a.summary)}`));
+    } else if (json.reject) {
+      notice("");
+      $("#notice").append(el("span", { class: "warn" }, `${what}: discarded ${changes(json.reject.discarded.changes)}`));
     } else if (json.drift) {
       notice("");
       $("#notice").append(el("span", { class: json.drift.changes_present ? "drift" : "in-sync" }, `${what}: ${json.drift.status} ${changes(json.drift.changes)}`));
@@ -77,6 +84,11 @@ async function act(method, path, body, what) {
     notice(`${what} failed: ${err.message}`);
   }
   reloadSoon();
+}
+
+/** A failed event's word: held and rejected plans are decisions, not failures. */
+function outcomeWord(e) {
+  return e.outcome === "held" || e.outcome === "rejected" ? e.outcome : "failed";
 }
 
 function taskRow(t) {
@@ -95,8 +107,19 @@ function taskRow(t) {
       " ",
       t.enabled ? null : el("span", { class: "pill disabled" }, "disabled"),
       t.running ? el("div", { class: "running" }, "running") : null,
+      t.held
+        ? el(
+            "div",
+            { class: "held-box" },
+            el("span", { class: "pill held" }, "held"),
+            " ",
+            changes(t.held.changes),
+            ...t.held.reasons.map((r) => el("div", { class: "held-reason" }, el("small", {}, r))),
+            el("div", {}, el("small", {}, `since ${when(t.held.held_at)}`)),
+          )
+        : null,
     ),
-    el("td", { class: "last-run" }, last ? [el("span", { class: last.success ? last.outcome || "applied" : "failed" }, last.success ? last.outcome || "ok" : "failed"), " ", changes(last.changes), el("div", {}, el("small", {}, when(last.end_time)))] : el("span", { class: "muted" }, "never")),
+    el("td", { class: "last-run" }, last ? [el("span", { class: last.success ? last.outcome || "applied" : outcomeWord(last) }, last.success ? last.outcome || "ok" : outcomeWord(last)), " ", changes(last.changes), el("div", {}, el("small", {}, when(last.end_time)))] : el("span", { class: "muted" }, "never")),
     el("td", { class: "duration" }, last ? duration(eventMs(last)) : "-"),
     el(
       "td",
@@ -121,6 +144,8 @@ function taskRow(t) {
         el("button", { disabled: !canChange || !t.enabled, title: "apply now", "data-action": "run", onclick: () => act("PATCH", `/v1/tasks/${name}?run=now`, { enabled: true }, `Run ${t.name}`) }, "Run"),
         el("button", { disabled: !canChange, "data-action": "toggle", onclick: () => act("PATCH", `/v1/tasks/${name}`, { enabled: !t.enabled }, `${t.enabled ? "Disable" : "Enable"} ${t.name}`) }, t.enabled ? "Disable" : "Enable"),
         el("button", { disabled: !canChange || !t.enabled, title: "plan against the last applied inputs", "data-action": "drift", onclick: () => act("POST", `/v1/tasks/${name}/drift`, {}, `Drift check of ${t.name}`) }, "Check drift"),
+        t.held ? el("button", { disabled: !canChange || !t.enabled, title: "apply exactly the held plan", "data-action": "approve", onclick: () => act("POST", `/v1/tasks/${name}/approve`, {}, `Approve ${t.name}`) }, "Approve") : null,
+        t.held ? el("button", { disabled: !canChange, title: "discard the held plan", "data-action": "reject", onclick: () => act("POST", `/v1/tasks/${name}/reject`, {}, `Reject ${t.name}`) }, "Reject") : null,
       ),
     ),
   );

@@ -1,0 +1,190 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createController } from "../../src/daemon/compose.ts";
+import { CtsError } from "../../src/errors.ts";
+import { createLogger } from "../../src/log.ts";
+import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
+import type { PlanGuards } from "../../src/task/guards.ts";
+import type { ApprovalMode } from "../../src/task/guards.ts";
+import type { RunResult, SavedPlan, TaskWorkspace } from "../../src/terraform/types.ts";
+import { fakeWatcher } from "../support/fake-watcher.ts";
+import { GuardedPool } from "../fixtures/tasks.ts";
+
+/**
+ * A driver that keeps a fake state (the addresses applied) and kept plans by ref, and records every
+ * call: enough to see which path a run takes and what it applies.
+ */
+function fakeDriver() {
+  let state = new Set<string>();
+  const plans = new Map<string, Set<string>>();
+  const calls: string[] = [];
+  let n = 0;
+  const desired = (ws: TaskWorkspace) => new Set(Object.keys(JSON.parse(ws.json).resource?.local_file ?? {}).map((k) => `local_file.${k}`));
+  const result = (add: number, destroy: number): RunResult => ({ changesPresent: add + destroy > 0, summary: { add, change: 0, destroy }, output: "" });
+  return {
+    calls,
+    state: () => [...state].sort(),
+    /** The kept plan file is gone (another machine, a cleaned folder). */
+    loseKeptPlans: () => plans.clear(),
+    driver: {
+      taskDir: (t: string) => `/nonexistent/${t}`,
+      async apply(ws: TaskWorkspace) {
+        calls.push("apply");
+        const want = desired(ws);
+        const r = result([...want].filter((a) => !state.has(a)).length, [...state].filter((a) => !want.has(a)).length);
+        state = want;
+        return r;
+      },
+      async plan() {
+        return result(0, 0);
+      },
+      async destroy() {
+        return result(0, 0);
+      },
+      async planToApply(ws: TaskWorkspace): Promise<SavedPlan> {
+        const want = desired(ws);
+        const resource_changes = [
+          ...[...want].map((a) => ({ address: a, type: "local_file", mode: "managed", change: { actions: [state.has(a) ? "no-op" : "create"] } })),
+          ...[...state].filter((a) => !want.has(a)).map((a) => ({ address: a, type: "local_file", mode: "managed", change: { actions: ["delete"] } })),
+        ];
+        const add = resource_changes.filter((c) => c.change.actions[0] === "create").length;
+        const destroy = resource_changes.filter((c) => c.change.actions[0] === "delete").length;
+        const ref = `p${++n}`;
+        calls.push(`plan ${ref}`);
+        if (add + destroy === 0) return { ...result(0, 0), plan: {}, ref: "" };
+        plans.set(ref, want);
+        return { ...result(add, destroy), plan: { resource_changes }, ref };
+      },
+      async applyPlan(_ws: TaskWorkspace, ref: string) {
+        calls.push(`apply ${ref}`);
+        const want = plans.get(ref);
+        if (!want) throw new CtsError("PLAN_NOT_FOUND", "external", "has no kept plan", { task: "pool" });
+        plans.delete(ref);
+        const r = result([...want].filter((a) => !state.has(a)).length, [...state].filter((a) => !want.has(a)).length);
+        state = want;
+        return r;
+      },
+      async discardPlan(_task: string, ref: string) {
+        calls.push(`discard ${ref}`);
+        plans.delete(ref);
+      },
+    },
+  };
+}
+
+function setup(guards: PlanGuards | false | undefined, approval?: ApprovalMode) {
+  const task = new GuardedPool("pool", "/tmp/pool", guards, approval);
+  const w = fakeWatcher();
+  const d = fakeDriver();
+  const controller = createController({
+    loaded: { config: { tasks: [task] }, file: "/x/cts.config.ts", dir: "/x" },
+    reader: { read: async () => [] as never },
+    driver: d.driver,
+    synthesizer: inProcessSynthesizer(() => task),
+    log: createLogger({ write: () => {} }),
+    watcher: w.watcher,
+    retries: 0,
+  });
+  return { controller, w, d };
+}
+
+const member = (id: string) => `local_file.member-${id}`;
+
+describe("runs behind plan guards (fake driver)", () => {
+  it("applies at once, with no plan first, when the task has no guards and no approval", async () => {
+    const { controller, w, d } = setup(undefined);
+    w.set(["a", "b"], false);
+    await controller.watch();
+    await controller.idle();
+    assert.deepEqual(d.calls, ["apply"]);
+  });
+
+  it("plans, checks and applies exactly the checked plan when it passes; holds one that breaks a guard", async () => {
+    const { controller, w, d } = setup({ maxDestroy: 0 });
+    w.set(["a", "b"], false);
+    await controller.watch();
+    await controller.idle();
+    assert.deepEqual(d.calls, ["plan p1", "apply p1"]);
+    w.set(["a"]);
+    await controller.idle();
+    assert.deepEqual(d.calls.slice(2), ["plan p2"], "held: nothing applied");
+    const held = controller.view("pool")!.held!;
+    assert.deepEqual(held.reasons, ["the plan destroys 1 resource, more than maxDestroy (0)"]);
+    assert.equal(held.ref, "p2");
+    assert.equal(controller.events.list("pool")[0]!.outcome, "held");
+    // The same inputs again (a restart's first run, a repeated trigger): still held, no new plan.
+    const again = await controller.runNow("pool");
+    assert.equal(again.outcome, "held");
+    assert.deepEqual(d.calls.slice(2), ["plan p2"]);
+    const approved = await controller.approve("pool");
+    assert.equal(approved.outcome, "applied");
+    assert.deepEqual(d.calls.slice(3), ["apply p2"]);
+    assert.deepEqual(d.state(), [member("a")]);
+    assert.equal(controller.view("pool")!.held, undefined);
+    await assert.rejects(controller.approve("pool"), (e: CtsError) => e.code === "PLAN_NOT_HELD" && e.detail.status === 409);
+  });
+
+  it("approving without the kept plan plans again and applies only a plan that makes the same changes", async () => {
+    const { controller, w, d } = setup({ maxDestroy: 0 });
+    w.set(["a", "b"], false);
+    await controller.watch();
+    await controller.idle();
+    w.set(["a"]);
+    await controller.idle();
+    d.loseKeptPlans();
+    const approved = await controller.approve("pool");
+    assert.equal(approved.outcome, "applied");
+    assert.deepEqual(d.calls.slice(2), ["plan p2", "apply p2", "plan p3", "apply p3"], "p2 was gone; p3 has its digest");
+    assert.deepEqual(d.state(), [member("a")]);
+  });
+
+  it("newer inputs supersede a held plan (discarded), and inputs back to what is applied drop it", async () => {
+    const { controller, w, d } = setup({ maxDestroy: 0 });
+    w.set(["a", "b", "c"], false);
+    await controller.watch();
+    await controller.idle();
+    w.set(["a", "b"]);
+    await controller.idle();
+    w.set(["a"]);
+    await controller.idle();
+    assert.deepEqual(d.calls.slice(2), ["plan p2", "discard p2", "plan p3"]);
+    assert.equal(controller.view("pool")!.held!.summary.destroy, 2);
+    w.set(["a", "b", "c"]);
+    await controller.idle();
+    assert.deepEqual(d.calls.slice(5), ["discard p3"], "back to what is applied: no plan, the hold dropped");
+    assert.equal(controller.view("pool")!.held, undefined);
+    assert.equal(controller.events.list("pool")[0]!.outcome, "no-op");
+  });
+
+  it("rejecting discards the kept plan and records it; the same inputs are not planned again until they change", async () => {
+    const { controller, w, d } = setup({ maxDestroyPercent: 10 });
+    w.set(["a", "b"], false);
+    await controller.watch();
+    await controller.idle();
+    w.set(["a"]);
+    await controller.idle();
+    const held = await controller.reject("pool");
+    assert.equal(held.summary.destroy, 1);
+    assert.equal(controller.events.list("pool")[0]!.outcome, "rejected");
+    assert.deepEqual(d.calls.slice(2), ["plan p2", "discard p2"]);
+    assert.equal((await controller.runNow("pool")).outcome, "rejected");
+    assert.deepEqual(d.calls.slice(4), [], "not planned again");
+    await assert.rejects(controller.reject("pool"), (e: CtsError) => e.code === "PLAN_NOT_HELD");
+    w.set(["a", "c"]);
+    await controller.idle();
+    assert.equal(controller.view("pool")!.held!.summary.destroy, 1, "new inputs are planned and checked");
+  });
+
+  it('approval: "always" holds every plan with changes, and a plan without changes is not held', async () => {
+    const { controller, w, d } = setup(undefined, "always");
+    w.set(["a"], false);
+    await controller.watch();
+    await controller.idle();
+    assert.equal(controller.view("pool")!.held!.why, "always");
+    assert.equal((await controller.approve("pool")).outcome, "applied");
+    assert.deepEqual(d.state(), [member("a")]);
+    // The same JSON: the no-op skip; a forced run plans nothing to change and is not held.
+    assert.equal((await controller.runNow("pool")).outcome, "no-op");
+    assert.deepEqual(controller.view("pool")!.guards, { approval: "always" });
+  });
+});
