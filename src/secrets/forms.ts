@@ -75,10 +75,11 @@ function character(text: string, i: number, escape: string): { pattern: string; 
  * A run of `n` backslashes: each one raw, doubled by each level of quoting, `\u005c`, or `%5C`.
  * The exact counts come first, longest first (8n, 4n, 2n, n: three, two, one or no levels of
  * quoting): at the end of a secret a run of any length would also take the backslash that escapes
- * the next character (`\\` + `\"` in JSON), and the redacted document would no longer parse.
+ * the next character (`\\` + `\"` in JSON), and the redacted document would no longer parse. An
+ * exact run never stops before a `u005c` (the `\u005c` spelling is the general pattern's).
  */
 function backslashes(n: number): string {
-  const exact = [8 * n, 4 * n, 2 * n, n].map((k) => `\\\\{${k}}`);
+  const exact = [8 * n, 4 * n, 2 * n, n].map((k) => `\\\\{${k}}(?!\\\\*u005[cC])`);
   return `(?:${exact.join("|")}|(?:\\\\|%5[cC])(?:\\\\|u005[cC]|%5[cC]){${n - 1},${8 * n}})`;
 }
 

@@ -81,6 +81,10 @@ describe("the redactor's forms", () => {
       const redacted = r.redact(JSON.stringify({ message: secret + after, n: 1 }));
       assert.deepEqual(JSON.parse(redacted), { message: `[redacted]${after}`, n: 1 });
     }
+    // …and still takes the whole of a `\u005c` spelling of that backslash, escaped or not.
+    const r2 = new Redactor();
+    r2.add("abcdef\\");
+    for (const form of ["abcdef\\u005c", "abcdef\\u005C", "abcdef\\\\u005c", "abcdef%5C"]) assert.equal(r2.redact(`x ${form} y`), "x [redacted] y", form);
   });
 
   it("masks each line of a multi-line secret, as Terraform prints it in a heredoc", () => {
