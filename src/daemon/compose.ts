@@ -27,6 +27,11 @@ import { TaskRunner, type RunDriver } from "../runtime/run.ts";
 import { skippedServices } from "../runtime/skipped-services.ts";
 import { TaskInputReader } from "../runtime/task-input.ts";
 import { TaskRegistry } from "../runtime/tasks.ts";
+import type { ConsulApi } from "../consul/client.ts";
+import { vaultUseFor } from "../config/vault-settings.ts";
+import { createVaultClient, type VaultClient } from "../vault/client.ts";
+import { startVaultSession, type VaultSession } from "../vault/session.ts";
+import { TemplateValues } from "../watch/template-values.ts";
 
 export type { Runtime } from "../runtime/interfaces.ts";
 
@@ -53,6 +58,40 @@ export interface ControllerDeps {
   eventsKept?: number;
   /** Where runs, phases, changes and buffer waits are measured (default: nowhere). */
   metrics?: Metrics;
+  /** Values of provider templates and Vault secrets. */
+  templates?: TemplateValues;
+}
+
+/**
+ * Vault (when configured: `vault {}` or VAULT_ADDR) and the store of template values: read on a
+ * run's first use; in the daemon kept fresh, a change re-running the tasks that use it.
+ */
+function templateValuesFor(loaded: LoadedConfig, consul: ConsulApi, watch: boolean, log: Logger): { values: TemplateValues; close(): void } {
+  const use = vaultUseFor(loaded.config);
+  let vault: { client: VaultClient; session: VaultSession } | undefined;
+  if (use) {
+    const client = createVaultClient(use.settings);
+    // The session starts on first use: a config that reads no secret never calls Vault.
+    let session: VaultSession | undefined;
+    const lazy: VaultSession = {
+      get ready() {
+        session ??= startVaultSession(client, { unwrap: use.unwrap, renew: use.renew && watch, log });
+        return session.ready;
+      },
+      renewals: () => session?.renewals() ?? 0,
+      close: () => session?.close(),
+    };
+    vault = { client, session: lazy };
+  }
+  const values = new TemplateValues({ ...(vault ? { vault } : {}), consul, watch, defaultLeaseMs: use?.defaultLeaseMs ?? 5 * 60_000, log });
+  return {
+    values,
+    close() {
+      values.close();
+      vault?.session.close();
+      vault?.client.close();
+    },
+  };
 }
 
 /**
@@ -70,7 +109,15 @@ export function createController(deps: ControllerDeps): Controller {
   };
   // One record of skipped services for watched and one-off reads: a task is warned once per name.
   const skipped = skippedServices(log, metrics);
-  const runner = new TaskRunner({ loaded, driver: deps.driver, synthesizer: deps.synthesizer, inputs: new TaskInputReader(deps.reader, skipped), log, metrics });
+  const runner = new TaskRunner({
+    loaded,
+    driver: deps.driver,
+    synthesizer: deps.synthesizer,
+    inputs: new TaskInputReader(deps.reader, skipped),
+    log,
+    metrics,
+    ...(deps.templates ? { templates: deps.templates } : {}),
+  });
   const controller = new Controller({
     tasks: new TaskRegistry(loaded),
     runner,
@@ -83,6 +130,7 @@ export function createController(deps: ControllerDeps): Controller {
       ...(deps.bufferOff ? { bufferOff: true } : {}),
       globalDrift: loaded.config.driftCheck,
       skipped,
+      ...(deps.templates ? { templates: deps.templates } : {}),
     },
     log,
     metrics,
@@ -151,6 +199,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
           metrics,
         })
       : undefined;
+  const templates = templateValuesFor(loaded, consul, opts.mode === "watch", log.child("vault"));
   const synthesizer =
     opts.synthesizer ?? (opts.mode === "watch" ? workerSynthesizer() : inProcessSynthesizer((name) => config.tasks.find((t) => t.name === name)));
   const controller = createController({
@@ -165,6 +214,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     ...(opts.retryDelayMs !== undefined ? { retryDelayMs: opts.retryDelayMs } : {}),
     ...(opts.lockWaitMs !== undefined ? { lockWaitMs: opts.lockWaitMs } : {}),
     metrics,
+    templates: templates.values,
   });
   return {
     controller,
@@ -178,6 +228,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
       stopTokenWatch?.();
       await controller.stop();
       watcher?.close();
+      templates.close();
       consul.close();
       // Warm provider processes end with the runtime (stop, SIGTERM, `once` finishing).
       await driver.close();

@@ -9,6 +9,7 @@ import type { SynthResult } from "../synth/synthesize.ts";
 import type { Synthesizer } from "../synth/synthesizer.ts";
 import { APPLIED_HASH_FILE } from "../synth/paths.ts";
 import { secretEnv } from "../task/secrets.ts";
+import { taskTemplateDependencies, TemplateRenderError, type TemplateDependency, type TemplateLookup } from "../task/provider-templates.ts";
 import type { RunOutcome } from "./interfaces.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import { driftSettings } from "./drift.ts";
@@ -21,9 +22,15 @@ export type RunMode = "apply" | "plan" | "destroy";
 export type RunDriver = Pick<Driver, "apply" | "plan" | "destroy" | "taskDir" | "coolDown">;
 
 /** A module task's provider values and `task_env` (CTS passes them through the environment only). */
-function taskEnvironment(e: TaskEntry): Record<string, string> {
-  const t = e.task as { environment?: () => Record<string, string> };
-  return typeof t.environment === "function" ? t.environment() : {};
+function taskEnvironment(e: TaskEntry, lookup?: TemplateLookup): Record<string, string> {
+  const t = e.task as { environment?: (lookup?: TemplateLookup) => Record<string, string> };
+  return typeof t.environment === "function" ? t.environment(lookup) : {};
+}
+
+/** The template values runs read (src/watch/template-values.ts): read on use, kept fresh by the daemon. */
+export interface RunTemplates extends TemplateLookup {
+  ensure(deps: Iterable<TemplateDependency>, signal?: AbortSignal): Promise<void>;
+  digest(deps: Iterable<TemplateDependency>): string;
 }
 
 /** What one attempt needs. */
@@ -34,9 +41,12 @@ export interface RunDeps {
   inputs: TaskInputSource;
   log: Logger;
   metrics?: Metrics;
+  /** Values of provider templates and Vault secrets (absent: a task that uses one fails with a clear error). */
+  templates?: RunTemplates;
 }
 
-type Prepared = { synth: SynthResult; ws: TaskWorkspace };
+/** `applied`: what the no-op skip compares, the JSON's hash and, when the task reads templates, a keyed digest of their values. */
+type Prepared = { synth: SynthResult; ws: TaskWorkspace; applied: string };
 
 /**
  * The last hop of a run: one attempt reads the task's input (task-input.ts), synthesizes it
@@ -54,9 +64,9 @@ export class TaskRunner {
 
   /** One attempt at a run: apply (skipped when nothing changed), plan or destroy. */
   async attempt(e: TaskEntry, mode: RunMode, signal: AbortSignal): Promise<RunOutcome> {
-    const { synth, ws } = await this.prepare(e, signal);
+    const { synth, ws, applied } = await this.prepare(e, signal);
     // CTS applies a scheduled task on every tick, whatever its data: the infrastructure may have drifted.
-    if (mode === "apply" && e.task.condition.kind !== "schedule" && synth.hash === e.lastAppliedHash) return { task: e.name, ok: true, outcome: "no-op", synth };
+    if (mode === "apply" && e.task.condition.kind !== "schedule" && applied === e.lastAppliedHash) return { task: e.name, ok: true, outcome: "no-op", synth };
     const { driver } = this.deps;
     const onOutput = this.outputLog(e);
     if (mode === "plan") {
@@ -68,7 +78,7 @@ export class TaskRunner {
       const result = await driver.destroy(ws, { signal, onOutput });
       return { task: e.name, ok: true, outcome: "destroyed", result, synth };
     }
-    return this.apply(e, synth, ws, signal);
+    return this.apply(e, synth, ws, applied, signal);
   }
 
   /**
@@ -79,12 +89,12 @@ export class TaskRunner {
     const { correct } = driftSettings(this.deps.loaded.config.driftCheck, e.task.driftCheck);
     const at = () => new Date().toISOString();
     if (!e.lastAppliedHash) return { task: e.name, ok: true, outcome: "not-applied", drift: { state: "not-applied", checkedAt: at() } };
-    const { synth, ws } = await this.prepare(e, signal);
-    if (synth.hash !== e.lastAppliedHash) return { task: e.name, ok: true, outcome: "inputs-changed", synth, drift: { state: "inputs-changed", checkedAt: at() } };
+    const { synth, ws, applied: key } = await this.prepare(e, signal);
+    if (key !== e.lastAppliedHash) return { task: e.name, ok: true, outcome: "inputs-changed", synth, drift: { state: "inputs-changed", checkedAt: at() } };
     const plan = await this.deps.driver.plan(ws, { signal, onOutput: this.outputLog(e) });
     if (!plan.changesPresent) return { task: e.name, ok: true, outcome: "in-sync", result: plan, synth, drift: { state: "in-sync", checkedAt: at() } };
     if (!correct) return { task: e.name, ok: true, outcome: "drift", result: plan, synth, drift: { state: "drifted", checkedAt: at(), changes: plan.summary } };
-    const applied = await this.apply(e, synth, ws, signal);
+    const applied = await this.apply(e, synth, ws, key, signal);
     return { ...applied, outcome: "drift", result: plan, drift: { state: "corrected", checkedAt: at(), changes: plan.summary, applied: applied.result!.summary } };
   }
 
@@ -117,7 +127,24 @@ export class TaskRunner {
     // Stopped (pause, stop, delete) while reading or synthesizing: Terraform is not started at all.
     if (signal.aborted) throw new CtsError("TERRAFORM_CANCELLED", "external", "was cancelled before Terraform started; nothing was changed.", { task: e.name });
     // Secrets are read at every run (rotation needs no restart) and reach Terraform only as TF_VAR_ env.
-    return { synth, ws: { task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } } };
+    const deps = taskTemplateDependencies(e.task as { secrets?: unknown; providers?: unknown });
+    if (deps.size === 0) return { synth, ws: { task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } }, applied: synth.hash };
+    const templates = this.deps.templates;
+    if (!templates) throw new CtsError("CONFIG_INVALID", "usage", "reads Vault secrets or Consul keys through templates, which this command does not render.", { task: e.name });
+    try {
+      await templates.ensure(deps.values(), signal);
+    } catch (err) {
+      if (err instanceof CtsError && !err.task) throw new CtsError(err.code, err.category, err.message, { task: e.name, cause: err, detail: err.detail });
+      throw err;
+    }
+    let env: Record<string, string>;
+    try {
+      env = { ...taskEnvironment(e, templates), ...secretEnv(e.name, e.task.secrets, process.env, templates) };
+    } catch (err) {
+      if (err instanceof TemplateRenderError) throw new CtsError("SECRET_MISSING", "usage", `a provider template cannot be rendered: ${err.message}.`, { task: e.name, cause: err });
+      throw err;
+    }
+    return { synth, ws: { task: e.name, json: synth.json, env }, applied: `${synth.hash}+${templates.digest(deps.values())}` };
   }
 
   private outputLog(e: TaskEntry): (line: string) => void {
@@ -130,13 +157,13 @@ export class TaskRunner {
     rmSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), { force: true });
   }
 
-  private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, signal: AbortSignal): Promise<RunOutcome> {
+  private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, applied: string, signal: AbortSignal): Promise<RunOutcome> {
     this.voidAppliedHash(e);
     const result = await this.deps.driver.apply(ws, { signal, onOutput: this.outputLog(e) });
-    e.lastAppliedHash = synth.hash;
+    e.lastAppliedHash = applied;
     // Best effort: a missing file only costs one apply that could have been skipped.
     try {
-      writeFileSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), synth.hash + "\n", { mode: 0o640 });
+      writeFileSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), applied + "\n", { mode: 0o640 });
     } catch {
       /* kept in memory; the next start applies once more */
     }
