@@ -70,6 +70,13 @@ function caCertificates(tls: NonNullable<VaultSettings["tls"]>): string[] | unde
   return out.length ? out : undefined;
 }
 
+/** Vault's error list as one line ("1 error occurred:\n\t* permission denied" → "permission denied"). */
+function errorsText(errors: unknown[]): string {
+  return errors
+    .map((e) => String(e).replace(/^\d+ errors? occurred:\s*/, "").replace(/\s*\*\s+/g, " ").replace(/\s+/g, " ").trim())
+    .join("; ");
+}
+
 interface Answer {
   status: number;
   body: any;
@@ -132,7 +139,7 @@ export function createVaultClient(settings: VaultSettings): VaultClient {
 
   /** An answer as a CtsError naming what was asked (never the token). */
   const failure = (what: string, a: Answer): CtsError => {
-    const said = Array.isArray(a.body?.errors) && a.body.errors.length ? `: ${a.body.errors.join("; ")}` : "";
+    const said = Array.isArray(a.body?.errors) && a.body.errors.length ? `: ${errorsText(a.body.errors)}` : "";
     if (a.status === 403) return new CtsError("VAULT_PERMISSION_DENIED", "external", `Vault denied ${what} (403${said}).`, { detail: { status: 403 } });
     if (a.status === 404) return new CtsError("VAULT_SECRET_NOT_FOUND", "usage", `Vault has no secret at ${what} (404).`, { detail: { status: 404 } });
     return new CtsError("VAULT_HTTP_ERROR", "external", `Vault answered ${a.status} to ${what}${said}.`, { detail: { status: a.status } });
@@ -174,7 +181,7 @@ export function createVaultClient(settings: VaultSettings): VaultClient {
     async unwrapToken(signal) {
       const a = await call("POST", "sys/wrapping/unwrap", {}, signal);
       if (a.status !== 200)
-        throw new CtsError("VAULT_TOKEN_INVALID", "usage", `vault.unwrap_token: Vault did not unwrap the token (${a.status}${Array.isArray(a.body?.errors) ? `: ${a.body.errors.join("; ")}` : ""}).`);
+        throw new CtsError("VAULT_TOKEN_INVALID", "usage", `vault.unwrap_token: Vault did not unwrap the token (${a.status}${Array.isArray(a.body?.errors) ? `: ${errorsText(a.body.errors)}` : ""}).`);
       const inner = a.body?.auth?.client_token ?? a.body?.data?.token;
       if (typeof inner !== "string" || !inner)
         throw new CtsError("VAULT_TOKEN_INVALID", "usage", "vault.unwrap_token: the wrapped response holds no token (wrap a token, e.g. `vault token create -wrap-ttl=…`).");
