@@ -23,7 +23,7 @@ import { Controller } from "../runtime/controller.ts";
 import { Activity, EventStore } from "../runtime/events.ts";
 import type { Runtime } from "../runtime/interfaces.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../runtime/retry.ts";
-import { TaskRunner, type RunDriver } from "../runtime/run.ts";
+import { TaskRunner, type RunDriver, type RunTemplates } from "../runtime/run.ts";
 import { skippedServices } from "../runtime/skipped-services.ts";
 import { TaskInputReader } from "../runtime/task-input.ts";
 import { TaskRegistry } from "../runtime/tasks.ts";
@@ -59,7 +59,7 @@ export interface ControllerDeps {
   /** Where runs, phases, changes and buffer waits are measured (default: nowhere). */
   metrics?: Metrics;
   /** Values of provider templates and Vault secrets. */
-  templates?: TemplateValues;
+  templates?: RunTemplates;
 }
 
 /**

@@ -29,8 +29,12 @@ function taskEnvironment(e: TaskEntry, lookup?: TemplateLookup): Record<string, 
 
 /** The template values runs read (src/watch/template-values.ts): read on use, kept fresh by the daemon. */
 export interface RunTemplates extends TemplateLookup {
+  /** Reads the values not read yet. */
   ensure(deps: Iterable<TemplateDependency>, signal?: AbortSignal): Promise<void>;
+  /** A digest of the current values (never the values): part of what the no-op skip compares. */
   digest(deps: Iterable<TemplateDependency>): string;
+  /** Tells `onChange` when one of the values changes (the triggers re-run the task); returns the unsubscribe. */
+  subscribe(deps: Iterable<TemplateDependency>, onChange: () => void): () => void;
 }
 
 /** What one attempt needs. */

@@ -62,7 +62,14 @@ export function startVaultSession(client: VaultClient, opts: SessionOptions): Va
       opts.log.info("vault: unwrapped the token");
     }
     if (!opts.renew) return;
-    const info = await client.lookupSelf(abort.signal);
+    let info;
+    try {
+      info = await client.lookupSelf(abort.signal);
+    } catch (err) {
+      // A token without the default policy may not look itself up: reads may still work.
+      opts.log.warn(`vault: looking up the token failed (${messageOf(err)}); it is not renewed. Give it the default policy or set renew_token = false.`);
+      return;
+    }
     if (info.renewable && info.ttl > 0) renewLoop(info.ttl);
     else opts.log.debug("vault: the token has no TTL or cannot be renewed; it is not renewed");
   })();
