@@ -58,14 +58,26 @@ export interface VaultClient {
   close(): void;
 }
 
-/** CA certificates of `caCert` and of every file in `caPath` (CTS's ca_cert / ca_path). */
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+/**
+ * CA certificates of `caCert` and of every file in `caPath` (CTS's ca_cert / ca_path). As Go reads a
+ * CA folder, only certificate blocks count: a key or another file in the folder is passed over.
+ */
 function caCertificates(tls: NonNullable<VaultSettings["tls"]>): string[] | undefined {
   const out: string[] = [];
   if (tls.caCert) out.push(readFileSync(tls.caCert, "utf8"));
   if (tls.caPath)
     for (const name of readdirSync(tls.caPath).sort()) {
       const file = join(tls.caPath, name);
-      if (statSync(file).isFile()) out.push(readFileSync(file, "utf8"));
+      if (!statSync(file).isFile()) continue;
+      let text: string;
+      try {
+        text = readFileSync(file, "utf8");
+      } catch {
+        continue; // unreadable (a key only its owner may read): not a CA file
+      }
+      out.push(...(text.match(PEM_CERTIFICATE) ?? []));
     }
   return out.length ? out : undefined;
 }

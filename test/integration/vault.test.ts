@@ -198,6 +198,43 @@ task {
     }
   });
 
+  it("talks to Vault over TLS with ca_path (a folder of CA files, keys in it passed over); without the CA the read fails, naming the address", async () => {
+    const tlsVault = await startVault({ tls: true });
+    const tmp = await tempDir();
+    const previousCli = process.env.TF_CLI_CONFIG_FILE;
+    process.env.TF_CLI_CONFIG_FILE = tools().cliConfig;
+    let rt: TestRuntime | undefined;
+    try {
+      const pw = secretText("tls-pw");
+      await tlsVault.putV2("app", { pw });
+      await tlsVault.api("PUT", "sys/policies/acl/cts", { policy: 'path "secret/data/app" { capabilities = ["read"] }\npath "kv/db" { capabilities = ["read"] }\n' });
+      await tlsVault.api("POST", "kv/db", { password: "tls-user", ttl: "1h" });
+      await consul.api("PUT", "/v1/kv/cfg/color", "tls-color");
+      const token = (await tlsVault.api("POST", "auth/token/create", { policies: ["cts"], ttl: "1h" })).auth.client_token as string;
+      const file = await hclConfig(tmp.dir, `vault {
+  address = "${tlsVault.address}"
+  token   = "${token}"
+  tls {
+    ca_path = "${tlsVault.tlsDir}"
+  }
+}`);
+      rt = await startRuntime(file);
+      const out = join(tmp.dir, "app.seen");
+      await waitFor(async () => (await seen(out)).length >= 1, 180_000, "the first apply of task app");
+      assert.equal((await seen(out))[0], `${sha(pw)} ${sha("tls-user")} ${sha("tls-color")}`);
+      const { createVaultClient } = await import("../../src/vault/client.ts");
+      const untrusting = createVaultClient({ address: tlsVault.address, token });
+      await assert.rejects(untrusting.read("secret/data/app"), (e: any) => e.code === "VAULT_UNREACHABLE" && e.message.includes(tlsVault.address));
+      untrusting.close();
+    } finally {
+      await rt?.close();
+      if (previousCli === undefined) delete process.env.TF_CLI_CONFIG_FILE;
+      else process.env.TF_CLI_CONFIG_FILE = previousCli;
+      await tmp.cleanup();
+      await tlsVault.stop();
+    }
+  });
+
   it("TypeScript config: vaultSecret() in a task's secrets reads KV v2 and a rotated value re-runs the task", async () => {
     const tmp = await tempDir();
     let rt: TestRuntime | undefined;
