@@ -30,7 +30,7 @@ export interface VaultConfig {
   address?: string;
   /** The token (default VAULT_TOKEN, then ~/.vault-token). Never logged or written to files. */
   token?: string;
-  /** A file holding the token (Vault Agent's sink): read at start, wins over `token`. */
+  /** A file holding the token (Vault Agent's sink): wins over `token`; a new token written into it is used from then on. */
   agentTokenFile?: string;
   /** Vault Enterprise namespace (default VAULT_NAMESPACE). */
   namespace?: string;

@@ -83,10 +83,20 @@ function templateValuesFor(loaded: LoadedConfig, consul: ConsulApi, watch: boole
     };
     vault = { client, session: lazy };
   }
+  // Vault Agent rewrites its sink file when it renews or re-authenticates: the next read uses the new token.
+  const agentFile = loaded.config.vault?.agentTokenFile;
+  const stopFileWatch =
+    vault && agentFile && watch
+      ? watchTokenFile(agentFile, vault.client.token() ?? "", (token) => {
+          vault!.client.setToken(token);
+          log.info(`vault: the token in ${agentFile} changed; using the new one`);
+        })
+      : undefined;
   const values = new TemplateValues({ ...(vault ? { vault } : {}), consul, watch, defaultLeaseMs: use?.defaultLeaseMs ?? 5 * 60_000, log });
   return {
     values,
     close() {
+      stopFileWatch?.();
       values.close();
       vault?.session.close();
       vault?.client.close();

@@ -55,6 +55,8 @@ export interface VaultClient {
   unwrapToken(signal?: AbortSignal): Promise<void>;
   /** The token in use (after an unwrap, the unwrapped one). */
   token(): string | undefined;
+  /** Uses another token from now on (Vault Agent wrote a new one into its sink file). */
+  setToken(token: string): void;
   close(): void;
 }
 
@@ -201,6 +203,10 @@ export function createVaultClient(settings: VaultSettings): VaultClient {
       token = inner;
     },
     token: () => token,
+    setToken(next) {
+      redactSecret(next);
+      token = next;
+    },
     close: () => agent.destroy(),
   };
 }

@@ -198,6 +198,41 @@ task {
     }
   });
 
+  it("vault_agent_token_file: reads the token Vault Agent's sink holds and follows a new one written into it", async () => {
+    const tmp = await tempDir();
+    const previousCli = process.env.TF_CLI_CONFIG_FILE;
+    process.env.TF_CLI_CONFIG_FILE = tools().cliConfig;
+    let rt: TestRuntime | undefined;
+    try {
+      const pw = secretText("agent-pw");
+      await vault.putV2("app", { pw });
+      await vault.api("POST", "kv/db", { password: "agent-user-1", ttl: "2s" });
+      await consul.api("PUT", "/v1/kv/cfg/color", "agent-color");
+      const first = (await vault.api("POST", "auth/token/create", { policies: ["cts"], ttl: "1h" })).auth.client_token as string;
+      const sink = join(tmp.dir, "agent-token");
+      await writeFile(sink, first + "\n");
+      const file = await hclConfig(tmp.dir, `vault {\n  address                = "${vault.address}"\n  vault_agent_token_file = "${sink}"\n}`);
+      rt = await startRuntime(file);
+      const out = join(tmp.dir, "app.seen");
+      await waitFor(async () => (await seen(out)).length >= 1, 180_000, "the first apply of task app");
+      // The agent re-authenticated: a new token in the sink, the old one revoked.
+      const second = (await vault.api("POST", "auth/token/create", { policies: ["cts"], ttl: "1h" })).auth.client_token as string;
+      await writeFile(join(tmp.dir, "agent-token.new"), second + "\n");
+      const { rename } = await import("node:fs/promises");
+      await rename(join(tmp.dir, "agent-token.new"), sink);
+      await vault.api("POST", "auth/token/revoke", { token: first });
+      await vault.api("POST", "kv/db", { password: "agent-user-2", ttl: "2s" });
+      await waitFor(async () => (await seen(out)).some((l) => l === `${sha(pw)} ${sha("agent-user-2")} ${sha("agent-color")}`), 180_000, "a run with the secret read by the new token");
+      const log = rt.lines.join("\n");
+      assert.ok(!log.includes(first) && !log.includes(second), "a token appears in the log");
+    } finally {
+      await rt?.close();
+      if (previousCli === undefined) delete process.env.TF_CLI_CONFIG_FILE;
+      else process.env.TF_CLI_CONFIG_FILE = previousCli;
+      await tmp.cleanup();
+    }
+  });
+
   it("talks to Vault over TLS with ca_path (a folder of CA files, keys in it passed over); without the CA the read fails, naming the address", async () => {
     const tlsVault = await startVault({ tls: true });
     const tmp = await tempDir();

@@ -168,6 +168,7 @@ function fakeVault(secrets: Map<string, VaultSecret>): VaultClient & { reads: st
     lookupSelf: async () => ({ ttl: 0, renewable: false }),
     unwrapToken: async () => {},
     token: () => "t",
+    setToken() {},
     close() {},
   };
 }
