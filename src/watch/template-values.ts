@@ -37,6 +37,8 @@ interface Entry {
   abort: AbortController;
   timer?: ReturnType<typeof setTimeout>;
   following?: boolean;
+  /** Read once, no longer kept fresh: the next use reads it again. */
+  stale?: boolean;
 }
 
 /**
@@ -68,7 +70,18 @@ export class TemplateValues implements TemplateLookup {
       this.load(e).catch(() => {});
     }
     return () => {
-      for (const e of list) e.listeners.delete(onChange);
+      for (const e of list) {
+        e.listeners.delete(onChange);
+        // No task uses it any more (deleted, disabled, given to another member): stop keeping it
+        // fresh; the value stays for a run in flight, and the next use reads it again.
+        if (e.listeners.size === 0 && this.opts.watch) {
+          e.abort.abort();
+          e.abort = new AbortController();
+          if (e.timer) clearTimeout(e.timer);
+          e.following = false;
+          e.stale = true;
+        }
+      }
     };
   }
 
@@ -77,7 +90,7 @@ export class TemplateValues implements TemplateLookup {
     const h = createHmac("sha256", this.key);
     for (const d of [...deps].sort((a, b) => (dependencyId(a) < dependencyId(b) ? -1 : 1))) {
       const e = this.entries.get(dependencyId(d));
-      h.update(dependencyId(d)).update("\0").update(JSON.stringify(e?.value ?? null)).update("\0");
+      h.update(dependencyId(d)).update("\0").update(JSON.stringify(significant(e?.value) ?? null)).update("\0");
     }
     return h.digest("hex").slice(0, 32);
   }
@@ -111,7 +124,7 @@ export class TemplateValues implements TemplateLookup {
   }
 
   private load(e: Entry, signal?: AbortSignal): Promise<void> {
-    if (e.loaded) return Promise.resolve();
+    if (e.loaded && !e.stale) return Promise.resolve();
     e.loading ??= (async () => {
       try {
         if ("secret" in e.dep) await this.readSecret(e, e.dep.secret, true);
@@ -133,18 +146,23 @@ export class TemplateValues implements TemplateLookup {
   private async readSecret(e: Entry, path: string, first: boolean, failures = 0): Promise<void> {
     const { client, session } = this.vault();
     let lease: { leaseId: string; leaseDuration: number; renewable: boolean };
+    // The signal of this read: a task letting go of the value aborts it (and gives the entry a new one).
+    const signal = e.abort.signal;
     try {
       await session.ready;
-      const s = await client.read(path, e.abort.signal);
+      const s = await client.read(path, signal);
       // KV v2's metadata (times, versions) is not secret; its fields and any other secret's data are.
       registerSecrets(isKv2(s.data) ? s.data.data : s.data);
-      const changed = e.loaded && JSON.stringify(e.value) !== JSON.stringify(s.data);
+      // A KV v2 secret written again with the same fields is no change (only its metadata moved).
+      const changed = e.loaded && JSON.stringify(significant(e.value)) !== JSON.stringify(significant(s.data));
       e.value = s.data;
       e.loaded = true;
+      e.stale = false;
       lease = s;
+      if (signal.aborted) return;
       if (changed) this.changed(e, `the Vault secret '${path}' changed`);
     } catch (err) {
-      if (first || this.closed || e.abort.signal.aborted) throw err;
+      if (first || this.closed || signal.aborted) throw err;
       this.opts.log.warn(`vault: reading '${path}' again failed: ${messageOf(err)}; the last value is kept, trying again`);
       this.later(e, backoffDelay({ baseMs: 1000, maxMs: 60_000 }, failures + 1, this.opts.random), () => this.readSecret(e, path, false, failures + 1));
       return;
@@ -179,6 +197,7 @@ export class TemplateValues implements TemplateLookup {
       const changed = e.loaded && value !== e.value;
       e.value = value;
       e.loaded = true;
+      e.stale = false;
       if (changed) this.changed(e, `the Consul key '${path}' changed`);
     };
     const first = await this.opts.consul.kv({ path }, { signal: e.abort.signal });
@@ -217,6 +236,11 @@ function registerSecrets(v: unknown, depth = 0): void {
   if (typeof v === "string") redactSecret(v);
   else if (Array.isArray(v)) for (const x of v) registerSecrets(x, depth + 1);
   else if (v && typeof v === "object") for (const x of Object.values(v)) registerSecrets(x, depth + 1);
+}
+
+/** What a change is judged on: a KV v2 secret's fields, any other value as it is. */
+function significant(v: Record<string, unknown> | string | undefined): unknown {
+  return v && typeof v === "object" && isKv2(v) ? v.data : v;
 }
 
 function isKv2(data: Record<string, unknown>): data is { data: Record<string, unknown>; metadata: unknown } {

@@ -1,4 +1,4 @@
-import { describe, it } from "node:test";
+import { afterEach, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { writeFile } from "node:fs/promises";
@@ -208,6 +208,63 @@ describe("the template values a run reads", () => {
   it("refuses a secret when no Vault is configured, naming the fix", async () => {
     const store = new TemplateValues({ consul: { kv: async () => ({ data: [], index: 1n }) }, watch: false, defaultLeaseMs: 300_000, log: quiet });
     await assert.rejects(store.ensure([{ secret: "kv/db" }]), (e: any) => e.code === "CONFIG_INVALID" && /no Vault is configured/.test(e.message));
+    store.close();
+  });
+});
+
+describe("the template values the daemon keeps fresh", () => {
+  // The store's timers do not hold the process open (the daemon's servers do): this test's must.
+  let keepAlive: ReturnType<typeof setInterval>;
+  beforeEach(() => (keepAlive = setInterval(() => {}, 1000)));
+  afterEach(() => clearInterval(keepAlive));
+
+  it("reads a secret without a lease again and tells the subscribers of a changed field, not of a KV v2 rewrite with the same fields", async () => {
+    const answers = [
+      { data: { data: { pw: "one-pass" }, metadata: { version: 1 } } },
+      { data: { data: { pw: "one-pass" }, metadata: { version: 2 } } },
+      { data: { data: { pw: "two-pass" }, metadata: { version: 3 } } },
+    ];
+    let reads = 0;
+    const client: VaultClient = {
+      ...fakeVault(new Map()),
+      read: async () => ({ ...answers[Math.min(reads++, answers.length - 1)]!, leaseId: "", leaseDuration: 0, renewable: false }),
+    };
+    const store = new TemplateValues({ vault: { client, session }, consul: { kv: async () => ({ data: [], index: 1n }) }, watch: true, defaultLeaseMs: 1, log: quiet });
+    const changes: string[] = [];
+    const changed = new Promise<void>((resolve) => {
+      const off = store.subscribe([{ secret: "secret/data/db" }], () => {
+        changes.push(renderTemplate(vaultSecret("secret/data/db", "pw"), store));
+        off();
+        resolve();
+      });
+    });
+    await changed;
+    assert.deepEqual(changes, ["two-pass"], "told once, with the new field");
+    assert.ok(reads >= 3);
+    store.close();
+  });
+
+  it("follows a Consul key with a blocking query and tells the subscribers when its value changes", async () => {
+    const answers: Array<[bigint, string]> = [
+      [5n, "blue"],
+      [6n, "blue"],
+      [7n, "green"],
+    ];
+    const indexes: bigint[] = [];
+    let n = 0;
+    const kv = (_req: unknown, opts: { index?: bigint; signal?: AbortSignal } = {}) => {
+      indexes.push(opts.index ?? 0n);
+      const a = answers[n++];
+      if (a) return Promise.resolve({ data: [{ Key: "cfg/color", Value: a[1] }], index: a[0] });
+      // Then it blocks until the store stops.
+      return new Promise<never>((_, reject) => opts.signal?.addEventListener("abort", () => reject(Object.assign(new Error("aborted"), { name: "AbortError" }))));
+    };
+    const store = new TemplateValues({ consul: { kv }, watch: true, defaultLeaseMs: 300_000, log: quiet });
+    await store.ensure([{ consulKey: "cfg/color" }]);
+    assert.equal(store.consulKey("cfg/color"), "blue");
+    await new Promise<void>((resolve) => store.subscribe([{ consulKey: "cfg/color" }], () => resolve()));
+    assert.equal(store.consulKey("cfg/color"), "green");
+    assert.deepEqual(indexes.slice(0, 3), [0n, 5n, 6n], "each read blocks on the last index");
     store.close();
   });
 });
