@@ -6,6 +6,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { runsOf, startRuntime, tempDir, waitFor, writeConfig, type TestRuntime } from "../support/cts.ts";
+import { execa } from "execa";
+import { CTS_BIN } from "../support/cts-process.ts";
 import { tools } from "../support/tools.ts";
 import { startVault, type VaultServer } from "../support/vault.ts";
 
@@ -46,7 +48,7 @@ describe("Vault secrets and Consul keys in terraform_provider blocks (real OpenB
   });
 
   /** A CTS config: task `app` reads KV v2, KV v1 and a Consul key; task `denied` a path its token may not read. */
-  async function hclConfig(dir: string, vaultBlock: string): Promise<string> {
+  async function hclConfig(dir: string, vaultBlock: string, withDenied = true): Promise<string> {
     const bin = join(dir, "bin");
     await mkdir(bin);
     await symlink(tools().tofu, join(bin, "terraform"));
@@ -89,7 +91,9 @@ task {
     names = ["web"]
   }
 }
-task {
+${
+  withDenied
+    ? `task {
   name           = "denied"
   module         = "${MODULE}"
   providers      = ["local.denied"]
@@ -98,7 +102,9 @@ task {
     names = ["web"]
   }
 }
-`,
+`
+    : ""
+}`,
     );
     return file;
   }
@@ -267,6 +273,25 @@ task {
       else process.env.TF_CLI_CONFIG_FILE = previousCli;
       await tmp.cleanup();
       await tlsVault.stop();
+    }
+  });
+
+  it("cts start -once (the CLI, a process of its own) renders the templates with VAULT_TOKEN from its environment, and prints no value", async () => {
+    const tmp = await tempDir();
+    try {
+      const pw = secretText("cli-pw");
+      await vault.putV2("app", { pw });
+      await vault.api("POST", "kv/db", { password: "cli-user", ttl: "1h" });
+      await consul.api("PUT", "/v1/kv/cfg/color", "cli-color");
+      const token = (await vault.api("POST", "auth/token/create", { policies: ["cts"], ttl: "1h" })).auth.client_token as string;
+      const file = await hclConfig(tmp.dir, `vault {\n  address = "${vault.address}"\n}`, false);
+      const env = { ...process.env, TF_CLI_CONFIG_FILE: tools().cliConfig, CHECKPOINT_DISABLE: "1", VAULT_TOKEN: token };
+      const once = await execa(process.execPath, [CTS_BIN, "start", "-config-file", file, "-once"], { cwd: tmp.dir, env, reject: false, timeout: 300_000 });
+      assert.equal(once.exitCode, 0, `cts start -once:\n${once.stdout}\n${once.stderr}`);
+      assert.deepEqual(await seen(join(tmp.dir, "app.seen")), [`${sha(pw)} ${sha("cli-user")} ${sha("cli-color")}`]);
+      for (const v of [pw, "cli-user", token]) assert.ok(!`${once.stdout}\n${once.stderr}`.includes(v), "a value appears in the output");
+    } finally {
+      await tmp.cleanup();
     }
   });
 
