@@ -73,8 +73,16 @@ function nearest(candidates: FoundResource[], expected: ExpectedProperties): str
   return ranked.map(({ r, diff }) => `  ${r.address}:\n${diff.map((d) => `    ${d}`).join("\n")}`).join("\n") + more;
 }
 
+/**
+ * Throws the failure. The operator is node's "fail" (as `assert.fail`): jest then prints the message
+ * as it is, and node:test and vitest show `actual` beside `expected` as a diff.
+ */
 function fail(message: string, actual?: unknown, expected?: unknown, fn?: Function): never {
-  throw new AssertionError({ message, actual, expected, operator: "cts", ...(fn ? { stackStartFn: fn } : {}) });
+  throw new AssertionError({ message, actual, expected, operator: "fail", ...(fn ? { stackStartFn: fn } : {}) });
+}
+
+function nearestBody(candidates: FoundResource[], expected: ExpectedProperties): Record<string, any> {
+  return [...candidates].sort((a, b) => propertyDiff(expected, a.body).length - propertyDiff(expected, b.body).length)[0]!.body;
 }
 
 function liveTemplates(value: unknown, path: string, out: string[]): void {
@@ -103,7 +111,7 @@ export const assertions = {
       const types = typesIn(doc);
       fail(`Expected a resource of type ${type}, but there is none. Resource types present: ${types.length ? types.join(", ") : "none"}.`, types, type, assertions.assertHasResource);
     }
-    fail(`Expected a resource of type ${type} with ${show(properties)}; the nearest of ${candidates.length}:\n${nearest(candidates, properties)}`, candidates.map((c) => c.body), properties, assertions.assertHasResource);
+    fail(`Expected a resource of type ${type} with ${show(properties)}; the nearest of ${candidates.length}:\n${nearest(candidates, properties)}`, nearestBody(candidates, properties), properties, assertions.assertHasResource);
   },
 
   /** Asserts no resource of `type` has `properties` (no properties: no resource of the type at all). */

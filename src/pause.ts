@@ -1,18 +1,22 @@
-import { setTimeout as sleep } from "node:timers/promises";
+import { systemClock, type Clock } from "./clock.ts";
 
 /**
  * Waits `ms`, or less when `signal` aborts: resolves true after the full wait, false when cut short.
- * The one sleep of cts (on node:timers/promises), so no wait anywhere outlives a stop.
+ * The one sleep of cts, so no wait anywhere outlives a stop; on `clock` (a fake one in tests).
  */
-export async function pause(ms: number, signal?: AbortSignal): Promise<boolean> {
-  if (signal?.aborted) return false;
-  try {
-    await sleep(ms, undefined, signal ? { signal } : {});
-    return true;
-  } catch (err) {
-    if ((err as { name?: string }).name === "AbortError") return false;
-    throw err;
-  }
+export function pause(ms: number, signal?: AbortSignal, clock: Clock = systemClock): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise<boolean>((resolve) => {
+    const stop = () => {
+      clock.clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = clock.setTimeout(() => {
+      signal?.removeEventListener("abort", stop);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener("abort", stop, { once: true });
+  });
 }
 
 /** Waits for `p`, but at most `ms` (a grace period); never leaves a timer behind. */

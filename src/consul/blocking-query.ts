@@ -1,5 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { backoffDelay } from "../backoff.ts";
+import { systemClock, type Clock } from "../clock.ts";
 import { pause } from "../pause.ts";
 import { isAbortError } from "./api-error.ts";
 
@@ -62,18 +63,20 @@ export const CTS_BLOCKING_TIMING: BlockingTiming = Object.freeze({ minIntervalMs
  *   `failed` asks for); the loop never gives up unless `failed` says "stop";
  * - at least `minIntervalMs` plus jitter between the starts of two reads.
  * Telling identical data apart is the owner's job: the loop only knows indexes. Ends when `signal`
- * aborts (the read in flight and any wait end with it).
+ * aborts (the read in flight and any wait end with it). Pacing and backoff wait on `clock` (a fake
+ * one in tests).
  */
 export async function followBlockingQuery<A extends IndexedAnswer>(
   query: BlockingQuery<A>,
   signal: AbortSignal,
   timing: BlockingTiming = CTS_BLOCKING_TIMING,
   random: () => number = Math.random,
+  clock: Clock = systemClock,
 ): Promise<void> {
   let index = 0n;
   let failures = 0;
   while (!signal.aborted) {
-    const started = Date.now();
+    const started = clock.now();
     const blocking = index > 0n;
     let delay: number;
     try {
@@ -104,7 +107,7 @@ export async function followBlockingQuery<A extends IndexedAnswer>(
       if (after) {
         index = 0n;
         delay = after.restartAfterMs;
-      } else delay = timing.minIntervalMs + random() * timing.jitterMs - (Date.now() - started);
+      } else delay = timing.minIntervalMs + random() * timing.jitterMs - (clock.now() - started);
     } catch (err) {
       if (signal.aborted || isAbortError(err)) break;
       failures++;
@@ -115,6 +118,6 @@ export async function followBlockingQuery<A extends IndexedAnswer>(
       if (decision === "stop") break;
       delay = decision ?? backoffDelay({ baseMs: timing.backoffBaseMs, maxMs: timing.backoffMaxMs }, failures, random);
     }
-    if (delay > 0) await pause(delay, signal);
+    if (delay > 0) await pause(delay, signal, clock);
   }
 }

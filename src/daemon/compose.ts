@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import type { Clock } from "../clock.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import { createReloadingConsulApi } from "../consul/reloading-api.ts";
 import { watchTokenFile } from "../consul/token-file.ts";
@@ -60,6 +61,8 @@ export interface ControllerDeps {
   metrics?: Metrics;
   /** Values of provider templates and Vault secrets. */
   templates?: RunTemplates;
+  /** The clock of buffer periods and retry waits (default: the real one; unit tests pass a fake). */
+  clock?: Clock;
 }
 
 /**
@@ -133,7 +136,7 @@ export function createController(deps: ControllerDeps): Controller {
     runner,
     events: new EventStore(deps.eventsKept),
     activity: new Activity(),
-    runs: { policy, concurrency: loaded.config.concurrency ?? 4 },
+    runs: { policy, concurrency: loaded.config.concurrency ?? 4, ...(deps.clock ? { clock: deps.clock } : {}) },
     triggers: {
       ...(deps.watcher ? { watcher: deps.watcher } : {}),
       globalBuffer: loaded.config.bufferPeriod,
@@ -141,6 +144,7 @@ export function createController(deps: ControllerDeps): Controller {
       globalDrift: loaded.config.driftCheck,
       skipped,
       ...(deps.templates ? { templates: deps.templates } : {}),
+      ...(deps.clock ? { clock: deps.clock } : {}),
     },
     log,
     metrics,

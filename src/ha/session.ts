@@ -1,4 +1,4 @@
-import { performance } from "node:perf_hooks";
+import { systemClock, unrefTimer, type Clock } from "../clock.ts";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { HaKv } from "./kv.ts";
@@ -14,8 +14,8 @@ export type SessionLoss = { kind: "invalidated"; message: string } | { kind: "fe
  * received that renewal, so a leader that stops at this point stops before anyone else can lead.
  */
 export class LeaderSession {
-  private renewTimer: ReturnType<typeof setTimeout> | undefined;
-  private fenceTimer: ReturnType<typeof setTimeout> | undefined;
+  private renewTimer: unknown;
+  private fenceTimer: unknown;
   private lastOkSentAt = 0;
   private ended = false;
   private failures = 0;
@@ -27,23 +27,24 @@ export class LeaderSession {
     private readonly log: Logger,
     private readonly onLost: (loss: SessionLoss) => void,
     createdSentAt: number,
+    private readonly clock: Clock,
   ) {
     this.lastOkSentAt = createdSentAt;
     this.armFence();
     this.schedule(settings.renewIntervalMs);
   }
 
-  /** Creates a session in Consul and starts renewing it. */
-  static async create(kv: HaKv, settings: HaSettings, log: Logger, onLost: (loss: SessionLoss) => void): Promise<LeaderSession> {
-    const sentAt = performance.now();
+  /** Creates a session in Consul and starts renewing it (on `clock`: a fake one in tests). */
+  static async create(kv: HaKv, settings: HaSettings, log: Logger, onLost: (loss: SessionLoss) => void, clock: Clock = systemClock): Promise<LeaderSession> {
+    const sentAt = clock.now();
     const id = await kv.createSession(`cts-ha:${settings.clusterName}:${settings.id}`, settings.sessionTtlMs, settings.lockDelayMs);
     log.debug(`ha: created session`, { session: id, ttl: durationText(settings.sessionTtlMs) });
-    return new LeaderSession(id, kv, settings, log, onLost, sentAt);
+    return new LeaderSession(id, kv, settings, log, onLost, sentAt, clock);
   }
 
   /** Milliseconds since the last successful renewal was sent. */
   sinceRenewal(): number {
-    return performance.now() - this.lastOkSentAt;
+    return this.clock.now() - this.lastOkSentAt;
   }
 
   /** Whether the session is still believed valid. */
@@ -53,13 +54,13 @@ export class LeaderSession {
 
   private schedule(delay: number): void {
     if (this.ended) return;
-    this.renewTimer = setTimeout(() => void this.renew(), delay);
+    this.renewTimer = this.clock.setTimeout(() => void this.renew(), delay);
   }
 
   private armFence(): void {
-    if (this.fenceTimer) clearTimeout(this.fenceTimer);
+    if (this.fenceTimer !== undefined) this.clock.clearTimeout(this.fenceTimer);
     const left = this.settings.fenceAfterMs - this.sinceRenewal();
-    this.fenceTimer = setTimeout(() => {
+    this.fenceTimer = this.clock.setTimeout(() => {
       if (this.ended) return;
       // Timers may fire a little early against the monotonic clock: re-arm rather than give up.
       if (this.sinceRenewal() < this.settings.fenceAfterMs) return this.armFence();
@@ -76,7 +77,7 @@ export class LeaderSession {
 
   private async renew(): Promise<void> {
     if (this.ended) return;
-    const sentAt = performance.now();
+    const sentAt = this.clock.now();
     try {
       const answer = await this.kv.renewSession(this.id, Math.max(200, Math.min(this.settings.renewIntervalMs, this.settings.fenceAfterMs - this.sinceRenewal())));
       if (this.ended) return;
@@ -107,8 +108,8 @@ export class LeaderSession {
 
   private stopTimers(): void {
     this.ended = true;
-    if (this.renewTimer) clearTimeout(this.renewTimer);
-    if (this.fenceTimer) clearTimeout(this.fenceTimer);
+    if (this.renewTimer !== undefined) this.clock.clearTimeout(this.renewTimer);
+    if (this.fenceTimer !== undefined) this.clock.clearTimeout(this.fenceTimer);
   }
 
   /** Stops renewing and destroys the session in Consul (its locks are released). Never throws. */
@@ -130,10 +131,10 @@ export class LeaderSession {
    */
   abandon(): void {
     this.stopTimers();
-    const giveUpAt = performance.now() + this.settings.sessionTtlMs * 2 + 1_000;
+    const giveUpAt = this.clock.now() + this.settings.sessionTtlMs * 2 + 1_000;
     const attempt = async () => {
       if (await this.destroy(this.settings.renewRetryMs * 2)) return;
-      if (performance.now() < giveUpAt) setTimeout(() => void attempt(), this.settings.renewRetryMs).unref();
+      if (this.clock.now() < giveUpAt) unrefTimer(this.clock.setTimeout(() => void attempt(), this.settings.renewRetryMs));
     };
     void attempt();
   }

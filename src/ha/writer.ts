@@ -1,4 +1,5 @@
 import { backoffDelay, NO_JITTER } from "../backoff.ts";
+import { systemClock, type Clock } from "../clock.ts";
 import { pause } from "../pause.ts";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
@@ -25,6 +26,8 @@ export class StateWriter {
     private readonly kv: HaKv,
     private readonly lockKey: string,
     private readonly log: Logger,
+    /** Retry waits and flush bounds run on it (tests pass a fake clock). */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** The session writes are fenced with (set while leading; undefined drops what is pending). */
@@ -53,12 +56,12 @@ export class StateWriter {
   /** Resolves true once everything queued is written, false after `timeoutMs` or when not leading. */
   async flush(timeoutMs = 5_000): Promise<boolean> {
     if (this.pending.size === 0 && !this.running) return this.session !== undefined;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: unknown;
     const done = await Promise.race([
       new Promise<boolean>((r) => this.idleWaiters.push(() => r(true))),
-      new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs))),
+      new Promise<boolean>((r) => (timer = this.clock.setTimeout(() => r(false), timeoutMs))),
     ]);
-    clearTimeout(timer);
+    this.clock.clearTimeout(timer);
     return done && this.session !== undefined;
   }
 
@@ -101,7 +104,7 @@ export class StateWriter {
         for (const [k, v] of batch.reverse()) if (!this.pending.has(k)) this.pending.set(k, v);
         const delay = backoffDelay(WRITE_BACKOFF, ++failures);
         this.log.warn(`ha: storing task state in Consul failed, retrying in ${delay} ms: ${messageOf(err)}`);
-        await pause(delay, this.leading.signal);
+        await pause(delay, this.leading.signal, this.clock);
       }
     }
   }

@@ -1,6 +1,7 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { AROUND_JITTER, backoffDelay, jittered, NO_JITTER } from "../backoff.ts";
+import { systemClock, type Clock } from "../clock.ts";
 import type { CtsError } from "../errors.ts";
+import { pause } from "../pause.ts";
 import { TERRAFORM_HUNG, TERRAFORM_STATE_LOCKED } from "../terraform/failures.ts";
 
 // The driver's codes for "another Terraform holds this task's state lock" and "a Terraform that
@@ -28,7 +29,7 @@ export interface RetryHistory {
   failed: number;
   locked: number;
   hung: number;
-  /** When the first locked attempt ended (ms since the epoch). */
+  /** When the first locked attempt ended (ms on the runtime's clock). */
   lockedSince?: number;
 }
 
@@ -36,7 +37,7 @@ export interface RetryHistory {
  * The delay before the next attempt, or undefined to give up. `applies` is false for plans and
  * destroys, which retry only a lock or a hang (a failed plan says the same thing twice).
  */
-export function nextDelay(policy: RetryPolicy, error: CtsError, history: RetryHistory, applies: boolean, now = Date.now()): number | undefined {
+export function nextDelay(policy: RetryPolicy, error: CtsError, history: RetryHistory, applies: boolean, now = systemClock.now()): number | undefined {
   if (error.code === "TERRAFORM_CANCELLED" || error.category === "usage") return undefined;
   if (error.code === TERRAFORM_STATE_LOCKED) {
     history.lockedSince ??= now;
@@ -57,13 +58,14 @@ export function nextDelay(policy: RetryPolicy, error: CtsError, history: RetryHi
 
 /**
  * Runs `attempt` until it succeeds or `decide` gives up (undefined), waiting the delay it returns
- * in between. The wait ends early when `signal` aborts; the last error is then thrown at once.
+ * in between (on `clock`). The wait ends early when `signal` aborts; the last error is then thrown at once.
  */
 export async function withRetries<T>(
   attempt: () => Promise<T>,
   decide: (err: unknown) => number | undefined,
   signal: AbortSignal,
   onRetry?: (err: unknown, delayMs: number, attempt: number) => void,
+  clock: Clock = systemClock,
 ): Promise<T> {
   for (let n = 1; ; n++) {
     try {
@@ -72,11 +74,7 @@ export async function withRetries<T>(
       const delay = signal.aborted ? undefined : decide(err);
       if (delay === undefined) throw err;
       onRetry?.(err, delay, n);
-      try {
-        await sleep(delay, undefined, { signal });
-      } catch {
-        throw err;
-      }
+      if (!(await pause(delay, signal, clock))) throw err;
     }
   }
 }

@@ -1,4 +1,5 @@
 import { CtsError, messageOf, toCtsError, doctorHint } from "../errors.ts";
+import { systemClock, type Clock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { userCodeFields } from "../user-frames.ts";
@@ -26,6 +27,8 @@ export interface RunSettings {
   policy: RetryPolicy;
   /** Runs at once, over all tasks. */
   concurrency: number;
+  /** The retry waits' clock (default: the real one; tests pass a fake). */
+  clock?: Clock;
 }
 
 /** What the runs need. */
@@ -197,16 +200,18 @@ export class TaskRuns {
   private async attempts(e: TaskEntry, mode: RunMode, signal: AbortSignal, attempt = (s: AbortSignal) => this.deps.runner.attempt(e, mode, s)): Promise<RunOutcome> {
     const history: RetryHistory = { failed: 0, locked: 0, hung: 0 };
     const policy = this.deps.policy;
+    const clock = this.deps.clock ?? systemClock;
     try {
       return await withRetries(
         () => attempt(signal),
-        (err) => nextDelay(policy, toCtsError(err, "TASK_RUN_FAILED", e.name), history, mode === "apply"),
+        (err) => nextDelay(policy, toCtsError(err, "TASK_RUN_FAILED", e.name), history, mode === "apply", clock.now()),
         signal,
         (err, delayMs, attempt) => {
           const error = toCtsError(err, "TASK_RUN_FAILED", e.name);
           this.deps.log.warn(`task '${e.name}': attempt ${attempt} failed (${error.code}), retrying in ${delayMs} ms: ${messageOf(err)}`, { task: e.name, code: error.code });
           this.deps.gate.retrying({ task: e.name, code: error.code, attempt, delayMs, message: error.message });
         },
+        clock,
       );
     } catch (err) {
       const error = toCtsError(err, "TASK_RUN_FAILED", e.name);

@@ -1,3 +1,4 @@
+import type { Clock } from "../clock.ts";
 import type { CtsError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
@@ -35,6 +36,8 @@ export interface TriggerSettings {
   skipped?: SkippedServices;
   /** Values of provider templates (Vault secrets, Consul keys): a change re-runs the tasks using it (daemon mode). */
   templates?: { subscribe(deps: Iterable<TemplateDependency>, onChange: () => void): () => void };
+  /** The buffer periods' clock (default: the real one; tests pass a fake). */
+  clock?: Clock;
 }
 
 /** What the triggers feed and ask. */
@@ -112,7 +115,7 @@ export class Triggers {
         this.bufferSince.delete(e.name);
         if (since !== undefined) this.deps.metrics?.bufferWaited(e.name, (performance.now() - since) / 1000);
         this.deps.runs.enqueue(e.name);
-      });
+      }, this.deps.clock);
     const drift = this.driftFor(e);
     if (drift.enabled && !e.driftTimer) {
       // A plain interval: a check that is still queued when the next tick comes collapses with it.

@@ -1,4 +1,5 @@
 import { Worker } from "node:worker_threads";
+import { systemClock, unrefTimer, type Clock } from "../clock.ts";
 import { CtsError, isErrorCode } from "../errors.ts";
 import type { AnyTaskInput, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
@@ -46,6 +47,8 @@ export interface WorkerSynthesizerOptions {
    * quiet holds no CDKTF heap; the next change starts a worker again (about 1 s).
    */
   idleMs?: number;
+  /** The idle period's clock (default: the real one; tests pass a fake). */
+  clock?: Clock;
 }
 
 interface Pending {
@@ -74,7 +77,8 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
   const maxSyntheses = opts.maxSyntheses ?? 200;
   const maxHeap = opts.maxHeapBytes ?? 256 * 1024 * 1024;
   const idleMs = opts.idleMs ?? 2 * 60_000;
-  let idleTimer: ReturnType<typeof setTimeout> | undefined;
+  const clock = opts.clock ?? systemClock;
+  let idleTimer: unknown;
   let worker: Worker | undefined;
   let count = 0;
   let recycled = 0;
@@ -137,20 +141,20 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
 
   // One request at a time: synthesis is CPU-bound, and serializing keeps recycling simple.
   const queue = <T>(work: () => Promise<T>): Promise<T> => {
-    clearTimeout(idleTimer);
+    clock.clearTimeout(idleTimer);
     const run = chain.then(work);
     const settled = run.catch(() => undefined);
     chain = settled;
     void settled.then(() => {
       if (chain !== settled) return; // another request is queued behind this one
-      idleTimer = setTimeout(() => {
+      idleTimer = clock.setTimeout(() => {
         if (chain === settled && pending.size === 0 && worker) {
           const w = worker;
           worker = undefined;
           void w.terminate();
         }
       }, idleMs);
-      idleTimer.unref();
+      unrefTimer(idleTimer);
     });
     return run;
   };
@@ -164,14 +168,14 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
     describe: (configFile) => queue(() => ask<ConfigDescription>({ describe: configFile }, false)),
     async release() {
       await chain;
-      clearTimeout(idleTimer);
+      clock.clearTimeout(idleTimer);
       const w = worker;
       worker = undefined;
       if (w) await w.terminate();
     },
     running: () => worker !== undefined,
     async close() {
-      clearTimeout(idleTimer);
+      clock.clearTimeout(idleTimer);
       const w = worker;
       worker = undefined;
       if (w) await w.terminate();

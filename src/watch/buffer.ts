@@ -1,19 +1,6 @@
 import { Duration } from "../duration.ts";
 import { CtsError } from "../errors.ts";
-
-/** Time, behind an interface so buffer tests run on a fake clock instead of sleeping. */
-export interface Clock {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-/** The real clock. */
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-};
+import { systemClock, type Clock } from "../clock.ts";
 
 /** A resolved buffer period, in ms. */
 export interface BufferPeriodSettings {

@@ -1,3 +1,4 @@
+import type { Clock } from "../clock.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { View, ViewFetch, ViewTiming } from "./view.ts";
 import { DEFAULT_VIEW_TIMING, View as ViewClass } from "./view.ts";
@@ -16,13 +17,15 @@ export class ViewPool {
   private readonly random: (() => number) | undefined;
   private readonly onGrow: ((count: number) => void) | undefined;
   private readonly metrics: Metrics | undefined;
+  private readonly clock: Clock | undefined;
 
-  constructor(opts: { timing?: Partial<ViewTiming>; random?: () => number; onGrow?: (count: number) => void; metrics?: Metrics } = {}) {
+  constructor(opts: { timing?: Partial<ViewTiming>; random?: () => number; onGrow?: (count: number) => void; metrics?: Metrics; clock?: Clock } = {}) {
     // Completed once here, so every view shares one timing object.
     this.timing = opts.timing ? { ...DEFAULT_VIEW_TIMING, ...opts.timing } : undefined;
     this.metrics = opts.metrics;
     this.random = opts.random;
     this.onGrow = opts.onGrow;
+    this.clock = opts.clock;
   }
 
   /** Number of open views. */
@@ -43,6 +46,7 @@ export class ViewPool {
         ...(this.timing ? { timing: this.timing } : {}),
         ...(this.random ? { random: this.random } : {}),
         ...(this.metrics ? { metrics: this.metrics } : {}),
+        ...(this.clock ? { clock: this.clock } : {}),
       });
       entry = { view: view as View<unknown>, refs: 0 };
       this.entries.set(key, entry);

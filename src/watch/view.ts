@@ -1,4 +1,5 @@
 import { jittered, type Jitter } from "../backoff.ts";
+import { systemClock, type Clock } from "../clock.ts";
 import { CtsError, toCtsError } from "../errors.ts";
 import { isFatalConsulError, isRefusedServiceName } from "../consul/api-error.ts";
 import { CTS_BLOCKING_TIMING, followBlockingQuery, type AfterFailure, type BlockingQuery, type BlockingTiming } from "../consul/blocking-query.ts";
@@ -57,6 +58,7 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
   private readonly fetch: ViewFetch<T>;
   private readonly timing: ViewTiming;
   private readonly random: () => number;
+  private readonly clock: Clock;
   private readonly listeners = new Set<ViewListener<T>>();
   private readonly controller = new AbortController();
   private latest: { data: T; digest: string; source: string | undefined } | undefined;
@@ -67,7 +69,7 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
   private readonly metrics: Metrics;
   private readonly kind: string;
 
-  constructor(key: string, fetch: ViewFetch<T>, opts: { timing?: Partial<ViewTiming>; random?: () => number; metrics?: Metrics } = {}) {
+  constructor(key: string, fetch: ViewFetch<T>, opts: { timing?: Partial<ViewTiming>; random?: () => number; metrics?: Metrics; clock?: Clock } = {}) {
     this.key = key;
     this.metrics = opts.metrics ?? noMetrics;
     this.kind = viewKind(key);
@@ -75,6 +77,7 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
     // No timing (the daemon's case): share the defaults instead of a copy per view.
     this.timing = !opts.timing ? DEFAULT_VIEW_TIMING : isComplete(opts.timing) ? opts.timing : { ...DEFAULT_VIEW_TIMING, ...opts.timing };
     this.random = opts.random ?? Math.random;
+    this.clock = opts.clock ?? systemClock;
   }
 
   /** The latest data, or undefined before the first answer. */
@@ -121,7 +124,7 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
   /** Starts the loop (once). */
   start(): void {
     if (this.loop || this.closed) return;
-    this.loop = followBlockingQuery(this, this.controller.signal, this.timing, this.random);
+    this.loop = followBlockingQuery(this, this.controller.signal, this.timing, this.random, this.clock);
   }
 
   /** Stops the loop: aborts the in-flight request and clears timers. */

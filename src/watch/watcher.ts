@@ -4,6 +4,7 @@ import { sortInstances, toCatalogServices, toKvPairs, toServiceInstances, withUs
 import { catalogRequestFor, kvRequestFor, matchingNames, normalizeServicesQuery } from "../consul/query.ts";
 import { compileCatalogRegexp, filterCatalog } from "../consul/reader.ts";
 import type { CatalogServices, CatalogServicesQuery, KvPairs, KvQuery, ServiceInstance, ServicesQuery, Source } from "../consul/types.ts";
+import type { Clock } from "../clock.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { ViewPool, type ViewHandle } from "./pool.ts";
 import { DerivedSubscription } from "./subscription.ts";
@@ -29,6 +30,8 @@ export interface WatcherOptions {
   warn?: (message: string) => void;
   /** Where view fetches, errors, index resets and open blocking queries are counted. */
   metrics?: Metrics;
+  /** Time for the views' pauses and backoff (tests pass a fake clock). */
+  clock?: Clock;
 }
 
 /** A Watcher with introspection for tests and the API. */
@@ -46,6 +49,7 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
     ...(opts.timing ? { timing: opts.timing } : {}),
     ...(opts.random ? { random: opts.random } : {}),
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
+    ...(opts.clock ? { clock: opts.clock } : {}),
     onGrow: (count) => {
       if (count > MANY_VIEWS && !warned && opts.warn) {
         warned = true;

@@ -191,9 +191,15 @@ describe("the HTTP API of a running daemon (real Consul, real OpenTofu)", () => 
     const off = await call("PATCH", "/v1/tasks/members", { enabled: false });
     assert.equal(off.status, 200, off.text);
     assert.equal(off.body.task.enabled, false);
+    const seen = { members: rt.controller.changeCount("members"), membersRuns: rt.controller.runCount("members"), echo: rt.controller.changeCount("echo") };
     await consul.register({ Name: "web", ID: "web-2", Address: "10.0.0.2", Port: 80 });
-    await new Promise((r) => setTimeout(r, 500));
-    assert.doesNotMatch(await read(members), /web-2/, "a disabled task does not run");
+    // echo (enabled, no buffer) watches the same service: once its change arrived and every run it
+    // caused is over, members would have run too, were a disabled task still triggered.
+    await waitFor(() => rt.controller.changeCount("echo") > seen.echo, 20_000, "echo to see web-2");
+    await rt.controller.whenIdle();
+    assert.equal(rt.controller.changeCount("members"), seen.members, "a disabled task is not told about changes");
+    assert.equal(rt.controller.runCount("members"), seen.membersRuns, "a disabled task does not run");
+    assert.doesNotMatch(await read(members), /web-2/);
     const plan = await call("PATCH", "/v1/tasks/members?run=inspect", { enabled: true });
     assert.equal(plan.status, 200, plan.text);
     assert.equal(plan.body.inspect.changes_present, true);
@@ -232,20 +238,19 @@ describe("the HTTP API of a running daemon (real Consul, real OpenTofu)", () => 
   it("DELETE of a running task waits until its run has finished", async () => {
     const created = await call("POST", "/v1/tasks", moduleTask("slow", { variables: { path: join(tmp.dir, "slow.txt"), delay: 3 }, buffer_period: { enabled: false } }));
     assert.equal(created.status, 201, created.text);
-    let runDone = 0;
-    const run = call("PATCH", "/v1/tasks/slow?run=now", { enabled: true }).then((r) => ((runDone = Date.now()), r));
+    const run = call("PATCH", "/v1/tasks/slow?run=now", { enabled: true });
     await waitFor(() => rt.controller.view("slow")?.running, 20_000, "the slow run to start");
-    const started = Date.now();
     const del = await call("DELETE", "/v1/tasks/slow");
-    const deleted = Date.now();
+    // What the apply leaves, read the moment the DELETE answered: the file is written only after
+    // the 3 s provisioner, at the end of the run, so it is there only if the DELETE waited.
+    const whenDeleted = { file: await read(join(tmp.dir, "slow.txt")), runs: rt.controller.runCount("slow") };
     assert.equal(del.status, 202, del.text);
     assert.match(del.body.request_id, UUID);
+    assert.equal(whenDeleted.file, "hello web-1,web-2\n", "the DELETE answered after the run had applied");
+    assert.equal(whenDeleted.runs, 1, "and after the run had finished");
     const ran = await run;
     assert.equal(ran.status, 200, ran.text);
     assert.equal(ran.body.run.outcome, "applied", "the run was not cancelled");
-    assert.ok(runDone <= deleted, "the DELETE answered after the run finished");
-    assert.ok(deleted - started >= 1_000, `the DELETE waited (${deleted - started} ms)`);
-    assert.equal(await read(join(tmp.dir, "slow.txt")), "hello web-1,web-2\n");
     assertError(await call("GET", "/v1/tasks/slow"), 404, /no task named 'slow'/);
     assertError(await call("DELETE", "/v1/tasks/slow"), 404, /no task named 'slow'/);
   });

@@ -136,7 +136,7 @@ describe("the published package, installed into a new project", { timeout: 900_0
     const r = await run("npx", ["--no-install", "cts", "once"], project, runtimeEnv);
     assert.equal(r.code, 0, show(r));
     const file = join(project, "sync-tasks", "web-members", "web-members.txt");
-    assert.equal(await waitFor(() => readFile(file, "utf8"), 10_000, "the applied file"), "10.1.1.1:8080 # web-1\n");
+    assert.equal(await waitFor(() => readFile(file, "utf8"), 60_000, "the applied file"), "10.1.1.1:8080 # web-1\n");
   });
 
   it("watches with its synthesis worker running from dist/, and applies a new instance", async () => {
@@ -201,6 +201,63 @@ describe("the published package, installed into a new project", { timeout: 900_0
     const test = await run("npm", ["test"], project);
     assert.equal(test.code, 0, show(test));
     assert.match(test.stdout, /^(ℹ|#) pass 2$/m, show(test));
+  });
+
+  it("the Testing assertions work under vitest and jest too: a pass passes, a miss fails with the nearest resources", async () => {
+    // Pinned versions a user would install today; vitest reads the project's TypeScript task as it
+    // is, jest (ESM, no transform) a plain JavaScript task.
+    const install = await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--save-dev", "vitest@3.2.7", "jest@30.5.2"], project);
+    assert.equal(install.code, 0, show(install));
+    const checks = join(project, "checks");
+    await run("mkdir", ["-p", join(checks, "vitest"), join(checks, "jest")], project);
+    const data = `{ services: [{ name: "web", id: "web-1", address: "10.0.0.1", port: 8080 }] }`;
+    const body = (fw: string) =>
+      [
+        `describe("the web members task under ${fw}", () => {`,
+        `  const json = Testing.synthTask(new WebMembersTask(), ${data});`,
+        `  it("has the file with the member", () => { Testing.assertHasResource(json, "local_file", { content: "10.0.0.1:8080 # web-1\\n" }); Testing.assertResourceCount(json, "local_file", 1); Testing.assertProviderConfigured(json, "local"); });`,
+        `  it("misses a member that is not there", () => { Testing.assertHasResource(json, "local_file", { content: "10.9.9.9:8080 # web-9\\n" }); });`,
+        `});`,
+        ``,
+      ].join("\n");
+    await writeFile(
+      join(checks, "vitest", "web-members.test.ts"),
+      `import { describe, it } from "vitest";\nimport { Testing } from "cdktf-sync";\nimport { WebMembersTask } from "../../tasks/web-members.ts";\n${body("vitest")}`,
+    );
+    await writeFile(
+      join(checks, "jest", "web-members.test.mjs"),
+      [
+        `import { file, provider } from "@cdktf/provider-local";`,
+        `import { Task, Testing, services, render, constructId } from "cdktf-sync";`,
+        `class WebMembersTask extends Task {`,
+        `  constructor() { super({ name: "web-members", condition: services({ names: ["web"] }) }); }`,
+        `  synthesize(scope, input) {`,
+        `    new provider.LocalProvider(scope, "local");`,
+        `    new file.File(scope, constructId("web-members", "members"), { filename: "members.txt", content: render("{{#each services}}{{address}}:{{port}} # {{id}}\\n{{/each}}", { services: input.services }) });`,
+        `  }`,
+        `}`,
+        `const it = test;`,
+        body("jest"),
+      ].join("\n"),
+    );
+    await writeFile(join(checks, "jest.config.json"), JSON.stringify({ rootDir: ".", transform: {}, testEnvironment: "node", testMatch: ["<rootDir>/jest/*.test.mjs"] }));
+    try {
+      const vitest = await run("npx", ["--no-install", "vitest", "run", "--root", checks, "--dir", join(checks, "vitest"), "--reporter", "verbose"], project, { CI: "1", NO_COLOR: "1" });
+      assert.equal(vitest.code, 1, show(vitest));
+      assert.match(vitest.stdout, /✓ .*has the file with the member/, show(vitest));
+      assert.match(vitest.stdout + vitest.stderr, /× .*misses a member that is not there/, show(vitest));
+      assert.match(vitest.stdout + vitest.stderr, /Tests {2}1 failed \| 1 passed/, show(vitest));
+      assert.match(vitest.stdout + vitest.stderr, /AssertionError: Expected a resource of type local_file with .*; the nearest of 1:\s+local_file\.web_2d_members-members:\s+content: expected "10\.9\.9\.9:8080 # web-9\\n", got "10\.0\.0\.1:8080 # web-1\\n"/, show(vitest));
+
+      const jest = await run(process.execPath, ["--experimental-vm-modules", join(project, "node_modules", "jest", "bin", "jest.js"), "-c", join(checks, "jest.config.json")], project, { CI: "1", NO_COLOR: "1", FORCE_COLOR: "0" });
+      assert.equal(jest.code, 1, show(jest));
+      assert.match(jest.stderr, /✓ has the file with the member/, show(jest));
+      assert.match(jest.stderr, /✕ misses a member that is not there/, show(jest));
+      assert.match(jest.stderr, /Tests: {7}1 failed, 1 passed, 2 total/, show(jest));
+      assert.match(jest.stderr, /Message:\s+Expected a resource of type local_file with .*; the nearest of 1:\s+local_file\.web_2d_members-members:\s+content: expected "10\.9\.9\.9:8080 # web-9\\n", got "10\.0\.0\.1:8080 # web-1\\n"/, show(jest));
+    } finally {
+      await rm(checks, { recursive: true, force: true });
+    }
   });
 
   it("points a run that cannot reach Consul at `cts doctor`", async () => {

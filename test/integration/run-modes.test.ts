@@ -75,7 +75,8 @@ describe("cts once and cts inspect exit codes", () => {
 });
 
 describe("stopping the daemon", () => {
-  it("SIGTERM during an apply cancels Terraform and exits cleanly; the main thread never loaded cdktf or a provider binding", async () => {
+  // The provisioner sleeps over an hour: a daemon that exits within this test's limit stopped it.
+  it("SIGTERM during an apply cancels Terraform and exits cleanly; the main thread never loaded cdktf or a provider binding", { timeout: 180_000 }, async () => {
     const consul = await startConsul();
     const tmp = await tempDir();
     try {
@@ -83,7 +84,7 @@ describe("stopping the daemon", () => {
       // An unusual sleep length makes the provisioner's process easy to find.
       const file = await writeConfig(tmp.dir, {
         consulAddress: consul.address,
-        tasks: [`new SlowMembers("slow", ${JSON.stringify(join(tmp.dir, "s.txt"))}, 61)`],
+        tasks: [`new SlowMembers("slow", ${JSON.stringify(join(tmp.dir, "s.txt"))}, 4661)`],
       });
       const loadedOut = join(tmp.dir, "loaded.json");
       const child = spawn("node", ["--import", LOADED_MODULES, CTS, "watch", "--config", file], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CTS_TEST_LOADED_OUT: loadedOut } });
@@ -92,14 +93,13 @@ describe("stopping the daemon", () => {
       child.stderr.on("data", (d) => (log += d));
       const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
       await waitFor(() => /\[slow\].*(Creating|Provisioning)/.test(log), 60_000, "the apply to start");
-      const started = Date.now();
       child.kill("SIGTERM");
       const code = await exited;
       assert.equal(code, 0, log);
-      assert.ok(Date.now() - started < 15_000, "stopped within the grace period");
       assert.match(log, /received SIGTERM, stopping/);
-      const ps = await new Promise<string>((r) => execFile("ps", ["-eo", "args"], (_e, out) => r(out)));
-      assert.doesNotMatch(ps, /sleep 61/, "no provisioner left behind");
+      // What the stop SIGKILLed ends a moment after the daemon exited: wait for it, bounded.
+      const ps = () => new Promise<string>((r) => execFile("ps", ["-eo", "args"], (_e, out) => r(out)));
+      await waitFor(async () => !/sleep 4661/.test(await ps()), 20_000, "no provisioner left behind");
       // The task class was synthesized (its apply ran) in the worker; the main thread has none of it.
       const loaded = JSON.parse(await readFile(loadedOut, "utf8")) as string[];
       assert.ok(loaded.length > 0, "the preload wrote the main thread's modules");

@@ -109,7 +109,7 @@ describe("buffering and the work queue", () => {
     await consul.register(web("web-1"));
     const file = await writeConfig(tmp.dir, {
       consulAddress: consul.address,
-      extra: `bufferPeriod: { min: "1500ms", max: "6s" },`,
+      extra: `bufferPeriod: { min: "3s", max: "12s" },`,
       tasks: [`new MemberList("buffered", ${JSON.stringify(members)}, "web", null)`],
     });
     const rt = await startRuntime(file);
@@ -117,10 +117,14 @@ describe("buffering and the work queue", () => {
       await waitFor(async () => (await read(members)).includes("web-1"), 30_000, "the first apply");
       await rt.controller.idle();
       const before = applies(rt, "buffered");
+      // Five changes, each seen by the task before the next is made: five triggers, not one
+      // answer that happens to hold them all.
       for (let i = 2; i <= 6; i++) {
+        const changes = rt.controller.changeCount("buffered");
         await consul.register(web(`web-${i}`));
-        await new Promise((r) => setTimeout(r, 150));
+        await waitFor(() => rt.controller.changeCount("buffered") > changes, 20_000, `web-${i} to reach the task`);
       }
+      assert.equal(applies(rt, "buffered") - before, 0, "nothing applied while the changes kept coming");
       await waitFor(async () => ids(await read(members)).length === 6, 20_000, "all six instances");
       // Nothing queued, running or waiting in a buffer: no further run can come without new data.
       await rt.controller.whenIdle();
@@ -194,9 +198,9 @@ describe("schedule tasks", () => {
       try {
         await waitFor(async () => (await read(out)) === "web-1", 30_000, "the first run");
         await consul.register(web("web-2"));
-        await waitFor(async () => (await read(out)) === "web-1,web-2", 15_000, "the next scheduled run");
+        await waitFor(async () => (await read(out)) === "web-1,web-2", 60_000, "the next scheduled run");
         // The file is written during the apply; the run is logged right after it.
-        await waitFor(() => rt.lines.filter((l) => /task 'nightly': (applied|no-op)/.test(l)).length >= 2, 10_000, "two logged runs");
+        await waitFor(() => rt.lines.filter((l) => /task 'nightly': (applied|no-op)/.test(l)).length >= 2, 60_000, "two logged runs");
       } finally {
         await rt.close();
       }

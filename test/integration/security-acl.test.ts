@@ -120,7 +120,7 @@ describe("Consul with ACLs on (default deny) and the least-privilege policy", ()
       // Rotate as secret managers do: write a new file and rename it over the old one.
       await fs.writeFile(tokenFile + ".new", ctsToken);
       await fs.rename(tokenFile + ".new", tokenFile);
-      await waitFor(() => rt.lines.some((l) => l.includes("token in") && l.includes("changed")), 15_000, "the rotation noticed");
+      await waitFor(() => rt.lines.some((l) => l.includes("token in") && l.includes("changed")), 60_000, "the rotation noticed");
       await consul.register({ Name: "web", ID: "web-9", Address: "10.0.0.9", Port: 80 });
       await waitFor(async () => (await read(members)).includes("web-9"), 30_000, "an apply with the new token");
       assert.ok(!rt.lines.join("\n").includes(ctsToken) && !rt.lines.join("\n").includes(noKvToken), "no token in the logs");

@@ -9,6 +9,7 @@ import { awaitsPerson } from "../../src/tfc/runs.ts";
 import type { Workspace } from "../../src/tfc/types.ts";
 import { rootModule } from "../support/tfc-server/fixtures.ts";
 import { startTfcServer, type TfcServerOptions, type TfcTestServer } from "../support/tfc-server/index.ts";
+import { waitFor } from "../support/cts.ts";
 
 const FOLLOW = { intervalMs: 50, limitMs: 120_000 };
 const FAST = { baseDelayMs: 1, maxDelayMs: 5 };
@@ -271,13 +272,20 @@ describe("stopping the server while tofu runs", () => {
     assert.equal((await f.client.workspaces.readById(ws.id)).locked, false, "the canceled run released the workspace");
   });
 
-  /** Waits (checking every 50 ms) until a process with `marker` runs; fails if the run ends first. */
+  /** Waits (bounded, generously) until a process with `marker` runs; fails if the run ends first. */
   async function untilProcess(runId: string, marker: string): Promise<void> {
-    while (!(await runProcesses(marker)).some((p) => p.includes(marker))) {
-      const now = await f.client.runs.read(runId);
-      assert.ok(!["errored", "applied", "canceled"].includes(now.status), `the run ended ${now.status} before '${marker}' showed`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    let ended: string | undefined;
+    await waitFor(
+      async () => {
+        if ((await runProcesses(marker)).some((p) => p.includes(marker))) return true;
+        const now = await f.client.runs.read(runId);
+        if (["errored", "applied", "canceled"].includes(now.status)) ended = now.status;
+        return ended !== undefined;
+      },
+      120_000,
+      `'${marker}' to run`,
+    );
+    assert.equal(ended, undefined, `the run ended ${ended} before '${marker}' showed`);
   }
 
   it("ends every process it started (tofu, providers, provisioner commands) and removes the run directories", async () => {

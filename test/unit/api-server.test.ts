@@ -9,6 +9,7 @@ import type { RunOutcome, TaskView } from "../../src/runtime/controller.ts";
 import type { ModuleTaskSpec } from "../../src/synth/task-ref.ts";
 import { services } from "../../src/task/conditions.ts";
 import { http } from "../support/api.ts";
+import { deferred } from "../support/waits.ts";
 
 /** An in-memory controller behind the API's interface: records calls, runs nothing. */
 function fakeController() {
@@ -115,6 +116,7 @@ describe("the API server (fake controller)", () => {
     const liveUrl = (await live.listen(0)).url;
     const { get } = await import("node:http");
     let text = "";
+    const runStarted = deferred();
     const ended = new Promise<void>((resolve) => {
       get(`${liveUrl}/ui/events`, (res) => {
         assert.equal(res.headers["content-type"], "text/event-stream");
@@ -122,11 +124,12 @@ describe("the API server (fake controller)", () => {
         res.on("data", (d: string) => {
           text += d;
           if (text.includes("event: hello") && !text.includes("run-start")) emit({ type: "start", task: "web", kind: "run" });
+          if (text.includes("event: run-start")) runStarted.resolve();
         });
         res.on("end", () => resolve());
       });
     });
-    while (!text.includes("event: run-start")) await new Promise((r) => setTimeout(r, 10));
+    await runStarted.promise;
     assert.match(text, /event: run-start\ndata: \{"type":"start","task":"web","kind":"run"\}/);
     await live.close();
     await ended;

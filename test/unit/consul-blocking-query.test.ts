@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { followBlockingQuery, type AfterAnswer, type AfterFailure, type BlockingQuery, type BlockingTiming } from "../../src/consul/blocking-query.ts";
+import { CTS_BLOCKING_TIMING, followBlockingQuery, type AfterAnswer, type AfterFailure, type BlockingQuery } from "../../src/consul/blocking-query.ts";
+import { fakeClock } from "../support/fake-clock.ts";
 
 type Step = { index: bigint; data?: string } | { error: Error } | "block";
 
@@ -39,13 +40,14 @@ class Script implements BlockingQuery<{ index: bigint; data?: string }> {
   }
 }
 
-const fast: BlockingTiming = { minIntervalMs: 0, jitterMs: 0, backoffBaseMs: 1, backoffMaxMs: 4 };
-
-/** Runs the loop until the script is used up (its next read blocks), then stops it. */
+/**
+ * Runs the loop (CTS's pacing and backoff, on a fake clock that jumps to each timer: no real time
+ * passes) until the script is used up (its next read blocks), then stops it.
+ */
 async function run(make: (done: () => void) => Script): Promise<Script> {
   const ac = new AbortController();
   const script = make(() => ac.abort());
-  await followBlockingQuery(script, ac.signal, fast);
+  await followBlockingQuery(script, ac.signal, CTS_BLOCKING_TIMING, Math.random, fakeClock({ autoAdvance: true }));
   return script;
 }
 
@@ -76,10 +78,27 @@ describe("the blocking-query loop", () => {
     assert.deepEqual(s.told, ["a", "b"]);
   });
 
+  it("paces reads 100 ms + jitter apart, and backs off from 250 ms, doubling per failure (CTS's timing, exact on a fake clock)", async () => {
+    const clock = fakeClock({ autoAdvance: true });
+    const ac = new AbortController();
+    const down = new Error("HTTP 500");
+    const s = new Script([{ index: 1n, data: "a" }, { index: 2n, data: "b" }, { error: down }, { error: down }, { error: down }, { index: 3n, data: "c" }], undefined, undefined, () => ac.abort());
+    const at: number[] = [];
+    const read = s.read.bind(s);
+    s.read = (index, signal) => {
+      at.push(clock.now());
+      return read(index, signal);
+    };
+    // random() = 1: the full jitter (20 ms) between reads, and the full backoff (250, 500, 1000 ms).
+    await followBlockingQuery(s, ac.signal, CTS_BLOCKING_TIMING, () => 1, clock);
+    assert.deepEqual(s.reads, [0n, 1n, 2n, 0n, 0n, 0n, 3n]);
+    assert.deepEqual(at, [0, 120, 240, 490, 990, 1990, 2110]);
+  });
+
   it("ends when the owner says stop after a failure", async () => {
     const ac = new AbortController();
     const s = new Script([{ error: new Error("refused") }, { index: 1n, data: "never" }], undefined, () => "stop");
-    await followBlockingQuery(s, ac.signal, fast);
+    await followBlockingQuery(s, ac.signal, CTS_BLOCKING_TIMING, Math.random, fakeClock({ autoAdvance: true }));
     assert.equal(ac.signal.aborted, false, "it ended by itself");
     assert.deepEqual(s.reads, [0n]);
   });
@@ -138,7 +157,8 @@ describe("the blocking-query loop", () => {
       queueMicrotask(() => ac.abort());
       return 3_600_000;
     });
-    await followBlockingQuery(s, ac.signal, fast);
+    // A clock that never moves by itself: only the abort can end the hour's wait.
+    await followBlockingQuery(s, ac.signal, CTS_BLOCKING_TIMING, Math.random, fakeClock());
     assert.deepEqual(s.reads, [0n]);
   });
 });

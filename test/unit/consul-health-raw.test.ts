@@ -9,6 +9,7 @@ import { rawGet } from "../../src/consul/raw-get.ts";
 import { CtsError } from "../../src/errors.ts";
 import { isRefusedServiceName } from "../../src/consul/api-error.ts";
 import { quote } from "../../src/quote.ts";
+import { deferred } from "../support/waits.ts";
 
 /** A stand-in for the agent's health endpoint (unit level: the real agent is in the integration tests). */
 describe("healthService over the raw GET", () => {
@@ -139,13 +140,16 @@ describe("healthService over the raw GET", () => {
   });
 
   it("ends a cancelled request with an AbortError", async () => {
-    const hang = createServer(() => {});
+    // A server that never answers: the request is in flight until it is cancelled.
+    const arrived = deferred();
+    const hang = createServer(() => arrived.resolve());
     await new Promise<void>((r) => hang.listen(0, "127.0.0.1", r));
     const api = createConsulApi({ address: `127.0.0.1:${(hang.address() as AddressInfo).port}` });
     try {
       const ac = new AbortController();
       const pending = api.healthService({ service: "web" }, { index: 5n, wait: 60_000, signal: ac.signal }).catch((e: unknown) => e);
-      setTimeout(() => ac.abort(), 20);
+      await arrived.promise;
+      ac.abort();
       const err = (await pending) as Error;
       assert.equal(err.name, "AbortError");
     } finally {

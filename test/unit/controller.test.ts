@@ -6,16 +6,19 @@ import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
 import { fakeWatcher } from "../support/fake-watcher.ts";
 import type { RunResult, TaskWorkspace } from "../../src/terraform/types.ts";
 import { MemberList } from "../fixtures/tasks.ts";
+import { counter } from "../support/waits.ts";
 
 
-/** A driver that records applies and can be made slow or failing. */
+/** A driver that records applies and can be made slow or failing; `started` counts applies that began. */
 function fakeDriver() {
   const applied: string[] = [];
+  const started = counter();
   let gate: Promise<void> = Promise.resolve();
   let fail = false;
   const ok: RunResult = { changesPresent: true, summary: { add: 1, change: 0, destroy: 0 }, output: "" };
   return {
     applied,
+    started,
     hold() {
       let release!: () => void;
       gate = new Promise((r) => (release = r));
@@ -27,6 +30,7 @@ function fakeDriver() {
     driver: {
       taskDir: (t: string) => `/nonexistent/${t}`,
       async apply(ws: TaskWorkspace) {
+        started.add();
         await gate;
         if (fail) throw new Error("apply failed");
         applied.push(JSON.parse(ws.json).resource.local_file.members.content);
@@ -57,8 +61,6 @@ function setup() {
   });
   return { controller, w, d };
 }
-
-const tick = () => new Promise((r) => setTimeout(r, 20));
 
 describe("Controller in shared cluster mode", () => {
   it("watches and runs only the tasks it owns; a task it does not own is refused", async () => {
@@ -91,7 +93,7 @@ describe("Controller in shared cluster mode", () => {
     await controller.watch();
     const release = d.hold();
     controller.own("members");
-    await tick();
+    await d.started.reached(1);
     assert.equal(controller.view("members")!.running, true);
     const gone = controller.disown("members", 5_000);
     release();
@@ -127,7 +129,7 @@ describe("Controller", () => {
     w.set([{ id: "a" }]);
     const release = d.hold();
     await controller.watch();
-    await tick();
+    await d.started.reached(1);
     w.set([{ id: "a" }, { id: "b" }]);
     w.set([{ id: "a" }, { id: "b" }, { id: "c" }]);
     w.set([{ id: "c" }]);

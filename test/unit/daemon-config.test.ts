@@ -14,7 +14,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { redact, redactSecret } from "../../src/log.ts";
 import { REDACTED } from "../../src/secrets/redactor.ts";
-import { waitFor } from "../support/cts.ts";
+import { deferred } from "../support/waits.ts";
 import { encodings, secretArbitrary, wellFormed } from "../fixtures/secret-encodings.ts";
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/configs/${name}`, import.meta.url));
@@ -156,18 +156,25 @@ task {
     process.env.CTS_TEST_CHATTY_LATER = later;
     redactSecret(before);
     const out: string[] = [];
+    // Resolved by the capture below once the worker's last lines reached this thread.
+    const printed = deferred();
+    const seen = (chunk: unknown) => {
+      out.push(String(chunk));
+      if (out.join("").includes("chatty done") && out.join("").includes("stderr CTS_TEST_CHATTY_LATER")) printed.resolve();
+      return true;
+    };
     const writes = [process.stdout.write, process.stderr.write] as const;
     // The worker's stdout and stderr are piped into the main thread's streams (which the test
     // runner reports through too: everything else goes on).
     const capture = (write: (typeof writes)[number], stream: NodeJS.WriteStream) =>
-      ((chunk: unknown, ...rest: unknown[]) => (String(chunk).includes("chatty") ? (out.push(String(chunk)), true) : (write as (...a: unknown[]) => boolean).call(stream, chunk, ...rest))) as typeof process.stdout.write;
+      ((chunk: unknown, ...rest: unknown[]) => (String(chunk).includes("chatty") ? seen(chunk) : (write as (...a: unknown[]) => boolean).call(stream, chunk, ...rest))) as typeof process.stdout.write;
     process.stdout.write = capture(writes[0], process.stdout);
     process.stderr.write = capture(writes[1], process.stderr);
     const { loaded, synthesizer } = await loadDaemonConfig(fixture("chatty.ts"));
     try {
       redactSecret(later);
       await synthesizer.synth({ kind: "config", configFile: loaded.file, name: "chatty" }, { services: [] } as never, {});
-      await waitFor(() => out.join("").includes("chatty done") && out.join("").includes("stderr CTS_TEST_CHATTY_LATER"), 20_000, "the task's output");
+      await printed.promise;
     } finally {
       process.stdout.write = writes[0];
       process.stderr.write = writes[1];

@@ -9,17 +9,21 @@ import { fakeWatcher } from "../support/fake-watcher.ts";
 import type { RunResult, TaskWorkspace } from "../../src/terraform/types.ts";
 import type { DriftCheckOption } from "../../src/task/task.ts";
 import { MemberList } from "../fixtures/tasks.ts";
+import { counter } from "../support/waits.ts";
 
 
 /** A driver that records what it was asked, in order; plans find drift when told to. */
 function fakeDriver() {
   const calls: string[] = [];
+  /** Applies that began (a held one waits at the gate). */
+  const applies = counter();
   let gate: Promise<void> = Promise.resolve();
   let drifted = false;
   let applying = false;
   const result = (changesPresent: boolean): RunResult => ({ changesPresent, summary: { add: changesPresent ? 1 : 0, change: 0, destroy: 0 }, output: changesPresent ? "+ local_file.members" : "" });
   return {
     calls,
+    applies,
     hold() {
       let release!: () => void;
       gate = new Promise((r) => (release = r));
@@ -32,6 +36,7 @@ function fakeDriver() {
       taskDir: (t: string) => `/nonexistent/${t}`,
       async apply(ws: TaskWorkspace) {
         calls.push(`apply ${JSON.parse(ws.json).resource.local_file.members.content.trim()}`);
+        applies.add();
         applying = true;
         await gate;
         applying = false;
@@ -146,8 +151,7 @@ describe("drift checks in the runtime (fake driver)", () => {
     w.set(["a"], false);
     const release = d.hold();
     await controller.watch();
-    // Wait for the apply to reach the (held) driver, however busy the machine is.
-    for (const end = Date.now() + 20_000; d.calls.length === 0 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
+    await d.applies.reached(1);
     assert.deepEqual(d.calls, ["apply a 10.0.0.1:80"], "the first apply is running");
     const check = controller.checkDrift("members");
     release();

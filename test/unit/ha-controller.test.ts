@@ -11,6 +11,7 @@ import type { TaskEvent } from "../../src/runtime/events.ts";
 import type { ModuleTaskSpec } from "../../src/synth/task-ref.ts";
 import { services } from "../../src/task/conditions.ts";
 import { MemberList } from "../fixtures/tasks.ts";
+import { counter } from "../support/waits.ts";
 
 
 /** A driver whose applies can be held open; a held apply ends as Terraform does when cancelled. */
@@ -20,8 +21,8 @@ function fakeDriver() {
   const ok: RunResult = { changesPresent: true, summary: { add: 1, change: 0, destroy: 0 }, output: "" };
   const fake = {
     applied,
-    /** Applies that reached the driver and wait at the gate. */
-    held: 0,
+    /** Applies that reached the driver and wait at the gate (await `held.reached(n)`). */
+    held: counter(),
     cancelled: 0,
     hold() {
       let release!: () => void;
@@ -36,7 +37,7 @@ function fakeDriver() {
       async apply(this: void, ws: TaskWorkspace, opts: RunOptions = {}) {
         if (gate) {
           const g = gate;
-          fake.held++;
+          fake.held.add();
           await new Promise<void>((resolve, reject) => {
             void g.then(resolve);
             if (opts.signal?.aborted) reject(new CtsError("TERRAFORM_CANCELLED", "external", "cancelled"));
@@ -77,11 +78,6 @@ function setup() {
 
 const spec = (name: string, enabled = true): ModuleTaskSpec => ({ name, module: "./modules/echo", condition: services({ names: ["web"] }), enabled, variables: { path: `/tmp/${name}` } }) as ModuleTaskSpec;
 const event = (task: string, success: boolean): TaskEvent => ({ id: `${task}-${success}`, success, start_time: "", end_time: "", task_name: task, error: success ? null : { message: "x" }, config: {} });
-/** Waits (as long as a busy machine needs) until `n` applies wait at the fake driver's gate. */
-async function heldApplies(d: { held: number }, n: number): Promise<void> {
-  for (const end = Date.now() + 20_000; d.held < n && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(d.held >= n, `${n} held apply(s) expected, ${d.held} seen`);
-}
 
 describe("Controller under high availability", () => {
   it("runs nothing while paused: data changes are ignored and runNow answers that it was not run", async () => {
@@ -107,7 +103,7 @@ describe("Controller under high availability", () => {
     assert.deepEqual(d.applied.sort(), ["members:a 10.0.0.1:80\n", "other:a 10.0.0.1:80\n"]);
     const release = d.hold();
     w.set(["b"]);
-    await heldApplies(d, 1);
+    await d.held.reached(1);
     await controller.pause(60_000);
     assert.equal(controller.events.list("members")[0]!.outcome, "cancelled");
     release();
@@ -125,7 +121,7 @@ describe("Controller under high availability", () => {
     w.set(["a"]);
     const release = d.hold();
     await controller.watch();
-    await heldApplies(d, 1);
+    await d.held.reached(1);
     const waiting = controller.runNow("members");
     await controller.pause(1_000);
     const r = await waiting;

@@ -6,9 +6,9 @@ import type { HaKv, TxnOp } from "../../src/ha/kv.ts";
 import { LeaderSession, type SessionLoss } from "../../src/ha/session.ts";
 import { resolveHaSettings } from "../../src/ha/settings.ts";
 import { StateWriter } from "../../src/ha/writer.ts";
+import { fakeClock, type FakeClock } from "../support/fake-clock.ts";
 
 const log = createLogger({ write: () => {} });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const unreachable = () => new CtsError("HA_CONSUL_UNREACHABLE", "external", "connect ECONNREFUSED");
 
 /** A fake of the session calls: each renewal answers what `renew` says. */
@@ -31,67 +31,78 @@ function fakeKv(renew: () => Promise<"ok" | "gone">) {
 const settings = resolveHaSettings({ id: "cts-t", highAvailability: { cluster: { name: "t", storage: { sessionTtl: "1s" } } } });
 
 describe("the leader session", () => {
-  it("stays alive while renewals succeed", async () => {
+  it("stays alive while renewals succeed, past several TTLs", async () => {
+    const clock = fakeClock();
     const { kv, calls } = fakeKv(async () => "ok");
     const losses: SessionLoss[] = [];
-    const s = await LeaderSession.create(kv, settings, log, (l) => losses.push(l));
-    await sleep(1_600);
+    const s = await LeaderSession.create(kv, settings, log, (l) => losses.push(l), clock);
+    await clock.runUntil(() => calls.renew === 6, "six renewals");
+    assert.equal(clock.now(), 6 * settings.renewIntervalMs, "one renewal every TTL/2");
     assert.deepEqual(losses, []);
-    assert.ok(calls.renew >= 2, `renewed ${calls.renew} times`);
+    assert.equal(s.alive, true);
     await s.destroy();
     assert.deepEqual(calls.destroyed, ["s-1"]);
+    assert.equal(clock.pending(), 0, "destroy stops every timer");
   });
 
   it("fences itself one TTL after the last successful renewal was sent, while renewals keep failing", async () => {
+    const clock = fakeClock();
     let ok = true;
-    const { kv } = fakeKv(async () => {
+    const { kv, calls } = fakeKv(async () => {
       if (ok) return "ok";
       throw unreachable();
     });
     const losses: Array<SessionLoss & { at: number }> = [];
-    const s = await LeaderSession.create(kv, settings, log, (l) => losses.push({ ...l, at: Date.now() }));
-    await sleep(600); // one successful renewal at ~500 ms
+    const s = await LeaderSession.create(kv, settings, log, (l) => losses.push({ ...l, at: clock.now() }), clock);
+    await clock.runUntil(() => calls.renew === 1, "the first renewal");
+    const lastGood = clock.now();
+    assert.equal(lastGood, settings.renewIntervalMs);
     ok = false;
-    const cut = Date.now();
-    await sleep(1_200);
+    await clock.runUntil(() => losses.length > 0, "the session to be fenced");
     assert.equal(losses.length, 1);
     assert.equal(losses[0]!.kind, "fenced");
     assert.match(losses[0]!.message, /no session renewal succeeded for 1s \(session TTL 1s\)/);
-    // The last good renewal was sent ~100 ms before the cut: fencing comes within the TTL of the cut.
-    assert.ok(losses[0]!.at - cut <= settings.sessionTtlMs, `fenced ${losses[0]!.at - cut} ms after the cut`);
+    assert.equal(losses[0]!.at - lastGood, settings.fenceAfterMs, "fenced exactly one TTL after the last good renewal was sent");
+    assert.ok(calls.renew > 2, `it kept retrying the renewal meanwhile (${calls.renew} attempts)`);
     assert.equal(s.alive, false);
+    assert.equal(clock.pending(), 0, "a fenced session renews no more");
   });
 
   it("reports an invalidated session as soon as Consul says it is gone", async () => {
+    const clock = fakeClock();
     const { kv } = fakeKv(async () => "gone");
-    const losses: SessionLoss[] = [];
-    await LeaderSession.create(kv, settings, log, (l) => losses.push(l));
-    await sleep(700);
-    assert.deepEqual(losses.map((l) => l.kind), ["invalidated"]);
+    const losses: Array<SessionLoss & { at: number }> = [];
+    await LeaderSession.create(kv, settings, log, (l) => losses.push({ ...l, at: clock.now() }), clock);
+    await clock.runUntil(() => losses.length > 0, "the loss");
+    assert.deepEqual(losses.map((l) => [l.kind, l.at]), [["invalidated", settings.renewIntervalMs]], "told at the first renewal's answer");
+    assert.equal(clock.pending(), 0);
   });
 });
 
-/** A fake transaction endpoint: records each transaction, answers per `answer`. */
-function fakeTxn(answer: (ops: TxnOp[]) => Promise<boolean>) {
+/** A fake transaction endpoint: records each transaction (and when, on `clock`), answers per `answer`. */
+function fakeTxn(answer: (ops: TxnOp[]) => Promise<boolean>, clock?: FakeClock) {
   const txns: TxnOp[][] = [];
+  const sentAt: number[] = [];
   const kv = {
     txn: async (ops: TxnOp[]) => {
       txns.push(ops);
+      if (clock) sentAt.push(clock.now());
       return answer(ops);
     },
   } as unknown as HaKv;
-  return { kv, txns };
+  return { kv, txns, sentAt };
 }
 
 describe("the state writer", () => {
   it("fences every write with the lock session and keeps only the latest value of a key", async () => {
+    const clock = fakeClock();
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const { kv, txns } = fakeTxn(async () => {
       await gate;
       return true;
     });
-    const w = new StateWriter(kv, "p/leader", log);
+    const w = new StateWriter(kv, "p/leader", log, clock);
     w.setSession("s-1");
     w.set("p/state/tasks/a", "1");
     w.set("p/state/tasks/b", "1");
@@ -108,8 +119,9 @@ describe("the state writer", () => {
   });
 
   it("drops what is pending once Consul refuses the lock check: a deposed leader writes nothing", async () => {
+    const clock = fakeClock();
     const { kv, txns } = fakeTxn(async () => false);
-    const w = new StateWriter(kv, "p/leader", log);
+    const w = new StateWriter(kv, "p/leader", log, clock);
     w.setSession("s-old");
     w.set("p/state/tasks/a", "stale");
     await w.flush(1_000);
@@ -119,23 +131,27 @@ describe("the state writer", () => {
   });
 
   it("retries after a network error until the write lands, and writes nothing without a session", async () => {
+    const clock = fakeClock();
     let fails = 2;
-    const { kv, txns } = fakeTxn(async () => {
+    const { kv, txns, sentAt } = fakeTxn(async () => {
       if (fails-- > 0) throw unreachable();
       return true;
-    });
-    const w = new StateWriter(kv, "p/leader", log);
+    }, clock);
+    const w = new StateWriter(kv, "p/leader", log, clock);
     w.set("p/state/tasks/ignored", "x");
     assert.equal(txns.length, 0);
     w.setSession("s-1");
     w.set("p/state/tasks/a", "1");
-    assert.equal(await w.flush(5_000), true);
-    assert.equal(txns.length, 3);
+    const flushed = w.flush(5_000);
+    await clock.runUntil(() => txns.length === 3, "the third transaction");
+    assert.equal(await flushed, true);
+    assert.deepEqual(sentAt, [0, 250, 750], "retried after 250 ms, then 500 ms");
   });
 
   it("shared mode: writes go in one transaction per lock, and a lost task lock refuses only that task's writes", async () => {
+    const clock = fakeClock();
     const { kv, txns } = fakeTxn(async (ops) => ops[0]!.key !== "p/tasks/a/owner");
-    const w = new StateWriter(kv, "p/alive/m", log);
+    const w = new StateWriter(kv, "p/alive/m", log, clock);
     w.setSession("s-1");
     w.set("p/state/events/a", "A1", "p/tasks/a/owner");
     w.set("p/state/events/b", "B1", "p/tasks/b/owner");

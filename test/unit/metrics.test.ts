@@ -8,6 +8,7 @@ import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
 import type { Source, SourceData } from "../../src/consul/types.ts";
 import type { Subscription, SubscriptionListener, Watcher } from "../../src/watch/types.ts";
 import { View } from "../../src/watch/view.ts";
+import { fakeClock } from "../support/fake-clock.ts";
 import type { RunResult } from "../../src/terraform/types.ts";
 import { MemberList } from "../fixtures/tasks.ts";
 
@@ -111,6 +112,7 @@ describe("Prometheus metrics", () => {
 describe("metrics from the parts", () => {
   it("a view counts fetches, open blocking queries and an index that went backwards", async () => {
     const m = fresh();
+    const clock = fakeClock();
     const indexes = [5n, 7n, 3n, 4n];
     let calls = 0;
     let release!: () => void;
@@ -121,10 +123,10 @@ describe("metrics from the parts", () => {
         if (i === undefined) await new Promise<void>((r) => ((release = r), signal.addEventListener("abort", () => r())));
         return { data: `d${calls}`, index: i ?? 9n };
       },
-      { timing: { minIntervalMs: 1, jitterMs: 0 }, metrics: m },
+      { timing: { minIntervalMs: 1, jitterMs: 0 }, metrics: m, clock },
     );
     view.start();
-    while (calls < 5) await new Promise((r) => setTimeout(r, 5));
+    await clock.runUntil(() => calls === 5, "the fifth fetch");
     assert.equal(await value(m, "cts_consul_blocking_queries", { kind: "health" }), 1, "the fifth fetch (index 4, after the reset) waits on Consul");
     assert.equal(await value(m, "cts_consul_view_fetches_total", { kind: "health" }), 4);
     assert.equal(await value(m, "cts_consul_view_index_resets_total", { kind: "health" }), 1);
@@ -136,6 +138,7 @@ describe("metrics from the parts", () => {
 
   it("a controller reports runs, phases, changes, buffer waits and its task gauges", async () => {
     const m = fresh();
+    const clock = fakeClock();
     const task = new MemberList("members", "/tmp/m.txt", "web", { min: "20ms", max: "100ms" });
     let data: SourceData = [];
     const listeners: SubscriptionListener[] = [];
@@ -157,11 +160,14 @@ describe("metrics from the parts", () => {
       watcher,
       retries: 0,
       metrics: m,
+      clock,
     });
     await controller.watch();
     await controller.whenIdle();
     data = [{ id: "a", name: "web", kind: "", address: "10.0.0.1", port: 80, meta: {}, tags: [], namespace: "", status: "passing", node: "n", nodeId: "", nodeAddress: "", nodeDatacenter: "", nodeTaggedAddresses: {}, nodeMeta: {}, ctsUserDefinedMeta: {} }] as never;
     for (const l of [...listeners]) l.onChange();
+    assert.equal(clock.pending(), 1, "the change waits in its buffer period");
+    clock.advance(20);
     await controller.whenIdle();
     assert.equal(await value(m, "cts_task_runs_total", { task: "members", outcome: "applied" }), 2);
     assert.equal(await value(m, "cts_task_run_phase_duration_seconds", { task: "members", phase: "synthesize" }), 2);

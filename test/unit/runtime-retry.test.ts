@@ -8,12 +8,17 @@ import { DEFAULT_RETRY_POLICY, nextDelay, TERRAFORM_HUNG, TERRAFORM_STATE_LOCKED
 import type { RetryNotice } from "../../src/runtime/interfaces.ts";
 import type { RunOptions, RunResult } from "../../src/terraform/types.ts";
 import { MemberList } from "../fixtures/tasks.ts";
+import { fakeClock, type FakeClock } from "../support/fake-clock.ts";
 
 const ok: RunResult = { changesPresent: true, summary: { add: 1, change: 0, destroy: 0 }, output: "" };
 const locked = () => new CtsError(TERRAFORM_STATE_LOCKED, "external", "the state is locked by another Terraform", { task: "members" });
 
-/** A controller in `once` mode (no watcher) whose driver fails as `fail(attempt)` says. */
-function setup(fail: (attempt: number) => CtsError | undefined, opts: { retries?: number; lockWaitMs?: number; delayMs?: number } = {}) {
+/**
+ * A controller in `once` mode (no watcher) whose driver fails as `fail(attempt)` says. Its retry
+ * waits run on a fake clock that moves to each wait's end at once (unless the test passes its own).
+ */
+function setup(fail: (attempt: number) => CtsError | undefined, opts: { retries?: number; lockWaitMs?: number; delayMs?: number; clock?: FakeClock } = {}) {
+  const clock = opts.clock ?? fakeClock({ autoAdvance: true });
   const task = new MemberList("members", "/tmp/m.txt");
   const attempts: number[] = [];
   const notices: RetryNotice[] = [];
@@ -38,6 +43,7 @@ function setup(fail: (attempt: number) => CtsError | undefined, opts: { retries?
     retries: opts.retries ?? 0,
     retryDelayMs: opts.delayMs ?? 5,
     ...(opts.lockWaitMs !== undefined ? { lockWaitMs: opts.lockWaitMs } : {}),
+    clock,
   });
   let retried!: () => void;
   const firstRetry = new Promise<void>((r) => (retried = r));
@@ -47,7 +53,7 @@ function setup(fail: (attempt: number) => CtsError | undefined, opts: { retries?
       retried();
     },
   });
-  return { controller, attempts, notices, firstRetry };
+  return { controller, attempts, notices, firstRetry, clock };
 }
 
 describe("retry policy", () => {
@@ -62,11 +68,13 @@ describe("retry policy", () => {
   });
 
   it("gives up on a lock that outlives its bound, with the lock's own error", async () => {
-    const { controller, attempts } = setup(() => locked(), { lockWaitMs: 60 });
+    const { controller, attempts, clock } = setup(() => locked(), { lockWaitMs: 60 });
     const [outcome] = await controller.once();
     assert.equal(outcome!.outcome, "failed");
     assert.equal(outcome!.error!.code, TERRAFORM_STATE_LOCKED);
-    assert.ok(attempts.length >= 2, "it tried again before giving up");
+    // Waits of 5, 10 and 20 ms (±20 %) fit in 60 ms; the next one (40 ms) would pass the bound.
+    assert.equal(attempts.length, 4, "it tried again while the bound allowed, then gave up");
+    assert.ok(clock.now() < 60, `gave up after ${clock.now()} ms of the fake clock, before the bound`);
     await controller.stop(100);
   });
 
@@ -87,7 +95,8 @@ describe("retry policy", () => {
   });
 
   it("stops waiting for a lock when the runtime pauses (a follower never retries)", async () => {
-    const { controller, attempts, notices, firstRetry } = setup(() => locked(), { lockWaitMs: 60 * 60_000, delayMs: 60 * 60_000 });
+    // A clock that never moves: the hour-long wait ends only by the pause.
+    const { controller, attempts, notices, firstRetry } = setup(() => locked(), { lockWaitMs: 60 * 60_000, delayMs: 60 * 60_000, clock: fakeClock() });
     const outcome = controller.runNow("members");
     await firstRetry;
     assert.equal(notices.length, 1);

@@ -4,19 +4,14 @@ import { fileURLToPath } from "node:url";
 import { workerSynthesizer } from "../../src/synth/synthesizer.ts";
 import type { TaskRef } from "../../src/synth/task-ref.ts";
 import { services } from "../../src/task/conditions.ts";
+import { fakeClock } from "../support/fake-clock.ts";
+import { settled } from "../support/waits.ts";
 
 const MODULES = fileURLToPath(new URL("../../modules", import.meta.url));
 const CONFIG = fileURLToPath(new URL("../fixtures/configs/valid.ts", import.meta.url));
 const moduleRef: TaskRef = { kind: "module", spec: { name: "echo", module: "./cts-echo", condition: services({ names: ["web"] }) } as never };
 const classRef: TaskRef = { kind: "config", configFile: CONFIG, name: "members" };
 const input = { services: [] } as never;
-
-async function until(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
-  for (const end = Date.now() + ms; !cond(); ) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe("the synthesis worker", () => {
   it("builds module tasks on the calling thread: they never start the worker", async () => {
@@ -31,13 +26,19 @@ describe("the synthesis worker", () => {
   });
 
   it("starts on the first task class to synthesize and ends after the idle period, then starts again when needed", async () => {
-    const synth = workerSynthesizer({ idleMs: 200 });
+    const clock = fakeClock();
+    const synth = workerSynthesizer({ idleMs: 200, clock });
     try {
       assert.equal(synth.running(), false, "no worker before any synthesis");
       const first = await synth.synth(classRef, input, {});
       assert.ok(first.json.includes("local_file"));
       assert.equal(synth.running(), true);
-      await until("the idle worker to end", () => !synth.running());
+      await settled();
+      assert.equal(clock.pending(), 1, "the idle period started");
+      clock.advance(199);
+      assert.equal(synth.running(), true, "still there before the idle period is over");
+      clock.advance(1);
+      assert.equal(synth.running(), false, "ended after the idle period");
       const again = await synth.synth(classRef, input, {});
       assert.equal(again.hash, first.hash, "the same task and input synthesize the same JSON in a new worker");
     } finally {

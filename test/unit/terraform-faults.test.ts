@@ -3,24 +3,39 @@ import assert from "node:assert/strict";
 import { commandFailure, isProviderBroken, parseLockInfo } from "../../src/terraform/failures.ts";
 import { parseGroupFile } from "../../src/terraform/group-file.ts";
 import { createRwLock } from "../../src/terraform/rw-lock.ts";
-
-const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { counter, deferred, settled, type Deferred } from "../support/waits.ts";
 
 describe("plugin cache lock", () => {
   it("runs shared jobs side by side but an exclusive job alone", async () => {
     const lock = createRwLock();
     const events: string[] = [];
-    const job = (name: string, ms: number) => async () => {
+    const started = counter();
+    const gates = new Map<string, Deferred<void>>();
+    // Each job records its start, then holds the lock until the test opens its gate.
+    const job = (name: string) => async () => {
+      const gate = deferred();
+      gates.set(name, gate);
       events.push(`${name}+`);
-      await tick(ms);
+      started.add();
+      await gate.promise;
       events.push(`${name}-`);
     };
-    await Promise.all([lock.shared(job("a", 20)), lock.shared(job("b", 20)), lock.exclusive(job("init", 5)), lock.shared(job("c", 1))]);
-    assert.deepEqual(events.slice(0, 2).sort(), ["a+", "b+"]);
-    const init = events.indexOf("init+");
-    assert.ok(events.indexOf("a-") < init && events.indexOf("b-") < init, events.join(" "));
-    assert.equal(events[init + 1], "init-");
-    assert.ok(events.indexOf("c+") > init, "a shared job that came after a waiting init runs after it");
+    const all = Promise.all([lock.shared(job("a")), lock.shared(job("b")), lock.exclusive(job("init")), lock.shared(job("c"))]);
+    await started.reached(2);
+    assert.deepEqual(events, ["a+", "b+"], "both shared jobs hold the lock at once; init and the shared job behind it wait");
+    gates.get("a")!.resolve();
+    await settled();
+    assert.deepEqual(events, ["a+", "b+", "a-"], "init still waits for b");
+    gates.get("b")!.resolve();
+    await started.reached(3);
+    assert.deepEqual(events, ["a+", "b+", "a-", "b-", "init+"], "init runs once no shared job holds the lock");
+    await settled();
+    assert.equal(events.includes("c+"), false, "a shared job that came after a waiting init runs after it");
+    gates.get("init")!.resolve();
+    await started.reached(4);
+    gates.get("c")!.resolve();
+    await all;
+    assert.deepEqual(events, ["a+", "b+", "a-", "b-", "init+", "init-", "c+", "c-"]);
   });
 
   it("releases the lock when a job fails", async () => {

@@ -4,6 +4,7 @@ import { lstat, mkdir, mkdtemp, readFile, readlink, rm, symlink, writeFile } fro
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { captureInit, createInitReuse, isFreshDir, restoreInit, reuseKey } from "../../src/terraform/init-reuse.ts";
+import { counter } from "../support/waits.ts";
 
 const PKG = ["registry.opentofu.org", "hashicorp", "local", "2.9.0", "linux_amd64"];
 const LOCK = 'provider "registry.opentofu.org/hashicorp/local" {\n  version = "2.9.0"\n  hashes = ["h1:x"]\n}\n';
@@ -94,13 +95,19 @@ describe("sharing one init between fresh task folders", () => {
   it("runs init once for several fresh folders with the same key, and their own init for folders initialized before", async () => {
     const reuse = createInitReuse({ pluginCacheDir: cache });
     let inits = 0;
+    // The first init ends only once the two other folders wait for it: they must share it.
+    const othersWaiting = counter();
     const runInitIn = (name: string) => async () => {
       inits++;
-      await new Promise((r) => setTimeout(r, 20));
+      await othersWaiting.reached(2);
       await initialized(name);
     };
+    const waitForOther = <T>(p: Promise<T>) => {
+      othersWaiting.add();
+      return p;
+    };
     for (const n of ["a", "b", "c"]) await mkdir(join(root, n));
-    const how = await Promise.all(["a", "b", "c"].map((n) => reuse.init(join(root, n), "k", runInitIn(n), (p) => p)));
+    const how = await Promise.all(["a", "b", "c"].map((n) => reuse.init(join(root, n), "k", runInitIn(n), waitForOther)));
     assert.deepEqual(how.sort(), ["ran", "reused", "reused"]);
     assert.equal(inits, 1);
     for (const n of ["b", "c"]) assert.equal(await readFile(join(root, n, ".terraform.lock.hcl"), "utf8"), LOCK);

@@ -2,37 +2,10 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { CtsError } from "../../src/errors.ts";
 import { Duration } from "../../src/duration.ts";
-import { BufferPeriod, normalizeBufferPeriod, type Clock } from "../../src/watch/buffer.ts";
+import { BufferPeriod, normalizeBufferPeriod } from "../../src/watch/buffer.ts";
+import { fakeClock } from "../support/fake-clock.ts";
 
 const parseDuration = (value: number | string, field: string) => Duration.parse(value, field).ms;
-
-/** A clock that only moves when the test says so. */
-function fakeClock(): Clock & { advance(ms: number): void; pending(): number } {
-  let now = 0;
-  let nextId = 1;
-  const timers = new Map<number, { at: number; fn: () => void }>();
-  return {
-    now: () => now,
-    setTimeout: (fn, ms) => {
-      const id = nextId++;
-      timers.set(id, { at: now + ms, fn });
-      return id;
-    },
-    clearTimeout: (id) => void timers.delete(id as number),
-    advance(ms) {
-      const end = now + ms;
-      for (;;) {
-        const due = [...timers.entries()].filter(([, t]) => t.at <= end).sort((a, b) => a[1].at - b[1].at)[0];
-        if (!due) break;
-        timers.delete(due[0]);
-        now = due[1].at;
-        due[1].fn();
-      }
-      now = end;
-    },
-    pending: () => timers.size,
-  };
-}
 
 describe("BufferPeriod (quiescence timer)", () => {
   it("fires min after a single trigger", () => {

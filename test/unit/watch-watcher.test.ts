@@ -5,10 +5,11 @@ import { refusedServiceName } from "../../src/consul/api-error.ts";
 import type { ConsulApi, HealthEntry, KvEntry, QueryOptions, QueryResult } from "../../src/consul/client.ts";
 import type { ServiceInstance } from "../../src/consul/types.ts";
 import { createWatcher, type ConsulWatcher } from "../../src/watch/watcher.ts";
+import { fakeClock, type FakeClock } from "../support/fake-clock.ts";
 
 /**
  * An in-memory Consul with one global index: blocking calls wait until the index passes theirs,
- * the wait runs out, or the signal aborts.
+ * the wait runs out (on the test's fake clock, shared with the watcher), or the signal aborts.
  */
 class FakeConsul implements ConsulApi {
   index = 10n;
@@ -18,6 +19,8 @@ class FakeConsul implements ConsulApi {
   inFlight = 0;
   failWith: ((what: string) => unknown) | undefined;
   private readonly waiters = new Set<() => void>();
+
+  constructor(readonly clock: FakeClock = fakeClock()) {}
 
   register(name: string, id: string, opts: { node?: string; status?: string; tags?: string[] } = {}): void {
     const svc = this.services.get(name) ?? { entries: [], tags: opts.tags ?? [] };
@@ -65,7 +68,7 @@ class FakeConsul implements ConsulApi {
       if (opts.index && opts.index >= this.index) {
         await new Promise<void>((resolve, reject) => {
           const done = () => {
-            clearTimeout(timer);
+            this.clock.clearTimeout(timer);
             this.waiters.delete(done);
             opts.signal?.removeEventListener("abort", abort);
             resolve();
@@ -74,7 +77,7 @@ class FakeConsul implements ConsulApi {
             done();
             reject(Object.assign(new Error("aborted"), { name: "AbortError" }));
           };
-          const timer = setTimeout(done, opts.wait ?? 1_000);
+          const timer = this.clock.setTimeout(done, opts.wait ?? 1_000);
           this.waiters.add(done);
           opts.signal?.addEventListener("abort", abort, { once: true });
         });
@@ -103,13 +106,8 @@ class FakeConsul implements ConsulApi {
 
 const timing = { waitMs: 1_000, minIntervalMs: 1, jitterMs: 0, backoffBaseMs: 10, backoffMaxMs: 20, fatalRetryMs: 20 };
 
-async function until(cond: () => boolean, ms = 2_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
+/** A watcher on `consul` whose views pause on the same fake clock as the fake's blocking waits. */
+const watch = (consul: FakeConsul, opts: Parameters<typeof createWatcher>[1] = {}) => createWatcher(consul, { timing, clock: consul.clock, ...opts });
 
 function counter() {
   const l = { changes: 0, errors: [] as { error: CtsError; fatal: boolean }[], onChange: () => l.changes++, onError: (error: CtsError, fatal: boolean) => l.errors.push({ error, fatal }) };
@@ -125,7 +123,7 @@ describe("createWatcher", () => {
   it("shares one view between two subscribers on service web, and closes it when the last leaves", async () => {
     const consul = new FakeConsul();
     consul.register("web", "web-1");
-    watcher = createWatcher(consul, { timing });
+    watcher = watch(consul);
     const a = counter();
     const b = counter();
     const subA = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, a);
@@ -137,30 +135,30 @@ describe("createWatcher", () => {
     assert.equal(a.changes, 0, "the first data resolves ready; it is not a change");
 
     consul.register("web", "web-2");
-    await until(() => a.changes === 1 && b.changes === 1);
+    await consul.clock.runUntil(() => a.changes === 1 && b.changes === 1);
     assert.deepEqual(ids(subB.current()), ["web/web-1", "web/web-2"]);
     // The view sends its next blocking query after delivering the change; on a busy machine that
     // can come a little later, so wait for it, then check that it is the only one.
-    await until(() => consul.inFlight >= 1);
+    await consul.clock.runUntil(() => consul.inFlight >= 1);
     assert.equal(consul.inFlight, 1, "one blocking query for both subscribers");
 
     subA.close();
     assert.equal(watcher.viewCount(), 1);
     subB.close();
     assert.equal(watcher.viewCount(), 0);
-    await until(() => consul.inFlight === 0);
+    await consul.clock.runUntil(() => consul.inFlight === 0);
   });
 
   it("does not notify when another service's change leaves this one's data identical", async () => {
     const consul = new FakeConsul();
     consul.register("web", "web-1");
-    watcher = createWatcher(consul, { timing });
+    watcher = watch(consul);
     const l = counter();
     const sub = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, l);
     await sub.ready;
     const before = consul.count("health:web");
     consul.register("api", "api-1");
-    await until(() => consul.count("health:web") > before + 1);
+    await consul.clock.runUntil(() => consul.count("health:web") > before + 1);
     assert.equal(l.changes, 0);
   });
 
@@ -168,7 +166,7 @@ describe("createWatcher", () => {
     const consul = new FakeConsul();
     consul.register("web", "w", { node: "n2" });
     consul.register("api", "a", { node: "n1" });
-    watcher = createWatcher(consul, { timing });
+    watcher = watch(consul);
     const one = watcher.subscribe({ kind: "services", query: { names: ["web", "api"], userMeta: { team: "x" } } }, counter());
     const two = watcher.subscribe({ kind: "services", query: { names: ["api"], userMeta: { team: "y" } } }, counter());
     await Promise.all([one.ready, two.ready]);
@@ -182,21 +180,21 @@ describe("createWatcher", () => {
     const consul = new FakeConsul();
     consul.register("web", "web-1");
     consul.register("web", "web-2");
-    watcher = createWatcher(consul, { timing });
+    watcher = watch(consul);
     const l = counter();
     const sub = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, l);
     const all = watcher.subscribe({ kind: "services", query: { names: ["web"], passingOnly: false } }, counter());
     await Promise.all([sub.ready, all.ready]);
     assert.equal(watcher.viewCount(), 2, "passing and non-passing are distinct queries");
     consul.register("web", "web-2", { status: "critical" });
-    await until(() => l.changes === 1);
+    await consul.clock.runUntil(() => l.changes === 1);
     assert.deepEqual(ids(sub.current()), ["web/web-1"]);
-    await until(() => all.current()!.some((i) => i.status === "critical"));
+    await consul.clock.runUntil(() => all.current()!.some((i) => i.status === "critical"));
   });
 
   it("does not ask Consul for passing instances when the filter reads Checks.Status", async () => {
     const consul = new FakeConsul();
-    watcher = createWatcher(consul, { timing });
+    watcher = watch(consul);
     const sub = watcher.subscribe({ kind: "services", query: { names: ["web"], filter: 'Checks.Status != "critical"' } }, counter());
     await sub.ready;
     assert.match(watcher.viewKeys()[0]!, /"passing":false/);
@@ -206,24 +204,24 @@ describe("createWatcher", () => {
     const consul = new FakeConsul();
     consul.register("web-a", "a1");
     consul.register("db", "d1");
-    watcher = createWatcher(consul, { timing });
+    watcher = watch(consul);
     const l = counter();
     const sub = watcher.subscribe({ kind: "services", query: { regexp: "^web-" } }, l);
     await sub.ready;
     assert.deepEqual(ids(sub.current()), ["web-a/a1"]);
     assert.equal(watcher.viewCount(), 2, "the catalog view and web-a's health view");
 
-    const started = Date.now();
+    const started = consul.clock.now();
     consul.register("web-b", "b1");
-    await until(() => ids(sub.current()).includes("web-b/b1"));
-    // Only the absence of CTS's 10 s sleep is asserted (speed lives in the benchmark).
-    assert.ok(Date.now() - started < 8_000, "picked up without a CTS-style 10 s sleep");
+    await consul.clock.runUntil(() => ids(sub.current()).includes("web-b/b1"), "web-b to be picked up");
+    // CTS sleeps 10 s before it looks at a new service; here only the views' 1 ms pauses pass.
+    assert.ok(consul.clock.now() - started <= 2 * timing.minIntervalMs, `picked up after ${consul.clock.now() - started} ms of the fake clock`);
     assert.equal(l.changes, 1);
     assert.equal(watcher.viewCount(), 3);
 
     consul.deregister("web-a", "a1");
-    await until(() => watcher!.viewCount() === 2);
-    await until(() => ids(sub.current()).join() === "web-b/b1");
+    await consul.clock.runUntil(() => watcher!.viewCount() === 2);
+    await consul.clock.runUntil(() => ids(sub.current()).join() === "web-b/b1");
     sub.close();
     assert.equal(watcher.viewCount(), 0);
   });
@@ -231,19 +229,19 @@ describe("createWatcher", () => {
   it("with a regexp, a matching service whose instances all fail is no change, and a closed subscription keeps its last data", async () => {
     const consul = new FakeConsul();
     consul.register("web-a", "a1");
-    watcher = createWatcher(consul, { timing });
+    watcher = watch(consul);
     const l = counter();
     const sub = watcher.subscribe({ kind: "services", query: { regexp: "^web-" } }, l);
     await sub.ready;
 
     consul.register("web-b", "b1", { status: "critical" });
-    await until(() => watcher!.viewCount() === 3);
+    await consul.clock.runUntil(() => watcher!.viewCount() === 3);
     const seen = consul.index;
-    await until(() => consul.calls.some((c) => c.what === "health:web-b" && c.index >= seen));
+    await consul.clock.runUntil(() => consul.calls.some((c) => c.what === "health:web-b" && c.index >= seen));
     assert.equal(l.changes, 0, "web-b contributes no passing instance: the list is the same");
 
     consul.register("web-b", "b1");
-    await until(() => l.changes === 1);
+    await consul.clock.runUntil(() => l.changes === 1);
     assert.deepEqual(ids(sub.current()), ["web-a/a1", "web-b/b1"]);
     sub.close();
     assert.deepEqual(ids(sub.current()), ["web-a/a1", "web-b/b1"], "a run still in flight reads what the task last saw");
@@ -252,7 +250,7 @@ describe("createWatcher", () => {
   it("shares the catalog view between a regexp services source and a catalog-services source", async () => {
     const consul = new FakeConsul();
     consul.register("web", "w1");
-    watcher = createWatcher(consul, { timing });
+    watcher = watch(consul);
     const s1 = watcher.subscribe({ kind: "services", query: { regexp: "web" } }, counter());
     const s2 = watcher.subscribe({ kind: "catalog-services", query: { regexp: "" } }, counter());
     await Promise.all([s1.ready, s2.ready]);
@@ -262,7 +260,7 @@ describe("createWatcher", () => {
   it("tells catalog-services subscribers only when the set of matching names changes, not on tag changes", async () => {
     const consul = new FakeConsul();
     consul.register("web", "w1", { tags: ["v1"] });
-    watcher = createWatcher(consul, { timing });
+    watcher = watch(consul);
     const l = counter();
     const sub = watcher.subscribe({ kind: "catalog-services", query: { regexp: "^(web|api)$" } }, l);
     await sub.ready;
@@ -271,26 +269,26 @@ describe("createWatcher", () => {
     consul.setTags("web", ["v2"]);
     consul.register("other", "o1");
     const seen = consul.index;
-    await until(() => consul.calls.some((c) => c.what === "catalog" && c.index >= seen));
+    await consul.clock.runUntil(() => consul.calls.some((c) => c.what === "catalog" && c.index >= seen));
     assert.equal(l.changes, 0);
     assert.deepEqual(sub.current(), { web: ["v2"] }, "current() still has the latest tags");
 
     consul.register("api", "a1");
-    await until(() => l.changes === 1);
+    await consul.clock.runUntil(() => l.changes === 1);
     assert.deepEqual(Object.keys(sub.current()!), ["api", "web"]);
   });
 
   it("watches a KV key and a prefix", async () => {
     const consul = new FakeConsul();
     consul.put("app/a", "1");
-    watcher = createWatcher(consul, { timing });
+    watcher = watch(consul);
     const l = counter();
     const one = watcher.subscribe({ kind: "consul-kv", query: { path: "app/a" } }, counter());
     const all = watcher.subscribe({ kind: "consul-kv", query: { path: "app/", recurse: true } }, l);
     await Promise.all([one.ready, all.ready]);
     assert.deepEqual(one.current(), { "app/a": "1" });
     consul.put("app/b", "2");
-    await until(() => l.changes === 1);
+    await consul.clock.runUntil(() => l.changes === 1);
     assert.deepEqual(all.current(), { "app/a": "1", "app/b": "2" });
   });
 
@@ -298,20 +296,20 @@ describe("createWatcher", () => {
     const consul = new FakeConsul();
     consul.register("web", "w1");
     consul.failWith = () => new CtsError("CONSUL_PERMISSION_DENIED", "external", "denied", { detail: { status: 403 } });
-    watcher = createWatcher(consul, { timing });
+    watcher = watch(consul);
     const l = counter();
     const sub = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, l);
     await assert.rejects(sub.ready, (e: unknown) => e instanceof CtsError && e.code === "CONSUL_PERMISSION_DENIED");
     assert.equal(l.errors[0]?.fatal, true);
     consul.failWith = undefined;
-    await until(() => sub.current() !== undefined);
+    await consul.clock.runUntil(() => sub.current() !== undefined);
     assert.equal(l.changes, 1, "onChange tells the subscriber the source healed");
   });
 
   it("a late subscriber to a view that is failing fatally is told too", async () => {
     const consul = new FakeConsul();
     consul.failWith = () => new CtsError("CONSUL_BAD_REQUEST", "usage", "bad filter", { detail: { status: 400 } });
-    watcher = createWatcher(consul, { timing: { ...timing, fatalRetryMs: 10_000 } });
+    watcher = watch(consul, { timing: { ...timing, fatalRetryMs: 10_000 } });
     const first = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, counter());
     await assert.rejects(first.ready);
     const second = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, counter());
@@ -325,7 +323,7 @@ describe("createWatcher", () => {
     for (const [i, name] of ODD.entries()) consul.register(name, `odd-${i}`);
     const empty400 = new CtsError("CONSUL_BAD_REQUEST", "usage", "HTTP 400", { detail: { status: 400 } });
     consul.failWith = (what) => (what.startsWith("health:odd") ? refusedServiceName(empty400, what.slice("health:".length)) : undefined);
-    watcher = createWatcher(consul, { timing });
+    watcher = watch(consul);
     const listen = () => Object.assign(counter(), { skipped: [] as string[], onSkipped(service: string) { this.skipped.push(service); } });
     const l = listen();
     const sub = watcher.subscribe({ kind: "services", query: { regexp: "" } }, l);
@@ -342,14 +340,14 @@ describe("createWatcher", () => {
     assert.deepEqual(late.skipped, [ODD[0]]);
 
     consul.register("web", "w2");
-    await until(() => l.changes === 1 && late.changes === 1);
+    await consul.clock.runUntil(() => l.changes === 1 && late.changes === 1);
     assert.deepEqual(ids(sub.current()), ["web/w1", "web/w2"]);
     for (const name of ODD) assert.equal(consul.count(`health:${name}`), 1, `${JSON.stringify(name)} was asked once, not polled`);
     assert.equal(l.skipped.length, 2, "a later catalog answer tells nothing again");
   });
 
   it("refuses invalid sources with usage errors", () => {
-    watcher = createWatcher(new FakeConsul(), { timing });
+    watcher = watch(new FakeConsul());
     assert.throws(() => watcher!.subscribe({ kind: "services", query: { names: [] } }, counter()), /names is empty/);
     assert.throws(() => watcher!.subscribe({ kind: "services", query: {} }, counter()), /neither names nor regexp/);
     assert.throws(() => watcher!.subscribe({ kind: "services", query: { regexp: "(" } }, counter()), /services\.regexp '\(' is not a valid/);
@@ -358,19 +356,19 @@ describe("createWatcher", () => {
 
   it("close() stops every view and ends in-flight queries", async () => {
     const consul = new FakeConsul();
-    watcher = createWatcher(consul, { timing });
+    watcher = watch(consul);
     const sub = watcher.subscribe({ kind: "services", query: { names: ["web", "api"] } }, counter());
     await sub.ready;
-    await until(() => consul.inFlight === 2);
+    await consul.clock.runUntil(() => consul.inFlight === 2);
     watcher.close();
     assert.equal(watcher.viewCount(), 0);
-    await until(() => consul.inFlight === 0);
+    await consul.clock.runUntil(() => consul.inFlight === 0);
     assert.throws(() => watcher!.subscribe({ kind: "services", query: { names: ["web"] } }, counter()), /closed/);
   });
 
   it("warns once when more than 128 queries are watched", async () => {
     const warnings: string[] = [];
-    watcher = createWatcher(new FakeConsul(), { timing, warn: (m) => warnings.push(m) });
+    watcher = watch(new FakeConsul(), { warn: (m) => warnings.push(m) });
     watcher.subscribe({ kind: "services", query: { names: Array.from({ length: 130 }, (_, i) => `s${i}`) } }, counter());
     assert.equal(warnings.length, 1);
     assert.match(warnings[0]!, /129 Consul queries/);
