@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { backoffDelay } from "../backoff.ts";
+import { systemClock, unrefTimer, type Clock } from "../clock.ts";
 import { followBlockingQuery } from "../consul/blocking-query.ts";
 import type { ConsulApi } from "../consul/client.ts";
 import { CtsError, messageOf } from "../errors.ts";
@@ -25,6 +26,8 @@ export interface TemplateValuesOptions {
   defaultLeaseMs: number;
   log: TemplateLog;
   random?: () => number;
+  /** Timers of re-reads, renewals and the key watches' pacing (default: the real clock; tests pass a fake). */
+  clock?: Clock;
 }
 
 interface Entry {
@@ -35,7 +38,7 @@ interface Entry {
   loading?: Promise<void>;
   listeners: Set<() => void>;
   abort: AbortController;
-  timer?: ReturnType<typeof setTimeout>;
+  timer?: unknown;
   following?: boolean;
   /** Read once, no longer kept fresh: the next use reads it again. */
   stale?: boolean;
@@ -53,8 +56,11 @@ export class TemplateValues implements TemplateLookup {
   private readonly entries = new Map<string, Entry>();
   private readonly key = randomBytes(32);
   private closed = false;
+  private readonly clock: Clock;
 
-  constructor(private readonly opts: TemplateValuesOptions) {}
+  constructor(private readonly opts: TemplateValuesOptions) {
+    this.clock = opts.clock ?? systemClock;
+  }
 
   /** Reads the values not read yet (and in watch mode starts keeping them fresh). */
   async ensure(deps: Iterable<TemplateDependency>, signal?: AbortSignal): Promise<void> {
@@ -77,7 +83,7 @@ export class TemplateValues implements TemplateLookup {
         if (e.listeners.size === 0 && this.opts.watch) {
           e.abort.abort();
           e.abort = new AbortController();
-          if (e.timer) clearTimeout(e.timer);
+          if (e.timer !== undefined) this.clock.clearTimeout(e.timer);
           e.following = false;
           e.stale = true;
         }
@@ -111,7 +117,7 @@ export class TemplateValues implements TemplateLookup {
     this.closed = true;
     for (const e of this.entries.values()) {
       e.abort.abort();
-      if (e.timer) clearTimeout(e.timer);
+      if (e.timer !== undefined) this.clock.clearTimeout(e.timer);
     }
     this.entries.clear();
   }
@@ -215,6 +221,9 @@ export class TemplateValues implements TemplateLookup {
         },
       },
       e.abort.signal,
+      undefined,
+      this.opts.random,
+      this.clock,
     );
   }
 
@@ -225,8 +234,8 @@ export class TemplateValues implements TemplateLookup {
 
   private later(e: Entry, ms: number, fn: () => unknown): void {
     if (this.closed || e.abort.signal.aborted) return;
-    e.timer = setTimeout(() => void Promise.resolve(fn()).catch(() => {}), Math.min(Math.max(ms, 100), 2 ** 31 - 1));
-    e.timer.unref?.();
+    e.timer = this.clock.setTimeout(() => void Promise.resolve(fn()).catch(() => {}), Math.min(Math.max(ms, 100), 2 ** 31 - 1));
+    unrefTimer(e.timer);
   }
 }
 

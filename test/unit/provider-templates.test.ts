@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { writeFile } from "node:fs/promises";
@@ -20,6 +20,7 @@ import { TemplateValues } from "../../src/watch/template-values.ts";
 import type { VaultClient, VaultSecret } from "../../src/vault/client.ts";
 import type { VaultSession } from "../../src/vault/session.ts";
 import { tempDir } from "../support/cts.ts";
+import { fakeClock } from "../support/fake-clock.ts";
 
 const noEnv = (name: string) => `env:${name}`;
 const lookup = (secrets: Record<string, Record<string, unknown>>, keys: Record<string, string> = {}): TemplateLookup => ({
@@ -213,11 +214,6 @@ describe("the template values a run reads", () => {
 });
 
 describe("the template values the daemon keeps fresh", () => {
-  // The store's timers do not hold the process open (the daemon's servers do): this test's must.
-  let keepAlive: ReturnType<typeof setInterval>;
-  beforeEach(() => (keepAlive = setInterval(() => {}, 1000)));
-  afterEach(() => clearInterval(keepAlive));
-
   it("reads a secret without a lease again and tells the subscribers of a changed field, not of a KV v2 rewrite with the same fields", async () => {
     const answers = [
       { data: { data: { pw: "one-pass" }, metadata: { version: 1 } } },
@@ -229,16 +225,16 @@ describe("the template values the daemon keeps fresh", () => {
       ...fakeVault(new Map()),
       read: async () => ({ ...answers[Math.min(reads++, answers.length - 1)]!, leaseId: "", leaseDuration: 0, renewable: false }),
     };
-    const store = new TemplateValues({ vault: { client, session }, consul: { kv: async () => ({ data: [], index: 1n }) }, watch: true, defaultLeaseMs: 1, log: quiet });
+    const clock = fakeClock();
+    const store = new TemplateValues({ vault: { client, session }, consul: { kv: async () => ({ data: [], index: 1n }) }, watch: true, defaultLeaseMs: 300_000, log: quiet, clock });
     const changes: string[] = [];
-    const changed = new Promise<void>((resolve) => {
-      const off = store.subscribe([{ secret: "secret/data/db" }], () => {
-        changes.push(renderTemplate(vaultSecret("secret/data/db", "pw"), store));
-        off();
-        resolve();
-      });
+    const off = store.subscribe([{ secret: "secret/data/db" }], () => {
+      changes.push(renderTemplate(vaultSecret("secret/data/db", "pw"), store));
+      off();
     });
-    await changed;
+    await clock.runUntil(() => changes.length > 0, "a change told");
+    // Each re-read came after 85–95 % of the 5-minute default lease (KV v2 has none).
+    assert.ok(clock.now() >= 2 * 0.85 * 300_000 && clock.now() <= 2 * 0.95 * 300_000, `at ${clock.now()} ms`);
     assert.deepEqual(changes, ["two-pass"], "told once, with the new field");
     assert.ok(reads >= 3);
     store.close();
@@ -259,10 +255,14 @@ describe("the template values the daemon keeps fresh", () => {
       // Then it blocks until the store stops.
       return new Promise<never>((_, reject) => opts.signal?.addEventListener("abort", () => reject(Object.assign(new Error("aborted"), { name: "AbortError" }))));
     };
-    const store = new TemplateValues({ consul: { kv }, watch: true, defaultLeaseMs: 300_000, log: quiet });
+    const clock = fakeClock();
+    const store = new TemplateValues({ consul: { kv }, watch: true, defaultLeaseMs: 300_000, log: quiet, clock });
     await store.ensure([{ consulKey: "cfg/color" }]);
     assert.equal(store.consulKey("cfg/color"), "blue");
-    await new Promise<void>((resolve) => store.subscribe([{ consulKey: "cfg/color" }], () => resolve()));
+    let told = 0;
+    store.subscribe([{ consulKey: "cfg/color" }], () => told++);
+    await clock.runUntil(() => told > 0, "a change told");
+    assert.equal(told, 1);
     assert.equal(store.consulKey("cfg/color"), "green");
     assert.deepEqual(indexes.slice(0, 3), [0n, 5n, 6n], "each read blocks on the last index");
     store.close();
