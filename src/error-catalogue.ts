@@ -131,6 +131,12 @@ export const ERROR_CATALOGUE = {
   HA_SESSION_TTL: { category: "usage", fix: "Raise highAvailability.cluster.storage.sessionTtl to at least Consul's minimum (10s)." },
   HA_CONSUL_FAILED: { category: "external", fix: "The token needs key:write on the HA prefix and session:write on this node (docs/operations.md 'High availability')." },
   HA_CONSUL_TIMEOUT: { category: "external", fix: "Check the Consul agent's health; the member fences itself if renewals keep failing." },
+  // Vault (terraform_provider templates)
+  VAULT_UNREACHABLE: { category: "external", fix: "Start Vault or fix vault.address (VAULT_ADDR) and its TLS settings; cts retries with backoff meanwhile." },
+  VAULT_PERMISSION_DENIED: { category: "external", fix: "Grant the Vault token read on the path named (a policy with capabilities = [\"read\"]), or fix the token (vault.token, VAULT_TOKEN)." },
+  VAULT_SECRET_NOT_FOUND: { category: "usage", fix: "Write the secret at the path named, or fix the path in the template (KV v2 paths read <mount>/data/<name>)." },
+  VAULT_HTTP_ERROR: { category: "external", fix: "Read Vault's answer in the message; check Vault's logs." },
+  VAULT_TOKEN_INVALID: { category: "usage", fix: "Give cts a valid Vault token (vault.token or VAULT_TOKEN); with unwrap_token, a wrapping token that was not used yet." },
   HA_CONSUL_UNREACHABLE: { category: "external", fix: "Start the Consul agent or fix consul.address; the member retries." },
 } as const satisfies Record<string, { category: "usage" | "external" | "internal"; fix: string }>;
 

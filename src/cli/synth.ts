@@ -113,7 +113,8 @@ async function synthOne(
   } catch {
     applied = undefined;
   }
-  const changed = applied === undefined ? "never applied" : applied === result.hash ? "no" : "yes";
+  // A task that reads templates stores "<hash>+<digest of their values>": the JSON is the part before '+'.
+  const changed = applied === undefined ? "never applied" : applied.split("+")[0] === result.hash ? "no" : "yes";
   let file: string | undefined;
   if (flags.stdout) {
     process.stdout.write(result.json);

@@ -1,4 +1,4 @@
-import type { CtsConfig, HighAvailabilityConfig } from "./types.ts";
+import type { CtsConfig, HighAvailabilityConfig, VaultConfig } from "./types.ts";
 import { configError, type ReadBlock } from "./cts-schema.ts";
 import { isObject } from "../is-object.ts";
 import type { HclValue } from "./hcl.ts";
@@ -50,8 +50,10 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string, tasksFor?: "any
   const syslog = ctsSyslog(one(root, "syslog"));
   if (syslog) config.syslog = syslog;
   const vault = one(root, "vault");
-  if (vault && vault.attrs.enabled !== false)
-    throw configError(vault.file, vault.line, "'vault' is not supported: only {{ env \"X\" }} templates are. Put the secret in the environment of cts (e.g. with Vault Agent) and write {{ env \"NAME\" }} in terraform_provider.");
+  if (vault) {
+    const v = vaultConfig(vault, warn);
+    if (v) config.vault = v;
+  }
   const ha = one(root, "high_availability");
   if (ha) config.highAvailability = highAvailability(ha);
   const license = one(root, "license");
@@ -115,6 +117,44 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string, tasksFor?: "any
 
   config.tasks = await ctsTasks(root, { cwd, root: workingRoot(cwd, tf.workingDir), providerReqs: drivers.providerReqs, globalBuffer: config.bufferPeriod, warn: warnings, ...(tasksFor && !root.blocks.driver?.length ? {} : { driver: drivers.label }) });
   return { config, ...(logLevel ? { logLevel } : {}), warnings };
+}
+
+
+/** CTS's `vault {}` (config/vault.go): enabled when an address is set (here or VAULT_ADDR). */
+function vaultConfig(b: ReadBlock, warn: (b: ReadBlock, key: string, why: string) => void): VaultConfig | undefined {
+  const a = b.attrs;
+  if (a.enabled === false) return undefined;
+  const out: VaultConfig = {};
+  const str = (k: string) => (a[k] === undefined ? undefined : String(a[k]));
+  const bool = (blk: ReadBlock, k: string): boolean | undefined => {
+    const v = blk.attrs[k];
+    if (v === undefined) return undefined;
+    if (typeof v !== "boolean") throw configError(blk.file, blk.lines[k] ?? blk.line, `'${k}' must be true or false.`);
+    return v;
+  };
+  if (str("address") !== undefined) out.address = str("address")!;
+  if (str("token") !== undefined) out.token = str("token")!;
+  if (str("namespace") !== undefined) out.namespace = str("namespace")!;
+  if (str("vault_agent_token_file") !== undefined) out.agentTokenFile = str("vault_agent_token_file")!;
+  const renew = bool(b, "renew_token");
+  if (renew !== undefined) out.renewToken = renew;
+  const unwrap = bool(b, "unwrap_token");
+  if (unwrap !== undefined) out.unwrapToken = unwrap;
+  const tls = one(b, "tls");
+  if (tls && bool(tls, "enabled") !== false) {
+    const t = tls.attrs;
+    out.tls = {
+      ...(t.ca_cert !== undefined ? { caCert: String(t.ca_cert) } : {}),
+      ...(t.ca_path !== undefined ? { caPath: String(t.ca_path) } : {}),
+      ...(t.cert !== undefined ? { cert: String(t.cert) } : {}),
+      ...(t.key !== undefined ? { key: String(t.key) } : {}),
+      ...(t.server_name !== undefined ? { serverName: String(t.server_name) } : {}),
+      ...(bool(tls, "verify") === false ? { verify: false } : {}),
+    };
+  }
+  const transport = one(b, "transport");
+  for (const k of Object.keys(transport?.attrs ?? {})) warn(transport!, k, "is accepted and has no effect: cts's Vault client pools connections itself.");
+  return out;
 }
 
 function highAvailability(ha: ReadBlock): HighAvailabilityConfig {

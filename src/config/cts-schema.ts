@@ -53,7 +53,13 @@ export const CTS_SCHEMA: BlockSchema = {
         service_registration: { attrs: ["enabled", "service_name", "address", "namespace"], blocks: { default_check: { attrs: ["enabled", "address"] } } },
       },
     },
-    vault: { open: true },
+    vault: {
+      attrs: ["address", "enabled", "namespace", "token", "vault_agent_token_file", "renew_token", "unwrap_token"],
+      blocks: {
+        tls: { attrs: ["enabled", "ca_cert", "ca_path", "cert", "key", "server_name", "verify"] },
+        transport: { attrs: ["dial_keep_alive", "dial_timeout", "disable_keep_alives", "idle_conn_timeout", "max_idle_conns", "max_idle_conns_per_host", "tls_handshake_timeout"] },
+      },
+    },
     // Both drivers' keys; cts-drivers.ts refuses the other driver's keys under each label.
     driver: {
       labels: 1,

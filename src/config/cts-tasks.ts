@@ -12,6 +12,7 @@ import { guardProblems, type ApprovalMode, type PlanGuards } from "../task/guard
 import { isObject } from "../is-object.ts";
 import { taskNameProblem, taskProblems } from "../task/validate.ts";
 import { redactSecret } from "../log.ts";
+import { isTemplateValue, parseProviderTemplate, TemplateSyntaxError, type TemplateValue } from "../task/provider-templates.ts";
 import { parseHcl, type HclValue } from "./hcl.ts";
 import { workingDirProblems } from "./working-dirs.ts";
 import { deprecatedServices, taskModule, useAsModuleInput, warnSourceInputs } from "./cts-deprecated.ts";
@@ -222,11 +223,14 @@ function providerBlocks(root: ReadBlock, ctx: TaskContext): Map<string, ModulePr
     const id = alias === undefined ? name : `${name}.${String(alias)}`;
     if (out.has(id)) throw configError(p.file, p.line, `terraform_provider '${id}' is configured twice. Give one an alias.`);
     if (auto_commit !== undefined) ctx.warn.push(`${p.file}:${p.lines.auto_commit}: 'auto_commit' has no effect: cts has no PAN-OS commit handler.`);
-    const env = (v: HclValue, key: string): HclValue => expand(v, key, p);
-    const taskEnv: Record<string, string> = {};
+    const env = (v: HclValue, key: string): unknown => expand(v, key, p);
+    const taskEnv: Record<string, string | TemplateValue> = {};
     if (task_env !== undefined) {
       if (!isObject(task_env)) throw configError(p.file, p.lines.task_env ?? p.line, "task_env must be a block of NAME = \"value\".");
-      for (const [k, v] of Object.entries(task_env)) taskEnv[k] = String(env(v, "task_env"));
+      for (const [k, v] of Object.entries(task_env)) {
+        const x = env(v as HclValue, "task_env");
+        taskEnv[k] = isTemplateValue(x) ? x : String(x);
+      }
     }
     const config: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(args)) config[k] = env(v, k);
@@ -235,21 +239,27 @@ function providerBlocks(root: ReadBlock, ctx: TaskContext): Map<string, ModulePr
   return out;
 }
 
-const TEMPLATE = /\{\{-?\s*(.*?)\s*-?\}\}/g;
-
-/** Resolves `{{ env "X" }}` in strings; other templates (key, Vault secrets) are refused. */
-function expand(v: HclValue, key: string, p: ReadBlock): HclValue {
-  if (typeof v === "string")
-    return v.replace(TEMPLATE, (_m, body: string) => {
-      const m = /^env\s+"([^"]+)"$/.exec(body);
-      if (!m) throw configError(p.file, p.lines[key] ?? p.line, `'{{ ${body} }}' is not supported in terraform_provider "${p.labels[0]}": only {{ env "NAME" }} is (no Consul key or Vault templates).`);
-      const value = process.env[m[1]!] ?? "";
-      // Values read from the environment are usually credentials: never let a log line show them.
-      if (value) redactSecret(value);
-      return value;
-    });
+/**
+ * CTS's templates in strings of a provider block: `{{ env "X" }}` resolved now (as CTS does at start),
+ * `{{ key "…" }}` and `{{ with secret "…" }}…{{ end }}` kept as template values the runtime renders
+ * before each run (src/task/provider-templates.ts); anything else is refused with its place.
+ */
+function expand(v: HclValue, key: string, p: ReadBlock): unknown {
+  if (typeof v === "string") {
+    try {
+      return parseProviderTemplate(v, (name) => {
+        const value = process.env[name] ?? "";
+        // Values read from the environment are usually credentials: never let a log line show them.
+        if (value) redactSecret(value);
+        return value;
+      });
+    } catch (err) {
+      if (err instanceof TemplateSyntaxError) throw configError(p.file, p.lines[key] ?? p.line, `terraform_provider "${p.labels[0]}": ${err.message}.`);
+      throw err;
+    }
+  }
   if (Array.isArray(v)) return v.map((x) => expand(x, key, p));
-  if (isObject(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, expand(x, key, p)]));
+  if (isObject(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, expand(x as HclValue, key, p)]));
   return v;
 }
 

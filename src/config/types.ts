@@ -33,6 +33,29 @@ export interface ConsulConfig {
 }
 
 /**
+ * Vault, for the secrets `terraform_provider` templates and `vaultSecret()` read (CTS's `vault {}`).
+ * Unset fields fall back to VAULT_ADDR, VAULT_TOKEN, VAULT_NAMESPACE, VAULT_CACERT, VAULT_CAPATH,
+ * VAULT_CLIENT_CERT, VAULT_CLIENT_KEY, VAULT_TLS_SERVER_NAME, VAULT_SKIP_VERIFY.
+ */
+export interface VaultConfig {
+  /** http(s)://host:port (default VAULT_ADDR). */
+  address?: string;
+  /** The token (default VAULT_TOKEN, then ~/.vault-token). Never logged or written to files. */
+  token?: string;
+  /** A file holding the token (Vault Agent's sink): wins over `token`; a new token written into it is used from then on. */
+  agentTokenFile?: string;
+  /** Vault Enterprise namespace (default VAULT_NAMESPACE). */
+  namespace?: string;
+  /** Renew the token while cts runs (default true, false with agentTokenFile). */
+  renewToken?: boolean;
+  /** The token is a response-wrapping token: unwrap it at start and use the token it holds. */
+  unwrapToken?: boolean;
+  /** How long a secret without a lease is kept before it is read again (default 5m, as CTS). */
+  defaultLeaseDuration?: string;
+  tls?: { caCert?: string; caPath?: string; cert?: string; key?: string; serverName?: string; verify?: boolean };
+}
+
+/**
  * The Terraform Cloud / Enterprise driver (CTS's `driver "terraform-cloud"`): each task is a
  * workspace `<prefix><task>` in one organization; runs happen there.
  */
@@ -174,6 +197,8 @@ export interface CtsConfig {
    * `enabled: false` turns it off.
    */
   syslog?: SyslogOptions & { enabled?: boolean };
+  /** Vault, for provider templates and `vaultSecret()` values (CTS's `vault {}`). */
+  vault?: VaultConfig;
   /** How tasks run Terraform: on this machine (`terraform`, the default) or as Terraform Cloud / Enterprise workspaces (`terraformCloud`); one of the two. */
   driver?: { terraform?: TerraformDriverConfig; terraformCloud?: TerraformCloudDriverConfig };
   /** Global buffer period (default min 5s, max 20s); `false` turns it off. */

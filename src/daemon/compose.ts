@@ -16,15 +16,21 @@ import { haApiOptions } from "./ha-api.ts";
 import { SharedCluster } from "../ha/shared.ts";
 import { resolveHaSettings } from "../ha/settings.ts";
 import { consulClientFor } from "../config/consul-connection.ts";
+import { watchTokenFile } from "../consul/token-file.ts";
 import { driverFor } from "./driver-setup.ts";
 import { Controller } from "../runtime/controller.ts";
 import { Activity, EventStore } from "../runtime/events.ts";
 import type { Runtime } from "../runtime/interfaces.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../runtime/retry.ts";
-import { TaskRunner, type RunDriver } from "../runtime/run.ts";
+import { TaskRunner, type RunDriver, type RunTemplates } from "../runtime/run.ts";
 import { skippedServices } from "../runtime/skipped-services.ts";
 import { TaskInputReader } from "../runtime/task-input.ts";
 import { TaskRegistry } from "../runtime/tasks.ts";
+import type { ConsulApi } from "../consul/client.ts";
+import { vaultUseFor } from "../config/vault-settings.ts";
+import { createVaultClient, type VaultClient } from "../vault/client.ts";
+import { startVaultSession, type VaultSession } from "../vault/session.ts";
+import { TemplateValues } from "../watch/template-values.ts";
 
 export type { Runtime } from "../runtime/interfaces.ts";
 
@@ -51,8 +57,52 @@ export interface ControllerDeps {
   eventsKept?: number;
   /** Where runs, phases, changes and buffer waits are measured (default: nowhere). */
   metrics?: Metrics;
+  /** Values of provider templates and Vault secrets. */
+  templates?: RunTemplates;
   /** The clock of buffer periods and retry waits (default: the real one; unit tests pass a fake). */
   clock?: Clock;
+}
+
+/**
+ * Vault (when configured: `vault {}` or VAULT_ADDR) and the store of template values: read on a
+ * run's first use; in the daemon kept fresh, a change re-running the tasks that use it.
+ */
+function templateValuesFor(loaded: LoadedConfig, consul: ConsulApi, watch: boolean, log: Logger): { values: TemplateValues; close(): void } {
+  const use = vaultUseFor(loaded.config);
+  let vault: { client: VaultClient; session: VaultSession } | undefined;
+  if (use) {
+    const client = createVaultClient(use.settings);
+    // The session starts on first use: a config that reads no secret never calls Vault.
+    let session: VaultSession | undefined;
+    const lazy: VaultSession = {
+      get ready() {
+        session ??= startVaultSession(client, { unwrap: use.unwrap, renew: use.renew && watch, log });
+        return session.ready;
+      },
+      renewals: () => session?.renewals() ?? 0,
+      close: () => session?.close(),
+    };
+    vault = { client, session: lazy };
+  }
+  // Vault Agent rewrites its sink file when it renews or re-authenticates: the next read uses the new token.
+  const agentFile = loaded.config.vault?.agentTokenFile;
+  const stopFileWatch =
+    vault && agentFile && watch
+      ? watchTokenFile(agentFile, vault.client.token() ?? "", (token) => {
+          vault!.client.setToken(token);
+          log.info(`vault: the token in ${agentFile} changed; using the new one`);
+        })
+      : undefined;
+  const values = new TemplateValues({ ...(vault ? { vault } : {}), consul, watch, defaultLeaseMs: use?.defaultLeaseMs ?? 5 * 60_000, log });
+  return {
+    values,
+    close() {
+      stopFileWatch?.();
+      values.close();
+      vault?.session.close();
+      vault?.client.close();
+    },
+  };
 }
 
 /**
@@ -70,7 +120,15 @@ export function createController(deps: ControllerDeps): Controller {
   };
   // One record of skipped services for watched and one-off reads: a task is warned once per name.
   const skipped = skippedServices(log, metrics);
-  const runner = new TaskRunner({ loaded, driver: deps.driver, synthesizer: deps.synthesizer, inputs: new TaskInputReader(deps.reader, skipped), log, metrics });
+  const runner = new TaskRunner({
+    loaded,
+    driver: deps.driver,
+    synthesizer: deps.synthesizer,
+    inputs: new TaskInputReader(deps.reader, skipped),
+    log,
+    metrics,
+    ...(deps.templates ? { templates: deps.templates } : {}),
+  });
   const controller = new Controller({
     tasks: new TaskRegistry(loaded),
     runner,
@@ -83,6 +141,7 @@ export function createController(deps: ControllerDeps): Controller {
       ...(deps.bufferOff ? { bufferOff: true } : {}),
       globalDrift: loaded.config.driftCheck,
       skipped,
+      ...(deps.templates ? { templates: deps.templates } : {}),
       ...(deps.clock ? { clock: deps.clock } : {}),
     },
     log,
@@ -144,6 +203,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
           metrics,
         })
       : undefined;
+  const templates = templateValuesFor(loaded, consul, opts.mode === "watch", log.child("vault"));
   const synthesizer =
     opts.synthesizer ?? (opts.mode === "watch" ? workerSynthesizer() : inProcessSynthesizer((name) => config.tasks.find((t) => t.name === name)));
   const controller = createController({
@@ -158,6 +218,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     ...(opts.retryDelayMs !== undefined ? { retryDelayMs: opts.retryDelayMs } : {}),
     ...(opts.lockWaitMs !== undefined ? { lockWaitMs: opts.lockWaitMs } : {}),
     metrics,
+    templates: templates.values,
   });
   return {
     controller,
@@ -169,6 +230,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     async close() {
       await controller.stop();
       watcher?.close();
+      templates.close();
       consul.close();
       // Warm provider processes end with the runtime (stop, SIGTERM, `once` finishing).
       await driver.close();

@@ -12,6 +12,7 @@ import type { SynthResult } from "../synth/synthesize.ts";
 import type { Synthesizer } from "../synth/synthesizer.ts";
 import { APPLIED_HASH_FILE } from "../synth/paths.ts";
 import { secretEnv } from "../task/secrets.ts";
+import { taskTemplateDependencies, TemplateRenderError, type TemplateDependency, type TemplateLookup } from "../task/provider-templates.ts";
 import type { RunOutcome } from "./interfaces.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import { driftSettings } from "./drift.ts";
@@ -24,9 +25,19 @@ export type RunMode = "apply" | "plan" | "destroy";
 export type RunDriver = Pick<Driver, "apply" | "plan" | "destroy" | "taskDir" | "coolDown" | "planToApply" | "applyPlan" | "discardPlan">;
 
 /** A module task's provider values and `task_env` (CTS passes them through the environment only). */
-function taskEnvironment(e: TaskEntry): Record<string, string> {
-  const t = e.task as { environment?: () => Record<string, string> };
-  return typeof t.environment === "function" ? t.environment() : {};
+function taskEnvironment(e: TaskEntry, lookup?: TemplateLookup): Record<string, string> {
+  const t = e.task as { environment?: (lookup?: TemplateLookup) => Record<string, string> };
+  return typeof t.environment === "function" ? t.environment(lookup) : {};
+}
+
+/** The template values runs read (src/watch/template-values.ts): read on use, kept fresh by the daemon. */
+export interface RunTemplates extends TemplateLookup {
+  /** Reads the values not read yet. */
+  ensure(deps: Iterable<TemplateDependency>, signal?: AbortSignal): Promise<void>;
+  /** A digest of the current values (never the values): part of what the no-op skip compares. */
+  digest(deps: Iterable<TemplateDependency>): string;
+  /** Tells `onChange` when one of the values changes (the triggers re-run the task); returns the unsubscribe. */
+  subscribe(deps: Iterable<TemplateDependency>, onChange: () => void): () => void;
 }
 
 /** What one attempt needs. */
@@ -39,9 +50,12 @@ export interface RunDeps {
   metrics?: Metrics;
   /** Held plans (plan guards, approvals); default: kept in each task's folder only. */
   holds?: Holds;
+  /** Values of provider templates and Vault secrets (absent: a task that uses one fails with a clear error). */
+  templates?: RunTemplates;
 }
 
-type Prepared = { synth: SynthResult; ws: TaskWorkspace };
+/** `applied`: what the no-op skip compares, the JSON's hash and, when the task reads templates, a keyed digest of their values. */
+type Prepared = { synth: SynthResult; ws: TaskWorkspace; applied: string };
 
 /**
  * The last hop of a run: one attempt reads the task's input (task-input.ts), synthesizes it
@@ -70,9 +84,9 @@ export class TaskRunner {
 
   /** One attempt at a run: apply (skipped when nothing changed), plan or destroy. */
   async attempt(e: TaskEntry, mode: RunMode, signal: AbortSignal): Promise<RunOutcome> {
-    const { synth, ws } = await this.prepare(e, signal);
+    const { synth, ws, applied } = await this.prepare(e, signal);
     // CTS applies a scheduled task on every tick, whatever its data: the infrastructure may have drifted.
-    if (mode === "apply" && e.task.condition.kind !== "schedule" && synth.hash === e.lastAppliedHash) {
+    if (mode === "apply" && e.task.condition.kind !== "schedule" && applied === e.lastAppliedHash) {
       // The inputs went back to what is applied: a hold made for other inputs no longer applies.
       if (this.holds.get(e.name).held || this.holds.get(e.name).rejected) await this.dropHold(e, "the inputs are back to what is applied");
       return { task: e.name, ok: true, outcome: "no-op", synth };
@@ -88,7 +102,7 @@ export class TaskRunner {
       const result = await driver.destroy(ws, { signal, onOutput });
       return { task: e.name, ok: true, outcome: "destroyed", result, synth };
     }
-    return this.apply(e, synth, ws, signal);
+    return this.apply(e, synth, ws, applied, signal);
   }
 
   /**
@@ -99,12 +113,12 @@ export class TaskRunner {
     const { correct } = driftSettings(this.deps.loaded.config.driftCheck, e.task.driftCheck);
     const at = () => new Date().toISOString();
     if (!e.lastAppliedHash) return { task: e.name, ok: true, outcome: "not-applied", drift: { state: "not-applied", checkedAt: at() } };
-    const { synth, ws } = await this.prepare(e, signal);
-    if (synth.hash !== e.lastAppliedHash) return { task: e.name, ok: true, outcome: "inputs-changed", synth, drift: { state: "inputs-changed", checkedAt: at() } };
+    const { synth, ws, applied: key } = await this.prepare(e, signal);
+    if (key !== e.lastAppliedHash) return { task: e.name, ok: true, outcome: "inputs-changed", synth, drift: { state: "inputs-changed", checkedAt: at() } };
     const plan = await this.deps.driver.plan(ws, { signal, onOutput: this.outputLog(e) });
     if (!plan.changesPresent) return { task: e.name, ok: true, outcome: "in-sync", result: plan, synth, drift: { state: "in-sync", checkedAt: at() } };
     if (!correct) return { task: e.name, ok: true, outcome: "drift", result: plan, synth, drift: { state: "drifted", checkedAt: at(), changes: plan.summary } };
-    const applied = await this.apply(e, synth, ws, signal);
+    const applied = await this.apply(e, synth, ws, key, signal);
     // Plan guards held the correction: the drift stays, waiting for `cts approve`.
     if (applied.outcome !== "applied") return { ...applied, outcome: "drift", drift: { state: "drifted", checkedAt: at(), changes: plan.summary } };
     return { ...applied, outcome: "drift", result: plan, drift: { state: "corrected", checkedAt: at(), changes: plan.summary, applied: applied.result!.summary } };
@@ -139,10 +153,29 @@ export class TaskRunner {
     // Stopped (pause, stop, delete) while reading or synthesizing: Terraform is not started at all.
     if (signal.aborted) throw new CtsError("TERRAFORM_CANCELLED", "external", "was cancelled before Terraform started; nothing was changed.", { task: e.name });
     // Secrets are read at every run (rotation needs no restart) and reach Terraform only as TF_VAR_ env.
-    const ws: TaskWorkspace = { task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } };
-    if (e.task.description) ws.description = e.task.description;
-    if (e.task.terraformCloudWorkspace) ws.terraformCloudWorkspace = e.task.terraformCloudWorkspace;
-    return { synth, ws };
+    const described = (ws: TaskWorkspace): TaskWorkspace => {
+      if (e.task.description) ws.description = e.task.description;
+      if (e.task.terraformCloudWorkspace) ws.terraformCloudWorkspace = e.task.terraformCloudWorkspace;
+      return ws;
+    };
+    const deps = taskTemplateDependencies(e.task as { secrets?: unknown; providers?: unknown });
+    if (deps.size === 0) return { synth, ws: described({ task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } }), applied: synth.hash };
+    const templates = this.deps.templates;
+    if (!templates) throw new CtsError("CONFIG_INVALID", "usage", "reads Vault secrets or Consul keys through templates, which this command does not render.", { task: e.name });
+    try {
+      await templates.ensure(deps.values(), signal);
+    } catch (err) {
+      if (err instanceof CtsError && !err.task) throw new CtsError(err.code, err.category, err.message, { task: e.name, cause: err, detail: err.detail });
+      throw err;
+    }
+    let env: Record<string, string>;
+    try {
+      env = { ...taskEnvironment(e, templates), ...secretEnv(e.name, e.task.secrets, process.env, templates) };
+    } catch (err) {
+      if (err instanceof TemplateRenderError) throw new CtsError("SECRET_MISSING", "usage", `a provider template cannot be rendered: ${err.message}.`, { task: e.name, cause: err });
+      throw err;
+    }
+    return { synth, ws: described({ task: e.name, json: synth.json, env }), applied: `${synth.hash}+${templates.digest(deps.values())}` };
   }
 
   private outputLog(e: TaskEntry): (line: string) => void {
@@ -155,21 +188,21 @@ export class TaskRunner {
     rmSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), { force: true });
   }
 
-  private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, signal: AbortSignal): Promise<RunOutcome> {
+  private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, applied: string, signal: AbortSignal): Promise<RunOutcome> {
     const { guards, always } = this.guardsOf(e);
     // Without guards or approval a run applies at once: no plan first (the fast path).
-    if (guards || always || this.holds.get(e.name).held) return this.guardedApply(e, synth, ws, signal, guards, always);
+    if (guards || always || this.holds.get(e.name).held) return this.guardedApply(e, synth, ws, applied, signal, guards, always);
     this.voidAppliedHash(e);
     const result = await this.deps.driver.apply(ws, { signal, onOutput: this.outputLog(e) });
-    return this.applied(e, synth, result);
+    return this.applied(e, synth, applied, result);
   }
 
-  /** Records a successful apply: the applied hash (memory and file), no hold left. */
-  private applied(e: TaskEntry, synth: SynthResult, result: RunResult): RunOutcome {
-    e.lastAppliedHash = synth.hash;
+  /** Records a successful apply: the applied key (the JSON's hash, with the template values' digest; memory and file), no hold left. */
+  private applied(e: TaskEntry, synth: SynthResult, applied: string, result: RunResult): RunOutcome {
+    e.lastAppliedHash = applied;
     // Best effort: a missing file only costs one apply that could have been skipped.
     try {
-      writeFileSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), synth.hash + "\n", { mode: 0o640 });
+      writeFileSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), applied + "\n", { mode: 0o640 });
     } catch {
       /* kept in memory; the next start applies once more */
     }
@@ -183,16 +216,16 @@ export class TaskRunner {
    * gone or stale (restart on another machine, the state moved), the new plan is applied only if it
    * makes the same changes (same digest), else it is checked again.
    */
-  private async guardedApply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, signal: AbortSignal, guards: GuardSettings | undefined, always: boolean): Promise<RunOutcome> {
+  private async guardedApply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, key: string, signal: AbortSignal, guards: GuardSettings | undefined, always: boolean): Promise<RunOutcome> {
     const { driver } = this.deps;
     if (!driver.planToApply || !driver.applyPlan)
       throw new CtsError("PLAN_UNSUPPORTED", "usage", "has plan guards or approval, but the driver cannot keep a plan to apply later.", { task: e.name });
     const onOutput = this.outputLog(e);
     const record = this.holds.get(e.name);
-    if (record.rejected?.hash === synth.hash) return { task: e.name, ok: false, outcome: "rejected", synth, error: rejectedError(e.name) };
+    if (record.rejected?.hash === key) return { task: e.name, ok: false, outcome: "rejected", synth, error: rejectedError(e.name) };
     let approvedDigest: string | undefined;
     const held = record.held;
-    if (held && held.hash === synth.hash) {
+    if (held && held.hash === key) {
       if (!held.approvedAt) return { task: e.name, ok: false, outcome: "held", synth, hold: held, result: heldResult(held), error: heldError(held) };
       approvedDigest = held.digest;
       if (held.ref) {
@@ -201,7 +234,7 @@ export class TaskRunner {
           const result = await driver.applyPlan(ws, held.ref, { signal, onOutput });
           this.holds.clear(e.name);
           this.deps.log.info(`task '${e.name}': applied the approved plan (${summaryWords(result.summary)})`, { task: e.name });
-          return this.applied(e, synth, result);
+          return this.applied(e, synth, key, result);
         } catch (err) {
           if (!(isErrorCode((err as CtsError)?.code) && ((err as CtsError).code === "PLAN_NOT_FOUND" || (err as CtsError).code === "PLAN_STALE"))) throw err;
           this.deps.log.warn(`task '${e.name}': ${(err as CtsError).message}`, { task: e.name });
@@ -214,7 +247,7 @@ export class TaskRunner {
     const plan = await driver.planToApply(ws, { signal, onOutput });
     if (!plan.changesPresent) {
       this.holds.clear(e.name);
-      return this.applied(e, synth, stripPlan(plan));
+      return this.applied(e, synth, key, stripPlan(plan));
     }
     const digest = planDigest(plan.plan);
     let reasons: string[] = [];
@@ -234,7 +267,7 @@ export class TaskRunner {
       // Kept on disk and in Consul KV: scrubbed like an event (a predicate's reason could quote anything).
       const hold: HeldPlan = knownSecrets.redactDeep({
         task: e.name,
-        hash: synth.hash,
+        hash: key,
         ref: plan.ref,
         digest,
         reasons,
@@ -249,7 +282,7 @@ export class TaskRunner {
     this.voidAppliedHash(e);
     const result = await driver.applyPlan(ws, plan.ref, { signal, onOutput });
     this.holds.clear(e.name);
-    return this.applied(e, synth, result);
+    return this.applied(e, synth, key, result);
   }
 
   /** Lets go of a task's hold: the kept plan is discarded, the record cleared. */

@@ -26,6 +26,8 @@ export interface TaskEntry {
   lastAppliedHash?: string;
   /** Live subscriptions while watching, by input field. */
   subs: Array<{ field: "services" | "catalogServices" | "kv"; source: Source; sub: Subscription }>;
+  /** Ends the task's hold on the template values its providers read (daemon mode). */
+  templateSub?: () => void;
   buffer?: BufferPeriod;
   cronTimer?: ReturnType<typeof setTimeout>;
   /** The drift check timer while watching. */

@@ -12,6 +12,7 @@ import type { SkippedServices } from "./skipped-services.ts";
 import type { Activity } from "./events.ts";
 import type { TaskRuns } from "./runs.ts";
 import type { TaskEntry } from "./task-entry.ts";
+import { taskTemplateDependencies, type TemplateDependency } from "../task/provider-templates.ts";
 
 /** What the triggers ask of the controller (Controller implements it). */
 export interface TriggerGate {
@@ -33,6 +34,8 @@ export interface TriggerSettings {
   globalDrift?: DriftCheckOption | false;
   /** Told when a service Consul cannot serve is left out of a task's watched data. */
   skipped?: SkippedServices;
+  /** Values of provider templates (Vault secrets, Consul keys): a change re-runs the tasks using it (daemon mode). */
+  templates?: { subscribe(deps: Iterable<TemplateDependency>, onChange: () => void): () => void };
   /** The buffer periods' clock (default: the real one; tests pass a fake). */
   clock?: Clock;
 }
@@ -98,6 +101,13 @@ export class Triggers {
       e.subs.push({ field: fieldOf(source), source, sub });
     });
     if (cond.kind === "schedule") this.schedule(e, parseCron(cond.cron));
+    // CTS re-renders a provider block whose secret or key changed and runs the tasks using it.
+    const deps = taskTemplateDependencies(e.task as { secrets?: unknown; providers?: unknown });
+    if (deps.size && this.deps.templates && !e.templateSub)
+      e.templateSub = this.deps.templates.subscribe(deps.values(), () => {
+        this.deps.log.info(`task '${e.name}': a secret or key its providers use changed`, { task: e.name });
+        this.fire(e);
+      });
     const b = this.bufferFor(e);
     if (b.enabled)
       e.buffer = new BufferPeriod(b, () => {
@@ -120,6 +130,8 @@ export class Triggers {
   stop(e: TaskEntry): void {
     for (const s of e.subs) s.sub.close();
     e.subs = [];
+    e.templateSub?.();
+    e.templateSub = undefined;
     e.buffer?.cancel();
     e.buffer = undefined;
     this.bufferSince.delete(e.name);

@@ -1,6 +1,7 @@
 import { checkWalkDepth } from "../data-depth.ts";
 import { redactSecret } from "../log.ts";
 import { isObject } from "../is-object.ts";
+import { isTemplateValue, renderTemplates, type TemplateLookup, type TemplateValue } from "./provider-templates.ts";
 
 /** A provider block of a module task's root module (CTS's `terraform_provider "<name>"`). */
 export interface ModuleProvider {
@@ -9,7 +10,7 @@ export interface ModuleProvider {
   /** Provider arguments. Passed as the sensitive variable `var.<name>` through TF_VAR_<name>, never written to files. */
   config?: Record<string, unknown>;
   /** Environment of the task's Terraform commands (CTS's `task_env`), never written to files. */
-  taskEnv?: Record<string, string>;
+  taskEnv?: Record<string, string | TemplateValue>;
   /** `required_providers` entry (CTS's `driver "terraform" { required_providers }`). */
   source?: string;
   /** Version constraint of the provider. */
@@ -39,12 +40,22 @@ export function providerJson(providers: readonly ModuleProvider[]): Record<strin
   };
 }
 
-/** TF_VAR_<provider> (an HCL object literal) and the providers' task_env; every value is hidden from logs. */
-export function providerEnvironment(providers: readonly ModuleProvider[]): Record<string, string> {
+/**
+ * TF_VAR_<provider> (an HCL object literal) and the providers' task_env; every value is hidden from
+ * logs. Template values (Vault secrets, Consul keys) are rendered with `lookup` first, and each
+ * rendered text is a secret too.
+ */
+export function providerEnvironment(providers: readonly ModuleProvider[], lookup?: TemplateLookup): Record<string, string> {
   const env: Record<string, string> = {};
+  const render = <T>(v: T): T => {
+    if (!lookup) return v;
+    return renderTemplates(v, lookup, (text) => redactSecret(text));
+  };
   for (const p of providers) {
-    if (p.config && Object.keys(p.config).length) env[`TF_VAR_${p.name}`] = hclLiteral(p.config);
-    for (const [k, v] of Object.entries(p.taskEnv ?? {})) {
+    if (p.config && Object.keys(p.config).length) env[`TF_VAR_${p.name}`] = hclLiteral(render(p.config));
+    for (const [k, raw] of Object.entries(p.taskEnv ?? {})) {
+      const v = render(raw);
+      if (typeof v !== "string") throw new Error(`task_env ${k} of provider '${p.name}' holds a template and no template values were given`);
       redactSecret(v);
       env[k] = v;
     }
@@ -59,13 +70,13 @@ const WHAT = "a terraform_provider's settings";
 function references(config: Record<string, unknown>, path: string, depth = 1): Record<string, unknown> {
   checkWalkDepth(depth, WHAT);
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(config)) out[k] = isObject(v) ? references(v, `${path}.${k}`, depth + 1) : `\${${path}.${k}}`;
+  for (const [k, v] of Object.entries(config)) out[k] = isObject(v) && !isTemplateValue(v) ? references(v, `${path}.${k}`, depth + 1) : `\${${path}.${k}}`;
   return out;
 }
 
 /** The Terraform type of a value, so TF_VAR_ values are parsed as HCL, not taken as one string. */
 function typeOf(v: unknown, depth = 0): string {
-  if (typeof v === "string" || v === null || v === undefined) return "string";
+  if (typeof v === "string" || v === null || v === undefined || isTemplateValue(v)) return "string";
   if (typeof v === "number") return "number";
   if (typeof v === "boolean") return "bool";
   checkWalkDepth(depth + 1, WHAT);
@@ -90,6 +101,7 @@ function hclString(s: string): string {
 /** A value as an HCL literal; `${` and `%{` in strings stay text. */
 function hclLiteral(v: unknown, depth = 0): string {
   if (typeof v === "string") return hclString(v);
+  if (isTemplateValue(v)) throw new Error("a provider setting holds a template and no template values were given");
   if (v === null || v === undefined) return "null";
   if (typeof v !== "object") return String(v);
   checkWalkDepth(depth + 1, WHAT);

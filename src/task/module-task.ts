@@ -4,6 +4,7 @@ import { literalData } from "../cdktf/literal-text.ts";
 import type { Condition, TaskInputs } from "./conditions.ts";
 import { toCtsServices } from "./cts-protocol.ts";
 import { providerEnvironment, providerJson, type ModuleProvider } from "./module-providers.ts";
+import type { TemplateLookup } from "./provider-templates.ts";
 import { verbatim } from "../cdktf/cdktf-literals.ts";
 import { cdktf } from "../cdktf/load.ts";
 import { Task, type TaskOptions, type TaskScope, type AnyTaskInput } from "./task.ts";
@@ -84,8 +85,8 @@ export class ModuleTask<C extends Condition = Condition, I extends TaskInputs = 
   }
 
   /** Environment of this task's Terraform commands: provider values (TF_VAR_<provider>) and `task_env`. */
-  environment(): Record<string, string> {
-    return providerEnvironment(this.providers);
+  environment(lookup?: TemplateLookup): Record<string, string> {
+    return providerEnvironment(this.providers, lookup);
   }
 
   /** Writes the same root module into a CDKTF stack (for `Testing` and code that calls synthesize). */

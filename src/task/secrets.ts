@@ -5,9 +5,10 @@ import { createRequire } from "node:module";
 import type { Construct } from "constructs";
 import { CtsError } from "../errors.ts";
 import { redactSecret } from "../log.ts";
+import { isTemplateValue, renderTemplate, TemplateRenderError, type TemplateLookup, type TemplateValue } from "./provider-templates.ts";
 
-/** Where a provider secret comes from at run time: an environment variable of the daemon, or a file. */
-export type SecretSource = { env: string } | { file: string };
+/** Where a provider secret comes from at run time: an environment variable of the daemon, a file, or Vault (`vaultSecret()`). */
+export type SecretSource = { env: string } | { file: string } | TemplateValue;
 
 /** Terraform variable names a secret may use. */
 export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -27,11 +28,19 @@ export function secret(scope: Construct, name: string): string {
 }
 
 /** Resolves a task's secrets to `TF_VAR_` environment variables (and hides the values from logs). */
-export function secretEnv(task: string, secrets: Record<string, SecretSource> | undefined, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function secretEnv(task: string, secrets: Record<string, SecretSource> | undefined, env: NodeJS.ProcessEnv = process.env, lookup?: TemplateLookup): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, source] of Object.entries(secrets ?? {})) {
     let value: string | undefined;
-    if ("env" in source) {
+    if (isTemplateValue(source)) {
+      if (!lookup) throw new CtsError("SECRET_MISSING", "usage", `secret '${name}' reads Vault, and no Vault is configured. Add vault: { address } to the config (or set VAULT_ADDR).`, { task });
+      try {
+        value = renderTemplate(source, lookup);
+      } catch (cause) {
+        if (cause instanceof TemplateRenderError) throw new CtsError("SECRET_MISSING", "usage", `secret '${name}': ${cause.message}.`, { task, cause });
+        throw cause;
+      }
+    } else if ("env" in source) {
       value = env[source.env];
       if (value === undefined || value === "")
         throw new CtsError("SECRET_MISSING", "usage", `secret '${name}' reads the environment variable ${source.env}, which is not set. Set it in the daemon's environment.`, { task });

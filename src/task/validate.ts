@@ -6,6 +6,7 @@ import { parseDuration } from "../duration.ts";
 import type { Condition, TaskInputs } from "./conditions.ts";
 import type { Task } from "./task.ts";
 import { SECRET_NAME } from "./secrets.ts";
+import { isTemplateValue } from "./provider-templates.ts";
 
 /** CTS's rule for task names; it also keeps every path derived from a name inside the working dir. */
 export const TASK_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,127}$/;
@@ -42,8 +43,9 @@ export function taskProblems(task: Task<Condition, TaskInputs>): Problem[] {
   problems.push(...guardProblems(task.guards, "guards"), ...approvalProblems(task.approval, "approval"));
   for (const [name, source] of Object.entries(task.secrets ?? {})) {
     if (!SECRET_NAME.test(name)) problems.push({ field: `secrets.${name}`, message: "is not a valid Terraform variable name. Use letters, digits and '_'." });
-    const ok = source && typeof source === "object" && (typeof (source as { env?: unknown }).env === "string" || typeof (source as { file?: unknown }).file === "string");
-    if (!ok) problems.push({ field: `secrets.${name}`, message: 'must be { env: "VAR" } or { file: "/path" }.' });
+    const ok =
+      source && typeof source === "object" && (typeof (source as { env?: unknown }).env === "string" || typeof (source as { file?: unknown }).file === "string" || isTemplateValue(source));
+    if (!ok) problems.push({ field: `secrets.${name}`, message: 'must be { env: "VAR" }, { file: "/path" } or vaultSecret("path", "key").' });
   }
   if (task.bufferPeriod && task.condition?.kind === "schedule")
     problems.push({ field: "bufferPeriod", message: "is not used by schedule tasks (they run on their cron). Remove it." });

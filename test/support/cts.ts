@@ -35,8 +35,8 @@ export async function writeConfig(dir: string, opts: ConfigOptions): Promise<str
   const file = join(dir, "cts.config.ts");
   await writeFile(
     file,
-    `import { defineConfig, ModuleTask, services, consulKv, catalogServices, schedule } from ${JSON.stringify(PUBLIC_API)};
-void ModuleTask; void services; void consulKv; void catalogServices; void schedule;
+    `import { defineConfig, ModuleTask, services, consulKv, catalogServices, schedule, vaultSecret } from ${JSON.stringify(PUBLIC_API)};
+void ModuleTask; void services; void consulKv; void catalogServices; void schedule; void vaultSecret;
 import { MemberList, SlowMembers, SlowThenMembers, FailingTask, MetaFiles, KvWithServices, ScheduledMembers, SecretUser, CatalogJson, GuardedPool } from ${JSON.stringify(FIXTURE_TASKS)};
 void MemberList; void SlowMembers; void SlowThenMembers; void FailingTask; void MetaFiles; void KvWithServices; void ScheduledMembers; void SecretUser; void CatalogJson; void GuardedPool;
 export default defineConfig({

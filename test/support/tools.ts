@@ -14,6 +14,8 @@ export interface Tools {
   cliConfig: string;
   /** The plugin cache of this test process (empty at start). */
   pluginCache: string;
+  /** OpenBao's `bao` (a Vault-compatible server and CLI), for the Vault tests. */
+  bao: string;
 }
 
 let cached: Tools | undefined;
@@ -25,13 +27,13 @@ let cached: Tools | undefined;
 export function tools(): Tools {
   if (cached) return cached;
   let env: Record<string, string | undefined> = process.env;
-  if (!env.CTS_TOFU_BIN || !env.CTS_CONSUL_BIN || !env.CTS_TF_CLI_CONFIG || !env.CTS_TERRAFORM_BIN) {
+  if (!env.CTS_TOFU_BIN || !env.CTS_CONSUL_BIN || !env.CTS_TF_CLI_CONFIG || !env.CTS_TERRAFORM_BIN || !env.CTS_BAO_BIN) {
     const script = fileURLToPath(new URL("../../scripts/tools.sh", import.meta.url));
     const out = execFileSync("bash", [script, "--env"], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
     env = {};
     for (const m of out.matchAll(/^export (\w+)='(.*)'$/gm)) env[m[1]!] = m[2]!;
   }
-  const t = { tofu: env.CTS_TOFU_BIN!, consul: env.CTS_CONSUL_BIN!, terraform: env.CTS_TERRAFORM_BIN!, cliConfig: env.CTS_TF_CLI_CONFIG! };
+  const t = { tofu: env.CTS_TOFU_BIN!, consul: env.CTS_CONSUL_BIN!, terraform: env.CTS_TERRAFORM_BIN!, cliConfig: env.CTS_TF_CLI_CONFIG!, bao: env.CTS_BAO_BIN! };
   for (const [name, path] of Object.entries(t)) {
     if (!path || !existsSync(path)) throw new Error(`test tool '${name}' not found at '${path}'. Run 'bash scripts/tools.sh'.`);
   }

@@ -119,7 +119,7 @@ export default defineConfig({ tasks: [new ModuleTask({ name: "m", condition: sch
     ["license.hcl", /license\.hcl:1: 'license' is a CTS Enterprise feature/],
     ["two-consul.hcl", /two-consul\.hcl:5: only one 'consul' block can be configured/],
     ["template.hcl", /template\.hcl:3: 'module' uses template syntax/],
-    ["vault.hcl", /vault\.hcl:1: 'vault' is not supported/],
+    ["provider-template.hcl", /provider-template\.hcl:3: terraform_provider "aws": '\{\{ \.Data\.secret_key \| toUpper \}\}' is not a template cts supports/],
     ["consul-auth.hcl", /consul-auth\.hcl:3: 'consul\.auth' \(HTTP basic auth\) is not supported/],
     ["unknown-top.json", /unknown-top\.json:3: 'colour' is not a valid key/],
     ["bad-cron.hcl", /bad-cron\.hcl:9: task 'nightly': condition\.cron /],

@@ -113,6 +113,42 @@ task {
     }
   });
 
+  it("from CTS files hands {{ with secret }} and {{ key }} templates to the main thread as templates: nothing is read while loading", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "cts-vault-templates-"));
+    try {
+      const file = join(dir, "cts.hcl");
+      await writeFile(
+        file,
+        `vault {
+  address = "http://127.0.0.1:1"
+}
+terraform_provider "local" {
+  token = "{{ with secret \\"secret/data/db\\" }}{{ .Data.data.pw }}{{ end }}"
+  task_env {
+    COLOR = "{{ key \\"cfg/color\\" }}"
+  }
+}
+task {
+  name      = "echo"
+  module    = "${fileURLToPath(new URL("../../modules/cts-echo", import.meta.url))}"
+  providers = ["local"]
+  condition "services" {
+    names = ["web"]
+  }
+}
+`,
+      );
+      const { loaded, synthesizer } = await loadDaemonConfig(file);
+      await synthesizer.close();
+      const task = loaded.config.tasks[0] as unknown as ModuleTask;
+      assert.deepEqual(task.providers[0]!.config, { token: { ctsTemplate: [{ secret: "secret/data/db", field: ["data", "pw"] }] } });
+      assert.deepEqual(task.providers[0]!.taskEnv, { COLOR: { ctsTemplate: [{ consulKey: "cfg/color" }] } });
+      assert.equal(loaded.config.vault?.address, "http://127.0.0.1:1");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("hands the main thread's secrets to the worker, before and after it started: a task's own output is redacted", async () => {
     const before = `main-thread-secret-${process.pid}-<&>"`;
     const later = `registered-later-${process.pid}-\u2028`;

@@ -30,7 +30,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ["driver"],
   ["config"],
   ["task"],
-  ["cdktf", "consul"],
+  ["cdktf", "consul", "vault"],
   ["log"],
   ["secrets", "metrics"],
   ["shared"],
