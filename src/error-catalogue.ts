@@ -60,6 +60,7 @@ export const ERROR_CATALOGUE = {
   CONSUL_UNREACHABLE: { category: "external", fix: "Start the Consul agent or fix consul.address; cts retries with backoff meanwhile." },
   CONSUL_TIMEOUT: { category: "external", fix: "Check the Consul agent's health and its leader; cts retries with backoff meanwhile." },
   CONSUL_RATE_LIMITED: { category: "external", fix: "Raise the agent's rate limits or lengthen buffer periods; cts backs off meanwhile." },
+  CONSUL_AUTH_FAILED: { category: "external", fix: "Set the HTTP basic auth credentials the proxy in front of Consul expects: consul.auth { username, password } or CONSUL_HTTP_AUTH=user:pass." },
   CONSUL_PERMISSION_DENIED: { category: "external", fix: "Grant the ACL permission named (examples/acl/cts-policy.hcl has the least-privilege policy); `cts doctor` checks them all." },
   CONSUL_BAD_REQUEST: { category: "usage", fix: "Correct the condition's query (filter, namespace, datacenter) named in the message." },
   CONSUL_HTTP_ERROR: { category: "external", fix: "Read Consul's answer in the message; check the agent's logs." },

@@ -19,8 +19,16 @@ export function consulConnectionFor(config: CtsConfig): ConsulConnection {
     ...(c.address !== undefined ? { address: c.address } : {}),
     ...(token !== undefined ? { token } : {}),
     ...(c.tls ? { tls: c.tls } : {}),
+    ...(c.auth ? { auth: c.auth } : {}),
+    ...(c.transport ? { transport: c.transport } : {}),
   });
   redactSecret(conn.token);
+  if (conn.auth?.password) {
+    redactSecret(conn.auth.password);
+    // The forms it travels in: CONSUL_HTTP_AUTH and the Authorization header.
+    redactSecret(`${conn.auth.username}:${conn.auth.password}`);
+    redactSecret(Buffer.from(`${conn.auth.username}:${conn.auth.password}`, "utf8").toString("base64"));
+  }
   return conn;
 }
 

@@ -82,15 +82,18 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string, tasksFor?: "any
     if (c.kv_path !== undefined) kvPath = String(c.kv_path);
     if (c.kv_namespace !== undefined) warn(consul, "kv_namespace", "has no effect (CTS does not use it either).");
     const auth = one(consul, "auth");
-    if (auth && (auth.attrs.enabled ?? (auth.attrs.username !== undefined || auth.attrs.password !== undefined)))
-      throw configError(auth.file, auth.line, "'consul.auth' (HTTP basic auth) is not supported. Use an ACL token (consul.token or CONSUL_HTTP_TOKEN).");
+    // As CTS: on when `enabled` says so, or implicitly when a user name or password is set.
+    if (auth && (auth.attrs.enabled ?? (auth.attrs.username !== undefined || auth.attrs.password !== undefined)) !== false) {
+      // CTS sends what is set (an unset user name is empty), so the same here.
+      config.consul.auth = { username: String(auth.attrs.username ?? ""), ...(auth.attrs.password !== undefined ? { password: String(auth.attrs.password) } : {}) };
+    }
     const tls = one(consul, "tls");
     if (tls && (tls.attrs.enabled ?? true) !== false) {
       const t = tls.attrs;
-      if (t.ca_path !== undefined) throw configError(tls.file, tls.lines.ca_path!, "'consul.tls.ca_path' (a directory of CA files) is not supported: concatenate the CA certificates into one file and set consul.tls.ca_cert.");
       config.consul.tls = {
         enabled: true,
         ...(t.ca_cert !== undefined ? { caFile: String(t.ca_cert) } : {}),
+        ...(t.ca_path !== undefined ? { caPath: String(t.ca_path) } : {}),
         ...(t.cert !== undefined ? { certFile: String(t.cert) } : {}),
         ...(t.key !== undefined ? { keyFile: String(t.key) } : {}),
         ...(t.server_name !== undefined ? { serverName: String(t.server_name) } : {}),

@@ -26,6 +26,12 @@ export interface ConsulConfig {
   tokenFile?: string;
   /** TLS settings. */
   tls?: ConsulTlsConfig;
+  /**
+   * HTTP basic auth on every request to Consul, e.g. for a proxy in front of it (CTS's `auth {}`;
+   * default CONSUL_HTTP_AUTH, `user:pass`). Also given to Terraform as CONSUL_HTTP_AUTH. The
+   * password is never logged or written to files.
+   */
+  auth?: { username: string; password?: string };
   /** How this instance registers itself in Consul (CTS's `service_registration`; default on). */
   serviceRegistration?: ServiceRegistrationConfig;
   /** Limits of the HTTP connections to Consul (CTS's `transport`), in Node's terms. */

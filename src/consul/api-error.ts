@@ -68,7 +68,16 @@ export function toConsulError(err: unknown, call: CallDescription): CtsError {
     const reply = replyText(e.response?.body);
     const said = reply ? ` Consul said: ${reply}${/[.!?]$/.test(reply) ? "" : "."}` : "";
     const detail = { status, url: call.url, ...(reply ? { reply } : {}) };
-    if (status === 403 || status === 401) {
+    // Consul itself answers 403 to a bad token; a 401 comes from HTTP basic auth (a proxy in front of it).
+    if (status === 401) {
+      return new CtsError(
+        "CONSUL_AUTH_FAILED",
+        "external",
+        `${call.url} refused ${call.what} with HTTP 401 (basic auth credentials missing or wrong). Set the user name and password the proxy in front of Consul expects in consul.auth (auth { username, password } in a CTS config) or CONSUL_HTTP_AUTH=user:pass.`,
+        { cause: err, detail },
+      );
+    }
+    if (status === 403) {
       return new CtsError(
         "CONSUL_PERMISSION_DENIED",
         "external",

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { readCaDir } from "../ca-dir.ts";
 import { CtsError } from "../errors.ts";
 
 /** TLS settings for talking to Consul (file paths, as in CTS's `consul { tls { … } }`). */
@@ -7,6 +8,8 @@ export interface ConsulTlsOptions {
   enabled?: boolean;
   /** CA certificate (PEM) that signed Consul's certificate. */
   caFile?: string;
+  /** A directory of CA certificates (PEM files; CTS's `ca_path`); `caFile` wins when both are set, as in Consul's clients. */
+  caPath?: string;
   /** Client certificate (PEM) for mutual TLS. */
   certFile?: string;
   /** Client key (PEM) for mutual TLS. */
@@ -17,14 +20,44 @@ export interface ConsulTlsOptions {
   insecureSkipVerify?: boolean;
 }
 
+/** HTTP basic auth sent on every request to Consul (CTS's `consul { auth { … } }`), e.g. for a proxy in front of it. */
+export interface ConsulAuth {
+  username: string;
+  /** Never logged or written to files. */
+  password?: string;
+}
+
+/**
+ * Limits of the one HTTP socket pool to Consul, in Node's terms (the config's `consul.transport`;
+ * unset fields keep Node's defaults). Durations are milliseconds.
+ */
+export interface ConsulTransportOptions {
+  /** Reuse connections (default true). */
+  keepAlive?: boolean;
+  /** TCP keep-alive delay of a socket. */
+  keepAliveMsecs?: number;
+  /** Idle sockets kept in the pool. */
+  maxFreeSockets?: number;
+  /** An idle pooled socket is closed after this long; never applies to a socket with a request on it. */
+  freeSocketTimeoutMs?: number;
+  /** Time limit of the TCP connect. */
+  connectTimeoutMs?: number;
+  /** Time limit of the TLS handshake after the connect. */
+  tlsHandshakeTimeoutMs?: number;
+}
+
 /** How to reach Consul, as the user wrote it; every field falls back to Consul's usual environment variables. */
 export interface ConsulConnectionConfig {
   /** `host:port`, `http://host:port` or `https://host:port` (env CONSUL_HTTP_ADDR, default 127.0.0.1:8500). */
   address?: string;
   /** ACL token (env CONSUL_HTTP_TOKEN, then CONSUL_TOKEN). */
   token?: string;
-  /** TLS (env CONSUL_HTTP_SSL, CONSUL_CACERT, CONSUL_CLIENT_CERT, CONSUL_CLIENT_KEY, CONSUL_TLS_SERVER_NAME). */
+  /** TLS (env CONSUL_HTTP_SSL, CONSUL_CACERT, CONSUL_CAPATH, CONSUL_CLIENT_CERT, CONSUL_CLIENT_KEY, CONSUL_TLS_SERVER_NAME). */
   tls?: ConsulTlsOptions;
+  /** HTTP basic auth (env CONSUL_HTTP_AUTH, `user:pass`). */
+  auth?: ConsulAuth;
+  /** Limits of the socket pool. */
+  transport?: ConsulTransportOptions;
 }
 
 /** A fully resolved Consul connection: what the HTTP client and Terraform's environment are built from. */
@@ -43,6 +76,10 @@ export interface ConsulConnection {
   token?: string;
   /** TLS file paths and options (only meaningful for https). */
   tls: Omit<ConsulTlsOptions, "enabled">;
+  /** HTTP basic auth, if any. Never log this object as a whole. */
+  auth?: ConsulAuth;
+  /** Limits of the socket pool. */
+  transport?: ConsulTransportOptions;
 }
 
 type Env = Record<string, string | undefined>;
@@ -56,6 +93,7 @@ export function resolveConsulConnection(cfg: ConsulConnectionConfig = {}, env: E
   const tlsCfg = cfg.tls ?? {};
   const tls: ConsulConnection["tls"] = {
     caFile: tlsCfg.caFile ?? nonEmpty(env.CONSUL_CACERT),
+    caPath: tlsCfg.caPath ?? nonEmpty(env.CONSUL_CAPATH),
     certFile: tlsCfg.certFile ?? nonEmpty(env.CONSUL_CLIENT_CERT),
     keyFile: tlsCfg.keyFile ?? nonEmpty(env.CONSUL_CLIENT_KEY),
     serverName: tlsCfg.serverName ?? nonEmpty(env.CONSUL_TLS_SERVER_NAME),
@@ -114,6 +152,7 @@ export function resolveConsulConnection(cfg: ConsulConnectionConfig = {}, env: E
   const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
   const hostPart = host.includes(":") ? `[${host}]` : host;
   const token = cfg.token ?? nonEmpty(env.CONSUL_HTTP_TOKEN) ?? nonEmpty(env.CONSUL_TOKEN);
+  const auth = cfg.auth ?? authFromEnv(env.CONSUL_HTTP_AUTH);
   return {
     scheme,
     host,
@@ -122,7 +161,22 @@ export function resolveConsulConnection(cfg: ConsulConnectionConfig = {}, env: E
     url: `${scheme}://${hostPart}:${port}`,
     ...(token ? { token } : {}),
     tls,
+    ...(auth ? { auth } : {}),
+    ...(cfg.transport ? { transport: cfg.transport } : {}),
   };
+}
+
+/** CONSUL_HTTP_AUTH as Consul's clients read it: `user:pass`, split at the first colon (no colon: a user name alone). */
+function authFromEnv(raw: string | undefined): ConsulAuth | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  const at = raw.indexOf(":");
+  return at < 0 ? { username: raw } : { username: raw.slice(0, at), password: raw.slice(at + 1) };
+}
+
+/** The `Authorization` header value of basic auth, if any. */
+export function basicAuthHeader(auth: ConsulAuth | undefined): string | undefined {
+  if (!auth) return undefined;
+  return `Basic ${Buffer.from(`${auth.username}:${auth.password ?? ""}`, "utf8").toString("base64")}`;
 }
 
 /**
@@ -133,7 +187,9 @@ export function consulEnvForTerraform(conn: ConsulConnection): Record<string, st
   const env: Record<string, string> = { CONSUL_HTTP_ADDR: conn.url };
   if (conn.token) env.CONSUL_HTTP_TOKEN = conn.token;
   if (conn.scheme === "https") env.CONSUL_HTTP_SSL = "true";
+  if (conn.auth) env.CONSUL_HTTP_AUTH = conn.auth.password !== undefined ? `${conn.auth.username}:${conn.auth.password}` : conn.auth.username;
   if (conn.tls.caFile) env.CONSUL_CACERT = conn.tls.caFile;
+  if (conn.tls.caPath) env.CONSUL_CAPATH = conn.tls.caPath;
   if (conn.tls.certFile) env.CONSUL_CLIENT_CERT = conn.tls.certFile;
   if (conn.tls.keyFile) env.CONSUL_CLIENT_KEY = conn.tls.keyFile;
   if (conn.tls.serverName) env.CONSUL_TLS_SERVER_NAME = conn.tls.serverName;
@@ -166,7 +222,8 @@ export function httpsOptions(conn: ConsulConnection): Record<string, unknown> {
       });
     }
   };
-  const ca = read(conn.tls.caFile, "caFile", "CONSUL_CACERT");
+  // As in Consul's clients, a CA file wins over a CA directory.
+  const ca = read(conn.tls.caFile, "caFile", "CONSUL_CACERT") ?? caDir(conn.tls.caPath);
   const cert = read(conn.tls.certFile, "certFile", "CONSUL_CLIENT_CERT");
   const key = read(conn.tls.keyFile, "keyFile", "CONSUL_CLIENT_KEY");
   return {
@@ -176,4 +233,18 @@ export function httpsOptions(conn: ConsulConnection): Record<string, unknown> {
     ...(conn.tls.serverName ? { servername: conn.tls.serverName } : {}),
     rejectUnauthorized: conn.tls.insecureSkipVerify !== true,
   };
+}
+
+/** The certificates of consul.tls.caPath (CONSUL_CAPATH); a directory that cannot be read or holds none fails naming the setting. */
+function caDir(dir: string | undefined): Buffer[] | undefined {
+  if (!dir) return undefined;
+  try {
+    return readCaDir(dir);
+  } catch (cause) {
+    const why = (cause as NodeJS.ErrnoException).code ?? (cause as Error).message;
+    throw new CtsError("CONSUL_TLS_FILE", "usage", `Cannot use caPath '${dir}' (${why}). Fix consul.tls.caPath (ca_path in a CTS config) or CONSUL_CAPATH: a directory of PEM CA certificates.`, {
+      cause,
+      detail: { field: "consul.tls.caPath", file: dir },
+    });
+  }
 }

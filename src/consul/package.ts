@@ -87,13 +87,17 @@ export interface PackageClientOptions {
   tls: Record<string, unknown>;
   /** Sent as X-Consul-Namespace on every call (the package ignores an `ns` option). */
   namespace?: string;
+  /** Sent as Authorization on every call (HTTP basic auth, consul.auth). */
+  authorization?: string;
 }
 
 /** Creates one package client; the only place the package's class meets our declaration. */
 export function openPackageClient(o: PackageClientOptions): PackageClient {
   // The namespace goes in the client-wide headers (the package has no option for it); the token
   // goes with each call (the package's `token` option), so a rotated one reaches the next call.
-  const headers = o.namespace ? { "x-consul-namespace": o.namespace } : {};
+  const headers: Record<string, string> = {};
+  if (o.namespace) headers["x-consul-namespace"] = o.namespace;
+  if (o.authorization) headers.authorization = o.authorization;
   const opts = { baseUrl: o.baseUrl, agent: o.agent, ...o.tls, headers };
   return new Consul(opts as ConstructorParameters<typeof Consul>[0]) as unknown as PackageClient;
 }

@@ -1,12 +1,11 @@
 import { EventEmitter } from "node:events";
-import { Agent as HttpAgent } from "node:http";
-import { Agent as HttpsAgent } from "node:https";
 import type { CtsError } from "../errors.ts";
 import { noMetrics, type Metrics } from "../metrics/metrics.ts";
 import { abortError, toConsulError, type CallDescription } from "./api-error.ts";
-import { httpsOptions, type ConsulConnection } from "./connection.ts";
+import { basicAuthHeader, httpsOptions, type ConsulConnection } from "./connection.ts";
 import { openPackageClient, type Answer, type CommonCallOptions, type PackageClient } from "./package.ts";
 import { rawGet, type RawGetTarget } from "./raw-get.ts";
+import { createSocketPool } from "./socket-pool.ts";
 
 /** Where a call goes: Consul's datacenter, namespace and admin partition (all optional). */
 export interface ConsulScope {
@@ -79,8 +78,10 @@ const PLAIN_TIMEOUT_MS = 60_000;
  */
 export function createConsulTransport(conn: ConsulConnection, metrics: Metrics = noMetrics): ConsulTransport {
   const secure = conn.scheme === "https";
-  const agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  const agent = createSocketPool(secure, conn.transport);
   const tls = secure ? httpsOptions(conn) : {};
+  // Basic auth (consul.auth) is the same on every call: a client-wide header.
+  const authorization = basicAuthHeader(conn.auth);
   let token = conn.token;
   const clients = new Map<string, PackageClient>();
   // Raw GET targets, one per namespace, their headers carrying the token: rebuilt after a rotation
@@ -91,7 +92,7 @@ export function createConsulTransport(conn: ConsulConnection, metrics: Metrics =
     const key = namespace ?? "";
     let client = clients.get(key);
     if (!client) {
-      client = openPackageClient({ baseUrl: `${conn.url}/v1`, agent, tls, ...(namespace ? { namespace } : {}) });
+      client = openPackageClient({ baseUrl: `${conn.url}/v1`, agent, tls, ...(namespace ? { namespace } : {}), ...(authorization ? { authorization } : {}) });
       clients.set(key, client);
     }
     return client;
@@ -102,6 +103,7 @@ export function createConsulTransport(conn: ConsulConnection, metrics: Metrics =
     if (!target) {
       const headers: Record<string, string> = {};
       if (token) headers["x-consul-token"] = token;
+      if (authorization) headers.authorization = authorization;
       if (namespace) headers["x-consul-namespace"] = namespace;
       target = { secure, host: conn.host, port: conn.port, agent, tls, headers };
       targets.set(key, target);

@@ -120,7 +120,6 @@ export default defineConfig({ tasks: [new ModuleTask({ name: "m", condition: sch
     ["two-consul.hcl", /two-consul\.hcl:5: only one 'consul' block can be configured/],
     ["template.hcl", /template\.hcl:3: 'module' uses template syntax/],
     ["provider-template.hcl", /provider-template\.hcl:3: terraform_provider "aws": '\{\{ \.Data\.secret_key \| toUpper \}\}' is not a template cts supports/],
-    ["consul-auth.hcl", /consul-auth\.hcl:3: 'consul\.auth' \(HTTP basic auth\) is not supported/],
     ["unknown-top.json", /unknown-top\.json:3: 'colour' is not a valid key/],
     ["bad-cron.hcl", /bad-cron\.hcl:9: task 'nightly': condition\.cron /],
     ["duplicate-task.hcl", /duplicate-task\.hcl:10: task 'same' is configured twice \(also at .*duplicate-task\.hcl:2\)/],

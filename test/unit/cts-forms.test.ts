@@ -75,6 +75,9 @@ const CASES: Case[] = [
   { name: "syslog { facility = … } (implicitly on)", hcl: `syslog {\n  facility = "LOCAL5"\n  name = "cts-x"\n}\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.syslog, want: { enabled: true, facility: "LOCAL5", name: "cts-x" } },
   { name: "syslog { enabled = true }", hcl: `syslog {\n  enabled = true\n}\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.syslog, want: { enabled: true } },
   { name: "syslog {} (off: nothing set)", hcl: `syslog {}\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.syslog, want: undefined },
+  { name: "consul { auth { username password } } (implicitly on)", hcl: `consul {\n  auth {\n    username = "cts"\n    password = "pw"\n  }\n}\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.consul?.auth, want: { username: "cts", password: "pw" } },
+  { name: "consul { auth { enabled = false } } with credentials: off", hcl: `consul {\n  auth {\n    enabled = false\n    username = "cts"\n    password = "pw"\n  }\n}\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.consul?.auth, want: undefined },
+  { name: "consul { tls { ca_path = … } }", hcl: `consul {\n  tls {\n    ca_path = "/etc/consul/cas"\n  }\n}\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.consul?.tls, want: { enabled: true, caPath: "/etc/consul/cas" } },
   { name: "tls { ca_path = … } for the API", hcl: `tls {\n  enabled = true\n  cert = "/c.pem"\n  key = "/k.pem"\n  verify_incoming = true\n  ca_path = "/etc/cts/cas"\n}\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.api?.tls, want: { certFile: "/c.pem", keyFile: "/k.pem", caPath: "/etc/cts/cas", verifyIncoming: true } },
 ];
 
