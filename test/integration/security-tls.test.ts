@@ -1,6 +1,6 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
+import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { startRuntime, tempDir, waitFor, writeConfig } from "../support/cts.ts";
@@ -40,6 +40,39 @@ describe("Consul over HTTPS with client certificates (verify_incoming)", () => {
     } finally {
       await rt.close();
     }
+  });
+
+  it("trusts the CAs of a directory (consul.tls.caPath), Terraform's backend included (CONSUL_CAPATH)", async () => {
+    const cas = join(tmp.dir, "cas");
+    await mkdir(join(cas, "nested"), { recursive: true });
+    await copyFile(consul.tls!.caFile, join(cas, "nested", "consul-ca.pem"));
+    const members = join(tmp.dir, "members-ca-path.txt");
+    const tls = consul.tls!;
+    const file = await writeConfig(tmp.dir, {
+      consulAddress: consul.url,
+      extra: `consul: { address: ${JSON.stringify(consul.url)}, tls: { caPath: ${JSON.stringify(cas)}, certFile: ${JSON.stringify(tls.certFile)}, keyFile: ${JSON.stringify(tls.keyFile)} } },`,
+      tasks: [`new MemberList("members-ca-path", ${JSON.stringify(members)})`],
+    });
+    const rt = await startRuntime(file);
+    try {
+      await waitFor(async () => (await read(members)).includes("web-1"), 60_000, "the first apply trusting the CA directory").catch((e) => {
+        throw new Error(`${e.message}\n${rt.lines.slice(-15).join("\n")}`);
+      });
+      const state = await consul.api("GET", "/v1/kv/consul-terraform-sync/terraform-env:members-ca-path");
+      assert.equal(state.length, 1, "Terraform's consul backend stored state trusting CONSUL_CAPATH");
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it("a CA directory that holds no certificate is refused naming consul.tls.caPath and CONSUL_CAPATH", async () => {
+    const empty = join(tmp.dir, "no-cas");
+    await mkdir(empty, { recursive: true });
+    await writeFile(join(empty, "README"), "nothing here\n");
+    assert.throws(
+      () => createConsulClient({ address: consul.url, tls: { caPath: empty, certFile: consul.tls!.certFile, keyFile: consul.tls!.keyFile } }),
+      (e: any) => e.code === "CONSUL_TLS_FILE" && /consul\.tls\.caPath/.test(e.message) && /CONSUL_CAPATH/.test(e.message),
+    );
   });
 
   it("a client without a certificate is refused with a clear error", async () => {
