@@ -132,7 +132,7 @@ export function toConsulError(err: unknown, call: CallDescription): CtsError {
 }
 
 // Node's TLS error codes, in words, with the setting that fixes each.
-const UNTRUSTED = "the agent's certificate is not signed by a CA cts trusts. Set consul.tls.caFile (or CONSUL_CACERT) to the CA that signed it.";
+const UNTRUSTED = "the agent's certificate is not signed by a CA cts trusts. Set consul.tls.caFile (or CONSUL_CACERT) to the CA that signed it, or put it in the directory consul.tls.caPath (CONSUL_CAPATH).";
 const TLS_PROBLEMS: Record<string, string> = {
   UNABLE_TO_VERIFY_LEAF_SIGNATURE: UNTRUSTED,
   UNABLE_TO_GET_ISSUER_CERT_LOCALLY: UNTRUSTED,

@@ -64,7 +64,6 @@ function guard(socket: Duplex, ms: number | undefined, done: string, message: st
   if (ms === undefined || ms <= 0) return;
   // No errno code: the error mapping then quotes this message, which names the setting.
   const timer = setTimeout(() => socket.destroy(new Error(message)), ms);
-  timer.unref();
   const clear = (): void => clearTimeout(timer);
   socket.once(done, clear);
   socket.once("close", clear);

@@ -17,6 +17,7 @@ interface Seen {
   socket: number;
   token: string | undefined;
   namespace: string | undefined;
+  authorization: string | undefined;
 }
 
 /** A stand-in for the agent's HTTP API (unit level: the real agent is in test/integration/consul-client.test.ts). */
@@ -37,6 +38,7 @@ describe("the one Consul client", () => {
         socket: id,
         token: req.headers["x-consul-token"] as string | undefined,
         namespace: req.headers["x-consul-namespace"] as string | undefined,
+        authorization: req.headers.authorization,
       });
       req.resume();
       req.on("end", () => {
@@ -95,6 +97,33 @@ describe("the one Consul client", () => {
       assert.deepEqual([put.namespace, get.namespace], ["team-a", "team-a"]);
       const [plainPut, plainGet] = await bothPaths(client);
       assert.deepEqual([plainPut.namespace, plainGet.namespace], [undefined, undefined]);
+    } finally {
+      client.close();
+    }
+  });
+
+  it("sends basic auth (consul.auth) on both paths, and none without it", async () => {
+    const client = createConsulClient({ address, auth: { username: "cts", password: "p:w" } }, {});
+    const plain = createConsulClient({ address }, {});
+    try {
+      const basic = `Basic ${Buffer.from("cts:p:w").toString("base64")}`;
+      const [put, get] = await bothPaths(client, "team-a");
+      assert.deepEqual([put.authorization, get.authorization], [basic, basic]);
+      assert.equal(client.terraformEnv.CONSUL_HTTP_AUTH, "cts:p:w");
+      const [plainPut, plainGet] = await bothPaths(plain);
+      assert.deepEqual([plainPut.authorization, plainGet.authorization], [undefined, undefined]);
+    } finally {
+      client.close();
+      plain.close();
+    }
+  });
+
+  it("applies consul.transport to its socket pool: keepAlive false opens a connection per call on both paths", async () => {
+    const client = createConsulClient({ address, transport: { keepAlive: false } }, {});
+    try {
+      const [put, get] = await bothPaths(client);
+      const [put2] = await bothPaths(client);
+      assert.equal(new Set([put.socket, get.socket, put2.socket]).size, 3);
     } finally {
       client.close();
     }

@@ -6,6 +6,8 @@ import { request as httpsRequest } from "node:https";
 import { createServer as createTcpServer, type AddressInfo, type Socket } from "node:net";
 import { createSocketPool } from "../../src/consul/socket-pool.ts";
 import { consulEnvForTerraform, resolveConsulConnection } from "../../src/consul/connection.ts";
+import { consulConnectionFor } from "../../src/config/consul-connection.ts";
+import { redact } from "../../src/log.ts";
 
 /** A local HTTP server that numbers its connections; `/hold` waits until released. */
 async function server() {
@@ -130,6 +132,21 @@ describe("the socket pool to Consul (consul.transport)", () => {
     }
   });
 
+  it("fails a connect that never completes after connectTimeoutMs, naming the setting", async () => {
+    // A name whose lookup never answers: the socket stays connecting, as to an address that drops SYNs.
+    const pool = createSocketPool(false, { connectTimeoutMs: 100 });
+    try {
+      const err = await new Promise<Error>((resolve) => {
+        const req = request({ host: "consul.invalid", port: 8500, path: "/", agent: pool, lookup: () => {} }, () => resolve(new Error("answered")));
+        req.on("error", resolve);
+        req.end();
+      });
+      assert.match(err.message, /consul\.transport\.connectTimeoutMs \(100ms\)/);
+    } finally {
+      pool.destroy();
+    }
+  });
+
   it("fails a TLS handshake that never completes after tlsHandshakeTimeoutMs, naming the setting", async () => {
     // A TCP server that accepts and never answers the ClientHello.
     const accepted: Socket[] = [];
@@ -166,6 +183,15 @@ describe("consul.auth and consul.tls.caPath in the connection", () => {
     assert.equal(resolveConsulConnection({}, { CONSUL_CAPATH: "/etc/consul/ca" }).tls.caPath, "/etc/consul/ca");
     const conn = resolveConsulConnection({ tls: { caPath: "/cas" } }, { CONSUL_CAPATH: "/other" });
     assert.equal(consulEnvForTerraform(conn).CONSUL_CAPATH, "/cas");
+  });
+
+  it("from a config: auth and transport reach the connection, and the password is redacted in every form it travels in", () => {
+    const password = `pw-${process.pid}-redact`;
+    const conn = consulConnectionFor({ consul: { address: "127.0.0.1:1", auth: { username: "cts", password }, transport: { maxFreeSockets: 2 } }, tasks: [] } as any);
+    assert.deepEqual(conn.auth, { username: "cts", password });
+    assert.deepEqual(conn.transport, { maxFreeSockets: 2 });
+    const line = `CONSUL_HTTP_AUTH=cts:${password} authorization: Basic ${Buffer.from(`cts:${password}`).toString("base64")} ${password}`;
+    assert.ok(!redact(line).includes(password) && !redact(line).includes(Buffer.from(`cts:${password}`).toString("base64")), redact(line));
   });
 
   it("carries the transport limits to the socket pool", () => {
