@@ -20,6 +20,7 @@ import { workingDirProblems, workingRoot } from "./working-dirs.ts";
 import { terraformCloudDriverProblems, terraformCloudWorkspaceProblems } from "./terraform-cloud.ts";
 import { serviceRegistrationProblems } from "./service-registration.ts";
 import { consulTransportProblems } from "./consul-transport.ts";
+import { consulAuthProblems } from "./consul-connection.ts";
 import { SYSLOG_FACILITIES, syslogPriority } from "../log-syslog.ts";
 
 /** The config file names tried in order when none is given. */
@@ -159,12 +160,7 @@ export function validateConfig(config: CtsConfig | undefined, file: string, dir:
   problems.push(...apiAccessProblems(config.api));
   problems.push(...serviceRegistrationProblems(config.consul?.serviceRegistration));
   problems.push(...consulTransportProblems(config.consul?.transport));
-  const auth = config.consul?.auth as { username?: unknown; password?: unknown } | undefined;
-  if (auth !== undefined) {
-    if (typeof auth !== "object" || auth === null || typeof auth.username !== "string")
-      problems.push({ field: "consul.auth.username", message: "must be the HTTP basic auth user name, e.g. auth: { username: \"cts\", password: process.env.CONSUL_PASSWORD }." });
-    else if (auth.password !== undefined && typeof auth.password !== "string") problems.push({ field: "consul.auth.password", message: "must be a string." });
-  }
+  problems.push(...consulAuthProblems(config.consul?.auth));
   problems.push(...syslogProblems(config.syslog));
   problems.push(...haProblems(config));
   for (const field of ["logFormat", "log_format"] as const) {

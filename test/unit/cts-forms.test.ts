@@ -6,6 +6,7 @@ import { readCtsConfig } from "../../src/config/cts-load.ts";
 import type { CtsConfig } from "../../src/config/types.ts";
 import { serviceRegistrationProblems } from "../../src/config/service-registration.ts";
 import { consulTransportProblems } from "../../src/config/consul-transport.ts";
+import { consulAuthProblems } from "../../src/config/consul-connection.ts";
 import { tempDir } from "../support/cts.ts";
 
 // Every spelling CTS v0.9.0 accepts (its docs, its tests, HCL 1's equivalences), loaded from HCL
@@ -130,6 +131,14 @@ describe("every spelling CTS accepts loads with CTS's meaning", () => {
     it(`refuses ${c.name}, naming the line`, async () => {
       await assert.rejects(load(c.hcl), (e: any) => e.code === "CONFIG_INVALID" && c.error.test(e.message));
     });
+});
+
+describe("the TypeScript config's consul.auth", () => {
+  it("names a missing user name or a password that is not a string", () => {
+    assert.deepEqual(consulAuthProblems({ username: "cts", password: "pw" }), []);
+    assert.deepEqual(consulAuthProblems({ password: "pw" }).map((p) => p.field), ["consul.auth.username"]);
+    assert.deepEqual(consulAuthProblems({ username: "cts", password: 7 }).map((p) => p.field), ["consul.auth.password"]);
+  });
 });
 
 describe("the TypeScript config's serviceRegistration and transport", () => {
