@@ -16,6 +16,8 @@ export async function checkConsulReachable(http: ConsulProbe): Promise<CheckResu
     const res = await http.leader();
     if (res.status === 403)
       return fail("consul", `${http.url()} refused the token (HTTP 403: ${res.body.trim().slice(0, 120)})`, "set a valid ACL token in consul.token, consul.tokenFile or CONSUL_HTTP_TOKEN");
+    if (res.status === 401)
+      return fail("consul", `${http.url()} asks for HTTP basic auth (HTTP 401): the credentials are missing or wrong`, "set consul.auth { username, password } (auth {} in a CTS config) or CONSUL_HTTP_AUTH=user:pass to what the proxy in front of Consul expects");
     if (res.status !== 200) return fail("consul", `${http.url()} answered HTTP ${res.status}: ${res.body.trim().slice(0, 120)}`, "check consul.address points at a Consul agent's HTTP API");
     const leader = JSON.parse(res.body) as string;
     if (!leader) return fail("consul", `${http.url()} answers but has no cluster leader`, "wait for the servers to elect a leader (or start the agent with -bootstrap-expect / -dev)");

@@ -62,6 +62,11 @@ describe("cts doctor checks", () => {
     assert.match(formatCheck(unknown), /✗ consul: .*does not know the ACL token.*Fix: set a valid ACL token/);
   });
 
+  it("asks for basic auth credentials when a proxy in front of Consul answers 401", async () => {
+    const r = await checkConsulReachable(fakeConsul(() => ({ status: 401, body: "<html>401 Authorization Required</html>" })));
+    assert.match(formatCheck(r), /✗ consul: .*asks for HTTP basic auth \(HTTP 401\).*Fix: set consul\.auth \{ username, password \}.*CONSUL_HTTP_AUTH=user:pass/);
+  });
+
   it("names the missing service:read and the policy rule when a task's read is denied", async () => {
     const denied = new CtsError("CONSUL_PERMISSION_DENIED", "external", "Consul filtered instances of service 'web' by ACLs");
     const r = await checkTaskReads(new Reader("pool", services({ names: ["web"] })), async () => {
