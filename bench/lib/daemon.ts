@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig, type LoadedConfig } from "../../src/config/load.ts";
-import { createConsulApi } from "../../src/consul/client.ts";
+import { createConsulClient } from "../../src/consul/client.ts";
 import { consulEnvForTerraform } from "../../src/consul/connection.ts";
 import { createLogger } from "../../src/log.ts";
 import { consulConnectionFor } from "../../src/config/consul-connection.ts";
@@ -188,7 +188,7 @@ export async function startBenchDaemon(configFile: string, opts: { driver: "fake
     },
   });
   const connection = consulConnectionFor(loaded.config);
-  const consul = createConsulApi(connection);
+  const consul = createConsulClient(connection);
   const watcher = createWatcher(consul, { warn: (m) => log.warn(m) });
   const tf = loaded.config.driver?.terraform ?? {};
   const root = workingRoot(loaded.dir, tf.workingDir);

@@ -1,6 +1,8 @@
+import { createConsulClient, type ConsulClient } from "../consul/client.ts";
 import { resolveConsulConnection, type ConsulConnection } from "../consul/connection.ts";
 import { readTokenFile } from "../consul/token-file.ts";
-import { redactSecret } from "../log.ts";
+import { redactSecret, type Logger } from "../log.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import type { CtsConfig } from "./types.ts";
 
 /** The token file a config names (consul.tokenFile, else CONSUL_HTTP_TOKEN_FILE), if any. */
@@ -9,10 +11,10 @@ export function tokenFileFor(config: CtsConfig): string | undefined {
 }
 
 /** The Consul connection a config describes (env fallbacks as CTS: CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN…). */
-export function consulConnectionFor(config: CtsConfig, tokenOverride?: string): ConsulConnection {
+export function consulConnectionFor(config: CtsConfig): ConsulConnection {
   const c = config.consul ?? {};
   const file = tokenFileFor(config);
-  const token = tokenOverride ?? c.token ?? (file ? readTokenFile(file) : undefined);
+  const token = c.token ?? (file ? readTokenFile(file) : undefined);
   const conn = resolveConsulConnection({
     ...(c.address !== undefined ? { address: c.address } : {}),
     ...(token !== undefined ? { token } : {}),
@@ -20,4 +22,14 @@ export function consulConnectionFor(config: CtsConfig, tokenOverride?: string): 
   });
   redactSecret(conn.token);
   return conn;
+}
+
+/**
+ * The process's one Consul client, from the config: every part that talks to Consul gets it. When
+ * the token comes from a token file, the file is followed (the one watch of it), so a rotated token
+ * reaches every later call and Terraform's environment (`terraformEnv`).
+ */
+export function consulClientFor(config: CtsConfig, opts: { metrics?: Metrics; log?: Logger } = {}): ConsulClient {
+  const tokenFile = config.consul?.token === undefined ? tokenFileFor(config) : undefined;
+  return createConsulClient(consulConnectionFor(config), { ...opts, ...(tokenFile ? { tokenFile } : {}) });
 }

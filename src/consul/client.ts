@@ -1,8 +1,11 @@
 import { createHash } from "node:crypto";
 import { CtsError } from "../errors.ts";
 import { quote } from "../quote.ts";
-import { resolveConsulConnection, type ConsulConnection, type ConsulConnectionConfig } from "./connection.ts";
+import { redactSecret, type Logger } from "../log.ts";
+import type { Metrics } from "../metrics/metrics.ts";
+import { consulEnvForTerraform, resolveConsulConnection, type ConsulConnection, type ConsulConnectionConfig } from "./connection.ts";
 import { refusedServiceName } from "./api-error.ts";
+import { watchTokenFile } from "./token-file.ts";
 import { createConsulTransport, type CallOptions, type ConsulScope, type ConsulTransport } from "./transport.ts";
 
 export { DEFAULT_WAIT_MS } from "./transport.ts";
@@ -101,15 +104,75 @@ export interface ConsulApi {
   close(): void;
 }
 
-/** The watch's ConsulApi over the one transport (keep-alive sockets, AbortSignal cancellation). */
-export function createConsulApi(connection: ConsulConnection | ConsulConnectionConfig | ConsulTransport = {}): ConsulApi {
-  const transport = "call" in connection ? connection : createConsulTransport("scheme" in connection ? (connection as ConsulConnection) : resolveConsulConnection(connection));
+/**
+ * The one Consul client of a process: one connection (its token followed from a token file, and
+ * Terraform's environment with it), TLS, namespaces and one keep-alive socket pool, on one HTTP
+ * stack (transport.ts). The daemon builds it once (src/config/consul-connection.ts,
+ * `consulClientFor`) and passes it to the watch, high availability, shared mode, the
+ * self-registration, the API's health probe and doctor.
+ */
+export interface ConsulClient extends ConsulApi {
+  /**
+   * Any other call (KV writes, locks, sessions, transactions, the agent) through the `consul`
+   * package's public API, on the same sockets, token and TLS; errors are `mapError`'s (default
+   * toConsulError).
+   */
+  call: ConsulTransport["call"];
+  /** The connection every new call uses (a rotated token replaces it). Never log it whole. */
+  connection(): ConsulConnection;
+  /**
+   * The environment Terraform needs to reach the same Consul (consulEnvForTerraform): one object,
+   * updated in place when the token rotates, so a driver holding it passes the new token on.
+   */
+  readonly terraformEnv: Record<string, string>;
+  /** Sends every later call with this token (what the token file's watch calls); calls in flight finish with the old one. */
+  rotateToken(token: string): void;
+  /** Consul's URL for messages (never carries the token). */
+  url(): string;
+  /** Stops following the token file and closes the pooled sockets. */
+  close(): void;
+}
+
+/** How the client is built. */
+export interface ConsulClientOptions {
+  /** A token file to follow (consul.tokenFile / CONSUL_HTTP_TOKEN_FILE): a changed token is used from the next call on. */
+  tokenFile?: string;
+  /** Where every request is counted. */
+  metrics?: Metrics;
+  /** Told when the token file's token changed. */
+  log?: Logger;
+}
+
+/** Creates a Consul client (a config is resolved with Consul's environment variables as fallbacks). */
+export function createConsulClient(connection: ConsulConnection | ConsulConnectionConfig = {}, options: ConsulClientOptions = {}): ConsulClient {
+  let conn = "scheme" in connection ? (connection as ConsulConnection) : resolveConsulConnection(connection);
+  const transport = createConsulTransport(conn, options.metrics);
+  const terraformEnv = consulEnvForTerraform(conn);
   const scopeOf = (r: ConsulScope): ConsulScope => ({
     ...(r.datacenter ? { datacenter: r.datacenter } : {}),
     ...(r.namespace ? { namespace: r.namespace } : {}),
     ...(r.partition ? { partition: r.partition } : {}),
   });
+  const rotateToken = (token: string): void => {
+    redactSecret(token);
+    conn = { ...conn, token };
+    transport.setToken(token);
+    for (const k of Object.keys(terraformEnv)) delete terraformEnv[k];
+    Object.assign(terraformEnv, consulEnvForTerraform(conn));
+  };
+  const file = options.tokenFile;
+  const stopTokenWatch = file
+    ? watchTokenFile(file, conn.token ?? "", (token) => {
+        rotateToken(token);
+        options.log?.info(`consul: the token in ${file} changed; using the new one`);
+      })
+    : undefined;
   return {
+    terraformEnv,
+    connection: () => conn,
+    rotateToken,
+    url: () => transport.url(),
+    call: (desc, scope, opts, run, mapError) => transport.call(desc, scope, opts, run, mapError),
     healthService(req, opts = {}) {
       // Not async, and the call's wording built only for an error: thousands of these wait at once.
       // The name is quoted: a catalog name holding a newline must not forge a log line.
@@ -168,6 +231,7 @@ export function createConsulApi(connection: ConsulConnection | ConsulConnectionC
       return { data: list.map((e) => ({ Key: e.Key, Value: e.Value ?? null })), index: r.index };
     },
     close() {
+      stopTokenWatch?.();
       transport.close();
     },
   };

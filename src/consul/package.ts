@@ -9,7 +9,9 @@ import Consul from "consul";
  * typings do not know its papi request options (`ctx` for cancellation, `timeout`), that
  * `ctx.includeResponse` makes every method answer `[response, body]` (how we read
  * X-Consul-Index), nor the raw Consul shape transactions send, so this is the one declaration
- * of it; `openPackageClient` is the only place the package's class is cast to it.
+ * of it; `openPackageClient` is the only place the package's class is cast to it. Only the
+ * package's public methods are declared: papi's request internals (`_get`, `_put`, `_delete`…)
+ * are not ours to call (test/unit/consul-client.test.ts looks for them in src/).
  */
 
 /** Options papi and the package accept on every call. */
@@ -18,6 +20,8 @@ export interface CommonCallOptions {
   ctx: EventEmitter & { includeResponse: true };
   /** Hard limit of the whole exchange, in ms. */
   timeout: number;
+  /** The ACL token (sent as X-Consul-Token): per call, so a rotated token needs no new client. */
+  token?: string;
   /** Blocking query: answer once the index passes this. */
   index?: string;
   /** Blocking query: at most this long (Go duration). */
@@ -42,19 +46,6 @@ export interface RawKvEntry {
 /** One operation of `/v1/txn`, in Consul's own shape (the package sends it as it is). */
 export type TxnOperation = { KV: { Verb: string; Key: string; Value?: string; Session?: string } };
 
-/** A request on papi's machinery (path relative to /v1), for what the package does not offer. */
-export interface RawRequest extends Pick<CommonCallOptions, "ctx" | "timeout"> {
-  name: string;
-  path: string;
-  params?: Record<string, string>;
-  query?: Record<string, string>;
-  type?: "json" | "text";
-  body?: unknown;
-}
-
-/** papi's middleware signature (the package's `utils.body` etc.). */
-type Middleware = (request: { err?: Error; res?: PackageResponse }, next: (err: unknown, value?: unknown, result?: unknown) => void) => void;
-
 /** The `consul` package's client, as far as cts uses it. */
 export interface PackageClient {
   health: {
@@ -69,50 +60,40 @@ export interface PackageClient {
     del(o: CommonCallOptions & { key: string; recurse?: boolean }): Promise<Answer<boolean>>;
   };
   session: {
+    /** `checks: []` sends Consul's `Checks: []`, which ties the session to no health check (not even serfHealth). */
+    create(o: CommonCallOptions & { name: string; ttl: string; lockdelay?: string; behavior: "release" | "delete"; checks?: string[] }): Promise<Answer<{ ID: string }>>;
     renew(o: CommonCallOptions & { id: string }): Promise<Answer<unknown[] | null>>;
     destroy(o: CommonCallOptions & { id: string }): Promise<Answer<never>>;
   };
   transaction: { create(ops: TxnOperation[], o: CommonCallOptions): Promise<Answer<unknown>> };
   agent: {
+    /** `GET /v1/agent/self`: the agent's configuration (resolves the token, so an unknown one is refused). */
+    self(o: CommonCallOptions): Promise<Answer<unknown>>;
     service: {
       register(o: CommonCallOptions & Record<string, unknown>): Promise<Answer<never>>;
       deregister(o: CommonCallOptions & { id: string }): Promise<Answer<never>>;
     };
   };
   status: { leader(o: CommonCallOptions): Promise<Answer<string>> };
-  /** papi's PUT, for the calls the package lacks. */
-  _put(req: RawRequest, ...middleware: Middleware[]): Promise<Answer<unknown>>;
-  /** papi's GET, for the calls the package lacks. */
-  _get(req: RawRequest, ...middleware: Middleware[]): Promise<Answer<unknown>>;
-  /** papi's DELETE, for the calls the package lacks. */
-  _delete(req: RawRequest, ...middleware: Middleware[]): Promise<Answer<unknown>>;
 }
 
 /** Options to construct a package client. */
 export interface PackageClientOptions {
   /** `scheme://host:port/v1`. */
   baseUrl: string;
+  /** The one keep-alive socket pool of the process (the raw GETs of the watch use it too). */
   agent: HttpAgent | HttpsAgent;
   /** node:https options (CA, client certificate, server name, verification). */
   tls: Record<string, unknown>;
-  token?: string;
-  /** Sent as X-Consul-Namespace (the package ignores an `ns` option). */
+  /** Sent as X-Consul-Namespace on every call (the package ignores an `ns` option). */
   namespace?: string;
 }
 
 /** Creates one package client; the only place the package's class meets our declaration. */
 export function openPackageClient(o: PackageClientOptions): PackageClient {
-  // Token and namespace go in papi's client-wide headers, so raw requests carry them too.
-  const headers = { ...(o.token ? { "x-consul-token": o.token } : {}), ...(o.namespace ? { "x-consul-namespace": o.namespace } : {}) };
+  // The namespace goes in the client-wide headers (the package has no option for it); the token
+  // goes with each call (the package's `token` option), so a rotated one reaches the next call.
+  const headers = o.namespace ? { "x-consul-namespace": o.namespace } : {};
   const opts = { baseUrl: o.baseUrl, agent: o.agent, ...o.tls, headers };
   return new Consul(opts as ConstructorParameters<typeof Consul>[0]) as unknown as PackageClient;
 }
-
-/** papi middleware that resolves with `[response, body]` (the package's `utils.body` under includeResponse). */
-export const withBody: Middleware = (request, next) => {
-  if (request.err) {
-    (request.err as Error & { response?: unknown }).response = request.res;
-    return next(false, request.err);
-  }
-  next(false, undefined, [request.res, request.res?.body]);
-};

@@ -39,9 +39,13 @@ export interface Reply<T> {
 /** Turns what the HTTP layer threw into the caller's CtsError (default: toConsulError). */
 export type ErrorMapper = (err: unknown, call: CallDescription) => CtsError;
 
-/** The one way cts reaches Consul: the `consul` package's clients, one socket pool, one TLS builder. */
+/**
+ * The one HTTP stack to Consul: one keep-alive socket pool (one http(s).Agent for the life of the
+ * process), one TLS builder, the token and the namespaces. The `consul` package's public methods
+ * and the raw GETs of the watch both run on it.
+ */
 export interface ConsulTransport {
-  /** Runs one package call with the scope, blocking options and cancellation applied. */
+  /** Runs one call of the package's public API with the token, scope, blocking options and cancellation applied. */
   call<T>(
     desc: Omit<CallDescription, "url">,
     scope: ConsulScope,
@@ -58,9 +62,9 @@ export interface ConsulTransport {
   get(describe: () => Omit<CallDescription, "url">, scope: ConsulScope, opts: CallOptions, path: string, query?: Record<string, string>): Promise<Reply<Buffer>>;
   /** Consul's URL for messages (never carries the token). */
   url(): string;
-  /** Sends every later call with this connection (a rotated token); calls in flight finish on the old one. */
-  setConnection(conn: ConsulConnection): void;
-  /** Closes pooled sockets. */
+  /** Sends every later call with this token (a rotated token file); calls in flight finish with the old one. */
+  setToken(token: string | undefined): void;
+  /** Closes the pooled sockets. */
   close(): void;
 }
 
@@ -68,73 +72,48 @@ export interface ConsulTransport {
 export const DEFAULT_WAIT_MS = 5 * 60_000;
 const PLAIN_TIMEOUT_MS = 60_000;
 
-/** One connection's clients (one per namespace) over one keep-alive socket pool. */
-interface Pool {
-  conn: ConsulConnection;
-  agent: HttpAgent | HttpsAgent;
-  tls: Record<string, unknown>;
-  clients: Map<string, PackageClient>;
-  /** Raw GET targets, one per namespace (their headers carry the token and namespace). */
-  targets: Map<string, RawGetTarget>;
-}
-
-function openPool(conn: ConsulConnection): Pool {
-  const secure = conn.scheme === "https";
-  return {
-    conn,
-    agent: secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true }),
-    tls: secure ? httpsOptions(conn) : {},
-    clients: new Map(),
-    targets: new Map(),
-  };
-}
-
-function targetFor(p: Pool, namespace: string | undefined): RawGetTarget {
-  const key = namespace ?? "";
-  let target = p.targets.get(key);
-  if (!target) {
-    const headers: Record<string, string> = {};
-    if (p.conn.token) headers["x-consul-token"] = p.conn.token;
-    if (namespace) headers["x-consul-namespace"] = namespace;
-    target = { secure: p.conn.scheme === "https", host: p.conn.host, port: p.conn.port, agent: p.agent, tls: p.tls, headers };
-    p.targets.set(key, target);
-  }
-  return target;
-}
-
 /**
- * Creates the transport. After `setConnection`, the old sockets are closed once blocking queries
- * already waiting on them must have ended (`drainMs`, past Consul's 10 min cap on `wait` plus jitter
- * would be excessive: cts never waits more than 5 min).
+ * Creates the transport: one socket pool shared by the package's clients (one per namespace, the
+ * namespace being a client-wide header) and the raw GETs. The token is not part of the pool: it
+ * travels with each call, so rotating it needs no new sockets.
  */
-export function createConsulTransport(connection: ConsulConnection, drainMs = 6 * 60_000, metrics: Metrics = noMetrics): ConsulTransport {
-  let pool = openPool(connection);
-  const retired = new Map<ReturnType<typeof setTimeout>, Pool>();
+export function createConsulTransport(conn: ConsulConnection, metrics: Metrics = noMetrics): ConsulTransport {
+  const secure = conn.scheme === "https";
+  const agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  const tls = secure ? httpsOptions(conn) : {};
+  let token = conn.token;
+  const clients = new Map<string, PackageClient>();
+  // Raw GET targets, one per namespace, their headers carrying the token: rebuilt after a rotation
+  // (a query in flight keeps the target it was sent with).
+  let targets = new Map<string, RawGetTarget>();
 
-  // The package ignores `ns`, so a namespace travels as the X-Consul-Namespace header of a client
-  // made for it; all clients of one connection share its socket pool.
-  const clientFor = (p: Pool, namespace: string | undefined): PackageClient => {
+  const clientFor = (namespace: string | undefined): PackageClient => {
     const key = namespace ?? "";
-    let client = p.clients.get(key);
+    let client = clients.get(key);
     if (!client) {
-      client = openPackageClient({
-        baseUrl: `${p.conn.url}/v1`,
-        agent: p.agent,
-        tls: p.tls,
-        ...(p.conn.token ? { token: p.conn.token } : {}),
-        ...(namespace ? { namespace } : {}),
-      });
-      p.clients.set(key, client);
+      client = openPackageClient({ baseUrl: `${conn.url}/v1`, agent, tls, ...(namespace ? { namespace } : {}) });
+      clients.set(key, client);
     }
     return client;
   };
+  const targetFor = (namespace: string | undefined): RawGetTarget => {
+    const key = namespace ?? "";
+    let target = targets.get(key);
+    if (!target) {
+      const headers: Record<string, string> = {};
+      if (token) headers["x-consul-token"] = token;
+      if (namespace) headers["x-consul-namespace"] = namespace;
+      target = { secure, host: conn.host, port: conn.port, agent, tls, headers };
+      targets.set(key, target);
+    }
+    return target;
+  };
 
   return {
-    url: () => pool.conn.url,
+    url: () => conn.url,
     async call(desc, scope, opts, run, mapError = toConsulError) {
       const { signal } = opts;
       if (signal?.aborted) throw abortError(signal);
-      const p = pool;
       const { blocking, timeout, params } = exchange(opts, scope);
       // papi cancels through an EventEmitter; `includeResponse` gives us the headers (X-Consul-Index).
       const ctx = Object.assign(new EventEmitter(), { includeResponse: true as const, canceled: false });
@@ -146,16 +125,16 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
         },
       };
       signal?.addEventListener("abort", onAbort, { once: true });
-      const common: CommonCallOptions = { ctx, timeout, ...params };
+      const common: CommonCallOptions = { ctx, timeout, ...(token ? { token } : {}), ...params };
       const started = performance.now();
       let ok = false;
       try {
-        const [res, body] = await run(clientFor(p, scope.namespace), common);
+        const [res, body] = await run(clientFor(scope.namespace), common);
         ok = true;
         return toReply(res, body);
       } catch (err) {
         if (signal?.aborted) throw abortError(signal);
-        throw mapError(err, { ...desc, url: p.conn.url });
+        throw mapError(err, { ...desc, url: conn.url });
       } finally {
         signal?.removeEventListener("abort", onAbort);
         // A call we cancelled (stop, a closed view) says nothing about Consul.
@@ -165,12 +144,11 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
     get(describe, scope, opts, path, query = {}) {
       const { signal } = opts;
       if (signal?.aborted) return Promise.reject(abortError(signal));
-      const p = pool;
       const { blocking, timeout, params } = exchange(opts, scope);
       const search = new URLSearchParams({ ...query, ...params }).toString();
       const started = performance.now();
       // No async frame: a waiting query holds this one step, not a suspended function per layer.
-      return rawGet(targetFor(p, scope.namespace), search ? `/v1${path}?${search}` : `/v1${path}`, timeout, signal).then(
+      return rawGet(targetFor(scope.namespace), search ? `/v1${path}?${search}` : `/v1${path}`, timeout, signal).then(
         ([res, body]) => {
           metrics.consulRequest({ ok: true, blocking, seconds: (performance.now() - started) / 1000 });
           return toReply(res, body);
@@ -179,28 +157,18 @@ export function createConsulTransport(connection: ConsulConnection, drainMs = 6 
           // A call we cancelled (stop, a closed view) says nothing about Consul.
           if (signal?.aborted) throw abortError(signal);
           metrics.consulRequest({ ok: false, blocking, seconds: (performance.now() - started) / 1000 });
-          throw toConsulError(err, { ...describe(), url: p.conn.url });
+          throw toConsulError(err, { ...describe(), url: conn.url });
         },
       );
     },
-    setConnection(next) {
-      const old = pool;
-      pool = openPool(next);
-      const t = setTimeout(() => {
-        retired.delete(t);
-        old.agent.destroy();
-      }, drainMs);
-      t.unref();
-      retired.set(t, old);
+    setToken(next) {
+      token = next;
+      targets = new Map();
     },
     close() {
-      for (const [t, old] of retired) {
-        clearTimeout(t);
-        old.agent.destroy();
-      }
-      retired.clear();
-      pool.agent.destroy();
-      pool.clients.clear();
+      agent.destroy();
+      clients.clear();
+      targets.clear();
     },
   };
 }

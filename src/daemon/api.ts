@@ -52,7 +52,7 @@ export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined,
   const server = createApiServer({
     controller: rt.controller,
     log,
-    health: cachedProbe(() => consulProblem(rt.connection)),
+    health: cachedProbe(() => consulProblem(rt.consul)),
     metrics: () => rt.metrics.scrape(),
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
     ...(opts.beforeChange ? { beforeChange: opts.beforeChange } : {}),
@@ -70,7 +70,7 @@ export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined,
   const registration =
     opts.register === false
       ? undefined
-      : await registerSelf(rt.connection, { id: rt.id, address: bound.address, port: bound.port, log, ...(opts.tags ? { tags: opts.tags } : {}), ...(config?.tls ? { https: true } : {}) });
+      : await registerSelf(rt.consul, { id: rt.id, address: bound.address, port: bound.port, log, ...(opts.tags ? { tags: opts.tags } : {}), ...(config?.tls ? { https: true } : {}) });
   return {
     url: bound.url,
     async stop() {

@@ -1,9 +1,6 @@
 import { hostname } from "node:os";
 import type { Clock } from "../clock.ts";
 import type { LoadedConfig } from "../config/load.ts";
-import { createReloadingConsulApi } from "../consul/reloading-api.ts";
-import { watchTokenFile } from "../consul/token-file.ts";
-import { consulEnvForTerraform } from "../consul/connection.ts";
 import { createCatalogReader } from "../consul/reader.ts";
 import { createWatcher } from "../watch/watcher.ts";
 import type { CatalogReader } from "../consul/types.ts";
@@ -18,7 +15,7 @@ import { HighAvailability } from "../ha/high-availability.ts";
 import { haApiOptions } from "./ha-api.ts";
 import { SharedCluster } from "../ha/shared.ts";
 import { resolveHaSettings } from "../ha/settings.ts";
-import { consulConnectionFor, tokenFileFor } from "../config/consul-connection.ts";
+import { consulClientFor } from "../config/consul-connection.ts";
 import { terraformDriverFor } from "./driver-setup.ts";
 import { Controller } from "../runtime/controller.ts";
 import { Activity, EventStore } from "../runtime/events.ts";
@@ -129,20 +126,12 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
   const { config } = loaded;
   const log = opts.log ?? createLogger();
   const metrics = opts.metrics ?? (opts.mode === "watch" ? createPrometheusMetrics() : noMetrics);
-  let connection = consulConnectionFor(config);
-  const consul = createReloadingConsulApi(connection, undefined, metrics);
-  // Terraform reads the token from its environment at every command; this object is that env.
-  const terraformEnv = consulEnvForTerraform(connection);
-  const tokenFile = config.consul?.token === undefined ? tokenFileFor(config) : undefined;
-  const stopTokenWatch = tokenFile
-    ? watchTokenFile(tokenFile, connection.token ?? "", (token) => {
-        connection = consulConnectionFor(config, token);
-        consul.setConnection(connection);
-        for (const k of Object.keys(terraformEnv)) delete terraformEnv[k];
-        Object.assign(terraformEnv, consulEnvForTerraform(connection));
-        log.info(`consul: the token in ${tokenFile} changed; using the new one`);
-      })
-    : undefined;
+  // The process's one Consul client: the watch, the reads, high availability, shared mode, the
+  // self-registration and the API's health probe all use it. It follows the token file.
+  const consul = consulClientFor(config, { metrics, log });
+  // Terraform reads the token from its environment at every command; this object is that env,
+  // kept current by the client.
+  const terraformEnv = consul.terraformEnv;
   const tf = config.driver?.terraform ?? {};
   const root = workingRoot(loaded.dir, tf.workingDir);
   const tfLog = log.child("terraform");
@@ -174,12 +163,10 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     controller,
     metrics,
     consul,
-    connection,
     driver,
     log,
     id: config.id ?? `cts-${hostname()}`,
     async close() {
-      stopTokenWatch?.();
       await controller.stop();
       watcher?.close();
       consul.close();

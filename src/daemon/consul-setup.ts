@@ -1,6 +1,6 @@
 import type { CtsConfig } from "../config/types.ts";
 import type { SkippedServiceListener, Source, SourceData } from "../consul/types.ts";
-import { createConsulApi } from "../consul/client.ts";
+import { createConsulClient } from "../consul/client.ts";
 import { consulConnectionFor } from "../config/consul-connection.ts";
 import { createCatalogReader } from "../consul/reader.ts";
 import { skippedServiceMessage } from "../runtime/skipped-services.ts";
@@ -10,7 +10,7 @@ import { skippedServiceMessage } from "../runtime/skipped-services.ts";
  * Consul cannot serve are left out and told to `onSkipped`.
  */
 export function createConsulReader(config: CtsConfig): (source: Source, onSkipped?: SkippedServiceListener) => Promise<SourceData> {
-  const reader = createCatalogReader(createConsulApi(consulConnectionFor(config)));
+  const reader = createCatalogReader(createConsulClient(consulConnectionFor(config)));
   return (source, onSkipped) => reader.read(source, undefined, onSkipped);
 }
 

@@ -1,7 +1,7 @@
 import type { CallDescription } from "../consul/api-error.ts";
-import type { ConsulConnection } from "../consul/connection.ts";
+import type { ConsulClient } from "../consul/client.ts";
 import type { Answer, CommonCallOptions, PackageClient } from "../consul/package.ts";
-import { createConsulTransport, replyOf, statusOf } from "../consul/transport.ts";
+import { replyOf, statusOf } from "../consul/transport.ts";
 import { CtsError, messageOf, type ErrorCode } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { VERSION } from "../version.ts";
@@ -21,24 +21,19 @@ function agentError(code: ErrorCode) {
   };
 }
 
-/** One plain agent call on a short-lived transport, with a hard timeout. */
-async function agentCall<T>(conn: ConsulConnection, what: string, code: ErrorCode, timeoutMs: number, run: (c: PackageClient, common: CommonCallOptions) => Promise<Answer<T>>) {
-  const transport = createConsulTransport(conn);
-  try {
-    return await transport.call({ what, permission: `service:write on "${SELF_SERVICE_NAME}"` }, {}, { timeoutMs }, run, agentError(code));
-  } finally {
-    transport.close();
-  }
+/** One plain agent call on the process's Consul client, with a hard timeout. */
+function agentCall<T>(consul: ConsulClient, what: string, code: ErrorCode, timeoutMs: number, run: (c: PackageClient, common: CommonCallOptions) => Promise<Answer<T>>) {
+  return consul.call({ what, permission: `service:write on "${SELF_SERVICE_NAME}"` }, {}, { timeoutMs }, run, agentError(code));
 }
 
 /** Why Consul cannot be used right now, or undefined when it has a leader. Never throws. */
-export async function consulProblem(conn: ConsulConnection, timeoutMs = 2_000): Promise<string | undefined> {
+export async function consulProblem(consul: ConsulClient, timeoutMs = 2_000): Promise<string | undefined> {
   try {
-    const res = await agentCall(conn, "reading /v1/status/leader", "CONSUL_UNREACHABLE", timeoutMs, (c, common) => c.status.leader(common));
-    return typeof res.data === "string" && res.data !== "" ? undefined : `Consul at ${conn.url} has no leader`;
+    const res = await agentCall(consul, "reading /v1/status/leader", "CONSUL_UNREACHABLE", timeoutMs, (c, common) => c.status.leader(common));
+    return typeof res.data === "string" && res.data !== "" ? undefined : `Consul at ${consul.url()} has no leader`;
   } catch (err) {
     const status = err instanceof CtsError ? err.detail.status : undefined;
-    return status !== undefined ? `Consul at ${conn.url} answered ${status} to /v1/status/leader` : messageOf(err);
+    return status !== undefined ? `Consul at ${consul.url()} answered ${status} to /v1/status/leader` : messageOf(err);
   }
 }
 
@@ -100,15 +95,15 @@ export function selfServiceDefinition(opts: Omit<SelfRegistrationOptions, "log">
  * Registers this instance with the local Consul agent, as CTS does. A failure is logged and the
  * daemon goes on: the registration is a convenience for discovery, not a reason to stop syncing.
  */
-export async function registerSelf(conn: ConsulConnection, opts: SelfRegistrationOptions): Promise<SelfRegistration> {
+export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationOptions): Promise<SelfRegistration> {
   const { log } = opts;
   const definition = selfServiceDefinition(opts);
   try {
-    await agentCall(conn, "registering this instance", "CONSUL_REGISTER_FAILED", 5_000, (c, common) => c.agent.service.register({ ...definition, ...common }));
+    await agentCall(consul, "registering this instance", "CONSUL_REGISTER_FAILED", 5_000, (c, common) => c.agent.service.register({ ...definition, ...common }));
     log.info(`registered service '${SELF_SERVICE_NAME}' with id '${opts.id}' in Consul`, { id: opts.id });
   } catch (err) {
     log.warn(
-      `could not register service '${SELF_SERVICE_NAME}' (id '${opts.id}') in Consul at ${conn.url}: ${messageOf(err)}. cts keeps running; check the agent address and that the token has service:write on '${SELF_SERVICE_NAME}'.`,
+      `could not register service '${SELF_SERVICE_NAME}' (id '${opts.id}') in Consul at ${consul.url()}: ${messageOf(err)}. cts keeps running; check the agent address and that the token has service:write on '${SELF_SERVICE_NAME}'.`,
       { id: opts.id },
     );
     return { registered: false, deregister: async () => {} };
@@ -117,7 +112,7 @@ export async function registerSelf(conn: ConsulConnection, opts: SelfRegistratio
     registered: true,
     async deregister() {
       try {
-        await agentCall(conn, "deregistering this instance", "CONSUL_REGISTER_FAILED", 5_000, (c, common) => c.agent.service.deregister({ id: opts.id, ...common }));
+        await agentCall(consul, "deregistering this instance", "CONSUL_REGISTER_FAILED", 5_000, (c, common) => c.agent.service.deregister({ id: opts.id, ...common }));
         log.info(`deregistered service id '${opts.id}' from Consul`, { id: opts.id });
       } catch (err) {
         log.warn(`could not deregister service id '${opts.id}' from Consul: ${messageOf(err)}`, { id: opts.id });

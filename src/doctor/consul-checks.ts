@@ -13,15 +13,15 @@ const POLICY_HINT = "see examples/acl/cts-policy.hcl in the cts repository for a
 /** Consul answers: the agent is up and has a leader. */
 export async function checkConsulReachable(http: ConsulProbe): Promise<CheckResult> {
   try {
-    const res = await http.call("GET", "/v1/status/leader", { timeoutMs: 5_000 });
+    const res = await http.leader();
     if (res.status === 403)
       return fail("consul", `${http.url()} refused the token (HTTP 403: ${res.body.trim().slice(0, 120)})`, "set a valid ACL token in consul.token, consul.tokenFile or CONSUL_HTTP_TOKEN");
     if (res.status !== 200) return fail("consul", `${http.url()} answered HTTP ${res.status}: ${res.body.trim().slice(0, 120)}`, "check consul.address points at a Consul agent's HTTP API");
     const leader = JSON.parse(res.body) as string;
     if (!leader) return fail("consul", `${http.url()} answers but has no cluster leader`, "wait for the servers to elect a leader (or start the agent with -bootstrap-expect / -dev)");
-    // The leader answers any token; an unknown token shows on its own lookup. That lookup may be
-    // denied to a valid token (or ACLs may be off): only "not found" means the token is wrong.
-    const self = await http.call("GET", "/v1/acl/token/self", { timeoutMs: 5_000 });
+    // The leader answers any token; an unknown token shows on a call that resolves it. That call
+    // may be denied to a valid token (or ACLs may be off): only "not found" means the token is wrong.
+    const self = await http.agentSelf();
     if (self.status === 403 && /not found/i.test(self.body))
       return fail("consul", `${http.url()} does not know the ACL token (${self.body.trim().slice(0, 80)})`, "set a valid ACL token in consul.token, consul.tokenFile or CONSUL_HTTP_TOKEN");
     return pass("consul", `reachable at ${http.url()} (leader ${leader})`);
@@ -75,9 +75,9 @@ export async function checkStateWrite(http: ConsulProbe, path: string): Promise<
   const key = `${path.replace(/\/+$/, "")}/cts-doctor-${randomBytes(4).toString("hex")}`;
   const fix = `grant the token key_prefix "${path.replace(/\/+$/, "")}" { policy = "write" } (${POLICY_HINT})`;
   try {
-    const put = await http.call("PUT", `/v1/kv/${key}`, { body: "cts doctor probe", timeoutMs: 5_000 });
+    const put = await http.putKey(key, "cts doctor probe");
     if (put.status !== 200 || put.body.trim() !== "true") return fail("state", `cannot write KV '${key}' for Terraform state (HTTP ${put.status}: ${put.body.trim().slice(0, 120)})`, fix);
-    const del = await http.call("DELETE", `/v1/kv/${key}`, { timeoutMs: 5_000 });
+    const del = await http.deleteKey(key);
     if (del.status !== 200) return fail("state", `wrote but cannot delete KV '${key}' (HTTP ${del.status}); remove it by hand`, fix);
     return pass("state", `may write and delete Terraform state under KV '${path}'`);
   } catch (err) {
@@ -89,10 +89,10 @@ export async function checkStateWrite(http: ConsulProbe, path: string): Promise<
 export async function checkSession(http: ConsulProbe): Promise<CheckResult> {
   const fix = `grant the token session_prefix "" { policy = "write" } (${POLICY_HINT})`;
   try {
-    const created = await http.call("PUT", "/v1/session/create", { body: { Name: "cts-doctor", TTL: "10s", Behavior: "delete" }, timeoutMs: 5_000 });
+    const created = await http.createSession("cts-doctor", "10s");
     if (created.status !== 200) return fail("session", `cannot create a session for the state lock (HTTP ${created.status}: ${created.body.trim().slice(0, 120)})`, fix);
     const id = (JSON.parse(created.body) as { ID: string }).ID;
-    const destroyed = await http.call("PUT", `/v1/session/destroy/${encodeURIComponent(id)}`, { timeoutMs: 5_000 });
+    const destroyed = await http.destroySession(id);
     if (destroyed.status !== 200) return fail("session", `created but cannot destroy session ${id} (HTTP ${destroyed.status}); it expires in 10s`, fix);
     return pass("session", "may create and destroy the session that locks Terraform state");
   } catch (err) {

@@ -1,7 +1,8 @@
+import type { CallDescription } from "../consul/api-error.ts";
+import type { ConsulClient } from "../consul/client.ts";
+import type { Answer, CommonCallOptions, PackageClient } from "../consul/package.ts";
+import { replyOf, statusOf } from "../consul/transport.ts";
 import { CtsError, messageOf } from "../errors.ts";
-import type { ConsulConnection } from "../consul/connection.ts";
-import { withBody } from "../consul/package.ts";
-import { createConsulTransport, replyOf, statusOf } from "../consul/transport.ts";
 
 /** What Consul answered to one probe: its HTTP status and body as text. */
 export interface ProbeAnswer {
@@ -9,41 +10,48 @@ export interface ProbeAnswer {
   body: string;
 }
 
-/** The raw calls doctor makes to see what the token may do; any HTTP answer is a result, not an error. */
+/** The calls doctor makes to see what the token may do; any HTTP answer is a result, not an error. */
 export interface ConsulProbe {
-  call(method: "GET" | "PUT" | "DELETE", path: string, opts?: { body?: unknown; timeoutMs?: number }): Promise<ProbeAnswer>;
+  /** `GET /v1/status/leader` (answers any token). */
+  leader(): Promise<ProbeAnswer>;
+  /** `GET /v1/agent/self`: resolves the token, so Consul refuses an unknown one ("ACL not found"). */
+  agentSelf(): Promise<ProbeAnswer>;
+  /** `PUT /v1/kv/<key>`. */
+  putKey(key: string, value: string): Promise<ProbeAnswer>;
+  /** `DELETE /v1/kv/<key>`. */
+  deleteKey(key: string): Promise<ProbeAnswer>;
+  /** `PUT /v1/session/create` of a short session that deletes its locks' keys. */
+  createSession(name: string, ttl: string): Promise<ProbeAnswer>;
+  /** `PUT /v1/session/destroy/<id>`. */
+  destroySession(id: string): Promise<ProbeAnswer>;
   /** Consul's URL for messages (never carries the token). */
   url(): string;
-  close(): void;
 }
 
-/** A probe on the one Consul transport (same TLS, token and socket handling as the daemon). */
-export function createConsulProbe(conn: ConsulConnection): ConsulProbe {
-  const transport = createConsulTransport(conn);
+const PROBE_TIMEOUT_MS = 5_000;
+
+/** The probes on the process's Consul client (the `consul` package's public API, same TLS, token and sockets as the daemon). */
+export function createConsulProbe(consul: ConsulClient): ConsulProbe {
   // An HTTP answer (even 403) is kept for the check to judge; only "no answer" is an error.
-  const answered = (err: unknown): CtsError =>
-    new CtsError("CONSUL_UNREACHABLE", "external", messageOf(err), { cause: err, detail: { status: statusOf(err), reply: replyOf(err) } });
+  const answered = (err: unknown, call: CallDescription): CtsError =>
+    new CtsError("CONSUL_UNREACHABLE", "external", messageOf(err), { cause: err, detail: { status: statusOf(err), reply: replyOf(err), url: call.url } });
+  const probe = async <T>(what: string, run: (c: PackageClient, common: CommonCallOptions) => Promise<Answer<T>>): Promise<ProbeAnswer> => {
+    try {
+      const r = await consul.call({ what, permission: "" }, {}, { timeoutMs: PROBE_TIMEOUT_MS }, run, answered);
+      return { status: r.status, body: bodyText(r.data) };
+    } catch (err) {
+      if (err instanceof CtsError && typeof err.detail.status === "number") return { status: err.detail.status, body: String(err.detail.reply ?? "") };
+      throw err;
+    }
+  };
   return {
-    url: () => transport.url(),
-    close: () => transport.close(),
-    async call(method, path, opts = {}) {
-      try {
-        const r = await transport.call(
-          { what: `${method} ${path}`, permission: "" },
-          {},
-          { timeoutMs: opts.timeoutMs ?? 5_000 },
-          (c, common) => {
-            const req = { name: `doctor ${method}`, path: path.replace(/^\/v1/, ""), type: "text" as const, ...(opts.body !== undefined ? { body: typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body) } : {}), ctx: common.ctx, timeout: common.timeout };
-            return method === "GET" ? c._get(req, withBody) : method === "PUT" ? c._put(req, withBody) : c._delete(req, withBody);
-          },
-          answered,
-        );
-        return { status: r.status, body: bodyText(r.data) };
-      } catch (err) {
-        if (err instanceof CtsError && typeof err.detail.status === "number") return { status: err.detail.status, body: String(err.detail.reply ?? "") };
-        throw err;
-      }
-    },
+    url: () => consul.url(),
+    leader: () => probe("GET /v1/status/leader", (c, common) => c.status.leader(common)),
+    agentSelf: () => probe("GET /v1/agent/self", (c, common) => c.agent.self(common)),
+    putKey: (key, value) => probe(`PUT /v1/kv/${key}`, (c, common) => c.kv.set({ key, value, ...common })),
+    deleteKey: (key) => probe(`DELETE /v1/kv/${key}`, (c, common) => c.kv.del({ key, ...common })),
+    createSession: (name, ttl) => probe("PUT /v1/session/create", (c, common) => c.session.create({ name, ttl, behavior: "delete", ...common })),
+    destroySession: (id) => probe(`PUT /v1/session/destroy/${id}`, (c, common) => c.session.destroy({ id, ...common })),
   };
 }
 

@@ -2,12 +2,11 @@ import { mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LoadedConfig } from "../config/load.ts";
-import { consulEnvForTerraform, type ConsulConnection } from "../consul/connection.ts";
 import { messageOf } from "../errors.ts";
 import { userCodeFields } from "../user-frames.ts";
 import { createConsulProbe } from "./consul-probe.ts";
-import { consulConnectionFor } from "../config/consul-connection.ts";
-import { createConsulApi } from "../consul/client.ts";
+import { consulClientFor } from "../config/consul-connection.ts";
+import type { ConsulClient } from "../consul/client.ts";
 import { createCatalogReader } from "../consul/reader.ts";
 import { DEFAULT_BACKEND } from "../synth/backend.ts";
 import { workingRoot } from "../synth/paths.ts";
@@ -33,14 +32,15 @@ export async function runDoctor(
   const { config } = loaded;
   const tf = config.driver?.terraform ?? {};
 
-  let conn: ConsulConnection | undefined;
+  // One Consul client for every Consul check: the probes and the task reads.
+  let consul: ConsulClient | undefined;
   try {
-    conn = consulConnectionFor(config);
+    consul = consulClientFor(config);
   } catch (err) {
     add(fail("consul", messageOf(err), "fix the consul settings in the config"));
   }
-  if (conn) {
-    const http = createConsulProbe(conn);
+  if (consul) {
+    const http = createConsulProbe(consul);
     try {
       const reachable = await checkConsulReachable(http);
       add(reachable);
@@ -50,7 +50,7 @@ export async function runDoctor(
         for (const name of [...config.tasks.map((t) => `reads:${t.name}`), ...(consulBackend ? ["state", "session"] : [])])
           add(fail(name, "not checked: Consul is not reachable", "fix the consul check first"));
       } else {
-        const reader = createCatalogReader(createConsulApi(conn));
+        const reader = createCatalogReader(consul);
         for (const task of config.tasks) add(await checkTaskReads(task, (source, onSkipped) => reader.read(source, undefined, onSkipped)));
         if (consulBackend) {
           add(await checkStateWrite(http, consulBackend.path ?? "consul-terraform-sync/terraform"));
@@ -58,7 +58,7 @@ export async function runDoctor(
         } else add(pass("state", `kept by the '${Object.keys(backend)[0]}' backend, not in Consul`));
       }
     } finally {
-      http.close();
+      consul.close();
     }
   }
 
@@ -70,7 +70,7 @@ export async function runDoctor(
   const cacheUsable = dirCheck.ok && (await mkdir(pluginCacheDir, { recursive: true }).then(() => true, () => false));
   const env = commandEnv({
     inherited: process.env,
-    ...(conn ? { base: consulEnvForTerraform(conn) } : {}),
+    ...(consul ? { base: consul.terraformEnv } : {}),
     ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
     ...(cacheUsable ? { pluginCacheDir } : {}),
   });

@@ -2,13 +2,10 @@ import { backoffDelay } from "../backoff.ts";
 import { followBlockingQuery, type AfterAnswer } from "../consul/blocking-query.ts";
 import { atMost, pause } from "../pause.ts";
 import type { LoadedConfig } from "../config/load.ts";
-import type { ConsulConnection } from "../consul/connection.ts";
-import { watchTokenFile } from "../consul/token-file.ts";
-import { createConsulTransport } from "../consul/transport.ts";
+import type { ConsulClient } from "../consul/client.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import { consulConnectionFor, tokenFileFor } from "../config/consul-connection.ts";
 import type { HaControl, RetryNotice, TaskChange } from "../runtime/interfaces.ts";
 import { TERRAFORM_STATE_LOCKED } from "../runtime/retry.ts";
 import type { TaskEvent } from "../runtime/events.ts";
@@ -24,7 +21,8 @@ import { StateWriter } from "./writer.ts";
 /** What high availability needs from the runtime (a subset of Runtime). */
 export interface HaRuntime {
   controller: HaControl;
-  connection: ConsulConnection;
+  /** The process's one Consul client (HA does not close it: the runtime does). */
+  consul: ConsulClient;
   log: Logger;
 }
 
@@ -82,7 +80,6 @@ export class HighAvailability {
   private compatTimer: ReturnType<typeof setInterval> | undefined;
   private lastState: StoredState | undefined;
   private election: Promise<void> | undefined;
-  private readonly stopTokenWatch: (() => void) | undefined;
   private readonly stopGraceMs: number;
   private readonly mirror: StateMirror;
   private readonly member: MemberReporter;
@@ -98,11 +95,8 @@ export class HighAvailability {
     this.log = rt.log.child("ha");
     this.resetPending = opts.resetStorage === true;
     this.stopGraceMs = opts.stopGraceMs ?? 10_000;
-    // Renewals must follow a rotated token file like every other Consul call.
-    const transport = createConsulTransport(rt.connection, undefined, opts.metrics);
-    const file = loaded.config.consul?.token === undefined ? tokenFileFor(loaded.config) : undefined;
-    this.stopTokenWatch = file ? watchTokenFile(file, rt.connection.token ?? "", (token) => transport.setConnection(consulConnectionFor(loaded.config, token))) : undefined;
-    this.kv = new HaKv(transport, this.settings.namespace);
+    // The process's one Consul client: renewals follow a rotated token file like every other call.
+    this.kv = new HaKv(rt.consul, this.settings.namespace);
     this.writer = new StateWriter(this.kv, this.settings.lockKey, this.log);
     this.mirror = new StateMirror(this.kv, this.settings.statePrefix, this.controller, this.log, {
       applies: () => this.role === "follower" && this.controller.isPaused,
@@ -212,7 +206,6 @@ export class HighAvailability {
     if (wasLeader) this.opts.metrics?.leadership(false);
     this.stopping.abort();
     if (this.compatTimer) clearInterval(this.compatTimer);
-    this.stopTokenWatch?.();
     this.mirror.stop();
     if (wasLeader) {
       await this.controller.pause(this.stopGraceMs);
@@ -231,7 +224,6 @@ export class HighAvailability {
     await this.member.remove();
     if (this.election) await atMost(this.election, 3_000);
     if (wasLeader) this.log.info("ha: released leadership (graceful stop)");
-    this.kv.close();
   }
 
   // ---- election -----------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 import { CtsError, messageOf } from "../errors.ts";
 import type { CallDescription } from "../consul/api-error.ts";
-import { withBody, type TxnOperation } from "../consul/package.ts";
-import { replyOf, statusOf, type CallOptions, type ConsulTransport } from "../consul/transport.ts";
+import type { ConsulClient } from "../consul/client.ts";
+import type { TxnOperation } from "../consul/package.ts";
+import { replyOf, statusOf, type CallOptions } from "../consul/transport.ts";
 import { consulDuration } from "./settings.ts";
 
 /** One KV entry, value decoded to UTF-8. */
@@ -63,12 +64,16 @@ function toItem(e: { Key: string; Value: string | null; Session?: string; Modify
   return { key: e.Key, value: e.Value ?? "", ...(e.Session ? { session: e.Session } : {}), modifyIndex: BigInt(e.ModifyIndex) };
 }
 
-/** KV, session and transaction calls of high availability, on the one Consul transport. */
+/**
+ * KV, session and transaction calls of high availability, through the `consul` package's public
+ * API on the process's one Consul client (its sockets, token and TLS). The client is the daemon's:
+ * HA does not close it.
+ */
 export class HaKv {
   private readonly scope: { namespace?: string };
 
   constructor(
-    readonly transport: ConsulTransport,
+    readonly consul: Pick<ConsulClient, "call">,
     namespace?: string,
   ) {
     this.scope = namespace ? { namespace } : {};
@@ -86,7 +91,7 @@ export class HaKv {
   /** Reads one key; blocks while its index is `index`. A missing key is `undefined`. */
   async get(key: string, opts: { index?: bigint; signal?: AbortSignal } = {}): Promise<KvRead<KvItem | undefined>> {
     const o = this.opts(opts);
-    const r = await this.transport.call(this.desc(`reading '${key}'`), this.scope, o, (c, common) => c.kv.get({ key, ...common }), haError(o.timeoutMs!));
+    const r = await this.consul.call(this.desc(`reading '${key}'`), this.scope, o, (c, common) => c.kv.get({ key, ...common }), haError(o.timeoutMs!));
     const e = Array.isArray(r.data) ? r.data[0] : r.data;
     return { data: e ? toItem(e) : undefined, index: r.index };
   }
@@ -94,7 +99,7 @@ export class HaKv {
   /** Reads every key under a prefix; blocks while the prefix's index is `index`. */
   async list(prefix: string, opts: { index?: bigint; signal?: AbortSignal } = {}): Promise<KvRead<KvItem[]>> {
     const o = this.opts(opts);
-    const r = await this.transport.call(this.desc(`reading '${prefix}'`), this.scope, o, (c, common) => c.kv.get({ key: prefix, recurse: true, ...common }), haError(o.timeoutMs!));
+    const r = await this.consul.call(this.desc(`reading '${prefix}'`), this.scope, o, (c, common) => c.kv.get({ key: prefix, recurse: true, ...common }), haError(o.timeoutMs!));
     const list = r.data === undefined || r.data === null ? [] : Array.isArray(r.data) ? r.data : [r.data];
     return { data: list.map(toItem), index: r.index };
   }
@@ -102,26 +107,26 @@ export class HaKv {
   /** Writes a key (no session). */
   async put(key: string, value: string): Promise<void> {
     const o = this.opts({});
-    await this.transport.call(this.desc(`writing '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value, ...common }), haError(o.timeoutMs!));
+    await this.consul.call(this.desc(`writing '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value, ...common }), haError(o.timeoutMs!));
   }
 
   /** Deletes a key, or a whole prefix with `recurse`. */
   async delete(key: string, recurse = false, timeoutMs?: number): Promise<void> {
     const o = this.opts({ ...(timeoutMs ? { timeoutMs } : {}) });
-    await this.transport.call(this.desc(`deleting '${key}'`), this.scope, o, (c, common) => c.kv.del({ key, ...(recurse ? { recurse } : {}), ...common }), haError(o.timeoutMs!));
+    await this.consul.call(this.desc(`deleting '${key}'`), this.scope, o, (c, common) => c.kv.del({ key, ...(recurse ? { recurse } : {}), ...common }), haError(o.timeoutMs!));
   }
 
   /** Tries to take the lock `key` with `session`; true when this session holds it now. */
   async acquire(key: string, session: string, value: string, timeoutMs?: number): Promise<boolean> {
     const o = this.opts({ ...(timeoutMs ? { timeoutMs } : {}) });
-    const r = await this.transport.call(this.desc(`acquiring the lock '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value, acquire: session, ...common }), haError(o.timeoutMs!));
+    const r = await this.consul.call(this.desc(`acquiring the lock '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value, acquire: session, ...common }), haError(o.timeoutMs!));
     return r.data === true;
   }
 
   /** Releases the lock `key` held by `session` (no lock delay applies to a release). */
   async release(key: string, session: string, timeoutMs?: number): Promise<boolean> {
     const o = this.opts({ ...(timeoutMs ? { timeoutMs } : {}) });
-    const r = await this.transport.call(this.desc(`releasing the lock '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value: "", release: session, ...common }), haError(o.timeoutMs!));
+    const r = await this.consul.call(this.desc(`releasing the lock '${key}'`), this.scope, o, (c, common) => c.kv.set({ key, value: "", release: session, ...common }), haError(o.timeoutMs!));
     return r.data === true;
   }
 
@@ -143,7 +148,7 @@ export class HaKv {
     });
     const o = this.opts({});
     try {
-      await this.transport.call(this.desc("a KV transaction"), this.scope, o, (c, common) => c.transaction.create(body, common), haError(o.timeoutMs!));
+      await this.consul.call(this.desc("a KV transaction"), this.scope, o, (c, common) => c.transaction.create(body, common), haError(o.timeoutMs!));
       return true;
     } catch (err) {
       if (err instanceof CtsError && err.detail.status === 409) return false;
@@ -153,35 +158,27 @@ export class HaKv {
 
   /**
    * Creates a session tied to no health check: only its TTL (or an explicit destroy) ends it,
-   * which is what makes the fencing arithmetic in the README hold. The package's session.create
-   * drops NodeChecks/ServiceChecks (Consul would then tie the session to serfHealth), so this one
-   * call goes through the package's own request machinery (papi's PUT) with Consul's body.
+   * which is what makes the fencing arithmetic in the README hold. `checks: []` makes the package
+   * send `Checks: []`, which Consul reads as "no node checks" (without it the session would be
+   * tied to serfHealth).
    */
   async createSession(name: string, ttlMs: number, lockDelayMs: number): Promise<string> {
     const o = this.opts({});
-    const r = await this.transport.call(
+    const r = await this.consul.call(
       this.desc(`creating a session (TTL ${consulDuration(ttlMs)})`),
       this.scope,
       o,
-      (c, common) =>
-        c._put({
-          name: "session.create",
-          path: "/session/create",
-          type: "json",
-          body: { Name: name, TTL: consulDuration(ttlMs), LockDelay: consulDuration(lockDelayMs), Behavior: "release", NodeChecks: [], ServiceChecks: [] },
-          ctx: common.ctx,
-          timeout: common.timeout,
-        }, withBody),
+      (c, common) => c.session.create({ name, ttl: consulDuration(ttlMs), lockdelay: consulDuration(lockDelayMs), behavior: "release", checks: [], ...common }),
       haError(o.timeoutMs!),
     );
-    return (r.data as { ID: string }).ID;
+    return r.data!.ID;
   }
 
   /** Renews a session: "ok", or "gone" when Consul no longer knows it (it was invalidated). */
   async renewSession(id: string, timeoutMs: number): Promise<"ok" | "gone"> {
     const o = this.opts({ timeoutMs });
     try {
-      const r = await this.transport.call(this.desc("renewing the session"), this.scope, o, (c, common) => c.session.renew({ id, ...common }), haError(timeoutMs));
+      const r = await this.consul.call(this.desc("renewing the session"), this.scope, o, (c, common) => c.session.renew({ id, ...common }), haError(timeoutMs));
       return Array.isArray(r.data) && r.data.length > 0 ? "ok" : "gone";
     } catch (err) {
       if (err instanceof CtsError && err.detail.status === 404) return "gone";
@@ -192,26 +189,21 @@ export class HaKv {
   /** Destroys a session (its locks are released; lock delay applies to them). */
   async destroySession(id: string, timeoutMs = 5_000): Promise<void> {
     const o = this.opts({ timeoutMs });
-    await this.transport.call(this.desc("destroying the session"), this.scope, o, (c, common) => c.session.destroy({ id, ...common }), haError(timeoutMs));
+    await this.consul.call(this.desc("destroying the session"), this.scope, o, (c, common) => c.session.destroy({ id, ...common }), haError(timeoutMs));
   }
 
   /** Instances of a service with a tag, with their checks (non-blocking). */
   async healthService(service: string, tag: string): Promise<Array<{ Service: { ID: string; Address: string; Port: number; Tags: string[] | null }; Node: { Address: string }; Checks: Array<{ Status: string; Output?: string }> }>> {
     const o = this.opts({});
     // Self-registrations live in the agent's namespace, not the HA storage namespace.
-    const r = await this.transport.call(this.desc(`reading the health of '${service}'`), {}, o, (c, common) => c.health.service({ service, tag, ...common }), haError(o.timeoutMs!));
+    const r = await this.consul.call(this.desc(`reading the health of '${service}'`), {}, o, (c, common) => c.health.service({ service, tag, ...common }), haError(o.timeoutMs!));
     return (r.data ?? []) as Awaited<ReturnType<HaKv["healthService"]>>;
   }
 
   /** Like healthService, as a blocking read: waits while the index is `index`. */
   async healthServiceAt(service: string, tag: string, opts: { index?: bigint; signal?: AbortSignal } = {}): Promise<KvRead<Awaited<ReturnType<HaKv["healthService"]>>>> {
     const o = this.opts(opts);
-    const r = await this.transport.call(this.desc(`watching the health of '${service}'`), {}, o, (c, common) => c.health.service({ service, tag, ...common }), haError(o.timeoutMs!));
+    const r = await this.consul.call(this.desc(`watching the health of '${service}'`), {}, o, (c, common) => c.health.service({ service, tag, ...common }), haError(o.timeoutMs!));
     return { data: (r.data ?? []) as Awaited<ReturnType<HaKv["healthService"]>>, index: r.index };
-  }
-
-  /** Closes the transport's sockets. */
-  close(): void {
-    this.transport.close();
   }
 }

@@ -1,11 +1,8 @@
 import { backoffDelay } from "../backoff.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import { atMost, pause } from "../pause.ts";
-import { createConsulTransport } from "../consul/transport.ts";
-import { watchTokenFile } from "../consul/token-file.ts";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { consulConnectionFor, tokenFileFor } from "../config/consul-connection.ts";
 import type { HaControl } from "../runtime/interfaces.ts";
 import type { HaRuntime } from "./high-availability.ts";
 import { HaKv } from "./kv.ts";
@@ -35,7 +32,6 @@ export class SharedCluster {
   private readonly view: ClusterView;
   private readonly mirror: StateMirror;
   private readonly member: MemberReporter;
-  private readonly stopTokenWatch: (() => void) | undefined;
   private readonly stopping = new AbortController();
   private session: LeaderSession | undefined;
   private sessionEnded: (() => void) | undefined;
@@ -59,10 +55,8 @@ export class SharedCluster {
     this.settings = resolveHaSettings(loaded.config);
     this.controller = rt.controller;
     this.log = rt.log.child("ha");
-    const transport = createConsulTransport(rt.connection);
-    const file = loaded.config.consul?.token === undefined ? tokenFileFor(loaded.config) : undefined;
-    this.stopTokenWatch = file ? watchTokenFile(file, rt.connection.token ?? "", (token) => transport.setConnection(consulConnectionFor(loaded.config, token))) : undefined;
-    this.kv = new HaKv(transport, this.settings.namespace);
+    // The process's one Consul client: renewals follow a rotated token file like every other call.
+    this.kv = new HaKv(rt.consul, this.settings.namespace);
     this.writer = new StateWriter(this.kv, this.aliveKey, this.log);
     this.view = new ClusterView(this.kv, this.settings, this.log, () => this.schedule());
     this.mirror = new StateMirror(this.kv, this.settings.statePrefix, this.controller, this.log, {
@@ -146,7 +140,6 @@ export class SharedCluster {
     this.stopping.abort();
     if (this.retryTimer) clearTimeout(this.retryTimer);
     if (this.settleTimer) clearTimeout(this.settleTimer);
-    this.stopTokenWatch?.();
     this.mirror.stop();
     this.view.stop();
     await this.reconciling?.catch(() => undefined);
@@ -160,7 +153,6 @@ export class SharedCluster {
     if (session) await session.destroy(2_000);
     await this.member.remove();
     if (this.loop) await atMost(this.loop, 3_000);
-    this.kv.close();
   }
 
   private async sessionLoop(): Promise<void> {

@@ -1,8 +1,7 @@
 import type { CtsError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { ConsulApi } from "../consul/client.ts";
-import type { ConsulConnection } from "../consul/connection.ts";
+import type { ConsulClient } from "../consul/client.ts";
 import type { Driver, RunResult } from "../driver/types.ts";
 import type { SynthResult } from "../synth/synthesize.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
@@ -148,9 +147,8 @@ export interface RunModes {
 /** Everything a running cts holds, for the CLI, the API and high availability. */
 export interface Runtime {
   controller: TaskControl & HaControl & RunModes;
-  consul: ConsulApi;
-  /** The connection as first resolved (a rotated token replaces it inside the client). */
-  connection: ConsulConnection;
+  /** The process's one Consul client (high availability, shared mode and the API's registration use it too). */
+  consul: ConsulClient;
   driver: Driver;
   log: Logger;
   /** What the runtime measures; `GET /metrics` scrapes it. */

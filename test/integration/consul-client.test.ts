@@ -3,8 +3,7 @@ import assert from "node:assert/strict";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { freePort } from "../support/ports.ts";
 import { resolveConsulConnection } from "../../src/consul/connection.ts";
-import { createConsulApi } from "../../src/consul/client.ts";
-import { createConsulTransport, type ConsulTransport } from "../../src/consul/transport.ts";
+import { createConsulClient, type ConsulClient } from "../../src/consul/client.ts";
 import { isAbortError } from "../../src/consul/api-error.ts";
 import { HaKv } from "../../src/ha/kv.ts";
 import { consulProblem, registerSelf } from "../../src/daemon/registration.ts";
@@ -15,17 +14,17 @@ const ACL = `acl {\n  enabled = true\n  default_policy = "deny"\n  tokens { init
 
 describe("the one Consul client on a real agent", () => {
   let consul: ConsulAgent;
-  let transport: ConsulTransport;
+  let client: ConsulClient;
   let kv: HaKv;
 
   before(async () => {
     consul = await startConsul({ extraConfig: ACL, headers: { "x-consul-token": "root-token-for-tests" } });
-    transport = createConsulTransport(resolveConsulConnection({ address: consul.address, token: "root-token-for-tests" }, {}));
-    kv = new HaKv(transport);
+    client = createConsulClient(resolveConsulConnection({ address: consul.address, token: "root-token-for-tests" }, {}));
+    kv = new HaKv(client);
   });
 
   after(async () => {
-    transport?.close();
+    client?.close();
     await consul?.stop();
   });
 
@@ -65,7 +64,7 @@ describe("the one Consul client on a real agent", () => {
   });
 
   it("keeps HA's error codes, naming the permission the token lacks", async () => {
-    const weak = createConsulTransport(resolveConsulConnection({ address: consul.address, token: "not-a-token-0000" }, {}));
+    const weak = createConsulClient(resolveConsulConnection({ address: consul.address, token: "not-a-token-0000" }, {}));
     try {
       await assert.rejects(new HaKv(weak).put("client-test/x", "1"), (err: unknown) => err instanceof CtsError && err.code === "HA_CONSUL_FAILED" && err.detail.status === 403 && /key:write/.test(err.message));
     } finally {
@@ -73,29 +72,35 @@ describe("the one Consul client on a real agent", () => {
     }
   });
 
-  it("uses a rotated token from the next call on", async () => {
-    const rotating = createConsulTransport(resolveConsulConnection({ address: consul.address, token: "not-a-token-0000" }, {}));
-    const api = createConsulApi(rotating);
+  it("uses a rotated token from the next call on: package calls, raw reads and Terraform's environment", async () => {
+    const api = createConsulClient(resolveConsulConnection({ address: consul.address, token: "not-a-token-0000" }, {}));
     try {
       await assert.rejects(api.kv({ path: "client-test/a" }), (err: unknown) => err instanceof CtsError && err.code === "CONSUL_PERMISSION_DENIED" && /key:read on "client-test\/a"/.test(err.message));
-      rotating.setConnection(resolveConsulConnection({ address: consul.address, token: "root-token-for-tests" }, {}));
+      await assert.rejects(api.healthService({ service: "consul" }), (err: unknown) => err instanceof CtsError && err.detail.status === 403);
+      api.rotateToken("root-token-for-tests");
       const { data } = await api.kv({ path: "client-test/a" });
       assert.deepEqual(data, [{ Key: "client-test/a", Value: "2" }]);
+      assert.equal((await api.healthService({ service: "consul" })).data.length, 1);
+      await new HaKv(api).put("client-test/rotated", "yes");
+      assert.equal(api.terraformEnv.CONSUL_HTTP_TOKEN, "root-token-for-tests");
     } finally {
       api.close();
     }
   });
 
   it("registers itself with the agent, deregisters, and reports the leader", async () => {
-    const conn = resolveConsulConnection({ address: consul.address, token: "root-token-for-tests" }, {});
-    const reg = await registerSelf(conn, { id: "cts-client-test", address: "127.0.0.1", port: 1, log: createLogger({ write: () => {} }) });
+    const reg = await registerSelf(client, { id: "cts-client-test", address: "127.0.0.1", port: 1, log: createLogger({ write: () => {} }) });
     assert.equal(reg.registered, true);
     const services = (await consul.api("GET", "/v1/agent/services")) as Record<string, { Service: string; Tags: string[] }>;
     assert.deepEqual(services["cts-client-test"] && { name: services["cts-client-test"].Service, tags: services["cts-client-test"].Tags }, { name: "consul-terraform-sync", tags: ["cts"] });
     await reg.deregister();
     assert.equal(((await consul.api("GET", "/v1/agent/services")) as Record<string, unknown>)["cts-client-test"], undefined);
-    assert.equal(await consulProblem(conn), undefined);
-    const down = await consulProblem(resolveConsulConnection({ address: `127.0.0.1:${await freePort()}` }, {}));
-    assert.match(down ?? "", /unreachable/);
+    assert.equal(await consulProblem(client), undefined);
+    const nowhere = createConsulClient(resolveConsulConnection({ address: `127.0.0.1:${await freePort()}` }, {}));
+    try {
+      assert.match((await consulProblem(nowhere)) ?? "", /unreachable/);
+    } finally {
+      nowhere.close();
+    }
   });
 });

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { startConsul } from "../support/consul.ts";
 import { runTofu } from "../support/tofu.ts";
 import { startRuntime, tempDir, writeConfig } from "../support/cts.ts";
-import { createConsulApi } from "../../src/consul/client.ts";
+import { createConsulClient } from "../../src/consul/client.ts";
 import { createCatalogReader } from "../../src/consul/reader.ts";
 import { toCtsServices } from "../../src/task/cts-protocol.ts";
 
@@ -41,7 +41,7 @@ module "echo" {
 }
 `,
       );
-      const api = createConsulApi({ address: consul.address });
+      const api = createConsulClient({ address: consul.address });
       const instances = await createCatalogReader(api).read({ kind: "services", query: { names: ["api"], passingOnly: true } });
       api.close();
       await writeFile(join(root, "terraform.tfvars.json"), JSON.stringify({ services: toCtsServices(instances) }));

@@ -4,7 +4,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { startRuntime, tempDir, waitFor, writeConfig } from "../support/cts.ts";
-import { createConsulApi } from "../../src/consul/client.ts";
+import { createConsulClient } from "../../src/consul/client.ts";
 
 const read = (p: string) => readFile(p, "utf8").catch(() => "");
 
@@ -43,7 +43,7 @@ describe("Consul over HTTPS with client certificates (verify_incoming)", () => {
   });
 
   it("a client without a certificate is refused with a clear error", async () => {
-    const api = createConsulApi({ address: consul.url, tls: { caFile: consul.tls!.caFile } });
+    const api = createConsulClient({ address: consul.url, tls: { caFile: consul.tls!.caFile } });
     try {
       await assert.rejects(api.catalogServices({}), (e: any) => e.code?.startsWith("CONSUL_") && /client certificate/i.test(e.message));
     } finally {
@@ -52,7 +52,7 @@ describe("Consul over HTTPS with client certificates (verify_incoming)", () => {
   });
 
   it("a client that does not trust the CA is refused", async () => {
-    const api = createConsulApi({ address: consul.url, tls: { certFile: consul.tls!.certFile, keyFile: consul.tls!.keyFile } });
+    const api = createConsulClient({ address: consul.url, tls: { certFile: consul.tls!.certFile, keyFile: consul.tls!.keyFile } });
     try {
       await assert.rejects(api.catalogServices({}), (e: any) => e.code === "CONSUL_TLS_FAILED" && /not signed by a CA cts trusts\. Set consul\.tls\.caFile/.test(e.message));
     } finally {

@@ -2,7 +2,7 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { startCountingProxy, type CountingProxy } from "../support/counting-proxy.ts";
-import { createConsulApi, type ConsulApi } from "../../src/consul/client.ts";
+import { createConsulClient, type ConsulApi } from "../../src/consul/client.ts";
 import { createCatalogReader, createWatcher, type ConsulWatcher } from "../../src/watch/watcher.ts";
 import type { CtsError } from "../../src/errors.ts";
 import type { ServiceInstance } from "../../src/consul/types.ts";
@@ -34,7 +34,7 @@ describe("watching a real Consul", () => {
   before(async () => {
     consul = await startConsul();
     proxy = await startCountingProxy(consul.url);
-    api = createConsulApi({ address: proxy.address });
+    api = createConsulClient({ address: proxy.address });
     watcher = createWatcher(api, { timing });
   });
 
@@ -209,7 +209,7 @@ describe("Consul ACL errors", () => {
 
   it("reports a 403 on a KV read as fatal, naming key:read on the path and never the token", async () => {
     const token = (await consul.api("PUT", "/v1/acl/token", { Description: "no rights" })) as { SecretID: string };
-    const api = createConsulApi({ address: consul.address, token: token.SecretID });
+    const api = createConsulClient({ address: consul.address, token: token.SecretID });
     const watcher = createWatcher(api, { timing });
     try {
       const l = listener();

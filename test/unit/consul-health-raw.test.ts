@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Agent } from "node:http";
 import { getEventListeners } from "node:events";
-import { createConsulApi } from "../../src/consul/client.ts";
+import { createConsulClient } from "../../src/consul/client.ts";
 import { rawGet } from "../../src/consul/raw-get.ts";
 import { CtsError } from "../../src/errors.ts";
 import { isRefusedServiceName } from "../../src/consul/api-error.ts";
@@ -31,7 +31,7 @@ describe("healthService over the raw GET", () => {
   const entry = { Node: { Node: "n1", Address: "10.0.0.1" }, Service: { ID: "w1", Service: "web" }, Checks: [] };
 
   it("sends the token, blocking options and filters, and digests the body so an identical answer is not parsed again", async () => {
-    const api = createConsulApi({ address, token: "secret" });
+    const api = createConsulClient({ address, token: "secret" });
     try {
       reply = { status: 200, body: JSON.stringify([entry]) };
       const first = await api.healthService({ service: "web/x", passing: true, filter: 'Service.Tags contains "a"' }, { index: 7n, wait: 1000, digestBody: true });
@@ -60,7 +60,7 @@ describe("healthService over the raw GET", () => {
   });
 
   it("maps an error answer with Consul's reply, and a body that is not JSON, to CtsErrors", async () => {
-    const api = createConsulApi({ address });
+    const api = createConsulClient({ address });
     try {
       reply = { status: 403, body: "Permission denied: token lacks service:read" };
       const denied = await api.healthService({ service: "web" }).catch((e: unknown) => e);
@@ -79,7 +79,7 @@ describe("healthService over the raw GET", () => {
   });
 
   it("tells a name Consul cannot serve (an empty 400 to a name with a character Go does not print) from every other 400", async () => {
-    const api = createConsulApi({ address });
+    const api = createConsulClient({ address });
     const outcome = (service: string, filter?: string): Promise<CtsError> =>
       api.healthService({ service, ...(filter ? { filter } : {}) }).then(() => assert.fail(`a 400 for ${quote(service)} is an error`), (e: unknown) => e as CtsError);
     try {
@@ -126,7 +126,7 @@ describe("healthService over the raw GET", () => {
   });
 
   it("leaves no abort listener on the view's signal once a query is answered", async () => {
-    const api = createConsulApi({ address });
+    const api = createConsulClient({ address });
     try {
       reply = { status: 200, body: JSON.stringify([entry]) };
       const ac = new AbortController();
@@ -144,7 +144,7 @@ describe("healthService over the raw GET", () => {
     const arrived = deferred();
     const hang = createServer(() => arrived.resolve());
     await new Promise<void>((r) => hang.listen(0, "127.0.0.1", r));
-    const api = createConsulApi({ address: `127.0.0.1:${(hang.address() as AddressInfo).port}` });
+    const api = createConsulClient({ address: `127.0.0.1:${(hang.address() as AddressInfo).port}` });
     try {
       const ac = new AbortController();
       const pending = api.healthService({ service: "web" }, { index: 5n, wait: 60_000, signal: ac.signal }).catch((e: unknown) => e);

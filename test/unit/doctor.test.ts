@@ -12,19 +12,24 @@ import { doctorHint, formatCheck } from "../../src/doctor/check.ts";
 import { checkConsulReachable, checkSession, checkStateWrite, checkTaskReads } from "../../src/doctor/consul-checks.ts";
 import { checkApiPort, checkProviders, checkTerraformBinary, checkWorkingDir } from "../../src/doctor/local-checks.ts";
 
-/** A Consul behind the ConsulHttp interface: `answer` decides per method and path. */
+/** A Consul behind the ConsulHttp interface: `answer` decides per method and path of Consul's HTTP API. */
 function fakeConsul(answer: (method: string, path: string) => Partial<ConsulAnswer> | Error): ConsulHttp & { calls: string[] } {
   const calls: string[] = [];
+  const ask = async (method: string, path: string): Promise<ConsulAnswer> => {
+    calls.push(`${method} ${path}`);
+    const a = answer(method, path);
+    if (a instanceof Error) throw a;
+    return { status: 200, body: "", ...a };
+  };
   return {
     calls,
     url: () => "http://127.0.0.1:8500",
-    close() {},
-    async call(method, path) {
-      calls.push(`${method} ${path}`);
-      const a = answer(method, path);
-      if (a instanceof Error) throw a;
-      return { status: 200, body: "", ...a };
-    },
+    leader: () => ask("GET", "/v1/status/leader"),
+    agentSelf: () => ask("GET", "/v1/agent/self"),
+    putKey: (key) => ask("PUT", `/v1/kv/${key}`),
+    deleteKey: (key) => ask("DELETE", `/v1/kv/${key}`),
+    createSession: () => ask("PUT", "/v1/session/create"),
+    destroySession: (id) => ask("PUT", `/v1/session/destroy/${id}`),
   };
 }
 
