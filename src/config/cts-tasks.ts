@@ -75,6 +75,8 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
       variables: await readVariableFiles(variableFiles, t),
       providers: taskProviders,
       ...(condition.kind === "schedule" ? {} : bp ? { bufferPeriod: bufferPeriod(bp) } : {}),
+      // cts's own key (CTS has none): refuse to apply a condition that dropped to no instances.
+      ...(a.cts_allow_empty !== undefined ? { allowEmpty: a.cts_allow_empty as boolean } : {}),
     });
     // The checks every task gets (cron, regexp, buffer period…), reported at the task's place in the file.
     const problems = taskProblems(task);

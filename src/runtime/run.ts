@@ -9,6 +9,7 @@ import type { SynthResult } from "../synth/synthesize.ts";
 import type { Synthesizer } from "../synth/synthesizer.ts";
 import { APPLIED_HASH_FILE } from "../synth/paths.ts";
 import { secretEnv } from "../task/secrets.ts";
+import type { AnyTaskInput } from "../task/task.ts";
 import type { RunOutcome } from "./interfaces.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import { driftSettings } from "./drift.ts";
@@ -36,7 +37,15 @@ export interface RunDeps {
   metrics?: Metrics;
 }
 
-type Prepared = { synth: SynthResult; ws: TaskWorkspace };
+type Prepared = { synth: SynthResult; ws: TaskWorkspace; count: number | undefined };
+
+/** How many instances (services) or catalog services the condition's data holds; undefined for other conditions. */
+function conditionCount(e: TaskEntry, input: AnyTaskInput): number | undefined {
+  const kind = e.task.condition.kind;
+  if (kind === "services") return input.services?.length;
+  if (kind === "catalog-services") return input.catalogServices ? Object.keys(input.catalogServices).length : undefined;
+  return undefined;
+}
 
 /**
  * The last hop of a run: one attempt reads the task's input (task-input.ts), synthesizes it
@@ -54,9 +63,13 @@ export class TaskRunner {
 
   /** One attempt at a run: apply (skipped when nothing changed), plan or destroy. */
   async attempt(e: TaskEntry, mode: RunMode, signal: AbortSignal): Promise<RunOutcome> {
-    const { synth, ws } = await this.prepare(e, signal);
+    const { synth, ws, count } = await this.prepare(e, signal);
+    if (mode === "apply") this.checkEmpty(e, count);
     // CTS applies a scheduled task on every tick, whatever its data: the infrastructure may have drifted.
-    if (mode === "apply" && e.task.condition.kind !== "schedule" && synth.hash === e.lastAppliedHash) return { task: e.name, ok: true, outcome: "no-op", synth };
+    if (mode === "apply" && e.task.condition.kind !== "schedule" && synth.hash === e.lastAppliedHash) {
+      e.lastAppliedCount = count;
+      return { task: e.name, ok: true, outcome: "no-op", synth };
+    }
     const { driver } = this.deps;
     const onOutput = this.outputLog(e);
     if (mode === "plan") {
@@ -68,7 +81,7 @@ export class TaskRunner {
       const result = await driver.destroy(ws, { signal, onOutput });
       return { task: e.name, ok: true, outcome: "destroyed", result, synth };
     }
-    return this.apply(e, synth, ws, signal);
+    return this.apply(e, synth, ws, signal, count);
   }
 
   /**
@@ -79,12 +92,12 @@ export class TaskRunner {
     const { correct } = driftSettings(this.deps.loaded.config.driftCheck, e.task.driftCheck);
     const at = () => new Date().toISOString();
     if (!e.lastAppliedHash) return { task: e.name, ok: true, outcome: "not-applied", drift: { state: "not-applied", checkedAt: at() } };
-    const { synth, ws } = await this.prepare(e, signal);
+    const { synth, ws, count } = await this.prepare(e, signal);
     if (synth.hash !== e.lastAppliedHash) return { task: e.name, ok: true, outcome: "inputs-changed", synth, drift: { state: "inputs-changed", checkedAt: at() } };
     const plan = await this.deps.driver.plan(ws, { signal, onOutput: this.outputLog(e) });
     if (!plan.changesPresent) return { task: e.name, ok: true, outcome: "in-sync", result: plan, synth, drift: { state: "in-sync", checkedAt: at() } };
     if (!correct) return { task: e.name, ok: true, outcome: "drift", result: plan, synth, drift: { state: "drifted", checkedAt: at(), changes: plan.summary } };
-    const applied = await this.apply(e, synth, ws, signal);
+    const applied = await this.apply(e, synth, ws, signal, count);
     return { ...applied, outcome: "drift", result: plan, drift: { state: "corrected", checkedAt: at(), changes: plan.summary, applied: applied.result!.summary } };
   }
 
@@ -117,7 +130,7 @@ export class TaskRunner {
     // Stopped (pause, stop, delete) while reading or synthesizing: Terraform is not started at all.
     if (signal.aborted) throw new CtsError("TERRAFORM_CANCELLED", "external", "was cancelled before Terraform started; nothing was changed.", { task: e.name });
     // Secrets are read at every run (rotation needs no restart) and reach Terraform only as TF_VAR_ env.
-    return { synth, ws: { task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } } };
+    return { synth, count: conditionCount(e, input), ws: { task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } } };
   }
 
   private outputLog(e: TaskEntry): (line: string) => void {
@@ -130,10 +143,31 @@ export class TaskRunner {
     rmSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), { force: true });
   }
 
-  private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, signal: AbortSignal): Promise<RunOutcome> {
+  /**
+   * A condition that held instances at the last apply and holds none now: applied only when the
+   * task allows empty data (the default, as CTS), and logged either way. A drop is not an error
+   * of Consul's (a filtered or denied read fails before this): it is what Consul says now.
+   */
+  private checkEmpty(e: TaskEntry, count: number | undefined): void {
+    const before = e.lastAppliedCount;
+    if (count !== 0 || before === undefined || before === 0) return;
+    const what = e.task.condition.kind === "services" ? "instances" : "catalog services";
+    if (e.task.allowEmpty === false) {
+      throw new CtsError(
+        "TASK_EMPTY_REFUSED",
+        "usage",
+        `its condition dropped from ${before} ${what} to none, and the task does not allow empty data (allowEmpty: false); nothing was applied. If the empty data is right, set allowEmpty: true (CTS HCL: cts_allow_empty = true); otherwise restore the ${what} in Consul.`,
+        { task: e.name, detail: { before } },
+      );
+    }
+    this.deps.log.warn(`task '${e.name}': its condition dropped from ${before} ${what} to none; applying the empty data (allowEmpty, the default; set allowEmpty: false to refuse)`, { task: e.name });
+  }
+
+  private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, signal: AbortSignal, count?: number): Promise<RunOutcome> {
     this.voidAppliedHash(e);
     const result = await this.deps.driver.apply(ws, { signal, onOutput: this.outputLog(e) });
     e.lastAppliedHash = synth.hash;
+    e.lastAppliedCount = count;
     // Best effort: a missing file only costs one apply that could have been skipped.
     try {
       writeFileSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), synth.hash + "\n", { mode: 0o640 });

@@ -77,5 +77,6 @@ function taskOptions(task: Task<Condition, TaskInputs>): TaskOptions<Condition, 
     ...(task.bufferPeriod !== undefined ? { bufferPeriod: task.bufferPeriod } : {}),
     secrets: task.secrets,
     ...(task.driftCheck !== undefined ? { driftCheck: task.driftCheck } : {}),
+    ...(task.allowEmpty === false ? { allowEmpty: false } : {}),
   };
 }

@@ -64,6 +64,13 @@ export interface TaskOptions<C extends Condition = Condition, I extends TaskInpu
   secrets?: Record<string, SecretSource>;
   /** Overrides the global drift check; `false` turns it off for this task. */
   driftCheck?: DriftCheckOption | false;
+  /**
+   * Whether a run may apply a condition whose data dropped from some instances (or catalog
+   * services) to none (default true, as CTS). `false`: such a run fails with TASK_EMPTY_REFUSED and
+   * nothing is applied until the data is back or the option is turned on; empty data at a task's
+   * first run is always applied. Either way the drop is logged.
+   */
+  allowEmpty?: boolean;
   /** The task's workspace settings under the Terraform Cloud driver (CTS's `terraform_cloud_workspace`); ignored by the local driver. */
   terraformCloudWorkspace?: TerraformCloudWorkspaceOption;
 }
@@ -106,6 +113,8 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
   readonly secrets: Record<string, SecretSource>;
   /** Per-task drift check override. */
   readonly driftCheck: DriftCheckOption | false | undefined;
+  /** Whether data dropping to empty is applied (default true). */
+  readonly allowEmpty: boolean;
 
   constructor(options: TaskOptions<C, I>) {
     // Configs are loaded without a type-check: a missing argument arrives here at run time.
@@ -118,6 +127,7 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
     this.bufferPeriod = options.bufferPeriod;
     this.secrets = options.secrets ?? {};
     this.driftCheck = options.driftCheck;
+    this.allowEmpty = options.allowEmpty ?? true;
   }
 
   /** Builds the task's resources in `scope` from `input`. Called on every run; must be deterministic. */

@@ -168,6 +168,13 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
     return fatal ? jittered(this.timing.fatalRetryMs, FATAL_JITTER, this.random) : undefined;
   }
 
+  /** An answer at the held index that differs from the held data (see BlockingQuery.sameIndexDiffers). */
+  sameIndexDiffers(res: ViewAnswer<T>): boolean {
+    if ("unchanged" in res || !this.latest) return false;
+    if (res.source !== undefined && res.source === this.latest.source) return false;
+    return (res.digest ?? stableDigest(res.data)) !== this.latest.digest;
+  }
+
   /** Counted as an open blocking query while it waits. */
   reading(blocking: boolean): void {
     if (blocking) this.metrics.blockingQuery(this.kind, 1);
