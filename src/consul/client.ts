@@ -5,6 +5,7 @@ import { redactSecret, type Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { consulEnvForTerraform, resolveConsulConnection, type ConsulConnection, type ConsulConnectionConfig } from "./connection.ts";
 import { refusedServiceName, type CallDescription } from "./api-error.ts";
+import { createReachabilityTracker, type ConsulReachability } from "./reachability.ts";
 import { watchTokenFile } from "./token-file.ts";
 import { createConsulTransport, type CallOptions, type ConsulScope, type ConsulTransport } from "./transport.ts";
 
@@ -129,6 +130,8 @@ export interface ConsulClient extends ConsulApi {
   rotateToken(token: string): void;
   /** Consul's URL for messages (never carries the token). */
   url(): string;
+  /** Whether Consul answers, as this client's calls saw it (lost/back lines are logged here). */
+  readonly reachability: ConsulReachability;
   /** Stops following the token file and closes the pooled sockets. */
   close(): void;
 }
@@ -146,7 +149,8 @@ export interface ConsulClientOptions {
 /** Creates a Consul client (a config is resolved with Consul's environment variables as fallbacks). */
 export function createConsulClient(connection: ConsulConnection | ConsulConnectionConfig = {}, options: ConsulClientOptions = {}): ConsulClient {
   let conn = "scheme" in connection ? (connection as ConsulConnection) : resolveConsulConnection(connection);
-  const transport = createConsulTransport(conn, options.metrics);
+  const reachability = createReachabilityTracker(() => conn.url, options.log);
+  const transport = createConsulTransport(conn, options.metrics, reachability);
   const terraformEnv = consulEnvForTerraform(conn);
   const scopeOf = (r: ConsulScope): ConsulScope => ({
     ...(r.datacenter ? { datacenter: r.datacenter } : {}),
@@ -192,6 +196,7 @@ export function createConsulClient(connection: ConsulConnection | ConsulConnecti
   };
   return {
     terraformEnv,
+    reachability,
     connection: () => conn,
     rotateToken,
     url: () => transport.url(),

@@ -1,3 +1,4 @@
+import type { ConsulReachability } from "../consul/reachability.ts";
 import { hostname } from "node:os";
 import type { Clock } from "../clock.ts";
 import type { LoadedConfig } from "../config/load.ts";
@@ -53,6 +54,8 @@ export interface ControllerDeps {
   metrics?: Metrics;
   /** The clock of buffer periods and retry waits (default: the real one; unit tests pass a fake). */
   clock?: Clock;
+  /** Whether Consul answers (watch mode): statuses turn stale while it does not. */
+  consul?: ConsulReachability;
 }
 
 /**
@@ -87,6 +90,7 @@ export function createController(deps: ControllerDeps): Controller {
     },
     log,
     metrics,
+    ...(deps.consul ? { consul: deps.consul } : {}),
   });
   // The status gauges read the runtime when scraped, so they never disagree with the API.
   metrics.observe({
@@ -97,6 +101,7 @@ export function createController(deps: ControllerDeps): Controller {
         return view ? [{ task: name, enabled: view.enabled, status: view.status, ...(last ? { lastOutcome: last } : {}) }] : [];
       }),
     has: (name) => controller.view(name) !== undefined,
+    ...(deps.consul ? { consulReachable: () => deps.consul!.reachable } : {}),
     queue: () => controller.queueDepth(),
   });
   return controller;
@@ -157,6 +162,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     ...(opts.retries !== undefined ? { retries: opts.retries } : {}),
     ...(opts.retryDelayMs !== undefined ? { retryDelayMs: opts.retryDelayMs } : {}),
     ...(opts.lockWaitMs !== undefined ? { lockWaitMs: opts.lockWaitMs } : {}),
+    ...(watcher ? { consul: consul.reachability } : {}),
     metrics,
   });
   return {

@@ -108,11 +108,27 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
     );
     return { registered: false, deregister: async () => {} };
   }
+  // Consul back after an outage (an agent restarted without its data, or deregistered us while we
+  // could not see it): register again; the agent takes the same definition as a no-op otherwise.
+  const stopRestoring = consul.reachability?.onChange((reachable) => {
+    if (!reachable) return;
+    agentCall(consul, "registering this instance again", "CONSUL_REGISTER_FAILED", 5_000, (c, common) => c.agent.service.register({ ...definition, ...common })).then(
+      () => log.info(`registered service '${SELF_SERVICE_NAME}' with id '${opts.id}' in Consul again after Consul was back`, { id: opts.id }),
+      (err: unknown) => log.warn(`could not register service '${SELF_SERVICE_NAME}' (id '${opts.id}') again after Consul was back: ${messageOf(err)}`, { id: opts.id }),
+    );
+  });
   return {
     registered: true,
     async deregister() {
+      stopRestoring?.();
+      // Stopping must not wait on a Consul that is gone (SIGTERM during an outage): the agent
+      // drops the registration itself once its check is critical for 30 min.
+      if (consul.reachability && !consul.reachability.reachable) {
+        log.warn(`not deregistering service id '${opts.id}': Consul is unreachable (the agent removes it after its check stays critical for 30m)`, { id: opts.id });
+        return;
+      }
       try {
-        await agentCall(consul, "deregistering this instance", "CONSUL_REGISTER_FAILED", 5_000, (c, common) => c.agent.service.deregister({ id: opts.id, ...common }));
+        await agentCall(consul, "deregistering this instance", "CONSUL_REGISTER_FAILED", 1_000, (c, common) => c.agent.service.deregister({ id: opts.id, ...common }));
         log.info(`deregistered service id '${opts.id}' from Consul`, { id: opts.id });
       } catch (err) {
         log.warn(`could not deregister service id '${opts.id}' from Consul: ${messageOf(err)}`, { id: opts.id });
