@@ -63,6 +63,7 @@ export const ERROR_CATALOGUE = {
   CONSUL_PERMISSION_DENIED: { category: "external", fix: "Grant the ACL permission named (examples/acl/cts-policy.hcl has the least-privilege policy); `cts doctor` checks them all." },
   CONSUL_BAD_REQUEST: { category: "usage", fix: "Correct the condition's query (filter, namespace, datacenter) named in the message." },
   CONSUL_HTTP_ERROR: { category: "external", fix: "Read Consul's answer in the message; check the agent's logs." },
+  INSTANCE_ID_IN_USE: { category: "usage", fix: "Give each instance its own id (cts.config.ts `id`, CTS HCL `id`), or stop the other instance first." },
   CONSUL_REGISTER_FAILED: { category: "external", fix: "Grant service:write on consul-terraform-sync (or turn service registration off); the daemon runs on without it." },
   CONSUL_WATCH_FAILED: { category: "external", fix: "Read the cause; the watch retries with backoff." },
   WATCHER_CLOSED: { category: "internal", fix: "Report this as a bug: a subscription arrived after the watcher stopped." },

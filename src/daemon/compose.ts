@@ -223,6 +223,10 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
     ...(opts.apiAddress !== undefined ? { address: opts.apiAddress } : {}),
     ...(opts.apiPort !== undefined ? { port: opts.apiPort } : {}),
     ...(ha ? haApiOptions(ha) : {}),
+  }).catch(async (err: unknown) => {
+    // Refused to start (another live instance with this id, a port in use): nothing stays behind.
+    await runtime.close();
+    throw err;
   });
   ha?.setLocalAddress(api.url);
   if (ha) await ha.start();
