@@ -4,7 +4,11 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { tempDir, waitFor, writeConfig } from "../support/cts.ts";
-import { startCtsProcess, type CtsProcess } from "../support/cts-process.ts";
+import { CTS_BIN, startCtsProcess, type CtsProcess } from "../support/cts-process.ts";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
 
 const read = (p: string) => readFile(p, "utf8").catch(() => "");
 const getJson = async (url: string) => (await fetch(url)).json() as Promise<any>;
@@ -37,6 +41,11 @@ describe("Consul stopped while tasks run, changed while down, restarted (real ct
     cts = startCtsProcess(config, { name: "cts" });
     url = (await cts.waitForLine(/api: listening on (\S+)/, 120_000)).line.match(/listening on (\S+)/)![1]!;
     await waitFor(async () => (await read(web)).includes("web-1") && (await read(api)).includes("api-1"), 120_000, "the first applies");
+    // The file is written before the run's event is recorded: wait for both statuses too.
+    await waitFor(async () => {
+      const tasks = await getJson(`${url}/v1/status/tasks`);
+      return tasks.web?.status === "successful" && tasks.api?.status === "successful";
+    }, 60_000, "both tasks successful");
   });
   after(async () => {
     await cts?.terminate(15_000);
@@ -59,6 +68,10 @@ describe("Consul stopped while tasks run, changed while down, restarted (real ct
       assert.equal(tasks[name].stale.last_status, "successful");
     }
     assert.match(await (await fetch(`${url}/metrics`)).text(), /^cts_consul_reachable 0$/m);
+    assert.match(await (await fetch(`${url}/metrics`)).text(), /^cts_task_status\{task="web",status="unknown"\} 1$/m);
+    const { stdout } = await run(process.execPath, [CTS_BIN, "status", "--http-addr", url]);
+    assert.match(stdout, /Consul: UNREACHABLE since/);
+    assert.match(stdout, /unknown \(stale: successful\)/);
 
     // Back, with other data: a dev agent restarts with an empty catalog (and without cts's registration).
     await consul.resume();
@@ -67,11 +80,12 @@ describe("Consul stopped while tasks run, changed while down, restarted (real ct
     await waitFor(async () => (await read(web)).includes("web-2") && (await read(api)).includes("api-2"), 120_000, "both tasks re-synced");
     await waitFor(async () => Object.keys(await consul.api("GET", "/v1/agent/services")).includes("outage-cts"), 60_000, "the registration restored");
     assert.match(await (await fetch(`${url}/metrics`)).text(), /^cts_consul_reachable 1$/m);
-    assert.equal((await getJson(`${url}/v1/status/tasks`)).web.status, "successful");
+    await waitFor(async () => (await getJson(`${url}/v1/status/tasks`)).web.status === "successful", 60_000, "web successful again");
 
     const lines = cts.linesSince(mark);
     const at = (re: RegExp) => lines.findIndex((l) => re.test(l));
     assert.equal(lines.filter((l) => /lost contact with Consul/.test(l)).length, 1, "one warn line when Consul is lost");
+    assert.deepEqual(lines.filter((l) => /\[WARN\].*Cannot reach Consul/.test(l) && !/lost contact/.test(l)), [], "no warn line per task or per read while Consul is gone");
     assert.ok(at(/lost contact with Consul/) < at(/answers again/), "lost, then back");
     assert.ok(at(/answers again/) < at(/task 'web': applied/) && at(/answers again/) < at(/task 'api': applied/), "the re-syncs come after the back line");
     assert.equal(lines.filter((l) => /answers again/.test(l)).length, 1, "one info line when Consul is back");
