@@ -36,6 +36,8 @@ export interface CtsTaskStatus {
   services: string[];
   events_url: string;
   events?: TaskEvent[];
+  /** Beyond CTS, only while Consul is unreachable (status is then "unknown"): the applied state may no longer match Consul. */
+  stale?: { since: string; last_status: TaskStatus; reason: string };
   /** Beyond CTS, only for tasks with drift checks (or checked on demand): settings and the last finding. */
   drift?: CtsDriftStatus;
   /** Beyond CTS, only while the task holds a plan waiting for approval. */
@@ -188,6 +190,7 @@ export function taskStatus(v: TaskView, events: TaskEvent[], includeEvents: bool
     services: union((e) => e.config.services ?? []),
     events_url: events.length ? `/v1/status/tasks/${encodeURIComponent(v.name)}?include=events` : "",
     ...(includeEvents ? { events: shaped } : {}),
+    ...(v.stale ? { stale: { since: v.stale.since, last_status: v.stale.lastStatus, reason: v.stale.reason } } : {}),
     ...(v.drift ? { drift: driftToCts(v)! } : {}),
     ...(v.held ? { held: heldToApi(v.held) } : {}),
   };
@@ -226,7 +229,10 @@ export function eventToCts(e: TaskEvent, v: TaskView): TaskEvent {
 }
 
 /** `GET /v1/status`'s summary. */
-export function overallStatus(views: TaskView[]): { task_summary: { status: Record<TaskStatus, number>; enabled: { true: number; false: number } } } {
+export function overallStatus(
+  views: TaskView[],
+  consul?: { reachable: boolean; lostSince?: string | undefined; reason?: string | undefined },
+): { task_summary: { status: Record<TaskStatus, number>; enabled: { true: number; false: number } }; consul?: { reachable: boolean; since?: string; reason?: string } } {
   const status: Record<TaskStatus, number> = { successful: 0, errored: 0, critical: 0, unknown: 0 };
   const enabled = { true: 0, false: 0 };
   for (const v of views) {
@@ -234,5 +240,7 @@ export function overallStatus(views: TaskView[]): { task_summary: { status: Reco
     if (v.enabled) enabled.true++;
     else enabled.false++;
   }
-  return { task_summary: { status, enabled } };
+  // Beyond CTS: whether Consul answers (every task's status is "unknown" while it does not).
+  const c = consul ? { consul: { reachable: consul.reachable, ...(consul.lostSince ? { since: consul.lostSince } : {}), ...(consul.reason ? { reason: consul.reason } : {}) } } : {};
+  return { task_summary: { status, enabled }, ...c };
 }

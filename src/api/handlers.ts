@@ -32,6 +32,8 @@ export interface ApiDeps {
   pin?: (task: string, member: string | null) => Promise<void>;
   /** Awaited after every task-changing call, before answering (HA: the change is stored in Consul). */
   afterChange?: () => Promise<void>;
+  /** Whether Consul answers (the daemon's one client): `GET /v1/status` says so beside CTS's summary. */
+  consul?: { reachable: boolean; lostSince?: string | undefined; reason?: string | undefined };
   /** `GET /metrics`: the Prometheus text (app.ts answers it; without it the route answers 404). */
   metrics?: () => Promise<{ contentType: string; body: string }>;
 }
@@ -240,7 +242,7 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
         if (!deps.cluster) throw new ApiError(405, "high availability is not configured on this instance, so there is no cluster status. Run cts with high availability to use this endpoint.");
         return { status: 200, body: await guard(deps.cluster) };
       case "status":
-        return { status: 200, body: overallStatus(ctrl.taskNames().flatMap((n) => ctrl.view(n) ?? [])) };
+        return { status: 200, body: overallStatus(ctrl.taskNames().flatMap((n) => ctrl.view(n) ?? []), deps.consul) };
       case "status-tasks": {
         if (m.task) existing(m.task);
         const include = m.query.get("include") === "events";

@@ -2,7 +2,7 @@ import type { ApiConfig } from "../config/types.ts";
 import type { ServiceRegistrationConfig } from "../config/service-registration.ts";
 import { CtsError } from "../errors.ts";
 import type { Runtime } from "../runtime/interfaces.ts";
-import { consulProblem, registerSelf } from "./registration.ts";
+import { consulProblem, liveInstanceWithId, registerSelf } from "./registration.ts";
 import type { ApiDeps } from "../api/handlers.ts";
 import { apiToken } from "../api/auth.ts";
 import { redactSecret } from "../log.ts";
@@ -57,6 +57,7 @@ export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined,
     log,
     health: cachedProbe(() => consulProblem(rt.consul)),
     metrics: () => rt.metrics.scrape(),
+    consul: rt.consul.reachability,
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
     ...(opts.beforeChange ? { beforeChange: opts.beforeChange } : {}),
     ...(opts.afterChange ? { afterChange: opts.afterChange } : {}),
@@ -70,6 +71,13 @@ export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined,
   });
   const bound = await server.listen(port, address);
   log.info(`api: listening on ${bound.url}`, { address: bound.address, port: bound.port });
+  if (opts.register !== false) {
+    const conflict = await liveInstanceWithId(rt.consul, { id: rt.id, address: bound.address, port: bound.port, ...(config?.tls ? { https: true } : {}) });
+    if (conflict) {
+      await server.close();
+      throw new CtsError("INSTANCE_ID_IN_USE", "usage", conflict);
+    }
+  }
   const registration =
     opts.register === false
       ? undefined
