@@ -95,6 +95,8 @@ export interface SelfRegistrationOptions {
   https?: boolean;
   /** CTS's `service_registration` settings (name, advertised address, namespace, check). */
   registration?: ServiceRegistrationConfig;
+  /** How often the agent's services are checked for this registration, which is put back when gone (default 30 s). */
+  checkEveryMs?: number;
   log: Logger;
 }
 
@@ -169,18 +171,20 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
   }
   const definition = selfServiceDefinition(opts);
   const name = String(definition.Name);
-  try {
-    // The namespace goes in the client's namespace scope (X-Consul-Namespace); the package's
-    // register() keeps every other field of CTS's body. Consul CE refuses a namespace (400).
-    const scope = typeof definition.Namespace === "string" ? { namespace: definition.Namespace } : {};
-    const { Namespace: _ns, ...body } = definition;
-    await consul.call(
-      { what: "registering this instance", permission: `service:write on "${name}"` },
+  // The namespace goes in the client's namespace scope (X-Consul-Namespace); the package's
+  // register() keeps every other field of CTS's body. Consul CE refuses a namespace (400).
+  const scope = typeof definition.Namespace === "string" ? { namespace: definition.Namespace } : {};
+  const { Namespace: _ns, ...body } = definition;
+  const register = (what: string) =>
+    consul.call(
+      { what, permission: `service:write on "${name}"` },
       scope,
       { timeoutMs: 5_000 },
       (c, common) => c.agent.service.register({ ...body, ...common } as Parameters<PackageClient["agent"]["service"]["register"]>[0]),
       agentError("CONSUL_REGISTER_FAILED"),
     );
+  try {
+    await register("registering this instance");
     log.info(`registered service '${name}' with id '${opts.id}' in Consul`, { id: opts.id, service_name: name });
   } catch (err) {
     log.warn(
@@ -189,19 +193,38 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
     );
     return { registered: false, deregister: async () => {} };
   }
+  let stopped = false;
+  const restore = async (why: string) => {
+    if (stopped) return; // deregistered meanwhile: a check in flight must not put it back
+    await register("registering this instance again").then(
+      () => log.info(`registered service '${name}' with id '${opts.id}' in Consul again: ${why}`, { id: opts.id, service_name: name }),
+      (err: unknown) => log.warn(`could not register service '${name}' (id '${opts.id}') again (${why}): ${messageOf(err)}`, { id: opts.id, service_name: name }),
+    );
+  };
   // Consul back after an outage (an agent restarted without its data, or deregistered us while we
   // could not see it): register again; the agent takes the same definition as a no-op otherwise.
   const stopRestoring = consul.reachability?.onChange((reachable) => {
-    if (!reachable) return;
-    agentCall(consul, "registering this instance again", "CONSUL_REGISTER_FAILED", 5_000, (c, common) => c.agent.service.register({ ...definition, ...common })).then(
-      () => log.info(`registered service '${SELF_SERVICE_NAME}' with id '${opts.id}' in Consul again after Consul was back`, { id: opts.id }),
-      (err: unknown) => log.warn(`could not register service '${SELF_SERVICE_NAME}' (id '${opts.id}') again after Consul was back: ${messageOf(err)}`, { id: opts.id }),
-    );
+    if (reachable) void restore("Consul is back");
   });
+  // Without an outage too: an agent restarted between two reads, or someone deregistered the
+  // service by hand. The agent's own list is checked on a slow timer and the service put back.
+  let checking = false;
+  const timer = setInterval(() => {
+    if (checking || (consul.reachability && !consul.reachability.reachable)) return;
+    checking = true;
+    consul
+      .call({ what: "reading the agent's services", permission: `service:read on "${name}"` }, scope, { timeoutMs: 5_000 }, (c, common) => c.agent.service.list(common), agentError("CONSUL_REGISTER_FAILED"))
+      .then((res) => (res.data && !(opts.id in res.data) ? restore("the agent no longer had it") : undefined))
+      .catch(() => undefined) // unreachable: the reachability tracker says so, and restores when back
+      .finally(() => (checking = false));
+  }, opts.checkEveryMs ?? 30_000);
+  timer.unref();
   return {
     registered: true,
     async deregister() {
+      stopped = true;
       stopRestoring?.();
+      clearInterval(timer);
       // Stopping must not wait on a Consul that is gone (SIGTERM during an outage): the agent
       // drops the registration itself once its check is critical for 30 min.
       if (consul.reachability && !consul.reachability.reachable) {
