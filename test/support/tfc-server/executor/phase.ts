@@ -98,6 +98,20 @@ async function inWorkDir<T>(input: PhaseInput, phase: string, fn: (dir: string, 
 }
 
 /**
+ * The CLI config of one run: the offline provider mirror, without the shared plugin cache. Runs of
+ * different workspaces execute at once, as on a real server, and Terraform's plugin cache is not
+ * safe for installs from several processes at once (one init re-links an entry while another
+ * starts the provider: a run errors at random). Each run installs from the mirror into its own
+ * `.terraform`, as a TFC worker with an empty cache does.
+ */
+async function runCliConfig(shared: string, dir: string): Promise<string> {
+  const text = (await readFile(shared, "utf8")).replace(/^\s*plugin_cache_dir\s*=.*$/m, "");
+  const file = join(dir, ".tofu.rc");
+  await writeFile(file, text, { mode: 0o600 });
+  return file;
+}
+
+/**
  * The run's environment: the server's own (variant `runsOnSameHost`) or only PATH and a HOME of
  * its own; then the offline CLI config and TFC's run variables; then the workspace's env vars.
  */
@@ -112,7 +126,7 @@ async function runEnv(input: PhaseInput, dir: string): Promise<Record<string, st
     env.HOME = home;
   }
   Object.assign(env, {
-    TF_CLI_CONFIG_FILE: input.tofu.cliConfig,
+    TF_CLI_CONFIG_FILE: await runCliConfig(input.tofu.cliConfig, dir),
     CHECKPOINT_DISABLE: "1",
     TF_IN_AUTOMATION: "1",
     TF_INPUT: "0",
