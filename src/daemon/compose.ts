@@ -280,6 +280,7 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
     ...(opts.apiPort !== undefined ? { port: opts.apiPort } : {}),
     ...(loaded.config.consul?.serviceRegistration ? { registration: loaded.config.consul.serviceRegistration } : {}),
     ...(ha ? haApiOptions(ha) : {}),
+    driver: loaded.config.driver?.terraformCloud ? "terraformCloud" : "terraform",
   });
   ha?.setLocalAddress(api.url);
   if (ha) await ha.start();
