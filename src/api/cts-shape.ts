@@ -5,6 +5,7 @@ import type { DriftState } from "../runtime/drift.ts";
 import type { HeldPlan } from "../runtime/holds.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
+import type { TerraformCloudWorkspaceOption } from "../task/task.ts";
 import { encodeVariables } from "./cts-variables.ts";
 
 /** A task in CTS's API JSON shape (plus `origin`, which says where the task was defined). */
@@ -24,6 +25,8 @@ export interface CtsTask {
   buffer_period: { enabled: boolean; min: string; max: string } | Record<string, unknown>;
   /** Beyond CTS: "config" (cts.config.ts) or "api" (created through the API). */
   origin: "config" | "api";
+  /** Terraform Cloud driver: the task's workspace settings, present only when set (as in CTS). */
+  terraform_cloud_workspace?: Record<string, string>;
 }
 
 /** A task's status entry, as `/v1/status/tasks` returns it. */
@@ -154,7 +157,19 @@ export function taskToCts(v: TaskView): CtsTask {
       ? { enabled: true, min: formatDuration(v.bufferPeriod.min), max: formatDuration(v.bufferPeriod.max) }
       : { enabled: false, min: "0s", max: "0s" },
     origin: v.origin,
+    ...tfcWorkspaceToCts(v.spec?.terraformCloudWorkspace),
   };
+}
+
+/** CTS's `terraform_cloud_workspace`, echoed only when a setting is present (as CTS does). */
+function tfcWorkspaceToCts(ws: TerraformCloudWorkspaceOption | undefined): Record<string, unknown> {
+  if (!ws) return {};
+  const out: Record<string, string> = {};
+  if (ws.executionMode) out.execution_mode = ws.executionMode;
+  if (ws.agentPoolId) out.agent_pool_id = ws.agentPoolId;
+  if (ws.agentPoolName) out.agent_pool_name = ws.agentPoolName;
+  if (ws.terraformVersion) out.terraform_version = ws.terraformVersion;
+  return Object.keys(out).length ? { terraform_cloud_workspace: out } : {};
 }
 
 /** A module task's own spec in CTS's shape (what PATCH merges into): the buffer period as written. */
@@ -170,6 +185,7 @@ export function specToCts(spec: ModuleTaskSpec): Record<string, unknown> {
     variables: { ...(spec.variables ?? {}) },
     condition: conditionToCts(spec.condition),
     module_input: inputsToCts(spec.inputs),
+    ...tfcWorkspaceToCts(spec.terraformCloudWorkspace),
     ...(bp === false
       ? { buffer_period: { enabled: false } }
       : bp

@@ -23,6 +23,8 @@ export interface DaemonApiOptions {
   beforeChange?: ApiDeps["beforeChange"];
   afterChange?: ApiDeps["afterChange"];
   pin?: ApiDeps["pin"];
+  /** The daemon's driver (whether tasks created through the API may carry Terraform Cloud settings). */
+  driver?: ApiDeps["driver"];
 }
 
 /** A health probe that asks Consul at most once per `ttlMs`; concurrent callers share one probe. */
@@ -62,6 +64,7 @@ export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined,
     ...(opts.beforeChange ? { beforeChange: opts.beforeChange } : {}),
     ...(opts.afterChange ? { afterChange: opts.afterChange } : {}),
     ...(opts.pin ? { pin: opts.pin } : {}),
+    ...(opts.driver ? { driver: opts.driver } : {}),
   }, {
     ...(config?.tls ? { tls: config.tls } : {}),
     ...(token ? { token } : {}),

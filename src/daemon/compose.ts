@@ -286,6 +286,7 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
     ...(opts.apiPort !== undefined ? { port: opts.apiPort } : {}),
     ...(loaded.config.consul?.serviceRegistration ? { registration: loaded.config.consul.serviceRegistration } : {}),
     ...(ha ? haApiOptions(ha) : {}),
+    driver: loaded.config.driver?.terraformCloud ? "terraformCloud" : "terraform",
   }).catch(async (err: unknown) => {
     // Refused to start (another live instance with this id, a port in use): nothing stays behind.
     await runtime.close();
