@@ -4,7 +4,7 @@
  *
  *   --quick                 small sizes (about 3 minutes)
  *   --help                  this text and every size with its default
- *   --only=a,b / --skip=a,b benchmarks by id: trigger, e2e, synthesis, throughput, scale, consul-load, lean
+ *   --only=a,b / --skip=a,b benchmarks by id: trigger, e2e, synthesis, throughput, scale, consul-load, lean, tfc
  *   --no-profile            do not re-run a missed benchmark under --cpu-prof
  *   --keep                  keep the scratch dirs ($TMPDIR/cts-bench-run-…: configs, working dirs)
  *   --out=<prefix>          write <prefix>.json and <prefix>.md instead
@@ -34,6 +34,7 @@ const BENCHES = [
   { id: "scale", module: "scale-memory.ts", limitMs: 8 * 60_000 },
   { id: "consul-load", module: "consul-load.ts", limitMs: 4 * 60_000 },
   { id: "lean", module: "lean-daemon.ts", limitMs: 6 * 60_000 },
+  { id: "tfc", module: "tfc-driver.ts", limitMs: 8 * 60_000 },
 ] as const;
 
 const DEFAULTS: Sizes = {
@@ -58,6 +59,8 @@ const DEFAULTS: Sizes = {
   leanChanges: 40,
   leanRuns: 100,
   leanStarts: 4,
+  tfcSamples: 10,
+  tfcTasks: 20,
 };
 
 const QUICK: Partial<Sizes> = {
@@ -80,6 +83,8 @@ const QUICK: Partial<Sizes> = {
   leanChanges: 10,
   leanRuns: 30,
   leanStarts: 2,
+  tfcSamples: 3,
+  tfcTasks: 20,
 };
 
 const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);

@@ -100,6 +100,10 @@ export interface Sizes {
   leanRuns: number;
   /** lean: restarts timed for the first sync. */
   leanStarts: number;
+  /** tfc: single changes timed against the TFE-API test server. */
+  tfcSamples: number;
+  /** tfc: tasks changing at once. */
+  tfcTasks: number;
 }
 
 /** A benchmark module's export. */

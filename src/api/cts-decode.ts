@@ -31,12 +31,13 @@ export const TASK_SHAPE: Shape = {
   module_input: MODULE_INPUT,
   buffer_period: { enabled: "leaf", min: "leaf", max: "leaf" },
   origin: "leaf",
+  terraform_cloud_workspace: { execution_mode: "leaf", agent_pool_id: "leaf", agent_pool_name: "leaf", terraform_version: "leaf" },
+  terraform_version: "leaf",
   // CTS fields we refuse with a hint: renamed so the hint applies whatever their case.
   services: "leaf",
   source: "leaf",
   source_input: "leaf",
   variable_files: "leaf",
-  terraform_version: "leaf",
 };
 
 /** `POST /v1/tasks`'s envelope. */

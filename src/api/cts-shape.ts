@@ -5,6 +5,7 @@ import type { DriftState } from "../runtime/drift.ts";
 import type { HeldPlan } from "../runtime/holds.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
+import type { TerraformCloudWorkspaceOption } from "../task/task.ts";
 import { encodeVariables } from "./cts-variables.ts";
 
 /** A task in CTS's API JSON shape (plus `origin`, which says where the task was defined). */
@@ -24,6 +25,8 @@ export interface CtsTask {
   buffer_period: { enabled: boolean; min: string; max: string } | Record<string, unknown>;
   /** Beyond CTS: "config" (cts.config.ts) or "api" (created through the API). */
   origin: "config" | "api";
+  /** Terraform Cloud driver: the task's workspace settings, present only when set (as in CTS). */
+  terraform_cloud_workspace?: Record<string, string>;
 }
 
 /** A task's status entry, as `/v1/status/tasks` returns it. */
@@ -36,6 +39,8 @@ export interface CtsTaskStatus {
   services: string[];
   events_url: string;
   events?: TaskEvent[];
+  /** Beyond CTS, only while Consul is unreachable (status is then "unknown"): the applied state may no longer match Consul. */
+  stale?: { since: string; last_status: TaskStatus; reason: string };
   /** Beyond CTS, only for tasks with drift checks (or checked on demand): settings and the last finding. */
   drift?: CtsDriftStatus;
   /** Beyond CTS, only while the task holds a plan waiting for approval. */
@@ -152,7 +157,19 @@ export function taskToCts(v: TaskView): CtsTask {
       ? { enabled: true, min: formatDuration(v.bufferPeriod.min), max: formatDuration(v.bufferPeriod.max) }
       : { enabled: false, min: "0s", max: "0s" },
     origin: v.origin,
+    ...tfcWorkspaceToCts(v.spec?.terraformCloudWorkspace),
   };
+}
+
+/** CTS's `terraform_cloud_workspace`, echoed only when a setting is present (as CTS does). */
+function tfcWorkspaceToCts(ws: TerraformCloudWorkspaceOption | undefined): Record<string, unknown> {
+  if (!ws) return {};
+  const out: Record<string, string> = {};
+  if (ws.executionMode) out.execution_mode = ws.executionMode;
+  if (ws.agentPoolId) out.agent_pool_id = ws.agentPoolId;
+  if (ws.agentPoolName) out.agent_pool_name = ws.agentPoolName;
+  if (ws.terraformVersion) out.terraform_version = ws.terraformVersion;
+  return Object.keys(out).length ? { terraform_cloud_workspace: out } : {};
 }
 
 /** A module task's own spec in CTS's shape (what PATCH merges into): the buffer period as written. */
@@ -168,6 +185,7 @@ export function specToCts(spec: ModuleTaskSpec): Record<string, unknown> {
     variables: { ...(spec.variables ?? {}) },
     condition: conditionToCts(spec.condition),
     module_input: inputsToCts(spec.inputs),
+    ...tfcWorkspaceToCts(spec.terraformCloudWorkspace),
     ...(bp === false
       ? { buffer_period: { enabled: false } }
       : bp
@@ -188,6 +206,7 @@ export function taskStatus(v: TaskView, events: TaskEvent[], includeEvents: bool
     services: union((e) => e.config.services ?? []),
     events_url: events.length ? `/v1/status/tasks/${encodeURIComponent(v.name)}?include=events` : "",
     ...(includeEvents ? { events: shaped } : {}),
+    ...(v.stale ? { stale: { since: v.stale.since, last_status: v.stale.lastStatus, reason: v.stale.reason } } : {}),
     ...(v.drift ? { drift: driftToCts(v)! } : {}),
     ...(v.held ? { held: heldToApi(v.held) } : {}),
   };
@@ -226,7 +245,10 @@ export function eventToCts(e: TaskEvent, v: TaskView): TaskEvent {
 }
 
 /** `GET /v1/status`'s summary. */
-export function overallStatus(views: TaskView[]): { task_summary: { status: Record<TaskStatus, number>; enabled: { true: number; false: number } } } {
+export function overallStatus(
+  views: TaskView[],
+  consul?: { reachable: boolean; lostSince?: string | undefined; reason?: string | undefined },
+): { task_summary: { status: Record<TaskStatus, number>; enabled: { true: number; false: number } }; consul?: { reachable: boolean; since?: string; reason?: string } } {
   const status: Record<TaskStatus, number> = { successful: 0, errored: 0, critical: 0, unknown: 0 };
   const enabled = { true: 0, false: 0 };
   for (const v of views) {
@@ -234,5 +256,7 @@ export function overallStatus(views: TaskView[]): { task_summary: { status: Reco
     if (v.enabled) enabled.true++;
     else enabled.false++;
   }
-  return { task_summary: { status, enabled } };
+  // Beyond CTS: whether Consul answers (every task's status is "unknown" while it does not).
+  const c = consul ? { consul: { reachable: consul.reachable, ...(consul.lostSince ? { since: consul.lostSince } : {}), ...(consul.reason ? { reason: consul.reason } : {}) } } : {};
+  return { task_summary: { status, enabled }, ...c };
 }

@@ -32,6 +32,10 @@ export interface ApiDeps {
   pin?: (task: string, member: string | null) => Promise<void>;
   /** Awaited after every task-changing call, before answering (HA: the change is stored in Consul). */
   afterChange?: () => Promise<void>;
+  /** Whether Consul answers (the daemon's one client): `GET /v1/status` says so beside CTS's summary. */
+  consul?: { reachable: boolean; lostSince?: string | undefined; reason?: string | undefined };
+  /** The daemon's driver: with "terraformCloud" a task may carry CTS's terraform_cloud_workspace and terraform_version (default "terraform"). */
+  driver?: "terraform" | "terraformCloud";
   /** `GET /metrics`: the Prometheus text (app.ts answers it; without it the route answers 404). */
   metrics?: () => Promise<{ contentType: string; body: string }>;
 }
@@ -98,7 +102,7 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
 
   async function createTask(m: Match, body: BodyReader): Promise<Answer> {
     const { parseCreateBody } = await requestSchemas();
-    const spec = parseCreateBody(await decodeCreateRequest(await body()));
+    const spec = parseCreateBody(await decodeCreateRequest(await body()), { driver: deps.driver ?? "terraform" });
     const run = m.query.get("run");
     return locks.run(spec.name, () =>
       guard(async () => {
@@ -142,7 +146,7 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
         if (Object.keys(patch.changes).length > 0) {
           if (v.origin !== "api" || !v.spec)
             throw new ApiError(400, `task '${name}' is defined in code (${v.className}); through the API only 'enabled' can change. Change it in cts.config.ts and restart.`);
-          const spec = parseTask(patchedTask(specToCts(v.spec), patch));
+          const spec = parseTask(patchedTask(specToCts(v.spec), patch), "task", { driver: deps.driver ?? "terraform" });
           if (run === "inspect") return { status: 200, body: { inspect: inspectOf(await ctrl.dryRunModuleTask(spec)) } };
           await ctrl.replaceModuleTask(name, spec);
           log.info(`task '${name}': replaced through the API`, { task: name, fields: Object.keys(patch.changes).join(",") });
@@ -240,7 +244,7 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
         if (!deps.cluster) throw new ApiError(405, "high availability is not configured on this instance, so there is no cluster status. Run cts with high availability to use this endpoint.");
         return { status: 200, body: await guard(deps.cluster) };
       case "status":
-        return { status: 200, body: overallStatus(ctrl.taskNames().flatMap((n) => ctrl.view(n) ?? [])) };
+        return { status: 200, body: overallStatus(ctrl.taskNames().flatMap((n) => ctrl.view(n) ?? []), deps.consul) };
       case "status-tasks": {
         if (m.task) existing(m.task);
         const include = m.query.get("include") === "events";

@@ -2,36 +2,87 @@ import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import { catalogServices, consulKv, schedule, services, type Condition, type TaskInputs } from "../task/conditions.ts";
 import { ModuleTask } from "../task/module-task.ts";
 import { taskProblems } from "../task/validate.ts";
-import type { BufferPeriodOption } from "../task/task.ts";
+import type { BufferPeriodOption, TerraformCloudWorkspaceOption } from "../task/task.ts";
+import { TFC_TERRAFORM_CONSTRAINT, terraformCloudWorkspaceProblems } from "../config/terraform-cloud.ts";
 import { CREATE_SHAPE, foldKeys } from "./cts-decode.ts";
 import { ApiError } from "./http-io.ts";
 import { isObject, problemsOf, show } from "./schema-messages.ts";
 import { ctsTaskSchema, decodeCtsJson, type CtsBufferPeriodJson, type CtsConditionJson, type CtsConsulKvJson, type CtsServicesJson, type CtsTaskJson } from "./task-schema.ts";
+
+/** What parsing a task depends on: the daemon's driver decides whether Terraform Cloud settings are allowed. */
+export interface TaskParseOptions {
+  /** "terraformCloud" accepts `terraform_cloud_workspace` and `terraform_version`; the local driver (default) refuses them, as CTS (OSS) does. */
+  driver?: "terraform" | "terraformCloud";
+}
 
 /**
  * Parses `POST /v1/tasks`'s body (`{"task":{...}}`) into a module task spec; 400 listing every
  * problem. Keys may be in any case; `variables` must already be decoded (decodeCreateRequest does
  * that, async, at the request boundary, so values are never decoded twice).
  */
-export function parseCreateBody(raw: unknown): ModuleTaskSpec {
+export function parseCreateBody(raw: unknown, opts: TaskParseOptions = {}): ModuleTaskSpec {
   const body = foldKeys(raw, CREATE_SHAPE, "");
   // The envelope's mistakes get whole-request hints (wrap the task), not field problems.
   if (!isObject(body)) throw new ApiError(400, `the request body must be a JSON object like {"task":{...}} (got ${show(body)}).`);
   const extra = Object.keys(body).filter((k) => k !== "task");
   if (body.task === undefined && ("name" in body || "module" in body)) throw new ApiError(400, `wrap the task in an object: {"task":{"name":...,"module":...}}.`);
   if (extra.length) throw new ApiError(400, `the request body has unsupported keys: ${extra.join(", ")}. Send {"task":{...}}.`);
-  return parseTask(body.task);
+  return parseTask(body.task, "task", opts);
 }
 
 /** Parses a task in CTS's API shape into a module task spec; 400 listing every problem. */
-export function parseTask(task: unknown, at = "task"): ModuleTaskSpec {
+export function parseTask(task: unknown, at = "task", opts: TaskParseOptions = {}): ModuleTaskSpec {
   const parsed = ctsTaskSchema.safeParse(decodeCtsJson(task));
   if (!parsed.success) throw invalid(problemsOf(parsed.error.issues, at));
-  const spec = specOf(parsed.data);
+  const workspace = workspaceOf(parsed.data, at, opts.driver ?? "terraform");
+  const spec = { ...specOf(parsed.data), ...(workspace ? { terraformCloudWorkspace: workspace } : {}) };
   // The runtime's own checks (cron syntax, regexps, buffer with schedule…), with API field names.
   const problems = taskProblems(new ModuleTask(spec)).map((p) => `${at}.${apiField(p.field)} ${p.message}`);
   if (problems.length) throw invalid(problems);
   return spec;
+}
+
+const WORKSPACE_KEYS = { executionMode: "execution_mode", agentPoolId: "agent_pool_id", agentPoolName: "agent_pool_name", terraformVersion: "terraform_version" } as const;
+const WORKSPACE_FIXES: Record<string, string> = {
+  execution_mode: ' Set "execution_mode" to "remote" or "agent" (with agent_pool_id or agent_pool_name).',
+  agent_pool_id: ' Set "execution_mode": "agent", or remove the agent pool.',
+  agent_pool_name: ' Set "execution_mode": "agent", or remove the agent pool.',
+  terraform_version: ` Send an exact version x.y.z within ${TFC_TERRAFORM_CONSTRAINT}.`,
+};
+
+/**
+ * The task's `terraform_cloud_workspace` and deprecated `terraform_version` (the block's version
+ * wins; `""` is unset, as in CTS), checked with the config's shared rules and CTS's messages.
+ * Under the local driver a non-empty setting is refused: it would silently do nothing there.
+ */
+function workspaceOf(t: CtsTaskJson, at: string, driver: "terraform" | "terraformCloud"): TerraformCloudWorkspaceOption | undefined {
+  const block: Record<string, string> = {};
+  for (const [field, key] of Object.entries(WORKSPACE_KEYS)) {
+    const v = t.terraform_cloud_workspace?.[key];
+    if (v) block[field] = v;
+  }
+  const taskVersion = t.terraform_version || undefined;
+  if (driver !== "terraformCloud") {
+    const problems: string[] = [];
+    if (taskVersion) problems.push(`${at}.terraform_version is only valid with the Terraform Cloud driver (as in CTS). Remove it, or configure driver.terraformCloud in the daemon's config.`);
+    if (Object.keys(block).length) problems.push(`${at}.terraform_cloud_workspace is only valid with the Terraform Cloud driver (as in CTS). Remove it, or configure driver.terraformCloud in the daemon's config.`);
+    if (problems.length) throw invalid(problems);
+    return undefined;
+  }
+  const field = `${at}.terraform_cloud_workspace`;
+  const problems = terraformCloudWorkspaceProblems(block as TerraformCloudWorkspaceOption, field, taskVersion ? { version: taskVersion, field: `${at}.terraform_version` } : undefined);
+  if (problems.length)
+    throw invalid(
+      problems.map((p) => {
+        const camel = p.field.startsWith(`${field}.`) ? (p.field.slice(field.length + 1) as keyof typeof WORKSPACE_KEYS) : undefined;
+        const key = camel ? WORKSPACE_KEYS[camel] : "terraform_version";
+        const fix = /is required/.test(p.message) ? ' Add "agent_pool_id" or "agent_pool_name", or use "execution_mode": "remote".' : WORKSPACE_FIXES[key];
+        return `${camel ? `${field}.${key}` : p.field}: ${p.message}.${fix}`;
+      }),
+    );
+  const version = block.terraformVersion || taskVersion;
+  const out = { ...block, ...(version ? { terraformVersion: version } : {}) } as TerraformCloudWorkspaceOption;
+  return Object.keys(out).length ? out : undefined;
 }
 
 const invalid = (problems: string[]) => new ApiError(400, `invalid task: ${problems.join(" ")}`);

@@ -27,7 +27,6 @@ const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 /** CTS task fields cts refuses, with the fix. */
 const REFUSED = {
   variable_files: "is not supported through the API. Put the values in task.variables.",
-  terraform_version: "is a Terraform Cloud (Enterprise) setting that cts does not have. Remove it.",
   services: "is CTS's deprecated task field. Use task.condition.services.names.",
   source: "was renamed to module in CTS 0.5. Use task.module.",
   source_input: "was renamed to module_input in CTS 0.5. Use task.module_input.",
@@ -137,6 +136,15 @@ const providersSchema = listOf(z.string({ error: PROVIDERS }), PROVIDERS).refine
   error: "is not supported: cts has no terraform_provider blocks. Configure providers inside the module (or use a task class), and send providers: [] or leave it out.",
 });
 
+/**
+ * CTS's `terraform_cloud_workspace` as its Go client sends it (pointer fields, omitempty: absent or
+ * a string; `""` is unset, as CTS's IsEmpty treats it). Its rules and the driver check are in task-request.ts.
+ */
+const tfcWorkspaceSchema = fields(
+  { execution_mode: text().optional(), agent_pool_id: text().optional(), agent_pool_name: text().optional(), terraform_version: text().optional() },
+  { like: `like {"execution_mode":"agent","agent_pool_name":"pool","terraform_version":"1.5.7"}` },
+);
+
 /** The task's own fields, in the order their problems are reported. */
 const taskFields = {
   name: text().superRefine((name, ctx) => {
@@ -152,6 +160,10 @@ const taskFields = {
   condition: conditionSchema,
   module_input: moduleInputSchema.optional(),
   buffer_period: bufferPeriodSchema.optional(),
+  /** Terraform Cloud driver only (task-request.ts refuses them under the local driver). */
+  terraform_cloud_workspace: tfcWorkspaceSchema.optional(),
+  /** CTS's deprecated task-level version (the block's version wins). */
+  terraform_version: text().optional(),
   /** What GET answers (where the task was defined); accepted so a GET answer can be sent back. */
   origin: z.unknown().optional(),
 };
@@ -180,5 +192,7 @@ export type CtsConditionJson = CtsTaskJson["condition"];
 export type CtsServicesJson = z.output<typeof servicesInput>;
 /** A valid consul-kv block (condition or module input). */
 export type CtsConsulKvJson = z.output<typeof consulKvInput>;
+/** A valid terraform_cloud_workspace block. */
+export type CtsTfcWorkspaceJson = z.output<typeof tfcWorkspaceSchema>;
 /** A valid buffer period block. */
 export type CtsBufferPeriodJson = z.output<typeof bufferPeriodSchema>;

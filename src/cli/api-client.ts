@@ -1,8 +1,8 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { CtsError, messageOf } from "../errors.ts";
+import { readCaDir } from "../ca-dir.ts";
 
 /** Default address of a cts daemon's API (CTS's). */
 export const DEFAULT_HTTP_ADDR = "http://127.0.0.1:8558";
@@ -61,17 +61,13 @@ export function clientOptionsFrom(flags: ApiClientOptions, env: Record<string, s
 
 /** Every PEM certificate file under a directory (recursively, as CTS's go-rootcerts reads -ca-path). */
 function readCaPath(dir: string): Buffer[] {
-  let files: string[];
   try {
-    files = readdirSync(dir, { recursive: true, withFileTypes: true })
-      .filter((e) => e.isFile())
-      .map((e) => join(e.parentPath, e.name));
+    return readCaDir(dir);
   } catch (cause) {
-    throw new CtsError("API_TLS_FILE", "usage", `cannot read --ca-path '${dir}' (${(cause as NodeJS.ErrnoException).code ?? cause}). Fix --ca-path or CTS_CAPATH.`, { cause });
+    const code = (cause as NodeJS.ErrnoException).code;
+    if (code) throw new CtsError("API_TLS_FILE", "usage", `cannot read --ca-path '${dir}' (${code}). Fix --ca-path or CTS_CAPATH.`, { cause });
+    throw new CtsError("API_TLS_FILE", "usage", `--ca-path '${dir}' holds no PEM certificate. Point --ca-path (CTS_CAPATH) at a directory of CA certificates.`);
   }
-  const pems = files.map((f) => readPem(f, "--ca-path", "CTS_CAPATH")).filter((b) => b.includes("-----BEGIN CERTIFICATE-----"));
-  if (!pems.length) throw new CtsError("API_TLS_FILE", "usage", `--ca-path '${dir}' holds no PEM certificate. Point --ca-path (CTS_CAPATH) at a directory of CA certificates.`);
-  return pems;
 }
 
 function readPem(file: string, flag: string, env: string): Buffer {

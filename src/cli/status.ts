@@ -54,6 +54,10 @@ export function registerStatus(program: Command): void {
         `Tasks: ${s.status.successful} successful, ${s.status.errored} errored, ${s.status.critical} critical, ${s.status.unknown} unknown; ` +
           `${s.enabled.true} enabled, ${s.enabled.false} disabled\n\n`,
       );
+      // Beyond CTS: a daemon that cannot reach Consul says so first.
+      const consul = summary.consul as ApiBody | undefined;
+      if (consul && consul.reachable === false)
+        say(`Consul: UNREACHABLE since ${consul.since ?? "?"} (${consul.reason ?? "no reason given"}); task statuses are stale (STATUS shows the last one in brackets)\n\n`);
       const list = Object.values(tasks) as ApiBody[];
       process.stdout.write(
         table([
@@ -61,7 +65,7 @@ export function registerStatus(program: Command): void {
           ...list.map((t) => {
             const last = (t.events as ApiBody[] | undefined)?.[0];
             const result = last ? (last.success ? (last.outcome ?? "ok") : last.outcome === "held" || last.outcome === "rejected" ? last.outcome : "failed") : "-";
-            return [t.task_name, t.held ? "held" : t.status, String(t.enabled), last?.end_time ?? (t.events_url ? "(use --events)" : "-"), result, driftText(t.drift)];
+            return [t.task_name, t.held ? "held" : t.stale ? `unknown (stale: ${t.stale.last_status})` : t.status, String(t.enabled), last?.end_time ?? (t.events_url ? "(use --events)" : "-"), result, driftText(t.drift)];
           }),
         ]),
       );

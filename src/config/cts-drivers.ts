@@ -4,6 +4,7 @@ import { isObject } from "../is-object.ts";
 import type { HclValue } from "./hcl.ts";
 import { redactSecret } from "../log.ts";
 import { terraformCloudDriverProblems } from "./terraform-cloud.ts";
+import { tlsFileSettings } from "./cts-tls.ts";
 
 /** The two drivers CTS knows, by their HCL label. */
 export type CtsDriverLabel = "terraform" | "terraform-cloud";
@@ -162,14 +163,7 @@ function terraformCloudDriver(d: ReadBlock, warn: (b: ReadBlock, key: string, wh
       if (t.verify !== undefined && typeof t.verify !== "boolean") throw configError(tls.file, lineOf(tls, "verify"), "'tls.verify' must be true or false.");
       if ((t.cert === undefined) !== (t.key === undefined))
         throw configError(tls.file, tls.line, "driver \"terraform-cloud\" tls needs both cert and key for a client certificate, or neither.");
-      out.tls = {
-        ...(t.ca_cert !== undefined ? { caCert: String(t.ca_cert) } : {}),
-        ...(t.ca_path !== undefined ? { caPath: String(t.ca_path) } : {}),
-        ...(t.cert !== undefined ? { cert: String(t.cert) } : {}),
-        ...(t.key !== undefined ? { key: String(t.key) } : {}),
-        ...(t.server_name !== undefined ? { serverName: String(t.server_name) } : {}),
-        ...(t.verify === false ? { verify: false } : {}),
-      };
+      out.tls = tlsFileSettings(t, t.verify as boolean | undefined);
     }
   }
   // The rules cts.config.ts gets too (names, tags, hostname), reported at the HCL key's line.

@@ -10,6 +10,7 @@ import { ctsConsulTransport } from "./consul-transport.ts";
 import { weaklyTyped } from "./cts-weak-types.ts";
 import { SYSLOG_FACILITIES, syslogPriority } from "../log-syslog.ts";
 import { guardSettings } from "../task/guards.ts";
+import { tlsFileSettings } from "./cts-tls.ts";
 
 /** A CTS config mapped onto ours, with what was accepted but has no effect here. */
 export interface MappedCtsConfig {
@@ -146,14 +147,7 @@ function vaultConfig(b: ReadBlock, warn: (b: ReadBlock, key: string, why: string
   const tls = one(b, "tls");
   if (tls && bool(tls, "enabled") !== false) {
     const t = tls.attrs;
-    out.tls = {
-      ...(t.ca_cert !== undefined ? { caCert: String(t.ca_cert) } : {}),
-      ...(t.ca_path !== undefined ? { caPath: String(t.ca_path) } : {}),
-      ...(t.cert !== undefined ? { cert: String(t.cert) } : {}),
-      ...(t.key !== undefined ? { key: String(t.key) } : {}),
-      ...(t.server_name !== undefined ? { serverName: String(t.server_name) } : {}),
-      ...(bool(tls, "verify") === false ? { verify: false } : {}),
-    };
+    out.tls = tlsFileSettings(t, bool(tls, "verify"));
   }
   const transport = one(b, "transport");
   for (const k of Object.keys(transport?.attrs ?? {})) warn(transport!, k, "is accepted and has no effect: cts's Vault client pools connections itself.");

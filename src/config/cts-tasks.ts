@@ -97,6 +97,8 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
       ...(condition.kind === "schedule" ? {} : bp ? { bufferPeriod: bufferPeriod(bp) } : {}),
       ...(workspace ? { terraformCloudWorkspace: workspace } : {}),
       ...guardsOf(one(t, "guards"), true),
+      // cts's own key (CTS has none): refuse to apply a condition that dropped to no instances.
+      ...(a.cts_allow_empty !== undefined ? { allowEmpty: a.cts_allow_empty as boolean } : {}),
     });
     // The checks every task gets (cron, regexp, buffer period…), reported at the task's place in the file.
     const problems = taskProblems(task);

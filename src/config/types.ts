@@ -1,4 +1,5 @@
 import type { ConsulTlsOptions } from "../consul/connection.ts";
+import type { TlsFileSettings } from "../tls-files.ts";
 import type { BufferPeriodOption, DriftCheckOption, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import type { ServiceRegistrationConfig } from "./service-registration.ts";
@@ -58,7 +59,7 @@ export interface VaultConfig {
   unwrapToken?: boolean;
   /** How long a secret without a lease is kept before it is read again (default 5m, as CTS). */
   defaultLeaseDuration?: string;
-  tls?: { caCert?: string; caPath?: string; cert?: string; key?: string; serverName?: string; verify?: boolean };
+  tls?: TlsFileSettings;
 }
 
 /**
@@ -82,16 +83,8 @@ export interface TerraformCloudDriverConfig {
     /** A found workspace must carry none of these tags (wins over the allowlist). */
     tagsDenylist?: string[];
   };
-  /** TLS for a Terraform Enterprise behind a private CA (CTS's driver `tls` block; the same fields as src/tfc/tls.ts). */
-  tls?: {
-    caCert?: string;
-    caPath?: string;
-    cert?: string;
-    key?: string;
-    serverName?: string;
-    /** false: do not verify the server's certificate (test servers only). Default true. */
-    verify?: boolean;
-  };
+  /** TLS for a Terraform Enterprise behind a private CA (CTS's driver `tls` block). */
+  tls?: TlsFileSettings;
   /** `required_providers` entries added to every uploaded root module (CTS's `required_providers`). */
   requiredProviders?: Record<string, { source?: string; version?: string }>;
 }

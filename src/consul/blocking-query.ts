@@ -34,6 +34,13 @@ export interface BlockingQuery<A extends IndexedAnswer> {
   reading?(blocking: boolean): void;
   /** A read ended, answered or failed (a cancelled one too: the owner knows whether it closed). */
   readEnded?(ok: boolean, blocking: boolean, seconds: number): void;
+  /**
+   * An answer at the index already held (the wait ran out, or Consul woke the read): true when it
+   * differs from the data held anyway, and the next read starts over at index 0. Consul wakes the
+   * reads of a token whose ACLs changed and answers them at the old index without saying what
+   * it filtered; only a full read carries X-Consul-Results-Filtered-By-ACLs.
+   */
+  sameIndexDiffers?(answer: A): boolean;
   /** The index went back to 0 (Consul's index went backwards, or a read failed). */
   indexReset?(): void;
 }
@@ -97,7 +104,12 @@ export async function followBlockingQuery<A extends IndexedAnswer>(
         index = 0n;
         query.indexReset?.();
       } else if (index > 0n && answer.index === index) {
-        // The wait ran out (or Consul woke up spuriously): nothing changed, ask again.
+        // The wait ran out (or Consul woke up spuriously): nothing changed, ask again — unless the
+        // answer differs from the data held (a token's ACLs changed): then a full read.
+        if (query.sameIndexDiffers?.(answer)) {
+          index = 0n;
+          query.indexReset?.();
+        }
       } else {
         index = answer.index > 0n ? answer.index : 1n;
         const told = query.answered(answer);

@@ -4,7 +4,8 @@ import { quote } from "../quote.ts";
 import { redactSecret, type Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { consulEnvForTerraform, resolveConsulConnection, type ConsulConnection, type ConsulConnectionConfig } from "./connection.ts";
-import { refusedServiceName } from "./api-error.ts";
+import { refusedServiceName, type CallDescription } from "./api-error.ts";
+import { createReachabilityTracker, type ConsulReachability } from "./reachability.ts";
 import { watchTokenFile } from "./token-file.ts";
 import { createConsulTransport, type CallOptions, type ConsulScope, type ConsulTransport } from "./transport.ts";
 
@@ -129,6 +130,8 @@ export interface ConsulClient extends ConsulApi {
   rotateToken(token: string): void;
   /** Consul's URL for messages (never carries the token). */
   url(): string;
+  /** Whether Consul answers, as this client's calls saw it (lost/back lines are logged here). */
+  readonly reachability: ConsulReachability;
   /** Stops following the token file and closes the pooled sockets. */
   close(): void;
 }
@@ -146,7 +149,8 @@ export interface ConsulClientOptions {
 /** Creates a Consul client (a config is resolved with Consul's environment variables as fallbacks). */
 export function createConsulClient(connection: ConsulConnection | ConsulConnectionConfig = {}, options: ConsulClientOptions = {}): ConsulClient {
   let conn = "scheme" in connection ? (connection as ConsulConnection) : resolveConsulConnection(connection);
-  const transport = createConsulTransport(conn, options.metrics);
+  const reachability = createReachabilityTracker(() => conn.url, options.log);
+  const transport = createConsulTransport(conn, options.metrics, reachability);
   const terraformEnv = consulEnvForTerraform(conn);
   const scopeOf = (r: ConsulScope): ConsulScope => ({
     ...(r.datacenter ? { datacenter: r.datacenter } : {}),
@@ -167,8 +171,32 @@ export function createConsulClient(connection: ConsulConnection | ConsulConnecti
         options.log?.info(`consul: the token in ${file} changed; using the new one`);
       })
     : undefined;
+  // Whether Consul enforces ACLs on calls without a token: asked once, when an empty answer to a
+  // call without a token needs it (a failed probe is asked again next time).
+  let aclsOn: Promise<boolean> | undefined;
+  const anonymousCheck = async (describe: () => Omit<CallDescription, "url">): Promise<void> => {
+    aclsOn ??= transport
+      .get(() => ({ what: "checking whether Consul enforces ACLs", permission: "none" }), {}, {}, "/acl/token/self")
+      .then(
+        () => false,
+        (err: unknown) => {
+          if (err instanceof CtsError && typeof err.detail.status === "number") return err.detail.status === 403;
+          aclsOn = undefined;
+          throw err;
+        },
+      );
+    if (!(await aclsOn)) return;
+    const desc = describe();
+    throw new CtsError(
+      "CONSUL_PERMISSION_DENIED",
+      "external",
+      `Consul enforces ACLs and cts sends no token: its empty answer to ${desc.what} cannot be told from one the ACLs emptied, so it is not used. Set consul.token (or CONSUL_HTTP_TOKEN, or consul.tokenFile) to a token with ${desc.permission} (see examples/acl/cts-policy.hcl).`,
+      { detail: { status: 403, anonymous: true } },
+    );
+  };
   return {
     terraformEnv,
+    reachability,
     connection: () => conn,
     rotateToken,
     url: () => transport.url(),
@@ -196,19 +224,14 @@ export function createConsulClient(connection: ConsulConnection | ConsulConnecti
             "CONSUL_PERMISSION_DENIED",
             "external",
             `Consul filtered instances of service ${quote(req.service)} by ACLs: the token lacks ${desc.permission}. Grant service:read on ${quote(req.service)} and node:read on its nodes (see examples/acl/cts-policy.hcl).`,
-            { detail: { status: 403 } },
+            { detail: { status: 403, filteredByAcls: true } },
           );
         }
         const body = r.data ?? Buffer.alloc(0);
-        const bodyDigest = opts.digestBody || opts.sameAs !== undefined ? createHash("sha256").update(body).digest("base64") : undefined;
-        if (bodyDigest !== undefined && bodyDigest === opts.sameAs) return { data: [], index: r.index, bodyDigest, unchanged: true };
-        let data: HealthEntry[] | null = [];
-        try {
-          if (body.length > 0) data = JSON.parse(body.toString("utf8")) as HealthEntry[] | null;
-        } catch (cause) {
-          throw new CtsError("CONSUL_HTTP_ERROR", "external", `Consul's answer to ${describe().what} is not JSON (${(cause as Error).message}). cts will retry; check what listens at ${transport.url()}.`, { cause });
-        }
-        return { data: data ?? [], index: r.index, ...(bodyDigest !== undefined ? { bodyDigest } : {}) };
+        // Without a token Consul never says it filtered (it hides that from anonymous callers): an
+        // empty answer is then checked against whether ACLs are on.
+        if (isEmptyList(body) && !conn.token) return anonymousCheck(describe).then(() => parseHealth(r.index, body, opts, describe, transport.url()));
+        return parseHealth(r.index, body, opts, describe, transport.url());
       }, (err: unknown) => {
         throw refusedServiceName(err, req.service) ?? err;
       });
@@ -221,6 +244,16 @@ export function createConsulClient(connection: ConsulConnection | ConsulConnecti
       const r = await transport.call(desc, scopeOf(req), opts, (c, common) =>
         c.catalog.service.list({ ...(nodeMeta.length ? { "node-meta": nodeMeta } : {}), ...common }),
       );
+      // A catalog the ACLs shortened would drop services (and their resources) as if deregistered.
+      if (r.filtered) {
+        throw new CtsError(
+          "CONSUL_PERMISSION_DENIED",
+          "external",
+          `Consul filtered the catalog's services by ACLs: the token lacks service:read on some of them. Grant service:read on every service the task watches (a service_prefix rule; see examples/acl/cts-policy.hcl), or set the right token in consul.token / CONSUL_HTTP_TOKEN.`,
+          { detail: { status: 403, filteredByAcls: true } },
+        );
+      }
+      if (!conn.token && (r.data === undefined || r.data === null || Object.keys(r.data).length === 0)) await anonymousCheck(() => desc);
       return { data: r.data ?? {}, index: r.index };
     },
     async kv(req, opts = {}) {
@@ -235,4 +268,24 @@ export function createConsulClient(connection: ConsulConnection | ConsulConnecti
       transport.close();
     },
   };
+}
+
+/** True for a JSON body that holds no entries (`[]`, `null` or nothing). */
+function isEmptyList(body: Buffer): boolean {
+  if (body.length > 16) return false;
+  const text = body.toString("utf8").trim();
+  return text === "" || text === "[]" || text === "null";
+}
+
+/** A health answer's body parsed (or found `unchanged` against `opts.sameAs`). */
+function parseHealth(index: bigint, body: Buffer, opts: HealthQueryOptions, describe: () => { what: string }, url: string): HealthQueryResult {
+  const bodyDigest = opts.digestBody || opts.sameAs !== undefined ? createHash("sha256").update(body).digest("base64") : undefined;
+  if (bodyDigest !== undefined && bodyDigest === opts.sameAs) return { data: [], index, bodyDigest, unchanged: true };
+  let data: HealthEntry[] | null = [];
+  try {
+    if (body.length > 0) data = JSON.parse(body.toString("utf8")) as HealthEntry[] | null;
+  } catch (cause) {
+    throw new CtsError("CONSUL_HTTP_ERROR", "external", `Consul's answer to ${describe().what} is not JSON (${(cause as Error).message}). cts will retry; check what listens at ${url}.`, { cause });
+  }
+  return { data: data ?? [], index, ...(bodyDigest !== undefined ? { bodyDigest } : {}) };
 }

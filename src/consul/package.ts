@@ -71,6 +71,8 @@ export interface PackageClient {
     self(o: CommonCallOptions): Promise<Answer<unknown>>;
     service: {
       register(o: CommonCallOptions & Record<string, unknown>): Promise<Answer<never>>;
+      /** `GET /v1/agent/services`: the agent's services by id. */
+      list(o: CommonCallOptions): Promise<Answer<Record<string, { ID?: string; Service?: string; Address?: string; Port?: number }>>>;
       deregister(o: CommonCallOptions & { id: string }): Promise<Answer<never>>;
     };
   };

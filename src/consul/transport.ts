@@ -5,6 +5,7 @@ import { abortError, toConsulError, type CallDescription } from "./api-error.ts"
 import { basicAuthHeader, httpsOptions, type ConsulConnection } from "./connection.ts";
 import { openPackageClient, type Answer, type CommonCallOptions, type PackageClient } from "./package.ts";
 import { rawGet, type RawGetTarget } from "./raw-get.ts";
+import type { ReachabilityTracker } from "./reachability.ts";
 import { createSocketPool } from "./socket-pool.ts";
 
 /** Where a call goes: Consul's datacenter, namespace and admin partition (all optional). */
@@ -76,7 +77,7 @@ const PLAIN_TIMEOUT_MS = 60_000;
  * namespace being a client-wide header) and the raw GETs. The token is not part of the pool: it
  * travels with each call, so rotating it needs no new sockets.
  */
-export function createConsulTransport(conn: ConsulConnection, metrics: Metrics = noMetrics): ConsulTransport {
+export function createConsulTransport(conn: ConsulConnection, metrics: Metrics = noMetrics, reach?: ReachabilityTracker): ConsulTransport {
   const secure = conn.scheme === "https";
   const agent = createSocketPool(secure, conn.transport);
   const tls = secure ? httpsOptions(conn) : {};
@@ -133,10 +134,17 @@ export function createConsulTransport(conn: ConsulConnection, metrics: Metrics =
       try {
         const [res, body] = await run(clientFor(scope.namespace), common);
         ok = true;
+        reach?.answered();
         return toReply(res, body);
       } catch (err) {
         if (signal?.aborted) throw abortError(signal);
-        throw mapError(err, { ...desc, url: conn.url });
+        // Reachability is judged on Consul's own error mapping (a caller's mapper words it its way).
+        const consulError = toConsulError(err, { ...desc, url: conn.url });
+        if (reach) {
+          if (consulError.detail.status !== undefined) reach.answered();
+          else reach.failed(consulError);
+        }
+        throw mapError === toConsulError ? consulError : mapError(err, { ...desc, url: conn.url });
       } finally {
         signal?.removeEventListener("abort", onAbort);
         // A call we cancelled (stop, a closed view) says nothing about Consul.
@@ -153,13 +161,17 @@ export function createConsulTransport(conn: ConsulConnection, metrics: Metrics =
       return rawGet(targetFor(scope.namespace), search ? `/v1${path}?${search}` : `/v1${path}`, timeout, signal).then(
         ([res, body]) => {
           metrics.consulRequest({ ok: true, blocking, seconds: (performance.now() - started) / 1000 });
+          reach?.answered();
           return toReply(res, body);
         },
         (err: unknown) => {
           // A call we cancelled (stop, a closed view) says nothing about Consul.
           if (signal?.aborted) throw abortError(signal);
           metrics.consulRequest({ ok: false, blocking, seconds: (performance.now() - started) / 1000 });
-          throw toConsulError(err, { ...describe(), url: conn.url });
+          const consulError = toConsulError(err, { ...describe(), url: conn.url });
+          if (consulError.detail.status !== undefined) reach?.answered();
+          else reach?.failed(consulError);
+          throw consulError;
         },
       );
     },

@@ -2,7 +2,7 @@ import type { ApiConfig } from "../config/types.ts";
 import type { ServiceRegistrationConfig } from "../config/service-registration.ts";
 import { CtsError } from "../errors.ts";
 import type { Runtime } from "../runtime/interfaces.ts";
-import { consulProblem, registerSelf } from "./registration.ts";
+import { consulProblem, liveInstanceWithId, registerSelf } from "./registration.ts";
 import type { ApiDeps } from "../api/handlers.ts";
 import { apiToken } from "../api/auth.ts";
 import { redactSecret } from "../log.ts";
@@ -23,6 +23,8 @@ export interface DaemonApiOptions {
   beforeChange?: ApiDeps["beforeChange"];
   afterChange?: ApiDeps["afterChange"];
   pin?: ApiDeps["pin"];
+  /** The daemon's driver (whether tasks created through the API may carry Terraform Cloud settings). */
+  driver?: ApiDeps["driver"];
 }
 
 /** A health probe that asks Consul at most once per `ttlMs`; concurrent callers share one probe. */
@@ -57,10 +59,12 @@ export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined,
     log,
     health: cachedProbe(() => consulProblem(rt.consul)),
     metrics: () => rt.metrics.scrape(),
+    consul: rt.consul.reachability,
     ...(opts.cluster ? { cluster: opts.cluster } : {}),
     ...(opts.beforeChange ? { beforeChange: opts.beforeChange } : {}),
     ...(opts.afterChange ? { afterChange: opts.afterChange } : {}),
     ...(opts.pin ? { pin: opts.pin } : {}),
+    ...(opts.driver ? { driver: opts.driver } : {}),
   }, {
     ...(config?.tls ? { tls: config.tls } : {}),
     ...(token ? { token } : {}),
@@ -70,6 +74,13 @@ export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined,
   });
   const bound = await server.listen(port, address);
   log.info(`api: listening on ${bound.url}`, { address: bound.address, port: bound.port });
+  if (opts.register !== false) {
+    const conflict = await liveInstanceWithId(rt.consul, { id: rt.id, address: bound.address, port: bound.port, ...(config?.tls ? { https: true } : {}) });
+    if (conflict) {
+      await server.close();
+      throw new CtsError("INSTANCE_ID_IN_USE", "usage", conflict);
+    }
+  }
   const registration =
     opts.register === false
       ? undefined

@@ -1,3 +1,4 @@
+import type { ConsulReachability } from "../consul/reachability.ts";
 import { hostname } from "node:os";
 import type { Clock } from "../clock.ts";
 import type { LoadedConfig } from "../config/load.ts";
@@ -61,6 +62,8 @@ export interface ControllerDeps {
   templates?: RunTemplates;
   /** The clock of buffer periods and retry waits (default: the real one; unit tests pass a fake). */
   clock?: Clock;
+  /** Whether Consul answers (watch mode): statuses turn stale while it does not. */
+  consul?: ConsulReachability;
 }
 
 /**
@@ -146,6 +149,7 @@ export function createController(deps: ControllerDeps): Controller {
     },
     log,
     metrics,
+    ...(deps.consul ? { consul: deps.consul } : {}),
   });
   // The status gauges read the runtime when scraped, so they never disagree with the API.
   metrics.observe({
@@ -156,6 +160,7 @@ export function createController(deps: ControllerDeps): Controller {
         return view ? [{ task: name, enabled: view.enabled, status: view.status, held: view.held !== undefined, ...(last ? { lastOutcome: last } : {}) }] : [];
       }),
     has: (name) => controller.view(name) !== undefined,
+    ...(deps.consul ? { consulReachable: () => deps.consul!.reachable } : {}),
     queue: () => controller.queueDepth(),
   });
   return controller;
@@ -217,6 +222,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     ...(opts.retries !== undefined ? { retries: opts.retries } : {}),
     ...(opts.retryDelayMs !== undefined ? { retryDelayMs: opts.retryDelayMs } : {}),
     ...(opts.lockWaitMs !== undefined ? { lockWaitMs: opts.lockWaitMs } : {}),
+    ...(watcher ? { consul: consul.reachability } : {}),
     metrics,
     templates: templates.values,
   });
@@ -280,6 +286,11 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
     ...(opts.apiPort !== undefined ? { port: opts.apiPort } : {}),
     ...(loaded.config.consul?.serviceRegistration ? { registration: loaded.config.consul.serviceRegistration } : {}),
     ...(ha ? haApiOptions(ha) : {}),
+    driver: loaded.config.driver?.terraformCloud ? "terraformCloud" : "terraform",
+  }).catch(async (err: unknown) => {
+    // Refused to start (another live instance with this id, a port in use): nothing stays behind.
+    await runtime.close();
+    throw err;
   });
   ha?.setLocalAddress(api.url);
   if (ha) await ha.start();

@@ -1,3 +1,5 @@
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
 import type { CallDescription } from "../consul/api-error.ts";
 import type { ConsulClient } from "../consul/client.ts";
 import type { Answer, CommonCallOptions, PackageClient } from "../consul/package.ts";
@@ -38,6 +40,45 @@ export async function consulProblem(consul: ConsulClient, timeoutMs = 2_000): Pr
   }
 }
 
+/**
+ * Another live instance registered with this id on the local agent, in words, or undefined. The
+ * same instance restarting is not one: its registration names the address and port this API now
+ * listens on, or nothing answers at the address it names (a dead process). Anything else that
+ * answers HTTP there is alive, and registering over it would take its registration away.
+ * Undefined too when the agent cannot be asked (the registration then says why).
+ */
+export async function liveInstanceWithId(consul: ConsulClient, opts: Omit<SelfRegistrationOptions, "log">, timeoutMs = 2_000): Promise<string | undefined> {
+  let services: Record<string, { ID?: string; Service?: string; Address?: string; Port?: number }>;
+  try {
+    const res = await agentCall(consul, "listing the agent's services", "CONSUL_REGISTER_FAILED", 5_000, (c, common) => c.agent.service.list(common));
+    services = res.data ?? {};
+  } catch {
+    return undefined;
+  }
+  const svc = services[opts.id];
+  if (!svc || svc.Service !== SELF_SERVICE_NAME || typeof svc.Port !== "number") return undefined;
+  const theirs = svc.Address ?? "";
+  const ours = WILDCARD.has(opts.address) ? "" : opts.address;
+  if (svc.Port === opts.port && (theirs === ours || theirs === "" || ours === "")) return undefined;
+  const host = theirs === "" ? "127.0.0.1" : theirs;
+  if (!(await answersHttp(host, svc.Port, opts.https === true, timeoutMs))) return undefined;
+  return `another cts instance is registered in Consul with id '${opts.id}' and answers at ${host}:${svc.Port}: two instances with one id take each other's registration (and, with high availability, each other's place). Set a unique id in the config (cts.config.ts \`id\`, CTS HCL \`id\`), or stop the other instance.`;
+}
+
+/** Whether anything answers HTTP(S) at host:port within the limit (any status counts). */
+function answersHttp(host: string, port: number, https: boolean, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const request = https ? httpsRequest : httpRequest;
+    const req = request({ host, port, path: "/v1/health", method: "GET", timeout: timeoutMs, ...(https ? { rejectUnauthorized: false } : {}) }, (res) => {
+      res.resume();
+      resolve(true);
+    });
+    req.on("timeout", () => req.destroy());
+    req.on("error", () => resolve(false));
+    req.end();
+  });
+}
+
 /** Where the API listens, as the registration advertises it. */
 export interface SelfRegistrationOptions {
   /** The instance id (service id). */
@@ -54,6 +95,8 @@ export interface SelfRegistrationOptions {
   https?: boolean;
   /** CTS's `service_registration` settings (name, advertised address, namespace, check). */
   registration?: ServiceRegistrationConfig;
+  /** How often the agent's services are checked for this registration, which is put back when gone (default 30 s). */
+  checkEveryMs?: number;
   log: Logger;
 }
 
@@ -128,18 +171,20 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
   }
   const definition = selfServiceDefinition(opts);
   const name = String(definition.Name);
-  try {
-    // The namespace goes in the client's namespace scope (X-Consul-Namespace); the package's
-    // register() keeps every other field of CTS's body. Consul CE refuses a namespace (400).
-    const scope = typeof definition.Namespace === "string" ? { namespace: definition.Namespace } : {};
-    const { Namespace: _ns, ...body } = definition;
-    await consul.call(
-      { what: "registering this instance", permission: `service:write on "${name}"` },
+  // The namespace goes in the client's namespace scope (X-Consul-Namespace); the package's
+  // register() keeps every other field of CTS's body. Consul CE refuses a namespace (400).
+  const scope = typeof definition.Namespace === "string" ? { namespace: definition.Namespace } : {};
+  const { Namespace: _ns, ...body } = definition;
+  const register = (what: string) =>
+    consul.call(
+      { what, permission: `service:write on "${name}"` },
       scope,
       { timeoutMs: 5_000 },
       (c, common) => c.agent.service.register({ ...body, ...common } as Parameters<PackageClient["agent"]["service"]["register"]>[0]),
       agentError("CONSUL_REGISTER_FAILED"),
     );
+  try {
+    await register("registering this instance");
     log.info(`registered service '${name}' with id '${opts.id}' in Consul`, { id: opts.id, service_name: name });
   } catch (err) {
     log.warn(
@@ -148,11 +193,46 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
     );
     return { registered: false, deregister: async () => {} };
   }
+  let stopped = false;
+  const restore = async (why: string) => {
+    if (stopped) return; // deregistered meanwhile: a check in flight must not put it back
+    await register("registering this instance again").then(
+      () => log.info(`registered service '${name}' with id '${opts.id}' in Consul again: ${why}`, { id: opts.id, service_name: name }),
+      (err: unknown) => log.warn(`could not register service '${name}' (id '${opts.id}') again (${why}): ${messageOf(err)}`, { id: opts.id, service_name: name }),
+    );
+  };
+  // Consul back after an outage (an agent restarted without its data, or deregistered us while we
+  // could not see it): register again; the agent takes the same definition as a no-op otherwise.
+  const stopRestoring = consul.reachability?.onChange((reachable) => {
+    if (reachable) void restore("Consul is back");
+  });
+  // Without an outage too: an agent restarted between two reads, or someone deregistered the
+  // service by hand. The agent's own list is checked on a slow timer and the service put back.
+  let checking = false;
+  const timer = setInterval(() => {
+    if (checking || (consul.reachability && !consul.reachability.reachable)) return;
+    checking = true;
+    consul
+      .call({ what: "reading the agent's services", permission: `service:read on "${name}"` }, scope, { timeoutMs: 5_000 }, (c, common) => c.agent.service.list(common), agentError("CONSUL_REGISTER_FAILED"))
+      .then((res) => (res.data && !(opts.id in res.data) ? restore("the agent no longer had it") : undefined))
+      .catch(() => undefined) // unreachable: the reachability tracker says so, and restores when back
+      .finally(() => (checking = false));
+  }, opts.checkEveryMs ?? 30_000);
+  timer.unref();
   return {
     registered: true,
     async deregister() {
+      stopped = true;
+      stopRestoring?.();
+      clearInterval(timer);
+      // Stopping must not wait on a Consul that is gone (SIGTERM during an outage): the agent
+      // drops the registration itself once its check is critical for 30 min.
+      if (consul.reachability && !consul.reachability.reachable) {
+        log.warn(`not deregistering service id '${opts.id}': Consul is unreachable (the agent removes it after its check stays critical for 30m)`, { id: opts.id });
+        return;
+      }
       try {
-        await agentCall(consul, "deregistering this instance", "CONSUL_REGISTER_FAILED", 5_000, (c, common) => c.agent.service.deregister({ id: opts.id, ...common }));
+        await agentCall(consul, "deregistering this instance", "CONSUL_REGISTER_FAILED", 1_000, (c, common) => c.agent.service.deregister({ id: opts.id, ...common }));
         log.info(`deregistered service id '${opts.id}' from Consul`, { id: opts.id });
       } catch (err) {
         log.warn(`could not deregister service id '${opts.id}' from Consul: ${messageOf(err)}`, { id: opts.id });

@@ -61,6 +61,8 @@ export interface StateProbe {
   has(task: string): boolean;
   /** Runs waiting for a slot, and runs in progress. */
   queue(): { waiting: number; running: number };
+  /** Whether Consul answers (the daemon's; absent in one-shot commands). */
+  consulReachable?(): boolean;
 }
 
 /** Metrics that record nothing (one-shot commands, unit tests). */

@@ -67,6 +67,14 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
     },
   });
   new Gauge({
+    name: "cts_consul_reachable",
+    help: "1 while Consul answers this instance's calls, 0 while it cannot be reached (task statuses are then stale).",
+    registers,
+    collect() {
+      this.set(probe?.consulReachable ? (probe.consulReachable() ? 1 : 0) : 1);
+    },
+  });
+  new Gauge({
     name: "cts_run_queue_depth",
     help: "Runs waiting for a slot in the work queue.",
     registers,

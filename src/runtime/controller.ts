@@ -1,3 +1,4 @@
+import type { ConsulReachability } from "../consul/reachability.ts";
 import { once } from "node:events";
 import { atMost } from "../pause.ts";
 import { CtsError, messageOf, doctorHint } from "../errors.ts";
@@ -31,6 +32,8 @@ export interface ControllerParts {
   triggers: TriggerSettings;
   log: Logger;
   metrics?: Metrics;
+  /** Whether Consul answers (watch mode): while it does not, every task's status is stale. */
+  consul?: ConsulReachability;
 }
 
 /**
@@ -126,7 +129,12 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     const drift = d.enabled || e.lastDrift ? { drift: { ...d, ...(e.lastDrift ? { last: e.lastDrift } : {}) } } : {};
     const { guards, always } = this.parts.runner.guardsOf(e);
     const held = this.parts.runner.holds.held(name);
-    const view = this.parts.tasks.view(name, { status: this.events.status(name), running: this.runs.queue.isRunning(name), bufferPeriod: this.triggers.bufferFor(e), ...drift });
+    const status = this.events.status(name);
+    const consul = this.parts.consul;
+    // Consul unreachable: what was applied may no longer match Consul; the status says "unknown",
+    // the view says since when and what the last status was.
+    const stale = consul && !consul.reachable ? { status: "unknown" as const, stale: { since: consul.lostSince ?? "", lastStatus: status, reason: consul.reason ?? "" } } : { status };
+    const view = this.parts.tasks.view(name, { ...stale, running: this.runs.queue.isRunning(name), bufferPeriod: this.triggers.bufferFor(e), ...drift });
     if (!view) return view;
     return { ...view, ...(held ? { held } : {}), ...(guards || always ? { guards: { ...(guards ? { guards } : {}), approval: always ? "always" : "guards" } } : {}) };
   }

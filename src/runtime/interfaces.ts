@@ -35,6 +35,8 @@ export interface TaskView {
   enabled: boolean;
   origin: "config" | "api";
   status: TaskStatus;
+  /** While Consul is unreachable (status is then "unknown"): since when, the status before, why. */
+  stale?: { since: string; lastStatus: TaskStatus; reason: string };
   condition: unknown;
   inputs: unknown;
   module?: string;

@@ -66,6 +66,8 @@ export async function withRetries<T>(
   signal: AbortSignal,
   onRetry?: (err: unknown, delayMs: number, attempt: number) => void,
   clock: Clock = systemClock,
+  /** A fresh signal per wait that ends the wait early and attempts at once (new data arrived). */
+  wake?: () => AbortSignal,
 ): Promise<T> {
   for (let n = 1; ; n++) {
     try {
@@ -74,7 +76,10 @@ export async function withRetries<T>(
       const delay = signal.aborted ? undefined : decide(err);
       if (delay === undefined) throw err;
       onRetry?.(err, delay, n);
-      if (!(await pause(delay, signal, clock))) throw err;
+      const woken = wake?.();
+      const waited = await pause(delay, woken ? AbortSignal.any([signal, woken]) : signal, clock);
+      // Cut short: by a stop (give up), or by new data (attempt now with it).
+      if (!waited && signal.aborted) throw err;
     }
   }
 }

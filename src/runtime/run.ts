@@ -13,6 +13,7 @@ import type { Synthesizer } from "../synth/synthesizer.ts";
 import { APPLIED_HASH_FILE } from "../synth/paths.ts";
 import { secretEnv } from "../task/secrets.ts";
 import { taskTemplateDependencies, TemplateRenderError, type TemplateDependency, type TemplateLookup } from "../task/provider-templates.ts";
+import type { AnyTaskInput } from "../task/task.ts";
 import type { RunOutcome } from "./interfaces.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import { driftSettings } from "./drift.ts";
@@ -55,7 +56,15 @@ export interface RunDeps {
 }
 
 /** `applied`: what the no-op skip compares, the JSON's hash and, when the task reads templates, a keyed digest of their values. */
-type Prepared = { synth: SynthResult; ws: TaskWorkspace; applied: string };
+type Prepared = { synth: SynthResult; ws: TaskWorkspace; applied: string; count: number | undefined };
+
+/** How many instances (services) or catalog services the condition's data holds; undefined for other conditions. */
+function conditionCount(e: TaskEntry, input: AnyTaskInput): number | undefined {
+  const kind = e.task.condition.kind;
+  if (kind === "services") return input.services?.length;
+  if (kind === "catalog-services") return input.catalogServices ? Object.keys(input.catalogServices).length : undefined;
+  return undefined;
+}
 
 /**
  * The last hop of a run: one attempt reads the task's input (task-input.ts), synthesizes it
@@ -84,9 +93,11 @@ export class TaskRunner {
 
   /** One attempt at a run: apply (skipped when nothing changed), plan or destroy. */
   async attempt(e: TaskEntry, mode: RunMode, signal: AbortSignal): Promise<RunOutcome> {
-    const { synth, ws, applied } = await this.prepare(e, signal);
+    const { synth, ws, applied, count } = await this.prepare(e, signal);
+    if (mode === "apply") this.checkEmpty(e, count);
     // CTS applies a scheduled task on every tick, whatever its data: the infrastructure may have drifted.
     if (mode === "apply" && e.task.condition.kind !== "schedule" && applied === e.lastAppliedHash) {
+      e.lastAppliedCount = count;
       // The inputs went back to what is applied: a hold made for other inputs no longer applies.
       if (this.holds.get(e.name).held || this.holds.get(e.name).rejected) await this.dropHold(e, "the inputs are back to what is applied");
       return { task: e.name, ok: true, outcome: "no-op", synth };
@@ -102,7 +113,7 @@ export class TaskRunner {
       const result = await driver.destroy(ws, { signal, onOutput });
       return { task: e.name, ok: true, outcome: "destroyed", result, synth };
     }
-    return this.apply(e, synth, ws, applied, signal);
+    return this.apply(e, synth, ws, applied, signal, count);
   }
 
   /**
@@ -113,12 +124,12 @@ export class TaskRunner {
     const { correct } = driftSettings(this.deps.loaded.config.driftCheck, e.task.driftCheck);
     const at = () => new Date().toISOString();
     if (!e.lastAppliedHash) return { task: e.name, ok: true, outcome: "not-applied", drift: { state: "not-applied", checkedAt: at() } };
-    const { synth, ws, applied: key } = await this.prepare(e, signal);
+    const { synth, ws, applied: key, count } = await this.prepare(e, signal);
     if (key !== e.lastAppliedHash) return { task: e.name, ok: true, outcome: "inputs-changed", synth, drift: { state: "inputs-changed", checkedAt: at() } };
     const plan = await this.deps.driver.plan(ws, { signal, onOutput: this.outputLog(e) });
     if (!plan.changesPresent) return { task: e.name, ok: true, outcome: "in-sync", result: plan, synth, drift: { state: "in-sync", checkedAt: at() } };
     if (!correct) return { task: e.name, ok: true, outcome: "drift", result: plan, synth, drift: { state: "drifted", checkedAt: at(), changes: plan.summary } };
-    const applied = await this.apply(e, synth, ws, key, signal);
+    const applied = await this.apply(e, synth, ws, key, signal, count);
     // Plan guards held the correction: the drift stays, waiting for `cts approve`.
     if (applied.outcome !== "applied") return { ...applied, outcome: "drift", drift: { state: "drifted", checkedAt: at(), changes: plan.summary } };
     return { ...applied, outcome: "drift", result: plan, drift: { state: "corrected", checkedAt: at(), changes: plan.summary, applied: applied.result!.summary } };
@@ -153,13 +164,14 @@ export class TaskRunner {
     // Stopped (pause, stop, delete) while reading or synthesizing: Terraform is not started at all.
     if (signal.aborted) throw new CtsError("TERRAFORM_CANCELLED", "external", "was cancelled before Terraform started; nothing was changed.", { task: e.name });
     // Secrets are read at every run (rotation needs no restart) and reach Terraform only as TF_VAR_ env.
+    const count = conditionCount(e, input);
     const described = (ws: TaskWorkspace): TaskWorkspace => {
       if (e.task.description) ws.description = e.task.description;
       if (e.task.terraformCloudWorkspace) ws.terraformCloudWorkspace = e.task.terraformCloudWorkspace;
       return ws;
     };
     const deps = taskTemplateDependencies(e.task as { secrets?: unknown; providers?: unknown });
-    if (deps.size === 0) return { synth, ws: described({ task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } }), applied: synth.hash };
+    if (deps.size === 0) return { synth, ws: described({ task: e.name, json: synth.json, env: { ...taskEnvironment(e), ...secretEnv(e.name, e.task.secrets) } }), applied: synth.hash, count };
     const templates = this.deps.templates;
     if (!templates) throw new CtsError("CONFIG_INVALID", "usage", "reads Vault secrets or Consul keys through templates, which this command does not render.", { task: e.name });
     try {
@@ -175,7 +187,7 @@ export class TaskRunner {
       if (err instanceof TemplateRenderError) throw new CtsError("SECRET_MISSING", "usage", `a provider template cannot be rendered: ${err.message}.`, { task: e.name, cause: err });
       throw err;
     }
-    return { synth, ws: described({ task: e.name, json: synth.json, env }), applied: `${synth.hash}+${templates.digest(deps.values())}` };
+    return { synth, ws: described({ task: e.name, json: synth.json, env }), applied: `${synth.hash}+${templates.digest(deps.values())}`, count };
   }
 
   private outputLog(e: TaskEntry): (line: string) => void {
@@ -188,18 +200,39 @@ export class TaskRunner {
     rmSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), { force: true });
   }
 
-  private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, applied: string, signal: AbortSignal): Promise<RunOutcome> {
+  /**
+   * A condition that held instances at the last apply and holds none now: applied only when the
+   * task allows empty data (the default, as CTS), and logged either way. A drop is not an error
+   * of Consul's (a filtered or denied read fails before this): it is what Consul says now.
+   */
+  private checkEmpty(e: TaskEntry, count: number | undefined): void {
+    const before = e.lastAppliedCount;
+    if (count !== 0 || before === undefined || before === 0) return;
+    const what = e.task.condition.kind === "services" ? "instances" : "catalog services";
+    if (e.task.allowEmpty === false) {
+      throw new CtsError(
+        "TASK_EMPTY_REFUSED",
+        "usage",
+        `its condition dropped from ${before} ${what} to none, and the task does not allow empty data (allowEmpty: false); nothing was applied. If the empty data is right, set allowEmpty: true (CTS HCL: cts_allow_empty = true); otherwise restore the ${what} in Consul.`,
+        { task: e.name, detail: { before } },
+      );
+    }
+    this.deps.log.warn(`task '${e.name}': its condition dropped from ${before} ${what} to none; applying the empty data (allowEmpty, the default; set allowEmpty: false to refuse)`, { task: e.name });
+  }
+
+  private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, applied: string, signal: AbortSignal, count?: number): Promise<RunOutcome> {
     const { guards, always } = this.guardsOf(e);
     // Without guards or approval a run applies at once: no plan first (the fast path).
-    if (guards || always || this.holds.get(e.name).held) return this.guardedApply(e, synth, ws, applied, signal, guards, always);
+    if (guards || always || this.holds.get(e.name).held) return this.guardedApply(e, synth, ws, applied, signal, guards, always, count);
     this.voidAppliedHash(e);
     const result = await this.deps.driver.apply(ws, { signal, onOutput: this.outputLog(e) });
-    return this.applied(e, synth, applied, result);
+    return this.applied(e, synth, applied, result, count);
   }
 
   /** Records a successful apply: the applied key (the JSON's hash, with the template values' digest; memory and file), no hold left. */
-  private applied(e: TaskEntry, synth: SynthResult, applied: string, result: RunResult): RunOutcome {
+  private applied(e: TaskEntry, synth: SynthResult, applied: string, result: RunResult, count?: number): RunOutcome {
     e.lastAppliedHash = applied;
+    e.lastAppliedCount = count;
     // Best effort: a missing file only costs one apply that could have been skipped.
     try {
       writeFileSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), applied + "\n", { mode: 0o640 });
@@ -216,7 +249,7 @@ export class TaskRunner {
    * gone or stale (restart on another machine, the state moved), the new plan is applied only if it
    * makes the same changes (same digest), else it is checked again.
    */
-  private async guardedApply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, key: string, signal: AbortSignal, guards: GuardSettings | undefined, always: boolean): Promise<RunOutcome> {
+  private async guardedApply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, key: string, signal: AbortSignal, guards: GuardSettings | undefined, always: boolean, count?: number): Promise<RunOutcome> {
     const { driver } = this.deps;
     if (!driver.planToApply || !driver.applyPlan)
       throw new CtsError("PLAN_UNSUPPORTED", "usage", "has plan guards or approval, but the driver cannot keep a plan to apply later.", { task: e.name });
@@ -234,7 +267,7 @@ export class TaskRunner {
           const result = await driver.applyPlan(ws, held.ref, { signal, onOutput });
           this.holds.clear(e.name);
           this.deps.log.info(`task '${e.name}': applied the approved plan (${summaryWords(result.summary)})`, { task: e.name });
-          return this.applied(e, synth, key, result);
+          return this.applied(e, synth, key, result, count);
         } catch (err) {
           if (!(isErrorCode((err as CtsError)?.code) && ((err as CtsError).code === "PLAN_NOT_FOUND" || (err as CtsError).code === "PLAN_STALE"))) throw err;
           this.deps.log.warn(`task '${e.name}': ${(err as CtsError).message}`, { task: e.name });
@@ -247,7 +280,7 @@ export class TaskRunner {
     const plan = await driver.planToApply(ws, { signal, onOutput });
     if (!plan.changesPresent) {
       this.holds.clear(e.name);
-      return this.applied(e, synth, key, stripPlan(plan));
+      return this.applied(e, synth, key, stripPlan(plan), count);
     }
     const digest = planDigest(plan.plan);
     let reasons: string[] = [];
@@ -282,7 +315,7 @@ export class TaskRunner {
     this.voidAppliedHash(e);
     const result = await driver.applyPlan(ws, plan.ref, { signal, onOutput });
     this.holds.clear(e.name);
-    return this.applied(e, synth, key, result);
+    return this.applied(e, synth, key, result, count);
   }
 
   /** Lets go of a task's hold: the kept plan is discarded, the record cleared. */

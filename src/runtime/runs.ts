@@ -53,6 +53,8 @@ export class TaskRuns {
   readonly queue: WorkQueue;
   /** Callers of request() waiting for the next run of a task to start and end. */
   private readonly waiters = new Map<string, Array<(o: RunOutcome) => void>>();
+  /** Runs waiting out a retry's backoff, by task: enqueue (new data) ends the wait. */
+  private readonly retryWaits = new Map<string, AbortController>();
   /** Tasks whose queue slot is wanted for an apply run (enqueue, request). */
   private readonly applyWanted = new Set<string>();
   /** Tasks whose queue slot is wanted for a drift check, with the callers waiting for it. */
@@ -66,6 +68,14 @@ export class TaskRuns {
   enqueue(name: string): void {
     this.applyWanted.add(name);
     this.queue.enqueue(name);
+    // A run waiting out a retry's backoff attempts at once: the new data may be what it lacked
+    // (Consul back after an outage), and it must not wait behind a schedule made for old data.
+    const waiting = this.retryWaits.get(name);
+    if (waiting) {
+      this.retryWaits.delete(name);
+      this.deps.log.debug(`task '${name}': new data during a retry wait; attempting now`, { task: name });
+      waiting.abort();
+    }
   }
 
   /** Queues a run and resolves with the outcome of a run that started after this call. */
@@ -214,11 +224,20 @@ export class TaskRuns {
           this.deps.gate.retrying({ task: e.name, code: error.code, attempt, delayMs, message: error.message });
         },
         clock,
+        mode === "apply"
+          ? () => {
+              const wake = new AbortController();
+              this.retryWaits.set(e.name, wake);
+              return wake.signal;
+            }
+          : undefined,
       );
     } catch (err) {
       const error = toCtsError(err, "TASK_RUN_FAILED", e.name);
       const cancelled = signal.aborted || error.code === "TERRAFORM_CANCELLED";
       return { task: e.name, ok: false, outcome: cancelled ? "cancelled" : "failed", error };
+    } finally {
+      this.retryWaits.delete(e.name);
     }
   }
 }

@@ -24,6 +24,8 @@ export interface TaskEntry {
   enabled: boolean;
   /** Hash of the last JSON applied successfully by this process (the no-op skip). */
   lastAppliedHash?: string;
+  /** How many instances (or catalog services) the condition held at the last successful apply. */
+  lastAppliedCount?: number;
   /** Live subscriptions while watching, by input field. */
   subs: Array<{ field: "services" | "catalogServices" | "kv"; source: Source; sub: Subscription }>;
   /** Ends the task's hold on the template values its providers read (daemon mode). */

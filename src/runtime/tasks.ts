@@ -75,7 +75,7 @@ export class TaskRegistry {
   }
 
   /** A task's view for the API and CLI, or undefined. */
-  view(name: string, state: { status: TaskView["status"]; running: boolean; bufferPeriod: TaskView["bufferPeriod"]; drift?: TaskView["drift"] }): TaskView | undefined {
+  view(name: string, state: { status: TaskView["status"]; stale?: TaskView["stale"]; running: boolean; bufferPeriod: TaskView["bufferPeriod"]; drift?: TaskView["drift"] }): TaskView | undefined {
     const e = this.entries.get(name);
     if (!e) return undefined;
     const t = e.task as Partial<ModuleTask>;
@@ -85,6 +85,7 @@ export class TaskRegistry {
       enabled: e.enabled,
       origin: e.origin,
       status: state.status,
+      ...(state.stale ? { stale: state.stale } : {}),
       condition: e.task.condition,
       inputs: e.task.inputs,
       ...(typeof t.module === "string" ? { module: t.module, version: t.version, variables: t.variables } : {}),

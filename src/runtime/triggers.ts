@@ -1,3 +1,4 @@
+import { isUnreachable } from "../consul/reachability.ts";
 import type { Clock } from "../clock.ts";
 import type { CtsError } from "../errors.ts";
 import type { Logger } from "../log.ts";
@@ -94,6 +95,8 @@ export class Triggers {
         },
         onError: (err, fatal) => {
           if (fatal) this.deps.gate.watchFailed(e.name, err);
+          // Consul unreachable: the one client logs it once (and reminds); per task it is debug.
+          else if (isUnreachable(err)) this.deps.log.debug(`task '${e.name}': watching Consul: ${err.message}`, { task: e.name });
           else this.deps.log.warn(`task '${e.name}': watching Consul: ${err.message}`, { task: e.name });
         },
         onSkipped: (service, err) => this.deps.skipped?.report(e.name, service, err),

@@ -84,5 +84,6 @@ function taskOptions(task: Task<Condition, TaskInputs>): TaskOptions<Condition, 
     // A predicate cannot cross threads: the main thread keeps a flag, the worker runs it.
     ...(task.guards !== undefined ? { guards: task.guards === false ? false : (guardSettings(task.guards) as TaskOptions["guards"]) } : {}),
     ...(task.approval !== undefined ? { approval: task.approval } : {}),
+    ...(task.allowEmpty === false ? { allowEmpty: false } : {}),
   };
 }

@@ -77,6 +77,13 @@ export interface TaskOptions<C extends Condition = Condition, I extends TaskInpu
   guards?: PlanGuards | false;
   /** `"always"`: every plan with changes waits for `cts approve` (default `"guards"`: only plans a guard refuses). */
   approval?: ApprovalMode;
+  /**
+   * Whether a run may apply a condition whose data dropped from some instances (or catalog
+   * services) to none (default true, as CTS). `false`: such a run fails with TASK_EMPTY_REFUSED and
+   * nothing is applied until the data is back or the option is turned on; empty data at a task's
+   * first run is always applied. Either way the drop is logged.
+   */
+  allowEmpty?: boolean;
   /** The task's workspace settings under the Terraform Cloud driver (CTS's `terraform_cloud_workspace`); ignored by the local driver. */
   terraformCloudWorkspace?: TerraformCloudWorkspaceOption;
 }
@@ -127,6 +134,8 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
   readonly guards: PlanGuards | GuardSettings | false | undefined;
   /** Whether every plan waits for approval. */
   readonly approval: ApprovalMode | undefined;
+  /** Whether data dropping to empty is applied (default true). */
+  readonly allowEmpty: boolean;
 
   constructor(options: TaskOptions<C, I>) {
     // Configs are loaded without a type-check: a missing argument arrives here at run time.
@@ -143,6 +152,7 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
     this.terraformCloudWorkspace = options.terraformCloudWorkspace;
     this.guards = options.guards;
     this.approval = options.approval;
+    this.allowEmpty = options.allowEmpty ?? true;
   }
 
   /** Builds the task's resources in `scope` from `input`. Called on every run; must be deterministic. */

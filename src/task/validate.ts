@@ -39,6 +39,7 @@ export function taskProblems(task: Task<Condition, TaskInputs>): Problem[] {
     else problems.push(...conditionProblems(input, `inputs.${key}`));
   }
   if (task.bufferPeriod) problems.push(...bufferProblems(task.bufferPeriod, "bufferPeriod"));
+  if (task.allowEmpty !== undefined && typeof task.allowEmpty !== "boolean") problems.push({ field: "allowEmpty", message: "must be true or false." });
   if (task.driftCheck !== undefined) problems.push(...driftCheckProblems(task.driftCheck, "driftCheck"));
   problems.push(...guardProblems(task.guards, "guards"), ...approvalProblems(task.approval, "approval"));
   for (const [name, source] of Object.entries(task.secrets ?? {})) {

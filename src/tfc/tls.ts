@@ -1,22 +1,11 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import type { AgentOptions } from "node:https";
-import { join } from "node:path";
 import { CtsError } from "../errors.ts";
+import { readCaDir } from "../ca-dir.ts";
+import type { TlsFileSettings } from "../tls-files.ts";
 
 /** TLS settings for Terraform Enterprise behind a private CA (CTS's driver `tls` block). */
-export interface TfcTlsOptions {
-  /** A PEM file of the CA(s) that signed the server's certificate. */
-  caCert?: string;
-  /** A directory of PEM CA files (caCert wins when both are set). */
-  caPath?: string;
-  /** Client certificate and key (PEM files), for servers that demand one. */
-  cert?: string;
-  key?: string;
-  /** The name to verify the certificate against (and to send as SNI), when it differs from the hostname. */
-  serverName?: string;
-  /** false: do not verify the server's certificate (test servers only). Default true. */
-  verify?: boolean;
-}
+export type TfcTlsOptions = TlsFileSettings;
 
 /** node:https agent options for the settings; an unreadable file fails naming the setting. */
 export function tlsAgentOptions(tls: TfcTlsOptions = {}): AgentOptions {
@@ -45,20 +34,11 @@ function read(file: string, field: string): Buffer {
 }
 
 function readCaPath(dir: string): Buffer[] {
-  let names: string[];
   try {
-    names = readdirSync(dir);
+    return readCaDir(dir);
   } catch (cause) {
-    throw new CtsError("TFC_TLS_FILE", "usage", `Cannot read driver.terraformCloud.tls.caPath '${dir}' (${(cause as NodeJS.ErrnoException).code ?? cause}). Point it at a directory of PEM CA files.`, { cause });
+    const code = (cause as NodeJS.ErrnoException).code;
+    if (code) throw new CtsError("TFC_TLS_FILE", "usage", `Cannot read driver.terraformCloud.tls.caPath '${dir}' (${code}). Point it at a directory of PEM CA files.`, { cause });
+    throw new CtsError("TFC_TLS_FILE", "usage", `driver.terraformCloud.tls.caPath '${dir}' holds no PEM certificate. Point it at a directory of CA files.`);
   }
-  const pems = names.map((n) => join(dir, n)).flatMap((f) => {
-    try {
-      const b = readFileSync(f);
-      return b.includes("-----BEGIN CERTIFICATE-----") ? [b] : [];
-    } catch {
-      return []; // sub-directories and unreadable entries are not CA files
-    }
-  });
-  if (!pems.length) throw new CtsError("TFC_TLS_FILE", "usage", `driver.terraformCloud.tls.caPath '${dir}' holds no PEM certificate. Point it at a directory of CA files.`);
-  return pems;
 }

@@ -4,6 +4,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
 import { redactSecret } from "../log.ts";
+import type { TlsFileSettings } from "../tls-files.ts";
 
 /** Where Vault is and how cts talks to it (CTS's `vault {}` block, env fallbacks applied). */
 export interface VaultSettings {
@@ -11,18 +12,8 @@ export interface VaultSettings {
   address: string;
   token?: string;
   namespace?: string;
-  tls?: {
-    /** A PEM file of CA certificates. */
-    caCert?: string;
-    /** A folder of PEM CA certificates (every file in it is read). */
-    caPath?: string;
-    /** Client certificate and key (PEM files). */
-    cert?: string;
-    key?: string;
-    serverName?: string;
-    /** false: the server's certificate is not checked (VAULT_SKIP_VERIFY). */
-    verify?: boolean;
-  };
+  /** CA file or folder, client certificate, server name, verify (VAULT_SKIP_VERIFY is `verify: false`). */
+  tls?: TlsFileSettings;
 }
 
 /** A secret as Vault answers a read: `data` is what a template sees as `.Data`. */

@@ -1,4 +1,5 @@
-import { jittered, type Jitter } from "../backoff.ts";
+import { backoffDelay, jittered, type Jitter } from "../backoff.ts";
+import { isUnreachable } from "../consul/reachability.ts";
 import { systemClock, type Clock } from "../clock.ts";
 import { CtsError, toCtsError } from "../errors.ts";
 import { isFatalConsulError, isRefusedServiceName } from "../consul/api-error.ts";
@@ -39,10 +40,12 @@ export interface ViewTiming extends BlockingTiming {
   waitMs: number;
   /** Retry delay after a fatal (4xx) error: slow, so a fixed ACL heals without a restart (default 30 s). */
   fatalRetryMs: number;
+  /** Cap of the backoff while Consul cannot be reached at all (default 1 s): a returning Consul is read again at once. */
+  unreachableMaxMs: number;
 }
 
 /** CTS's timing. */
-export const DEFAULT_VIEW_TIMING: ViewTiming = Object.freeze({ ...CTS_BLOCKING_TIMING, waitMs: DEFAULT_WAIT_MS, fatalRetryMs: 30_000 });
+export const DEFAULT_VIEW_TIMING: ViewTiming = Object.freeze({ ...CTS_BLOCKING_TIMING, waitMs: DEFAULT_WAIT_MS, fatalRetryMs: 30_000, unreachableMaxMs: 1_000 });
 
 /** A fatal error's retry delay is jittered down by at most a quarter. */
 const FATAL_JITTER: Jitter = Object.freeze([0.75, 1] as const);
@@ -154,7 +157,7 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
   }
 
   /** A failed fetch: told to the listeners; a refused query ends the loop, a fatal error retries slowly. */
-  failed(err: unknown): AfterFailure {
+  failed(err: unknown, failures = 1): AfterFailure {
     const error = err instanceof CtsError ? err : toCtsError(err, "CONSUL_WATCH_FAILED");
     if (isRefusedServiceName(error)) {
       // The same question gets the same 400 forever: no retry, and no query left open.
@@ -165,7 +168,18 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
     const fatal = isFatalConsulError(error);
     this.failure = { error, fatal };
     this.emitError(error, fatal);
-    return fatal ? jittered(this.timing.fatalRetryMs, FATAL_JITTER, this.random) : undefined;
+    if (fatal) return jittered(this.timing.fatalRetryMs, FATAL_JITTER, this.random);
+    // A refused connection costs Consul nothing: the read is tried again within a second, so
+    // the first answer after an outage comes at most that long after Consul is back.
+    if (isUnreachable(error)) return backoffDelay({ baseMs: this.timing.backoffBaseMs, maxMs: Math.min(this.timing.unreachableMaxMs, this.timing.backoffMaxMs) }, failures, this.random);
+    return undefined;
+  }
+
+  /** An answer at the held index that differs from the held data (see BlockingQuery.sameIndexDiffers). */
+  sameIndexDiffers(res: ViewAnswer<T>): boolean {
+    if ("unchanged" in res || !this.latest) return false;
+    if (res.source !== undefined && res.source === this.latest.source) return false;
+    return (res.digest ?? stableDigest(res.data)) !== this.latest.digest;
   }
 
   /** Counted as an open blocking query while it waits. */

@@ -73,6 +73,18 @@ describe("service_registration on a real Consul agent (as CTS registers itself)"
     assert.equal((await services())["cts-defaults"], undefined, "deregistered on stop");
   });
 
+  it("puts the registration back when the agent loses it without an outage (deregistered by hand), and not after its own deregistration", async () => {
+    const reg = await registerSelf(conn(), { id: "cts-restored", address: "127.0.0.1", port: 8558, log, checkEveryMs: 200 });
+    try {
+      assert.ok((await services())["cts-restored"], "registered");
+      await consul.api("PUT", "/v1/agent/service/deregister/cts-restored");
+      await waitFor(async () => (await services())["cts-restored"] !== undefined, 30_000, "the registration put back");
+    } finally {
+      await reg.deregister();
+    }
+    assert.equal((await services())["cts-restored"], undefined, "deregistered on stop (the check stops with it, and one in flight puts nothing back)");
+  });
+
   it("uses service_name, address and default_check.address (the path joined with /v1/health); the check passes there", async () => {
     const registration = await registrationOf(
       dir.dir,

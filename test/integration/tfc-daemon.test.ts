@@ -1,7 +1,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/load.ts";
@@ -57,7 +57,7 @@ export default defineConfig({
     );
     rt = createRuntime(await loadConfig(file), { mode: "watch", log: createLogger({ level: "debug", write: (l) => lines.push(l) }), retries: 0 });
     await rt.controller.watch();
-    api = await startDaemonApi(rt, { port: 0 });
+    api = await startDaemonApi(rt, { port: 0 }, { driver: "terraformCloud" });
     await waitFor(async () => (await read(members)).includes("web-1"), 120_000, "the first run");
     await rt.controller.idle();
   });
@@ -117,6 +117,36 @@ export default defineConfig({
     assert.ok(await admin.workspaces.read(server.organization, "cts-api-task"), "the workspace stays");
     assert.equal(await read(out), "hello web-1,web-2\n", "the infrastructure stays");
     assert.equal(lines.some((l) => l.includes(server.token)), false, "the token is in no log line");
+  });
+
+  it("POST /v1/tasks takes CTS's terraform_cloud_workspace into the workspace; a server fault echoing the token leaves it in no answer, event, log line or file", async () => {
+    const task = { name: "ws-task", module: "./modules/echo", condition: { services: { names: ["web"] } }, variables: { path: join(tmp.dir, "ws.txt") }, terraform_cloud_workspace: { execution_mode: "remote", terraform_version: "1.9.0" } };
+    server.faults.echoTokenInErrors = true;
+    server.faults.failRoutes = [{ method: "POST", path: /\/configuration-versions$/, status: 500 }];
+    try {
+      const res = await call("POST", "/v1/tasks?run=now", { task });
+      assert.equal(res.status, 500, res.text);
+      assert.match(res.text, /first run failed/);
+      assert.equal(res.text.includes(server.token), false, "the API answer");
+    } finally {
+      server.faults.echoTokenInErrors = false;
+      server.faults.failRoutes = [];
+    }
+    const ws = (await admin.workspaces.read(server.organization, "cts-ws-task"))!;
+    assert.deepEqual([ws.executionMode, ws.terraformVersion], ["remote", "1.9.0"]);
+    const events = rt.controller.events.list("ws-task");
+    assert.equal(events[0]?.success, false);
+    assert.equal(JSON.stringify(events).includes(server.token), false, "the events");
+    const status = await call("GET", "/v1/status/tasks/ws-task?include=events");
+    assert.equal(status.text.includes(server.token), false, "the status answer");
+    assert.equal(lines.some((l) => l.includes(server.token)), false, "the log");
+    for (const f of await readdir(tmp.dir, { recursive: true })) {
+      if (f === "token") continue;
+      const text = await readFile(join(tmp.dir, f), "utf8").catch(() => "");
+      assert.equal(text.includes(server.token), false, `the file ${f}`);
+    }
+    assert.equal((await call("DELETE", "/v1/tasks/ws-task")).status, 202);
+    await waitFor(async () => (await call("GET", "/v1/tasks/ws-task")).status === 404, 60_000, "the task deleted");
   });
 
   it("a drift check is a speculative plan: a file changed out of band shows as drift, nothing is applied", async () => {

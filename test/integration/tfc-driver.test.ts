@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ERROR_CATALOGUE, type ErrorCode } from "../../src/error-catalogue.ts";
 import { TfcDriver } from "../../src/tfc/driver.ts";
 import { TfcClient } from "../../src/tfc/client.ts";
 import { startTfcServer, type TfcTestServer } from "../support/tfc-server/index.ts";
@@ -190,6 +191,21 @@ describe("the Terraform Cloud driver against the TFE-API test server (real OpenT
     try {
       await assert.rejects(driver.apply(fileTask("web", out, "v7")), (err: any) => /^TFC_(SERVER_ERROR|INVALID)$/.test(err.code) && !err.message.includes(server.token) && !JSON.stringify(err.detail).includes(server.token));
       assert.equal(lines.some((l) => l.includes(server.token)), false);
+    } finally {
+      server.faults.echoTokenInErrors = false;
+      server.faults.failRoutes = [];
+    }
+  });
+
+  it("reports a 409 on queuing the run as TFC_CONFLICT and a 422 on a variable as TFC_INVALID: catalogued, with the fix, never the token the server echoes", async () => {
+    server.faults.echoTokenInErrors = true;
+    const clean = (err: any) => !err.message.includes(server.token) && !JSON.stringify(err.detail ?? {}).includes(server.token) && Boolean(ERROR_CATALOGUE[err.code as ErrorCode]?.fix);
+    try {
+      server.faults.failRoutes = [{ method: "POST", path: /\/runs$/, status: 409 }];
+      await assert.rejects(driver.apply(fileTask("conflicted", out, "c1")), (err: any) => err.code === "TFC_CONFLICT" && clean(err));
+      server.faults.failRoutes = [{ method: "POST", path: /\/vars$/, status: 422 }, { method: "PATCH", path: /\/vars\/[^/]+$/, status: 422 }];
+      await assert.rejects(driver.apply(fileTask("invalid", out, "i1")), (err: any) => err.code === "TFC_INVALID" && clean(err));
+      assert.equal(lines.some((l) => l.includes(server.token)), false, "no log line holds the token");
     } finally {
       server.faults.echoTokenInErrors = false;
       server.faults.failRoutes = [];

@@ -9,6 +9,7 @@ import { awaitsPerson } from "../../src/tfc/runs.ts";
 import type { Workspace } from "../../src/tfc/types.ts";
 import { rootModule } from "../support/tfc-server/fixtures.ts";
 import { startTfcServer, type TfcTestServer } from "../support/tfc-server/index.ts";
+import { tools } from "../support/tools.ts";
 
 const FOLLOW = { intervalMs: 50, limitMs: 120_000 };
 /** A string value Terraform must never evaluate: it reaches the file as written. */
@@ -205,6 +206,11 @@ describe("the TFE-API test server, driven by the TFC client (real OpenTofu behin
 
   it("leaves no working directory behind after its runs", async () => {
     assert.deepEqual(await readdir(server.workRoot), []);
+  });
+
+  it("installs providers per run, as a worker does: the test process's shared plugin cache is never touched", async () => {
+    // A shared cache raced: one run's init re-linked an entry while another run's plan started the provider.
+    assert.deepEqual(await readdir(tools().pluginCache), []);
   });
 
   it("got the token only on API paths: never on uploads, logs or the plan's JSON", () => {

@@ -23,6 +23,10 @@ export interface ConsulAgent {
   stop(): Promise<void>;
   /** Stops and starts the agent on the same ports: the index resets, as after a real restart. */
   restart(): Promise<void>;
+  /** Stops the agent process only (an outage): same ports and config for `resume`. */
+  halt(): Promise<void>;
+  /** Starts a halted agent again on the same ports (a dev agent: its catalog starts empty); waits for its leader. */
+  resume(): Promise<void>;
   /** Everything the agent printed (for failure messages). */
   logs(): string;
   /** Port of the Serf WAN pool (for another datacenter's `retryJoinWan`). */
@@ -191,6 +195,8 @@ ${opts.datacenter ? `datacenter = "${opts.datacenter}"\n` : ""}${opts.retryJoinW
       await stopProcess();
       await start();
     },
+    halt: stopProcess,
+    resume: start,
     logs: () => output,
     ...(clientTls ? { tls: clientTls } : {}),
   };

@@ -43,7 +43,8 @@ describe("the one Consul client", () => {
       req.resume();
       req.on("end", () => {
         res.writeHead(200, { "content-type": "application/json", "x-consul-index": "7" });
-        res.end(url.pathname.startsWith("/v1/kv/") && req.method === "PUT" ? "true" : "[]");
+        // A health answer with an entry: an empty one without a token would add the ACL check's request.
+        res.end(url.pathname.startsWith("/v1/kv/") && req.method === "PUT" ? "true" : url.pathname.startsWith("/v1/health/") ? '[{"Node":{},"Service":{}}]' : "[]");
       });
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));

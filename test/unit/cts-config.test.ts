@@ -107,6 +107,18 @@ export default defineConfig({ tasks: [new ModuleTask({ name: "m", condition: sch
     }
   });
 
+  it("reads cts's own task key cts_allow_empty (allowEmpty); without it a task allows empty data, as CTS", async () => {
+    const { dir, cleanup } = await tempDir("cts-allow-empty-");
+    try {
+      const task = (name: string, extra: string) => `task {\n  name = "${name}"\n  module = "./m"\n${extra}  condition "services" {\n    names = ["web"]\n  }\n}\n`;
+      await writeFile(join(dir, "a.hcl"), task("strict", "  cts_allow_empty = false\n") + task("plain", ""));
+      const r = await readCtsConfig([join(dir, "a.hcl")], dir);
+      assert.deepEqual(r.config.tasks.map((t) => [t.name, t.allowEmpty]), [["strict", false], ["plain", true]]);
+    } finally {
+      await cleanup();
+    }
+  });
+
   it("gives a TypeScript config CTS's tasks through fromCtsConfig", async () => {
     const tasks = await fromCtsConfig(join(DIR, "split/*.hcl"));
     assert.deepEqual(tasks.map((t) => t.name), ["first"]);

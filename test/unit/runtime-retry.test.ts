@@ -94,6 +94,26 @@ describe("retry policy", () => {
     await controller.stop(100);
   });
 
+  it("new data ends a retry's wait: the run attempts at once instead of on the backoff schedule", async () => {
+    // A clock that never moves: the hour-long backoff could end only by the new data.
+    const clock = fakeClock();
+    const { controller, attempts, firstRetry } = setup((n) => (n === 1 ? new CtsError("TERRAFORM_FAILED", "external", "Consul's backend was unreachable", { task: "members" }) : undefined), {
+      retries: 1,
+      delayMs: 60 * 60_000,
+      clock,
+    });
+    const outcome = controller.runNow("members");
+    await firstRetry;
+    const before = clock.now();
+    void controller.runNow("members");
+    const r = await outcome;
+    assert.equal(r.outcome, "applied");
+    assert.equal(attempts.length, 2);
+    assert.equal(clock.now(), before, "no backoff time passed");
+    await controller.idle();
+    await controller.stop(100);
+  });
+
   it("stops waiting for a lock when the runtime pauses (a follower never retries)", async () => {
     // A clock that never moves: the hour-long wait ends only by the pause.
     const { controller, attempts, notices, firstRetry } = setup(() => locked(), { lockWaitMs: 60 * 60_000, delayMs: 60 * 60_000, clock: fakeClock() });

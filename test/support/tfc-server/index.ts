@@ -1,6 +1,6 @@
 import { createAdaptorServer } from "@hono/node-server";
 import { Hono } from "hono";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -65,7 +65,9 @@ export async function startTfcServer(options: TfcServerOptions = {}): Promise<Tf
   const ctx: ServerContext = { store, variants, faults, baseUrl: () => baseUrl };
   const workRoot = await mkdtemp(join(tmpdir(), "cts-tfc-server-"));
   const processes = new ProcessGroups();
-  const tofu = options.tofu ?? { binary: tools().tofu, cliConfig: tools().cliConfig };
+  const given = options.tofu ?? { binary: tools().tofu, cliConfig: tools().cliConfig };
+  const configDir = await mkdtemp(join(tmpdir(), "cts-tfc-server-config-"));
+  const tofu = { binary: given.binary, cliConfig: await workerCliConfig(given.cliConfig, configDir) };
   const queue = new RunQueue(ctx, { tofu, workRoot, processes });
   const requests: RecordedRequest[] = [];
 
@@ -116,6 +118,21 @@ export async function startTfcServer(options: TfcServerOptions = {}): Promise<Tf
           server.close(() => resolve());
         });
         await rm(workRoot, { recursive: true, force: true });
+        await rm(configDir, { recursive: true, force: true });
       })()),
   };
+}
+
+/**
+ * The CLI config runs use: the given one without `plugin_cache_dir`, so each run's `init` installs
+ * from the read-only provider mirror into its own directory (a symlink into an unpacked mirror),
+ * as a TFC worker starts from nothing. A shared plugin cache raced: `init` without a lock file
+ * re-links the cache entry, and a `plan` or `apply` of another run starting its provider in that
+ * moment failed with "fork/exec …/terraform-provider-…: no such file or directory".
+ */
+async function workerCliConfig(cliConfig: string, dir: string): Promise<string> {
+  const text = (await readFile(cliConfig, "utf8")).replace(/^\s*plugin_cache_dir\s*=.*$/gm, "");
+  const file = join(dir, "tofu.rc");
+  await writeFile(file, text, { mode: 0o600 });
+  return file;
 }

@@ -19,8 +19,6 @@ export interface PhaseInput {
   /** Parent of every run's working directories (removed when the server stops). */
   workRoot: string;
   processes: ProcessGroups;
-  /** Serialises `init`: Terraform's plugin cache is not safe for concurrent installs. */
-  initLock: (fn: () => Promise<unknown>) => Promise<unknown>;
   log: (text: string) => void;
 }
 
@@ -47,7 +45,7 @@ export async function executePlan(input: PhaseInput): Promise<PlanResult> {
     const terraformVars = input.variables.filter((v) => v.category === "terraform").map((v) => ({ key: v.key, value: v.value, hcl: v.hcl }));
     const runVars = input.run.variables.map((v) => ({ key: v.key, value: v.value, hcl: true }));
     await writeFile(join(dir, "terraform.tfvars"), tfvarsFile([...terraformVars, ...runVars]), { mode: 0o600 });
-    if (!(await init(input, tofu))) return none;
+    if (!(await init(tofu))) return none;
     const plan = await tofu(["plan", "-input=false", "-no-color", "-detailed-exitcode", "-out=tfplan", ...(input.run.isDestroy ? ["-destroy"] : [])]);
     if (plan.exitCode !== 0 && plan.exitCode !== 2) return none;
     const show = await tofu(["show", "-json", "tfplan"], { quiet: true });
@@ -59,7 +57,7 @@ export async function executePlan(input: PhaseInput): Promise<PlanResult> {
 /** Applies the saved plan in a fresh directory; returns the state file it left (also when the apply failed). */
 export async function executeApply(input: PhaseInput, planFile: Buffer): Promise<{ ok: boolean; state: string | undefined }> {
   return inWorkDir(input, "apply", async (dir, tofu) => {
-    if (!(await init(input, tofu))) return { ok: false, state: undefined };
+    if (!(await init(tofu))) return { ok: false, state: undefined };
     await writeFile(join(dir, "tfplan"), planFile);
     const apply = await tofu(["apply", "-input=false", "-no-color", "tfplan"]);
     const state = await readFile(join(dir, "terraform.tfstate"), "utf8").catch(() => undefined);
@@ -69,8 +67,9 @@ export async function executeApply(input: PhaseInput, planFile: Buffer): Promise
 
 type Tofu = (args: string[], opts?: { quiet?: boolean }) => Promise<{ exitCode: number | null; stdout: string }>;
 
-async function init(input: PhaseInput, tofu: Tofu): Promise<boolean> {
-  const res = (await input.initLock(() => tofu(["init", "-input=false", "-no-color"]))) as { exitCode: number | null };
+async function init(tofu: Tofu): Promise<boolean> {
+  // No plugin cache (index.ts's workerCliConfig): runs install from the mirror side by side.
+  const res = await tofu(["init", "-input=false", "-no-color"]);
   return res.exitCode === 0;
 }
 

@@ -21,7 +21,6 @@ export class RunQueue {
   /** The phase each run is executing now (plan or apply), by run id. */
   private readonly active = new Map<string, Promise<void>>();
   private stopped = false;
-  private initChain: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly ctx: ServerContext,
@@ -171,7 +170,6 @@ export class RunQueue {
       variants: this.ctx.variants,
       workRoot: this.deps.workRoot,
       processes: this.deps.processes,
-      initLock: (fn) => (this.initChain = this.initChain.then(fn, fn)),
       log: (text) => this.ctx.store.appendLog(phase === "plan" ? run.plan : run.apply, text),
     };
   }

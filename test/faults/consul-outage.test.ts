@@ -1,0 +1,103 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { startConsul, type ConsulAgent } from "../support/consul.ts";
+import { tempDir, waitFor, writeConfig } from "../support/cts.ts";
+import { CTS_BIN, startCtsProcess, type CtsProcess } from "../support/cts-process.ts";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+
+const read = (p: string) => readFile(p, "utf8").catch(() => "");
+const getJson = async (url: string) => (await fetch(url)).json() as Promise<any>;
+
+/**
+ * A real `cts watch` with two tasks while its Consul agent is stopped, the data changes while it
+ * is gone (the dev agent comes back with an empty catalog and new instances), and it returns.
+ * Order, not durations: the lost line, the stale status, the back line, the re-sync of every task.
+ */
+describe("Consul stopped while tasks run, changed while down, restarted (real cts watch, OpenTofu, Consul)", () => {
+  let consul: ConsulAgent;
+  let tmp: { dir: string; cleanup(): Promise<void> };
+  let cts: CtsProcess;
+  let web: string;
+  let api: string;
+  let url = "";
+
+  before(async () => {
+    consul = await startConsul();
+    tmp = await tempDir("cts-outage-");
+    web = join(tmp.dir, "web.txt");
+    api = join(tmp.dir, "api.txt");
+    await consul.register({ Name: "web", ID: "web-1", Address: "10.0.0.1", Port: 80 });
+    await consul.register({ Name: "api", ID: "api-1", Address: "10.0.1.1", Port: 80 });
+    const config = await writeConfig(tmp.dir, {
+      consulAddress: consul.address,
+      extra: `id: "outage-cts",`,
+      tasks: [`new MemberList("web", ${JSON.stringify(web)})`, `new MemberList("api", ${JSON.stringify(api)}, "api")`],
+    });
+    cts = startCtsProcess(config, { name: "cts" });
+    url = (await cts.waitForLine(/api: listening on (\S+)/, 120_000)).line.match(/listening on (\S+)/)![1]!;
+    await waitFor(async () => (await read(web)).includes("web-1") && (await read(api)).includes("api-1"), 120_000, "the first applies");
+    // The file is written before the run's event is recorded: wait for both statuses too.
+    await waitFor(async () => {
+      const tasks = await getJson(`${url}/v1/status/tasks`);
+      return tasks.web?.status === "successful" && tasks.api?.status === "successful";
+    }, 60_000, "both tasks successful");
+  });
+  after(async () => {
+    await cts?.terminate(15_000);
+    await consul?.stop();
+    await tmp?.cleanup();
+  });
+
+  it("says Consul is gone (status, task statuses as stale, metric, one warn line), re-syncs every changed task once it is back, and registers itself again", async () => {
+    assert.equal((await getJson(`${url}/v1/status`)).consul.reachable, true);
+    const mark = cts.mark();
+    await consul.halt();
+    await cts.waitForLine(/lost contact with Consul/, 60_000, mark);
+    const status = await getJson(`${url}/v1/status`);
+    assert.equal(status.consul.reachable, false);
+    assert.match(status.consul.reason, /Cannot reach Consul/);
+    assert.equal(status.task_summary.status.successful, 0, "no task says successful while Consul is gone");
+    const tasks = await getJson(`${url}/v1/status/tasks`);
+    for (const name of ["web", "api"]) {
+      assert.equal(tasks[name].status, "unknown");
+      assert.equal(tasks[name].stale.last_status, "successful");
+    }
+    assert.match(await (await fetch(`${url}/metrics`)).text(), /^cts_consul_reachable 0$/m);
+    assert.match(await (await fetch(`${url}/metrics`)).text(), /^cts_task_status\{task="web",status="unknown"\} 1$/m);
+    const { stdout } = await run(process.execPath, [CTS_BIN, "status", "--http-addr", url]);
+    assert.match(stdout, /Consul: UNREACHABLE since/);
+    assert.match(stdout, /unknown \(stale: successful\)/);
+
+    // Back, with other data: a dev agent restarts with an empty catalog (and without cts's registration).
+    await consul.resume();
+    await consul.register({ Name: "web", ID: "web-2", Address: "10.0.0.2", Port: 80 });
+    await consul.register({ Name: "api", ID: "api-2", Address: "10.0.1.2", Port: 80 });
+    await waitFor(async () => (await read(web)).includes("web-2") && (await read(api)).includes("api-2"), 120_000, "both tasks re-synced");
+    await waitFor(async () => Object.keys(await consul.api("GET", "/v1/agent/services")).includes("outage-cts"), 60_000, "the registration restored");
+    assert.match(await (await fetch(`${url}/metrics`)).text(), /^cts_consul_reachable 1$/m);
+    await waitFor(async () => (await getJson(`${url}/v1/status/tasks`)).web.status === "successful", 60_000, "web successful again");
+
+    const lines = cts.linesSince(mark);
+    const at = (re: RegExp) => lines.findIndex((l) => re.test(l));
+    assert.equal(lines.filter((l) => /lost contact with Consul/.test(l)).length, 1, "one warn line when Consul is lost");
+    assert.deepEqual(lines.filter((l) => /\[WARN\].*Cannot reach Consul/.test(l) && !/lost contact/.test(l)), [], "no warn line per task or per read while Consul is gone");
+    assert.ok(at(/lost contact with Consul/) < at(/answers again/), "lost, then back");
+    assert.ok(at(/answers again/) < at(/task 'web': applied/) && at(/answers again/) < at(/task 'api': applied/), "the re-syncs come after the back line");
+    assert.equal(lines.filter((l) => /answers again/.test(l)).length, 1, "one info line when Consul is back");
+  });
+
+  it("SIGTERM while Consul is unreachable ends the daemon without waiting on Consul", async () => {
+    const mark = cts.mark();
+    await consul.halt();
+    await cts.waitForLine(/lost contact with Consul/, 60_000, mark);
+    const code = await cts.terminate(60_000);
+    assert.equal(code, 0);
+    assert.ok(cts.linesSince(mark).some((l) => /not deregistering service id 'outage-cts': Consul is unreachable/.test(l)), "no deregistration call to a Consul that is gone");
+    await consul.resume();
+  });
+});
