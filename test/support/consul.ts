@@ -88,8 +88,22 @@ async function call(url: string, init: { method?: string; headers?: Record<strin
   });
 }
 
-/** Starts a dev agent; waits until it has a leader. Always pair with `stop()` (e.g. in `after`). */
+/**
+ * Starts a dev agent; waits until it has a leader. Always pair with `stop()` (e.g. in `after`).
+ * A free port can be taken by another test process between picking it and the agent binding it:
+ * then the agent is started again on new ports (at most three times).
+ */
 export async function startConsul(opts: ConsulOptions = {}): Promise<ConsulAgent> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startConsulOnce(opts);
+    } catch (err) {
+      if (attempt >= 3 || !/address already in use/.test(String((err as Error)?.message))) throw err;
+    }
+  }
+}
+
+async function startConsulOnce(opts: ConsulOptions): Promise<ConsulAgent> {
   const { consul } = tools();
   const dir = await mkdtemp(join(tmpdir(), "cts-consul-"));
   const [http, serfLan, serfWan, server, grpc] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
@@ -178,7 +192,13 @@ ${opts.datacenter ? `datacenter = "${opts.datacenter}"\n` : ""}${opts.retryJoinW
     }
   };
 
-  await start();
+  try {
+    await start();
+  } catch (err) {
+    await stopProcess();
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
   return {
     address: `127.0.0.1:${http}`,
     url,
