@@ -1,24 +1,12 @@
 import { parseDuration } from "../duration.ts";
 import { configError, type ReadBlock } from "./cts-schema.ts";
+import type { ConsulTransportOptions } from "../consul/connection.ts";
 
 /**
- * Limits of the HTTP connections to Consul, in Node's terms (CTS's `consul { transport { … } }`).
- * Every field is optional: unset means the client's own default. Durations are milliseconds.
+ * Limits of the HTTP connections to Consul, in Node's terms (CTS's `consul { transport { … } }`):
+ * the options of the one socket pool, each CTS key mapped onto one of them below.
  */
-export interface ConsulTransportConfig {
-  /** `http.Agent` `keepAlive`: reuse connections (false = CTS's `disable_keep_alives = true`). */
-  keepAlive?: boolean;
-  /** `http.Agent` `keepAliveMsecs`: the TCP keep-alive delay of a socket (CTS's `dial_keep_alive`). */
-  keepAliveMsecs?: number;
-  /** `http.Agent` `maxFreeSockets`: idle sockets kept per host (CTS's `max_idle_conns_per_host`). */
-  maxFreeSockets?: number;
-  /** How long a socket may sit idle in the pool before it is closed (CTS's `idle_conn_timeout`); set on free sockets only, so a blocking query is never cut. */
-  freeSocketTimeoutMs?: number;
-  /** Time limit of the TCP connect (CTS's `dial_timeout`). */
-  connectTimeoutMs?: number;
-  /** Time limit of the TLS handshake after the connect (CTS's `tls_handshake_timeout`). */
-  tlsHandshakeTimeoutMs?: number;
-}
+export type ConsulTransportConfig = ConsulTransportOptions;
 
 /** CTS's transport keys and the Node knob each becomes (undefined: Node has none). */
 const KNOBS: Record<string, { to?: keyof ConsulTransportConfig; kind: "duration" | "count" | "bool"; why?: string }> = {
