@@ -80,7 +80,13 @@ describe("Consul stopped while tasks run, changed while down, restarted (real ct
     await waitFor(async () => (await read(web)).includes("web-2") && (await read(api)).includes("api-2"), 120_000, "both tasks re-synced");
     await waitFor(async () => Object.keys(await consul.api("GET", "/v1/agent/services")).includes("outage-cts"), 60_000, "the registration restored");
     assert.match(await (await fetch(`${url}/metrics`)).text(), /^cts_consul_reachable 1$/m);
-    await waitFor(async () => (await getJson(`${url}/v1/status/tasks`)).web.status === "successful", 60_000, "web successful again");
+    // tofu writes the file before it exits: the "applied" lines and the statuses come after it.
+    await cts.waitForLine(/task 'web': applied/, 60_000, mark);
+    await cts.waitForLine(/task 'api': applied/, 60_000, mark);
+    await waitFor(async () => {
+      const tasks = await getJson(`${url}/v1/status/tasks`);
+      return tasks.web?.status === "successful" && tasks.api?.status === "successful";
+    }, 60_000, "both tasks successful again");
 
     const lines = cts.linesSince(mark);
     const at = (re: RegExp) => lines.findIndex((l) => re.test(l));
