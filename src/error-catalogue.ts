@@ -141,6 +141,7 @@ export const ERROR_CATALOGUE = {
   VAULT_HTTP_ERROR: { category: "external", fix: "Read Vault's answer in the message; check Vault's logs." },
   VAULT_TOKEN_INVALID: { category: "usage", fix: "Give cts a valid Vault token (vault.token or VAULT_TOKEN); with unwrap_token, a wrapping token that was not used yet." },
   HA_CONSUL_UNREACHABLE: { category: "external", fix: "Start the Consul agent or fix consul.address; the member retries." },
+  HA_STATE_NOT_STORED: { category: "external", fix: "Check the Consul agent and the token's key:write on the HA prefix; the leader stores what a task applied before each run, and retries the run." },
 } as const satisfies Record<string, { category: "usage" | "external" | "internal"; fix: string }>;
 
 /** A code from the catalogue. */

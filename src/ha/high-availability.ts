@@ -6,7 +6,7 @@ import type { ConsulClient } from "../consul/client.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { HaControl, RetryNotice, TaskChange } from "../runtime/interfaces.ts";
+import type { AppliedRecord, HaControl, RetryNotice, TaskChange } from "../runtime/interfaces.ts";
 import { TERRAFORM_STATE_LOCKED } from "../runtime/retry.ts";
 import type { TaskEvent } from "../runtime/events.ts";
 import type { HoldRecord } from "../runtime/holds.ts";
@@ -81,6 +81,8 @@ export class HighAvailability {
   private compatTimer: ReturnType<typeof setInterval> | undefined;
   private lastState: StoredState | undefined;
   private election: Promise<void> | undefined;
+  /** Tasks whose applied record is in KV (or queued to be): only those need a stored void before a run. */
+  private readonly storedApplied = new Set<string>();
   private readonly stopGraceMs: number;
   private readonly mirror: StateMirror;
   private readonly member: MemberReporter;
@@ -115,7 +117,13 @@ export class HighAvailability {
     void this.controller.pause(0);
     // Retries (a state lock left by the previous leader) run inside the runtime; a paused runtime
     // cancels them, so only the leader retries. HA only explains the lock in its own words.
-    this.controller.setHooks({ onEvent: (e) => this.persistEvent(e), onTaskChange: (c) => this.persistChange(c), onRetry: (n) => this.explainRetry(n), onHold: (t, r) => this.persistHold(t, r) });
+    this.controller.setHooks({
+      onEvent: (e) => this.persistEvent(e),
+      onTaskChange: (c) => this.persistChange(c),
+      onRetry: (n) => this.explainRetry(n),
+      onHold: (t, r) => this.persistHold(t, r),
+      onApplied: (t, a) => this.persistApplied(t, a),
+    });
   }
 
   // ---- what the API and CLI ask -------------------------------------------------------------
@@ -343,9 +351,11 @@ export class HighAvailability {
       this.lastState = state;
       for (const p of state.problems) this.log.warn(`ha: ignoring a stored entry that cannot be read: ${p}`);
       for (const p of this.controller.restore(state.tasks.values(), state.events, state.holds)) this.log.error(`ha: ${p}`);
+      this.storedApplied.clear();
+      for (const name of state.applied.keys()) this.storedApplied.add(name);
       void this.member.check(false);
-      this.log.info(`ha: leading: running every task once, then watching`, { tasks: this.controller.taskNames().length });
-      await this.controller.resume();
+      this.log.info(`ha: leading: running every task once (a task whose inputs equal what was applied last is a no-op), then watching`, { tasks: this.controller.taskNames().length });
+      await this.controller.resume(state.applied);
     } catch (err) {
       if (this.role !== "leader") return;
       // Leading without the stored state would silently undo API changes: give the lock back.
@@ -379,6 +389,8 @@ export class HighAvailability {
       this.writer.set(key, change.origin === "config" ? JSON.stringify(tombstone) : null);
       this.writer.set(stateKeys.events(p, change.task), null);
       this.writer.set(stateKeys.hold(p, change.task), null);
+      this.writer.set(stateKeys.applied(p, change.task), null);
+      this.storedApplied.delete(change.task);
       return;
     }
     const v = this.controller.view(change.task);
@@ -391,6 +403,27 @@ export class HighAvailability {
   private persistHold(task: string, record: HoldRecord | undefined): void {
     if (this.role !== "leader") return;
     this.writer.set(stateKeys.hold(this.settings.statePrefix, task), record ? JSON.stringify(record) : null);
+  }
+
+  /**
+   * What a task applied (its no-op key) is stored, so a new leader skips a task with the same
+   * inputs. A void is stored before the run goes on: a key left in KV during an apply that is then
+   * cut short (crash, failover) would make the next leader skip inputs that were only half applied.
+   */
+  private async persistApplied(task: string, applied: AppliedRecord | undefined): Promise<void> {
+    const key = stateKeys.applied(this.settings.statePrefix, task);
+    if (applied) {
+      if (this.role !== "leader") return;
+      this.storedApplied.add(task);
+      this.writer.set(key, JSON.stringify({ ...applied, updated_at: new Date().toISOString() }));
+      return;
+    }
+    if (!this.storedApplied.has(task)) return;
+    if (this.role !== "leader") throw new CtsError("HA_STATE_NOT_STORED", "external", "is not run: this instance stopped leading before it could clear the task's applied inputs in Consul.", { task });
+    this.writer.set(key, null);
+    if (!(await this.writer.flush(5_000)))
+      throw new CtsError("HA_STATE_NOT_STORED", "external", "is not run: clearing its applied inputs in Consul (before Terraform may change anything) did not succeed within 5 s; the run is tried again.", { task });
+    this.storedApplied.delete(task);
   }
 
   private persistEvent(event: TaskEvent): void {

@@ -3,6 +3,7 @@ import type { TaskEvent } from "../runtime/events.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { KvItem } from "./kv.ts";
 import { isHoldRecord, type HoldRecord } from "../runtime/holds.ts";
+import type { AppliedRecord } from "../runtime/interfaces.ts";
 
 /**
  * What the cluster remembers about one task beyond the config files: a task created through the
@@ -27,6 +28,8 @@ export interface StoredState {
   events: Map<string, TaskEvent[]>;
   /** Plans held for approval (and rejected inputs), by task. */
   holds: Map<string, HoldRecord>;
+  /** What the leader applied last, by task (the no-op skip of a new leader). */
+  applied: Map<string, AppliedRecord>;
   /** Entries that could not be parsed (logged, ignored). */
   problems: string[];
 }
@@ -36,11 +39,20 @@ export const stateKeys = {
   task: (prefix: string, name: string) => `${prefix}tasks/${name}`,
   events: (prefix: string, name: string) => `${prefix}events/${name}`,
   hold: (prefix: string, name: string) => `${prefix}holds/${name}`,
+  applied: (prefix: string, name: string) => `${prefix}applied/${name}`,
 };
+
+/** A stored applied record, as KV (writable by anyone with the ACL) may hold it. */
+function isAppliedRecord(v: unknown): v is AppliedRecord {
+  if (!v || typeof v !== "object") return false;
+  const r = v as Record<string, unknown>;
+  if (typeof r.key !== "string" || r.key.length === 0 || r.key.length > 200) return false;
+  return r.count === undefined || (typeof r.count === "number" && Number.isInteger(r.count) && r.count >= 0);
+}
 
 /** Parses the entries of `<parentPath>/state/` (a recursive read). */
 export function parseState(prefix: string, entries: KvItem[]): StoredState {
-  const state: StoredState = { tasks: new Map(), events: new Map(), holds: new Map(), problems: [] };
+  const state: StoredState = { tasks: new Map(), events: new Map(), holds: new Map(), applied: new Map(), problems: [] };
   for (const e of entries) {
     if (!e.key.startsWith(prefix)) continue;
     const rest = e.key.slice(prefix.length);
@@ -62,6 +74,9 @@ export function parseState(prefix: string, entries: KvItem[]): StoredState {
       } else if (kind === "holds") {
         if (!isHoldRecord(value, name)) throw new Error("not a held plan of this task");
         state.holds.set(name, value);
+      } else if (kind === "applied") {
+        if (!isAppliedRecord(value)) throw new Error("not an applied record");
+        state.applied.set(name, { key: value.key, ...(value.count !== undefined ? { count: value.count } : {}) });
       } else if (kind === "events") {
         if (!Array.isArray(value)) throw new Error("not a list of events");
         state.events.set(name, (value as TaskEvent[]).filter((ev) => ev && typeof ev === "object" && ev.task_name === name));

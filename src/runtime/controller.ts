@@ -6,7 +6,7 @@ import type { Logger } from "../log.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import { userCodeFields } from "../user-frames.ts";
 import { Activity, EventStore, eventError, makeEvent, type RunActivity, type TaskEvent } from "./events.ts";
-import type { ControllerHooks, HaControl, RestoredTask, RetryNotice, RunModes, RunOutcome, TaskControl, TaskView } from "./interfaces.ts";
+import type { AppliedRecord, ControllerHooks, HaControl, RestoredTask, RetryNotice, RunModes, RunOutcome, TaskControl, TaskView } from "./interfaces.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { TaskRunner } from "./run.ts";
 import type { HeldPlan, HoldRecord } from "./holds.ts";
@@ -60,6 +60,7 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
   constructor(private readonly parts: ControllerParts) {
     const { runner, activity, log, metrics } = parts;
     runner.holds.observe((task, record) => this.hooks.onHold?.(task, record));
+    runner.observeApplied((task, applied) => this.hooks.onApplied?.(task, applied));
     this.events = parts.events;
     this.runs = new TaskRuns({ ...parts.runs, runner, gate: this, log, activity, metrics });
     this.triggers = new Triggers({ ...parts.triggers, runs: this.runs, gate: this, activity, log, metrics });
@@ -311,10 +312,18 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     await this.parts.runner.coolDown().catch((err) => this.parts.log.warn(`stopping warm provider processes: ${messageOf(err)}`));
   }
 
-  /** Leaves the paused state: forgets applied hashes (another instance may have applied since), runs every task once, watches. */
-  async resume(): Promise<void> {
+  /**
+   * Leaves the paused state and runs every task once, then watches. The applied keys this instance
+   * knew are forgotten (another instance may have applied since); the stored state's (`applied`,
+   * what the previous leader applied last) take their place, so a task with the same inputs is a no-op.
+   */
+  async resume(applied?: ReadonlyMap<string, AppliedRecord>): Promise<void> {
     if (this.stopped) return;
-    for (const e of this.parts.tasks.all()) e.lastAppliedHash = undefined;
+    for (const e of this.parts.tasks.all()) {
+      const rec = applied?.get(e.name);
+      e.lastAppliedHash = rec?.key;
+      if (rec) e.lastAppliedCount = rec.count;
+    }
     this.paused = false;
     await this.watch();
   }

@@ -84,6 +84,20 @@ export interface ControllerHooks {
   onRetry?(notice: RetryNotice): void;
   /** A task's held plan changed: held, approved, rejected (a record), or cleared (undefined). */
   onHold?(task: string, record: HoldRecord | undefined): void;
+  /**
+   * A task's applied key changed: recorded after a successful apply (a record), or voided just
+   * before Terraform may change anything (undefined). The run waits for a void's promise: a rejected
+   * one stops the run before the driver is called (a stored key must not outlive a partial apply).
+   */
+  onApplied?(task: string, applied: AppliedRecord | undefined): void | Promise<void>;
+}
+
+/** What a task's last successful apply was made of: the no-op skip's key and the condition's count. */
+export interface AppliedRecord {
+  /** The synthesized JSON's hash (with the template values' digest when the task reads templates). */
+  key: string;
+  /** How many instances or catalog services the condition held (the empty-data check). */
+  count?: number;
 }
 
 /** One task of a stored state (high availability): an enabled override, a tombstone, or an API task. */
@@ -129,7 +143,8 @@ export interface TaskControl {
 export interface HaControl {
   readonly isPaused: boolean;
   pause(graceMs?: number): Promise<void>;
-  resume(): Promise<void>;
+  /** Runs every task once and watches; a task whose inputs equal its `applied` record (the stored state's) is skipped as a no-op. */
+  resume(applied?: ReadonlyMap<string, AppliedRecord>): Promise<void>;
   /** Takes a stored state: tasks, events and (when given) held plans. */
   restore(tasks: Iterable<RestoredTask>, events: ReadonlyMap<string, TaskEvent[]>, holds?: ReadonlyMap<string, HoldRecord>): string[];
   setHooks(hooks: ControllerHooks): void;

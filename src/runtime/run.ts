@@ -14,7 +14,7 @@ import { APPLIED_HASH_FILE } from "../synth/paths.ts";
 import { secretEnv } from "../task/secrets.ts";
 import { taskTemplateDependencies, TemplateRenderError, type TemplateDependency, type TemplateLookup } from "../task/provider-templates.ts";
 import type { AnyTaskInput } from "../task/task.ts";
-import type { RunOutcome } from "./interfaces.ts";
+import type { AppliedRecord, RunOutcome } from "./interfaces.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import { driftSettings } from "./drift.ts";
 import type { TaskInputSource } from "./task-input.ts";
@@ -80,9 +80,18 @@ function conditionCount(e: TaskEntry, input: AnyTaskInput): number | undefined {
 export class TaskRunner {
   /** Plans held for approval, by task. */
   readonly holds: Holds;
+  private appliedObserver: ((task: string, applied: AppliedRecord | undefined) => void | Promise<void>) | undefined;
 
   constructor(private readonly deps: RunDeps) {
     this.holds = deps.holds ?? new Holds((task) => deps.driver.taskDir(task));
+  }
+
+  /**
+   * Tells `fn` of each applied key recorded (after an apply) and voided (before one; the run waits
+   * for its promise, and a rejection fails the run before the driver is called). One observer.
+   */
+  observeApplied(fn: (task: string, applied: AppliedRecord | undefined) => void | Promise<void>): void {
+    this.appliedObserver = fn;
   }
 
   /** The guards a task's plans are checked with (its own over the config's), and whether every plan waits for approval. */
@@ -109,7 +118,7 @@ export class TaskRunner {
       return { task: e.name, ok: true, outcome: "planned", result, synth };
     }
     if (mode === "destroy") {
-      this.voidAppliedHash(e);
+      await this.voidAppliedHash(e);
       const result = await driver.destroy(ws, { signal, onOutput });
       return { task: e.name, ok: true, outcome: "destroyed", result, synth };
     }
@@ -194,10 +203,12 @@ export class TaskRunner {
     return (line) => this.deps.log.debug(`[${e.name}] ${line}`, { task: e.name });
   }
 
-  private voidAppliedHash(e: TaskEntry): void {
+  /** Forgets the applied key before Terraform may change anything: in memory, on disk and (the observer: HA's stored state) wherever else it is kept. */
+  private async voidAppliedHash(e: TaskEntry): Promise<void> {
     e.lastAppliedHash = undefined;
     // Synchronous: a tiny local file, and a thread-pool round trip costs more CPU than the call.
     rmSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), { force: true });
+    await this.appliedObserver?.(e.name, undefined);
   }
 
   /**
@@ -224,7 +235,7 @@ export class TaskRunner {
     const { guards, always } = this.guardsOf(e);
     // Without guards or approval a run applies at once: no plan first (the fast path).
     if (guards || always || this.holds.get(e.name).held) return this.guardedApply(e, synth, ws, applied, signal, guards, always, count);
-    this.voidAppliedHash(e);
+    await this.voidAppliedHash(e);
     const result = await this.deps.driver.apply(ws, { signal, onOutput: this.outputLog(e) });
     return this.applied(e, synth, applied, result, count);
   }
@@ -238,6 +249,11 @@ export class TaskRunner {
       writeFileSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), applied + "\n", { mode: 0o640 });
     } catch {
       /* kept in memory; the next start applies once more */
+    }
+    try {
+      void Promise.resolve(this.appliedObserver?.(e.name, { key: applied, ...(count !== undefined ? { count } : {}) })).catch(() => undefined);
+    } catch {
+      /* an observer's failure costs at most one apply that could have been skipped */
     }
     return { task: e.name, ok: true, outcome: "applied", result, synth };
   }
@@ -263,7 +279,7 @@ export class TaskRunner {
       approvedDigest = held.digest;
       if (held.ref) {
         try {
-          this.voidAppliedHash(e);
+          await this.voidAppliedHash(e);
           const result = await driver.applyPlan(ws, held.ref, { signal, onOutput });
           this.holds.clear(e.name);
           this.deps.log.info(`task '${e.name}': applied the approved plan (${summaryWords(result.summary)})`, { task: e.name });
@@ -312,7 +328,7 @@ export class TaskRunner {
       this.holds.hold(hold);
       return { task: e.name, ok: false, outcome: "held", synth, hold, result: stripPlan(plan), error: heldError(hold) };
     }
-    this.voidAppliedHash(e);
+    await this.voidAppliedHash(e);
     const result = await driver.applyPlan(ws, plan.ref, { signal, onOutput });
     this.holds.clear(e.name);
     return this.applied(e, synth, key, result, count);

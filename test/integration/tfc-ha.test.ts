@@ -22,6 +22,7 @@ describe("high availability on the Terraform Cloud driver: two cts processes, on
   let admin: TfcClient;
 
   const runsOf = () => server.requests.filter((r) => r.method === "POST" && r.path === "/api/v2/runs").length;
+  const uploadsOf = () => server.requests.filter((r) => r.method === "POST" && r.path.endsWith("/configuration-versions")).length;
 
   before(async () => {
     [server, consul, tmp] = await Promise.all([startTfcServer(), startConsul({ extraConfig: 'session_ttl_min = "1s"' }), tempDir("cts-tfc-ha-")]);
@@ -59,28 +60,42 @@ export default defineConfig({
     await tmp?.cleanup();
   });
 
-  it("the leader applies in the workspace; after it dies the new leader's first run changes nothing, and its event names the run", async () => {
+  it("the leader applies in the workspace; after it stops, the new leader skips the unchanged task (no upload, no run) and applies the next change with exactly one run", async () => {
     const first = (await firstToPrint([...procs.values()], /ha: acquired leadership lock: id=/, 120_000)).p;
     await waitFor(async () => (await read(members)).includes("web-1"), 120_000, "the first leader's apply");
     const ws = (await admin.workspaces.read(server.organization, "ha-members"))!;
     assert.deepEqual(ws.tags, ["source:cts"]);
-    const before = runsOf();
-    await first.terminate(15_000);
+    // What the leader applied is in the stored state (a graceful stop flushes it anyway; read it to see it is there).
+    const stored = await waitFor(async () => {
+      const kv = await consul.api("GET", "/v1/kv/consul-terraform-sync/tfc-ha/state/applied/members").catch(() => undefined);
+      return Array.isArray(kv) && kv[0]?.Value ? JSON.parse(Buffer.from(kv[0].Value, "base64").toString("utf8")) : false;
+    }, 60_000, "the applied record in Consul KV");
+    assert.equal(typeof stored.key, "string");
+    assert.equal(stored.count, 1);
+    const runsBefore = runsOf();
+    const uploadsBefore = uploadsOf();
     const next = [...procs.values()].find((p) => p !== first)!;
-    await next.waitForLine(/ha: acquired leadership lock: id=/, 120_000);
+    const from = next.mark();
+    await first.terminate(15_000);
+    await next.waitForLine(/ha: acquired leadership lock: id=/, 120_000, from);
+    // The new leader's first pass: the task's inputs equal what the old leader applied.
+    await next.waitForLine(/task 'members': no-op/, 120_000, from);
+    assert.equal(runsOf(), runsBefore, "no run queued by the new leader");
+    assert.equal(uploadsOf(), uploadsBefore, "no configuration version created by the new leader");
+
+    await consul.register({ Name: "web", ID: "web-2", Address: "10.0.0.2", Port: 80 });
+    await waitFor(async () => (await read(members)).includes("web-2"), 120_000, "the new leader's apply of the change");
     const url = urls.get(next.name)!;
     const event = await waitFor(async () => {
-      const status = await http(url, "GET", "/v1/status/tasks/members?include=events");
-      const newest = status.body?.members?.events?.[0];
-      // The new leader's run: queued after the failover, recorded as the newest event.
-      return runsOf() > before && newest?.run_url && newest.changes?.add === 0 ? newest : false;
-    }, 120_000, "the new leader's run");
+      const newest = (await http(url, "GET", "/v1/status/tasks/members?include=events")).body?.members?.events?.[0];
+      return newest?.run_url && newest.changes?.add > 0 ? newest : false;
+    }, 120_000, "the new leader's event of the change");
     assert.equal(event.success, true);
-    assert.deepEqual(event.changes, { add: 0, change: 0, destroy: 0 });
+    assert.equal(runsOf(), runsBefore + 1, "exactly one run for the change");
     const run = await admin.runs.read(event.run_url.split("/").at(-1));
-    assert.equal(run.status, "planned_and_finished");
+    assert.equal(run.status, "applied");
     assert.equal((await admin.workspaces.list(server.organization)).length, 1, "the same workspace, found again");
-    assert.equal(await read(members), "web-1 10.0.0.1:80\n");
+    assert.equal(await read(members), "web-1 10.0.0.1:80\nweb-2 10.0.0.2:80\n");
     for (const p of procs.values()) assert.equal(p.logs().includes(server.token), false, `${p.name} never logs the token`);
   });
 });

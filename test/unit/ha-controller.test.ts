@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { TaskChange } from "../../src/runtime/controller.ts";
+import type { AppliedRecord } from "../../src/runtime/interfaces.ts";
 import { createController } from "../../src/daemon/compose.ts";
 import { CtsError } from "../../src/errors.ts";
 import { createLogger } from "../../src/log.ts";
@@ -113,6 +114,54 @@ describe("Controller under high availability", () => {
     await controller.resume();
     await controller.idle();
     assert.deepEqual(d.applied.sort(), ["members:a 10.0.0.1:80\n", "other:a 10.0.0.1:80\n"]);
+    await controller.stop(100);
+  });
+
+  it("a new leader given the stored applied keys skips a task whose inputs equal them and runs the others", async () => {
+    const old = setup();
+    const stored = new Map<string, AppliedRecord>();
+    old.controller.setHooks({ onApplied: (task, a) => void (a ? stored.set(task, a) : stored.delete(task)) });
+    old.w.set(["a"]);
+    await old.controller.watch();
+    await old.controller.idle();
+    assert.deepEqual([...stored.keys()].sort(), ["members", "other"]);
+    assert.equal(stored.get("members")!.count, 1);
+    await old.controller.stop(100);
+
+    const next = setup();
+    await next.controller.pause(0);
+    next.w.set(["a"]);
+    // Only the members task's record reached the stored state.
+    await next.controller.resume(new Map([["members", stored.get("members")!]]));
+    await next.controller.idle();
+    assert.deepEqual(next.d.applied, ["other:a 10.0.0.1:80\n"], "the task whose inputs match what was applied is not handed to the driver");
+    next.w.set(["b"]);
+    await next.controller.idle();
+    assert.deepEqual(next.d.applied.sort(), ["members:b 10.0.0.1:80\n", "other:a 10.0.0.1:80\n", "other:b 10.0.0.1:80\n"], "a change after the failover applies");
+    await next.controller.stop(100);
+  });
+
+  it("voids the applied key before the driver is called; a void that cannot be stored fails the run with nothing applied", async () => {
+    const { controller, w, d } = setup();
+    const seen: string[] = [];
+    let refuse = false;
+    controller.setHooks({
+      onApplied: async (task, a) => {
+        seen.push(`${a ? "set" : "void"}:${task}:${d.applied.filter((x) => x.startsWith(`${task}:`)).length}`);
+        if (!a && refuse) throw new CtsError("HA_STATE_NOT_STORED", "external", "is not run");
+      },
+    });
+    w.set(["a"]);
+    await controller.watch();
+    await controller.idle();
+    assert.deepEqual(seen.filter((s) => s.includes(":members:")), ["void:members:0", "set:members:1"], "voided before the apply, recorded after it");
+    refuse = true;
+    w.set(["b"]);
+    await controller.idle();
+    assert.equal(d.applied.filter((x) => x.startsWith("members:")).length, 1, "the refused void stopped the run before the driver");
+    const newest = controller.events.list("members")[0]!;
+    assert.equal(newest.success, false);
+    assert.match(newest.error!.message, /is not run/);
     await controller.stop(100);
   });
 

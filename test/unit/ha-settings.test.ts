@@ -96,6 +96,18 @@ describe("stored state", () => {
     assert.equal(state.problems.length, 3);
     assert.ok(state.problems.some((m) => /nospec.*without its spec/.test(m)));
   });
+
+  it("reads what each task applied last (the new leader's no-op skip) and sets aside records it cannot use", () => {
+    const state = parseState(p, [
+      item(stateKeys.applied(p, "web"), { key: "abc+def", count: 2, updated_at: "2026-01-01T00:00:00Z" }),
+      item(stateKeys.applied(p, "nocount"), { key: "abc" }),
+      item(stateKeys.applied(p, "nokey"), { count: 1 }),
+      item(stateKeys.applied(p, "badcount"), { key: "abc", count: -1 }),
+    ]);
+    assert.deepEqual(Object.fromEntries(state.applied), { web: { key: "abc+def", count: 2 }, nocount: { key: "abc" } });
+    assert.equal(state.problems.length, 2);
+    assert.ok(state.problems.every((m) => /not an applied record/.test(m)));
+  });
 });
 
 describe("compatibility check", () => {
