@@ -2,14 +2,18 @@ import { Account } from "./account.ts";
 import { ConfigurationVersions } from "./configuration-versions.ts";
 import { many, nextPage, one, toAgentPool, toOrganization, toStateOutput } from "./jsonapi.ts";
 import { Plans } from "./plans.ts";
+import { PollPacer } from "./poll-pacer.ts";
 import { Runs } from "./runs.ts";
 import { headerOf, Transport, type TransportOptions } from "./transport.ts";
 import type { AgentPool, Organization, StateOutput } from "./types.ts";
 import { Variables } from "./variables.ts";
 import { enc, Workspaces } from "./workspaces.ts";
 
-/** What the client takes: hostname, token, TLS, retry policy, request time limit. */
-export type TfcClientOptions = TransportOptions;
+/** What the client takes: hostname, token, TLS, retry policy, request time limit, clock. */
+export interface TfcClientOptions extends TransportOptions {
+  /** Run polls per second of all the runs this client follows (default 20; TFC allows 30 requests/s per token). */
+  pollsPerSecond?: number;
+}
 
 /**
  * The Terraform Cloud / Enterprise API client the driver uses: one typed call per step of the
@@ -31,7 +35,7 @@ export class TfcClient {
     this.workspaces = new Workspaces(this.t);
     this.variables = new Variables(this.t);
     this.configurationVersions = new ConfigurationVersions(this.t);
-    this.runs = new Runs(this.t);
+    this.runs = new Runs(this.t, options.clock, new PollPacer(options.pollsPerSecond, options.clock));
     this.plans = new Plans(this.t);
     this.account = new Account(this.t);
   }

@@ -1,16 +1,23 @@
+import { systemClock, type Clock } from "../clock.ts";
 import { CtsError } from "../errors.ts";
 import { pause } from "../pause.ts";
+import { PollPacer } from "./poll-pacer.ts";
 import { cancelledError } from "./errors.ts";
 import { included, many, one, toRun } from "./jsonapi.ts";
 import type { Transport } from "./transport.ts";
 import { FINAL_RUN_STATUSES, type Run, type RunInput } from "./types.ts";
 import { enc } from "./workspaces.ts";
 
+/** The first wait of a run's poll, after it is created and after each status change (doubling up to the interval). */
+export const FIRST_POLL_MS = 100;
+
 /** How to follow a run. */
 export interface FollowOptions {
   signal?: AbortSignal;
-  /** Between reads (default 1 s). */
+  /** The longest wait between reads (default 1 s): the poll backs off to it. */
   intervalMs?: number;
+  /** The wait after the first read and after each status change (default 100 ms); it doubles up to `intervalMs`. */
+  firstIntervalMs?: number;
   /** Give up after this long: TFC_RUN_TIMEOUT naming the run and its status. Unset: no limit. */
   limitMs?: number;
   /** Called with each status the run is seen in. */
@@ -33,7 +40,13 @@ export function awaitsPerson(run: Run): boolean {
 
 /** Runs: create, read, the apply/discard/cancel actions, and following one to its end. */
 export class Runs {
-  constructor(private readonly t: Transport) {}
+  constructor(
+    private readonly t: Transport,
+    /** Poll waits and the follow limit run on it (tests pass a fake clock). */
+    private readonly clock: Clock = systemClock,
+    /** Spaces the polls of all runs this client follows (Terraform Cloud's rate limit). */
+    private readonly pacer: PollPacer = new PollPacer(undefined, clock),
+  ) {}
 
   /** Creates a run on a workspace and configuration version. */
   async create(input: RunInput, signal?: AbortSignal): Promise<Run> {
@@ -75,22 +88,37 @@ export class Runs {
     await this.t.call({ method: "POST", path: `/api/v2/runs/${enc(id)}/actions/cancel`, body: { comment }, signal });
   }
 
-  /** Reads the run until it is final or waits for a person; the limit gives TFC_RUN_TIMEOUT. */
+  /**
+   * Reads the run until it is final or waits for a person; the limit gives TFC_RUN_TIMEOUT. The
+   * poll is adaptive: soon after the run is created and after each status change (100 ms), doubling
+   * toward `intervalMs` while nothing moves, so a run that ends is seen within a few hundred ms of
+   * its last step without polling a long run often. Every read goes through the client's retries
+   * (429 waits as the server asks) and the client's pacer (all polls in all stay under the rate limit).
+   */
   async follow(id: string, opts: FollowOptions = {}): Promise<Run> {
-    const started = Date.now();
+    const cap = Math.max(1, opts.intervalMs ?? 1000);
+    const first = Math.min(cap, Math.max(1, opts.firstIntervalMs ?? FIRST_POLL_MS));
+    const started = this.clock.now();
+    const stopped = () => cancelledError({ method: "GET", path: `/api/v2/runs/${id}` });
     let last = "";
+    let wait = first;
     for (;;) {
+      if (!(await this.pacer.turn(opts.signal))) throw stopped();
       const run = await this.read(id, opts.signal);
-      if (run.status !== last) opts.onStatus?.(run);
+      if (run.status !== last) {
+        opts.onStatus?.(run);
+        wait = first;
+      }
       last = run.status;
       if (isFinal(run) || awaitsPerson(run)) return run;
-      const left = opts.limitMs === undefined ? Number.POSITIVE_INFINITY : started + opts.limitMs - Date.now();
+      const left = opts.limitMs === undefined ? Number.POSITIVE_INFINITY : started + opts.limitMs - this.clock.now();
       if (left <= 0) {
         throw new CtsError("TFC_RUN_TIMEOUT", "external", `Run ${id} is still '${run.status}' after ${opts.limitMs} ms; cts stopped following it (the run goes on in Terraform Cloud).`, {
           detail: { run: id, status: run.status },
         });
       }
-      if (!(await pause(Math.min(opts.intervalMs ?? 1000, left), opts.signal))) throw cancelledError({ method: "GET", path: `/api/v2/runs/${id}` });
+      if (!(await pause(Math.min(wait, left), opts.signal, this.clock))) throw stopped();
+      wait = Math.min(cap, wait * 2);
     }
   }
 }

@@ -1,5 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { Clock } from "../clock.ts";
 import { CtsError } from "../errors.ts";
 import { pause } from "../pause.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
@@ -20,6 +21,8 @@ export interface TransportOptions {
   retry?: Partial<RetryPolicy>;
   /** Time limit of one request (default 30 s). */
   requestTimeoutMs?: number;
+  /** Retry waits (and the client's poll waits) run on it; tests pass a fake clock. Default: the real one. */
+  clock?: Clock;
 }
 
 /** One call. `path` is under the API (`/api/v2/…`) or an absolute archivist URL (sent without the token). */
@@ -119,7 +122,7 @@ export class Transport {
   }
 
   private async wait(ms: number, signal: AbortSignal | undefined, site: CallSite): Promise<void> {
-    if (!(await pause(ms, signal))) throw cancelledError(site);
+    if (!(await pause(ms, signal, this.options.clock))) throw cancelledError(site);
   }
 
   private send(url: URL, opts: CallOptions): Promise<Answer> {
