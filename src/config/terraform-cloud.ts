@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
+import { parseDuration } from "../duration.ts";
 import { CtsError } from "../errors.ts";
 import { redactSecret } from "../log.ts";
 import type { Problem } from "../problems.ts";
@@ -80,10 +81,11 @@ export function terraformCloudDriverProblems(driver: CtsConfig["driver"], env: N
   const tfc = driver?.terraformCloud;
   if (tfc === undefined) return [];
   const field = `${prefix}.terraformCloud`;
-  if (typeof tfc !== "object" || tfc === null || Array.isArray(tfc)) return [{ field, message: "must be an object { hostname, organization, token, workspaces, tls, requiredProviders }." }];
+  if (typeof tfc !== "object" || tfc === null || Array.isArray(tfc))
+    return [{ field, message: "must be an object { hostname, organization, token, workspaces, tls, requiredProviders, timeout, lockTimeout, pollInterval }." }];
   const problems: Problem[] = [];
   if (driver?.terraform !== undefined) problems.push({ field: prefix, message: "configures both terraform and terraformCloud. Keep one driver: cts runs every task with the same one." });
-  const known = ["hostname", "organization", "token", "workspaces", "tls", "requiredProviders"];
+  const known = ["hostname", "organization", "token", "workspaces", "tls", "requiredProviders", ...Object.keys(TFC_LIMITS)];
   for (const k of Object.keys(tfc)) if (!known.includes(k)) problems.push({ field: `${field}.${k}`, message: `is not a setting. Use ${known.join(", ")}.` });
   const hostname = tfc.hostname ?? env.TFC_HOSTNAME;
   if (hostname !== undefined && hostnameProblem(hostname)) problems.push({ field: `${field}.hostname`, message: hostnameProblem(hostname)! });
@@ -106,7 +108,40 @@ export function terraformCloudDriverProblems(driver: CtsConfig["driver"], env: N
     if (typeof tfc.requiredProviders !== "object" || tfc.requiredProviders === null || Array.isArray(tfc.requiredProviders))
       problems.push({ field: `${field}.requiredProviders`, message: 'must map provider names to { source, version }, e.g. { local: { source: "hashicorp/local" } }.' });
   }
+  problems.push(...limitProblems(tfc, field));
   return problems;
+}
+
+/**
+ * The driver's limits (cts's own settings; CTS's HCL has none): each a duration, its default, and
+ * the range it must fall in. `pollInterval` is the longest wait between reads of a run (the poll
+ * starts at 100 ms after each status change and doubles up to it), of a lock and of an upload.
+ */
+export const TFC_LIMITS = {
+  timeout: { defaultMs: 30 * 60_000, minMs: 1_000, maxMs: 24 * 3_600_000, example: "30m", what: "how long a run is followed before TFC_RUN_TIMEOUT" },
+  lockTimeout: { defaultMs: 5 * 60_000, minMs: 0, maxMs: 24 * 3_600_000, example: "5m", what: "how long a workspace locked by someone else is waited for" },
+  pollInterval: { defaultMs: 1_000, minMs: 100, maxMs: 60_000, example: "1s", what: "the longest wait between reads of a run" },
+} as const;
+
+function limitProblems(tfc: TerraformCloudDriverConfig, field: string): Problem[] {
+  const problems: Problem[] = [];
+  for (const [key, rule] of Object.entries(TFC_LIMITS)) {
+    const value = (tfc as Record<string, unknown>)[key];
+    if (value === undefined) continue;
+    const ms = typeof value === "string" || typeof value === "number" ? parseDuration(value) : undefined;
+    const range = `between ${durationWords(rule.minMs)} and ${durationWords(rule.maxMs)}`;
+    if (ms === undefined) problems.push({ field: `${field}.${key}`, message: `'${String(value).slice(0, 40)}' is not a duration (${rule.what}). Use milliseconds or e.g. "${rule.example}", ${range}.` });
+    else if (ms < rule.minMs || ms > rule.maxMs) problems.push({ field: `${field}.${key}`, message: `must be ${range} (${rule.what}); got ${String(value).slice(0, 40)}.` });
+  }
+  return problems;
+}
+
+function durationWords(ms: number): string {
+  if (ms === 0) return "0s";
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1_000 === 0) return `${ms / 1_000}s`;
+  return `${ms}ms`;
 }
 
 /** Why a hostname is not a host name or http(s) URL, or undefined. */
@@ -181,8 +216,18 @@ export function resolveTerraformCloudToken(tfc: TerraformCloudDriverConfig, dir:
 }
 
 /** The driver's settings with the TFC_* fallbacks and defaults applied (token excluded: resolveTerraformCloudToken). */
-export function terraformCloudSettings(tfc: TerraformCloudDriverConfig, env: NodeJS.ProcessEnv = process.env): { hostname: string; organization: string; prefix: string; tags: string[]; tagsAllowlist: string[]; tagsDenylist: string[] } {
+export function terraformCloudSettings(
+  tfc: TerraformCloudDriverConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): { hostname: string; organization: string; prefix: string; tags: string[]; tagsAllowlist: string[]; tagsDenylist: string[]; runTimeoutMs: number; lockTimeoutMs: number; pollIntervalMs: number } {
+  const limit = (key: keyof typeof TFC_LIMITS) => {
+    const v = tfc[key];
+    return (v === undefined ? undefined : parseDuration(v)) ?? TFC_LIMITS[key].defaultMs;
+  };
   return {
+    runTimeoutMs: limit("timeout"),
+    lockTimeoutMs: limit("lockTimeout"),
+    pollIntervalMs: limit("pollInterval"),
     hostname: tfc.hostname ?? env.TFC_HOSTNAME ?? DEFAULT_TFC_HOSTNAME,
     organization: tfc.organization ?? env.TFC_ORGANIZATION ?? "",
     prefix: tfc.workspaces?.prefix ?? "",

@@ -87,6 +87,12 @@ export interface TerraformCloudDriverConfig {
   tls?: TlsFileSettings;
   /** `required_providers` entries added to every uploaded root module (CTS's `required_providers`). */
   requiredProviders?: Record<string, { source?: string; version?: string }>;
+  /** How long a run is followed before TFC_RUN_TIMEOUT (the run goes on in Terraform Cloud): default "30m", 1s–24h. cts only (CTS has no such key). */
+  timeout?: string | number;
+  /** How long a workspace locked by someone else is waited for before TFC_WORKSPACE_LOCKED: default "5m", 0s–24h. cts only. */
+  lockTimeout?: string | number;
+  /** The longest wait between reads of a run (the poll starts 100 ms after each status change and doubles up to it), of a lock or an upload: default "1s", 100ms–1m. cts only. */
+  pollInterval?: string | number;
 }
 
 /** How cts runs Terraform. */

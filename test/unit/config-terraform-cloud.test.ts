@@ -46,6 +46,34 @@ describe("a task's terraformCloudWorkspace, checked with CTS's rules and message
 
 describe("driver.terraformCloud", () => {
   const ok = { terraformCloud: { organization: "acme", token: { env: "X" } } };
+  const limits = (extra: Record<string, unknown>) => terraformCloudDriverProblems({ terraformCloud: { ...ok.terraformCloud, ...extra } } as never, {});
+
+  it("takes the run, lock and poll limits as durations (text or ms) and hands them to the driver", () => {
+    assert.deepEqual(limits({ timeout: "2h", lockTimeout: "0s", pollInterval: "250ms" }), []);
+    assert.deepEqual(limits({ timeout: 90_000, lockTimeout: 1_000, pollInterval: 100 }), []);
+    const s = terraformCloudSettings({ organization: "acme", timeout: "2h", lockTimeout: "90s", pollInterval: "500ms" }, {});
+    assert.deepEqual([s.runTimeoutMs, s.lockTimeoutMs, s.pollIntervalMs], [2 * 3_600_000, 90_000, 500]);
+    const partial = terraformCloudSettings({ organization: "acme", lockTimeout: 0 }, {});
+    assert.deepEqual([partial.runTimeoutMs, partial.lockTimeoutMs, partial.pollIntervalMs], [30 * 60_000, 0, 1_000], "unset limits keep their defaults; 0 s is a lock not waited for");
+  });
+
+  it("refuses a limit that is not a duration, or outside its range, naming the field, the range and an example", () => {
+    const [notDuration] = limits({ timeout: "soon" });
+    assert.equal(notDuration!.field, "driver.terraformCloud.timeout");
+    assert.equal(notDuration!.message, `'soon' is not a duration (how long a run is followed before TFC_RUN_TIMEOUT). Use milliseconds or e.g. "30m", between 1s and 24h.`);
+    const [fast] = limits({ pollInterval: "10ms" });
+    assert.equal(fast!.field, "driver.terraformCloud.pollInterval");
+    assert.equal(fast!.message, "must be between 100ms and 1m (the longest wait between reads of a run); got 10ms.");
+    assert.deepEqual(limits({ timeout: "0s", lockTimeout: "25h", pollInterval: -5 }).map((p) => p.field), ["driver.terraformCloud.timeout", "driver.terraformCloud.lockTimeout", "driver.terraformCloud.pollInterval"]);
+    assert.deepEqual(limits({ timeout: true, lockTimeout: "5" }).map((p) => p.field), ["driver.terraformCloud.timeout", "driver.terraformCloud.lockTimeout"]);
+  });
+
+  it("a config with a bad limit fails to validate with the field named", () => {
+    assert.throws(
+      () => validateConfig({ tasks: [], driver: { terraformCloud: { organization: "acme", token: "t", pollInterval: "fast" } } } as never, "cts.config.ts"),
+      (err: Error) => /driver\.terraformCloud\.pollInterval 'fast' is not a duration/.test(err.message),
+    );
+  });
 
   it("needs an organization (or TFC_ORGANIZATION); the token's form is checked, its value is read when the driver starts", () => {
     assert.deepEqual(terraformCloudDriverProblems(ok, {}), []);
@@ -89,7 +117,17 @@ describe("driver.terraformCloud", () => {
   });
 
   it("fills in the default hostname and the TFC_* fallbacks", () => {
-    assert.deepEqual(terraformCloudSettings({}, { TFC_ORGANIZATION: "acme" }), { hostname: "https://app.terraform.io", organization: "acme", prefix: "", tags: [], tagsAllowlist: [], tagsDenylist: [] });
+    assert.deepEqual(terraformCloudSettings({}, { TFC_ORGANIZATION: "acme" }), {
+      hostname: "https://app.terraform.io",
+      organization: "acme",
+      prefix: "",
+      tags: [],
+      tagsAllowlist: [],
+      tagsDenylist: [],
+      runTimeoutMs: 30 * 60_000,
+      lockTimeoutMs: 5 * 60_000,
+      pollIntervalMs: 1_000,
+    });
     assert.equal(terraformCloudSettings({ hostname: "tfe.local" }, { TFC_HOSTNAME: "other" }).hostname, "tfe.local");
     assert.equal(terraformCloudSettings({}, { TFC_HOSTNAME: "other" }).hostname, "other");
   });
