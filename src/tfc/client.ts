@@ -4,6 +4,7 @@ import { many, nextPage, one, toAgentPool, toOrganization, toStateOutput } from 
 import { Plans } from "./plans.ts";
 import { PollPacer } from "./poll-pacer.ts";
 import { Runs } from "./runs.ts";
+import { listTerraformVersions, type TerraformVersion } from "./terraform-versions.ts";
 import { headerOf, Transport, type TransportOptions } from "./transport.ts";
 import type { AgentPool, Organization, StateOutput } from "./types.ts";
 import { Variables } from "./variables.ts";
@@ -67,6 +68,11 @@ export class TfcClient {
       page = nextPage(doc);
     }
     return out;
+  }
+
+  /** The Terraform versions the server offers; undefined when the token may not list them (only a Terraform Enterprise site admin may). */
+  terraformVersions(signal?: AbortSignal): Promise<TerraformVersion[] | undefined> {
+    return listTerraformVersions(this.t, signal);
   }
 
   /** The outputs of the workspace's current state (empty before the first apply). */

@@ -1,7 +1,8 @@
 import { mkdirSync } from "node:fs";
 import { resolve, sep } from "node:path";
 import type { Driver, RunOptions, RunResult, TaskWorkspace } from "../driver/types.ts";
-import { CtsError } from "../errors.ts";
+import { TFC_TERRAFORM_CONSTRAINT } from "../config/terraform-cloud.ts";
+import { CtsError, messageOf } from "../errors.ts";
 import { pause } from "../pause.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { taskNameProblem } from "../task/validate.ts";
@@ -11,6 +12,7 @@ import { runOutcome } from "./run-outcome.ts";
 import { awaitsPerson } from "./runs.ts";
 import { ensureTaskWorkspace, type WorkspacePolicy } from "./task-workspace.ts";
 import { syncVariables, taskVariables, variablesFingerprint } from "./task-variables.ts";
+import { newestCompatibleVersion } from "./terraform-versions.ts";
 import type { Run, Workspace } from "./types.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 
@@ -60,6 +62,8 @@ export class TfcDriver implements Driver {
   private readonly memory = new Map<string, TaskMemory>();
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly root: string;
+  /** The version new workspaces get when their task names none: looked up once, on the first create that needs it. */
+  private defaultVersion: Promise<string | undefined> | undefined;
 
   constructor(private readonly options: TfcDriverOptions) {
     this.client = options.client instanceof TfcClient ? options.client : new TfcClient(options.client);
@@ -131,7 +135,7 @@ export class TfcDriver implements Driver {
       const mem = this.memory.get(ws.task) ?? {};
       this.memory.set(ws.task, mem);
       if (!mem.workspace) {
-        const { workspace, created } = await ensureTaskWorkspace(this.client, this.options, ws, signal);
+        const { workspace, created } = await ensureTaskWorkspace(this.client, this.options, ws, signal, () => this.newWorkspaceVersion(log));
         mem.workspace = workspace;
         log(`workspace ${workspace.name} (${workspace.id}) ${created ? "created" : "found"}`);
       }
@@ -168,6 +172,31 @@ export class TfcDriver implements Driver {
     } catch (err) {
       throw this.failure(err, ws.task, signal);
     }
+  }
+
+  /**
+   * The Terraform version of a new workspace whose task names none, as CTS picks it: the newest
+   * version the server offers that CTS's constraint allows (TFE's admin list of versions). When the
+   * token may not list them (HCP Terraform; a TFE token of no site admin), the lookup fails, or none
+   * fits, the workspace gets the server's default version. Looked up once per driver (a failed lookup is tried again on the next create).
+   */
+  private newWorkspaceVersion(log: (line: string) => void): Promise<string | undefined> {
+    this.defaultVersion ??= this.client.terraformVersions().then(
+      (versions) => {
+        const newest = versions ? newestCompatibleVersion(versions) : undefined;
+        if (newest) log(`new workspaces get Terraform ${newest}, the newest version the server offers within ${TFC_TERRAFORM_CONSTRAINT}`);
+        else if (versions) log(`the server offers no Terraform version within ${TFC_TERRAFORM_CONSTRAINT}; new workspaces get the server's default version`);
+        else log("the token may not list the server's Terraform versions (only a Terraform Enterprise site admin may); new workspaces get the server's default version");
+        return newest;
+      },
+      (err: unknown) => {
+        // Not kept: the next workspace created asks again.
+        this.defaultVersion = undefined;
+        log(`listing the server's Terraform versions failed (${messageOf(err)}); this new workspace gets the server's default version`);
+        return undefined;
+      },
+    );
+    return this.defaultVersion;
   }
 
   /** Follows a run to its end; a cancelled operation cancels the run in Terraform Cloud too (best effort). */

@@ -30,16 +30,28 @@ export function workspaceName(policy: Pick<WorkspacePolicy, "prefix">, task: str
 
 /**
  * Finds the task's workspace by name or creates it with CTS's settings (execution mode, agent pool,
- * auto-apply, Terraform version, description, tags `source:cts` + the configured ones). A found
+ * auto-apply, Terraform version, description, tags `source:cts` + the configured ones); a task
+ * naming no version gets `defaultVersion`'s (CTS: the newest compatible one the server offers). A found
  * workspace must be one cts may own (refused otherwise with TFC_WORKSPACE_REFUSED, before anything
  * is changed); then missing tags are added and a configured mode, pool or version is applied.
  * Manual apply on a found workspace is kept.
  */
-export async function ensureTaskWorkspace(client: TfcClient, policy: WorkspacePolicy, ws: TaskWorkspace, signal?: AbortSignal): Promise<{ workspace: Workspace; created: boolean }> {
+export async function ensureTaskWorkspace(
+  client: TfcClient,
+  policy: WorkspacePolicy,
+  ws: TaskWorkspace,
+  signal?: AbortSignal,
+  /** The version a new workspace gets when the task names none (undefined: the server's default). */
+  defaultVersion?: () => Promise<string | undefined>,
+): Promise<{ workspace: Workspace; created: boolean }> {
   const name = workspaceName(policy, ws.task);
   const wanted = await wantedSettings(client, policy.organization, ws, signal);
   const tags = [...new Set([SOURCE_TAG, ...policy.tags])];
-  const found = await client.workspaces.ensure(policy.organization, { name, description: ws.description ?? "", autoApply: true, ...wanted, executionMode: wanted.executionMode ?? "remote", tags }, signal);
+  const forCreate = async (): Promise<WorkspaceSettings> => {
+    const version = wanted.terraformVersion === undefined ? await defaultVersion?.() : undefined;
+    return version ? { terraformVersion: version } : {};
+  };
+  const found = await client.workspaces.ensure(policy.organization, { name, description: ws.description ?? "", autoApply: true, ...wanted, executionMode: wanted.executionMode ?? "remote", tags }, signal, forCreate);
   if (found.created) return found;
   let workspace = found.workspace;
   await refuseForeign(client, policy, workspace, ws.task, signal);

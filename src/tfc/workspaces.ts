@@ -41,14 +41,21 @@ export class Workspaces {
   }
 
   /**
-   * The workspace, created with `settings` when missing. A create that fails because another
+   * The workspace, created with `settings` (and `forCreate`'s) when missing. A create that fails because another
    * instance created it meanwhile (422 or 409, as servers differ) is answered by reading again.
    */
-  async ensure(organization: string, settings: WorkspaceSettings & { name: string }, signal?: AbortSignal): Promise<{ workspace: Workspace; created: boolean }> {
+  async ensure(
+    organization: string,
+    settings: WorkspaceSettings & { name: string },
+    signal?: AbortSignal,
+    /** Settings only a new workspace needs, worked out only when one is created (e.g. a looked-up default version). */
+    forCreate?: () => Promise<WorkspaceSettings>,
+  ): Promise<{ workspace: Workspace; created: boolean }> {
     const found = await this.read(organization, settings.name, signal);
     if (found) return { workspace: found, created: false };
     try {
-      return { workspace: await this.create(organization, settings, signal), created: true };
+      const extra = forCreate ? await forCreate() : {};
+      return { workspace: await this.create(organization, { ...extra, ...settings }, signal), created: true };
     } catch (err) {
       if (!(err instanceof CtsError) || !["TFC_INVALID", "TFC_CONFLICT"].includes(err.code)) throw err;
       const again = await this.read(organization, settings.name, signal);

@@ -12,6 +12,7 @@ import { brokenTask, fileTask } from "../support/tfc-task-json.ts";
 
 const FAST = { baseDelayMs: 1, maxDelayMs: 5 };
 const READ_ONLY = "read-only-token-0123456789abcdef";
+const SITE_ADMIN = "site-admin-token-0123456789abcdef";
 
 describe("the Terraform Cloud driver against the TFE-API test server (real OpenTofu runs)", () => {
   let server: TfcTestServer;
@@ -37,7 +38,24 @@ describe("the Terraform Cloud driver against the TFE-API test server (real OpenT
   }
 
   before(async () => {
-    server = await startTfcServer({ agentPools: [{ organization: "cts-test", name: "pool-a" }], tokens: [{ token: READ_ONLY, organizations: { "cts-test": "read" } }] });
+    server = await startTfcServer({
+      agentPools: [{ organization: "cts-test", name: "pool-a" }],
+      tokens: [
+        { token: READ_ONLY, organizations: { "cts-test": "read" } },
+        { token: SITE_ADMIN, organizations: { "cts-test": "write" }, siteAdmin: true },
+      ],
+      // What a Terraform Enterprise may offer: the newest CTS may use is 1.13.0 (1.15.0 is past CTS's
+      // constraint, 1.14.3 deprecated, 1.14.2 a beta, 1.14.1 disabled), listed out of order.
+      terraformVersions: [
+        { version: "1.5.7" },
+        { version: "1.15.0" },
+        { version: "1.13.0" },
+        { version: "1.14.3", deprecated: true },
+        { version: "1.14.2", beta: true },
+        { version: "1.14.1", enabled: false },
+        { version: "1.12.2" },
+      ],
+    });
     out = await mkdtemp(join(tmpdir(), "cts-tfc-driver-out-"));
     work = await mkdtemp(join(tmpdir(), "cts-tfc-driver-work-"));
     driver = newDriver();
@@ -244,6 +262,38 @@ describe("the Terraform Cloud driver against the TFE-API test server (real OpenT
       await allow.close();
     }
     for (const name of ["cts-vcs", "cts-local", "cts-frozen", "cts-other"]) assert.equal((await admin.workspaces.read(server.organization, name))!.tags.includes("source:cts"), false, name);
+  });
+
+  it("a new workspace whose task names no Terraform version gets the newest the server offers within CTS's constraint; the list is read once", async () => {
+    const byAdmin = newDriver({ client: { hostname: server.url, token: SITE_ADMIN, retry: FAST } });
+    const listed = () => server.requests.filter((r) => r.path === "/api/v2/admin/terraform-versions").length;
+    const before = listed();
+    try {
+      await byAdmin.apply(fileTask("newest", out, "n1"));
+      await byAdmin.apply(fileTask("newest-2", out, "n2"));
+      await byAdmin.apply({ ...fileTask("pinned", out, "p1"), terraformCloudWorkspace: { terraformVersion: "1.5.7" } });
+    } finally {
+      await byAdmin.close();
+    }
+    const version = async (name: string) => (await admin.workspaces.read(server.organization, name))!.terraformVersion;
+    assert.deepEqual([await version("cts-newest"), await version("cts-newest-2"), await version("cts-pinned")], ["1.13.0", "1.13.0", "1.5.7"]);
+    assert.equal(listed() - before, 1, "the versions are listed once per driver");
+    assert.ok(lines.some((l) => l === "[newest] new workspaces get Terraform 1.13.0, the newest version the server offers within >= 0.13.0, <= 1.14.3"), lines.join("\n"));
+  });
+
+  it("with a token that may not list the versions (HCP Terraform, or no TFE site admin), a new workspace gets the server's default version", async () => {
+    server.store.addTerraformVersion("1.14.0");
+    const mark = server.requests.length;
+    const plain = newDriver();
+    try {
+      await plain.apply(fileTask("server-default", out, "d1"));
+    } finally {
+      await plain.close();
+    }
+    const seen = server.requests.slice(mark).filter((r) => r.path === "/api/v2/admin/terraform-versions");
+    assert.deepEqual(seen.map((r) => r.status), [404], "asked once, refused as TFE refuses a non-admin");
+    assert.equal((await admin.workspaces.read(server.organization, "cts-server-default"))!.terraformVersion, "1.9.0", "the test server's default, not one picked by cts");
+    assert.ok(lines.some((l) => l.startsWith("[server-default] the token may not list the server's Terraform versions")), lines.join("\n"));
   });
 
   it("adds missing tags to a found workspace (never removing any) and applies the task's mode, pool and version", async () => {

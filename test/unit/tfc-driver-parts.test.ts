@@ -7,6 +7,7 @@ import { stageRootModule } from "../../src/tfc/root-module.ts";
 import { MANAGED_DESCRIPTION, taskVariables, variablesFingerprint } from "../../src/tfc/task-variables.ts";
 import { workspaceName } from "../../src/tfc/task-workspace.ts";
 import { TfcDriver } from "../../src/tfc/driver.ts";
+import { newestCompatibleVersion } from "../../src/tfc/terraform-versions.ts";
 
 describe("what the Terraform Cloud driver uploads", () => {
   it("the task's JSON without its backend, with the configured required_providers added (the task's own win)", async () => {
@@ -96,5 +97,16 @@ describe("a task's Terraform Cloud settings on the daemon's main thread", () => 
       synthesize() {}
     }
     for (const t of [mod, new Mine()]) assert.deepEqual(taskFromDeclaration(structuredClone(declareTask(t as never))).terraformCloudWorkspace, settings, t.name);
+  });
+});
+
+describe("the Terraform version of a new workspace whose task names none", () => {
+  const v = (version: string, flags: Partial<{ enabled: boolean; beta: boolean; deprecated: boolean }> = {}) => ({ version, enabled: true, beta: false, deprecated: false, ...flags });
+
+  it("is the newest enabled, released, not deprecated version within CTS's constraint (>= 0.13.0, <= 1.14.3)", () => {
+    assert.equal(newestCompatibleVersion([v("1.5.7"), v("1.10.0"), v("1.9.8")]), "1.10.0", "compared as numbers, not text");
+    assert.equal(newestCompatibleVersion([v("1.12.2"), v("1.15.0"), v("1.14.3", { deprecated: true }), v("1.14.2", { beta: true }), v("1.14.1", { enabled: false }), v("1.14.0-rc1")]), "1.12.2");
+    assert.equal(newestCompatibleVersion([v("0.12.31"), v("1.2"), v("latest")]), undefined, "none fits: the server's default is used");
+    assert.equal(newestCompatibleVersion([]), undefined);
   });
 });

@@ -16,6 +16,7 @@ import { accountRoutes } from "./routes/account.ts";
 import { archivistRoutes } from "./routes/archivist.ts";
 import { configurationVersionRoutes } from "./routes/configuration-versions.ts";
 import { organizationRoutes } from "./routes/organizations.ts";
+import { adminRoutes } from "./routes/admin.ts";
 import { planApplyRoutes } from "./routes/plans-applies.ts";
 import { runRoutes } from "./routes/runs.ts";
 import { stateRoutes } from "./routes/state.ts";
@@ -55,8 +56,9 @@ export async function startTfcServer(options: TfcServerOptions = {}): Promise<Tf
   const orgs = options.organizations ?? ["cts-test"];
   for (const name of orgs) store.addOrganization(name);
   const token = `${newSecret().slice(0, 14)}.atlasv1.${newSecret()}${newSecret()}`;
-  store.addToken(token, Object.fromEntries(orgs.map((o) => [o, "write" as const])), "cts-admin");
-  for (const t of options.tokens ?? []) store.addToken(t.token, t.organizations, t.username);
+  store.addToken(token, Object.fromEntries(orgs.map((o) => [o, "write" as const])), "cts-admin", options.siteAdmin === true);
+  for (const t of options.tokens ?? []) store.addToken(t.token, t.organizations, t.username, t.siteAdmin === true);
+  for (const { version, ...flags } of options.terraformVersions ?? [{ version: "1.5.7" }, { version: "1.9.0" }, { version: "1.14.3" }]) store.addTerraformVersion(version, flags);
   for (const p of options.agentPools ?? []) store.addAgentPool(p.organization, p.name);
 
   let baseUrl = "";
@@ -81,6 +83,7 @@ export async function startTfcServer(options: TfcServerOptions = {}): Promise<Tf
   app.use("/api/v2/*", authenticate(ctx));
   accountRoutes(app);
   organizationRoutes(app, ctx);
+  adminRoutes(app, ctx);
   workspaceRoutes(app, ctx, queue);
   variableRoutes(app, ctx);
   configurationVersionRoutes(app, ctx, queue);

@@ -10,6 +10,18 @@ export interface TokenGrant {
   username: string;
   /** Organizations the token sees; anything else answers 404, as if it did not exist. */
   organizations: Record<string, Permission>;
+  /** A Terraform Enterprise site admin: the admin API (`/api/v2/admin/…`) answers it; anyone else gets 404. */
+  siteAdmin?: boolean;
+}
+
+/** A Terraform version the server offers (the admin API's `terraform-versions`). */
+export interface TerraformVersion {
+  id: string;
+  version: string;
+  enabled: boolean;
+  beta: boolean;
+  deprecated: boolean;
+  official: boolean;
 }
 
 /** An organization (its name is its id, as in TFC). */

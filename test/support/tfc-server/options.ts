@@ -76,8 +76,12 @@ export interface TfcServerFaults {
 export interface TfcServerOptions {
   /** Organizations to create (default ["cts-test"]). The first is `server.organization`. */
   organizations?: string[];
-  /** Extra tokens; the default token (`server.token`) may write in every organization. */
-  tokens?: { token: string; username?: string; organizations: Record<string, Permission> }[];
+  /** Extra tokens; the default token (`server.token`) may write in every organization. `siteAdmin`: the token is a TFE site admin (the admin API answers it). */
+  tokens?: { token: string; username?: string; organizations: Record<string, Permission>; siteAdmin?: boolean }[];
+  /** The default token is a Terraform Enterprise site admin (default false: as on HCP Terraform, the admin API answers it 404). */
+  siteAdmin?: boolean;
+  /** The Terraform versions `GET /api/v2/admin/terraform-versions` lists (default: 1.5.7, 1.9.0 and 1.14.3). */
+  terraformVersions?: { version: string; enabled?: boolean; beta?: boolean; deprecated?: boolean; official?: boolean }[];
   /** Agent pools to create. */
   agentPools?: { organization: string; name: string }[];
   variants?: TfcServerVariants;

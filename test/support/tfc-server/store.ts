@@ -1,5 +1,5 @@
 import { newId, newSecret } from "./ids.ts";
-import type { Permission, TokenGrant, Organization, AgentPool, StateVersion, Workspace, Variable, ConfigurationVersion, RunStatus, PhaseStatus, Phase, Run, Blob } from "./model.ts";
+import type { Permission, TokenGrant, Organization, AgentPool, StateVersion, Workspace, Variable, ConfigurationVersion, RunStatus, PhaseStatus, Phase, Run, Blob, TerraformVersion } from "./model.ts";
 
 export type { Permission, TokenGrant, Organization, AgentPool, StateVersion, Workspace, Variable, ConfigurationVersion, RunStatus, PhaseStatus, Phase, Run, Blob } from "./model.ts";
 
@@ -28,9 +28,19 @@ export class Store {
     return org;
   }
 
-  /** Adds a token seeing the given organizations. */
-  addToken(token: string, organizations: Record<string, Permission>, username = "cts-test"): TokenGrant {
-    const grant = { token, userId: newId("user"), username, organizations };
+  /** The Terraform versions the admin API lists, in the order they were added. */
+  readonly terraformVersions: TerraformVersion[] = [];
+
+  /** Adds a Terraform version the server offers (enabled, official, neither beta nor deprecated unless said). */
+  addTerraformVersion(version: string, flags: Partial<Pick<TerraformVersion, "enabled" | "beta" | "deprecated" | "official">> = {}): TerraformVersion {
+    const v = { id: newId("tool"), version, enabled: true, beta: false, deprecated: false, official: true, ...flags };
+    this.terraformVersions.push(v);
+    return v;
+  }
+
+  /** Adds a token seeing the given organizations (a site admin also sees the admin API). */
+  addToken(token: string, organizations: Record<string, Permission>, username = "cts-test", siteAdmin = false): TokenGrant {
+    const grant = { token, userId: newId("user"), username, organizations, ...(siteAdmin ? { siteAdmin } : {}) };
     this.tokens.set(token, grant);
     return grant;
   }
