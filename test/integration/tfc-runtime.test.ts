@@ -82,7 +82,7 @@ export default defineConfig({
     }
   });
 
-  it("a fresh instance (restart, new HA leader) runs each task once: the runs change nothing", async () => {
+  it("a fresh instance (a restart; a new HA leader skips unchanged tasks instead: tfc-ha test) runs each task once: the runs change nothing", async () => {
     const rt = await runtime("once");
     try {
       const results = await rt.controller.once();
