@@ -127,6 +127,11 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
         const body: Record<string, unknown> = { task: taskToCts(existing(spec.name)) };
         if (run === "now" && spec.enabled !== false) {
           const outcome = await ctrl.runNow(spec.name);
+          // A plan held by the task's guards (or approval "always") is what the task asked for, not a failure.
+          if (outcome.outcome === "held" && outcome.hold) {
+            body.run = { ...runOf(outcome), held: heldToApi(outcome.hold) };
+            return { status: 201, body };
+          }
           if (!outcome.ok) throw failed(outcome, `task '${spec.name}' was created but its first run failed (fix it with PATCH or delete it)`);
           body.run = runOf(outcome);
         }
