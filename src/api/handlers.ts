@@ -33,7 +33,7 @@ export interface ApiDeps {
   /** Awaited after every task-changing call, before answering (HA: the change is stored in Consul). */
   afterChange?: () => Promise<void>;
   /** Whether Consul answers (the daemon's one client): `GET /v1/status` says so beside CTS's summary. */
-  consul?: { reachable: boolean; lostSince?: string | undefined; reason?: string | undefined };
+  consul?: ConsulState;
   /** The daemon's driver: with "terraformCloud" a task may carry CTS's terraform_cloud_workspace and terraform_version (default "terraform"). */
   driver?: "terraform" | "terraformCloud";
   /** `GET /metrics`: the Prometheus text (app.ts answers it; without it the route answers 404). */
@@ -76,6 +76,15 @@ function runOf(outcome: RunOutcome): Record<string, unknown> {
     ...(outcome.result ? { summary: outcome.result.summary } : {}),
     ...(outcome.result?.url ? { tfc_run_url: outcome.result.url } : {}),
   };
+}
+
+/** Whether Consul answers, as the API and the dashboard read it (the daemon's reachability tracker). */
+export interface ConsulState {
+  reachable: boolean;
+  lostSince?: string | undefined;
+  reason?: string | undefined;
+  /** Told each change (the dashboard's live updates); returns the removal. */
+  onChange?(listener: (reachable: boolean) => void): () => void;
 }
 
 /** Reads the request's JSON body (size-limited by the server). */
