@@ -104,8 +104,8 @@ export interface SelfRegistrationOptions {
 export interface SelfRegistration {
   /** Whether the agent accepted the registration. */
   registered: boolean;
-  /** Deregisters (a no-op when registration failed); never throws. */
-  deregister(): Promise<void>;
+  /** Deregisters (a no-op when registration failed); never throws. Returns the step skipped because Consul is unreachable, if any. */
+  deregister(): Promise<string | undefined>;
 }
 
 const WILDCARD = new Set(["0.0.0.0", "::", "[::]", ""]);
@@ -167,7 +167,7 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
   const { log } = opts;
   if (opts.registration?.enabled === false) {
     log.info("service registration is disabled: not registering this instance in Consul", { id: opts.id });
-    return { registered: false, deregister: async () => {} };
+    return { registered: false, deregister: async () => undefined };
   }
   const definition = selfServiceDefinition(opts);
   const name = String(definition.Name);
@@ -191,7 +191,7 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
       `could not register service '${name}' (id '${opts.id}') in Consul at ${consul.url()}: ${messageOf(err)}. cts keeps running; check the agent address, that the token has service:write on '${name}'${definition.Namespace ? ", and that Consul is Enterprise (namespaces)" : ""}, or set service_registration { enabled = false }.`,
       { id: opts.id, service_name: name },
     );
-    return { registered: false, deregister: async () => {} };
+    return { registered: false, deregister: async () => undefined };
   }
   let stopped = false;
   const restore = async (why: string) => {
@@ -229,7 +229,7 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
       // drops the registration itself once its check is critical for 30 min.
       if (consul.reachability && !consul.reachability.reachable) {
         log.warn(`not deregistering service id '${opts.id}': Consul is unreachable (the agent removes it after its check stays critical for 30m)`, { id: opts.id });
-        return;
+        return `deregistering service id '${opts.id}'`;
       }
       try {
         await agentCall(consul, "deregistering this instance", "CONSUL_REGISTER_FAILED", 1_000, (c, common) => c.agent.service.deregister({ id: opts.id, ...common }));
@@ -237,6 +237,7 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
       } catch (err) {
         log.warn(`could not deregister service id '${opts.id}' from Consul: ${messageOf(err)}`, { id: opts.id });
       }
+      return undefined;
     },
   };
 }

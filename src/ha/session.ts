@@ -127,10 +127,13 @@ export class LeaderSession {
   /**
    * Stops renewing and keeps trying to destroy the session in the background until Consul
    * answers or the session must have expired anyway: a fenced leader that reaches Consul again
-   * frees the lock at once instead of making everyone wait for the TTL.
+   * frees the lock at once instead of making everyone wait for the TTL. `retry` false: only stops
+   * renewing (a process stopping while Consul is unreachable).
    */
-  abandon(): void {
+  abandon(retry = true): void {
     this.stopTimers();
+    // Stopping with Consul unreachable: no attempt at all (the session expires after its TTL).
+    if (!retry) return;
     const giveUpAt = this.clock.now() + this.settings.sessionTtlMs * 2 + 1_000;
     const attempt = async () => {
       if (await this.destroy(this.settings.renewRetryMs * 2)) return;

@@ -134,8 +134,10 @@ export class SharedCluster {
   }
 
   /** Leaves: stops its runs, stores what is pending, releases its locks (others take over at once), ends the session. */
-  async stop(): Promise<void> {
-    if (this.stopped) return;
+  async stop(opts: { consulUnreachable?: boolean; graceMs?: number } = {}): Promise<string[]> {
+    if (this.stopped) return [];
+    const offline = opts.consulUnreachable === true;
+    const skipped: string[] = [];
     this.stopped = true;
     this.stopping.abort();
     if (this.retryTimer) clearTimeout(this.retryTimer);
@@ -143,16 +145,25 @@ export class SharedCluster {
     this.mirror.stop();
     this.view.stop();
     await this.reconciling?.catch(() => undefined);
-    await this.controller.pause(this.opts.stopGraceMs ?? 10_000);
-    await this.writer.flush(3_000);
+    await this.controller.pause(opts.graceMs ?? this.opts.stopGraceMs ?? 10_000);
+    if (!offline) await this.writer.flush(3_000);
+    else if (this.writer.pendingCount > 0) skipped.push(`storing ${this.writer.pendingCount} pending state write(s) (events, holds) in Consul KV`);
     this.writer.setSession(undefined);
     const session = this.session;
     this.session = undefined;
     this.sessionEnded?.();
-    // Destroying the session releases every lock it holds, so the others take over at once (lock delay is 0 unless configured).
-    if (session) await session.destroy(2_000);
-    await this.member.remove();
+    if (session && offline) {
+      // Consul frees the liveness and owner locks when the session's TTL runs out.
+      session.abandon(false);
+      skipped.push("destroying the session (releasing the liveness and task locks)");
+    } else if (session) {
+      // Destroying the session releases every lock it holds, so the others take over at once (lock delay is 0 unless configured).
+      await session.destroy(2_000);
+    }
+    if (offline) skipped.push("removing the member record");
+    else await this.member.remove();
     if (this.loop) await atMost(this.loop, 3_000);
+    return skipped;
   }
 
   private async sessionLoop(): Promise<void> {
