@@ -12,6 +12,7 @@ import { createPrometheusMetrics } from "../metrics/prometheus.ts";
 import { inProcessSynthesizer, workerSynthesizer, type Synthesizer } from "../synth/synthesizer.ts";
 import { workingRoot } from "../synth/paths.ts";
 import { startDaemonApi } from "./api.ts";
+import { answersAt } from "./registration.ts";
 import { HighAvailability } from "../ha/high-availability.ts";
 import { haApiOptions } from "./ha-api.ts";
 import { SharedCluster } from "../ha/shared.ts";
@@ -280,8 +281,8 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
   const ha = !loaded.config.highAvailability
     ? undefined
     : shared
-      ? new SharedCluster(runtime, loaded)
-      : new HighAvailability(runtime, loaded, { resetStorage: opts.resetStorage === true, metrics: runtime.metrics });
+      ? new SharedCluster(runtime, loaded, { answersAt: (url) => answersAt(url) })
+      : new HighAvailability(runtime, loaded, { resetStorage: opts.resetStorage === true, metrics: runtime.metrics, answersAt: (url) => answersAt(url) });
   if (shared && opts.resetStorage) log.warn("--reset-storage is not supported in shared mode (delete the KV prefix with consul kv delete -recurse instead)");
   if (!ha && opts.resetStorage) log.warn("--reset-storage does nothing without highAvailability in the config");
   const api = await startDaemonApi(runtime, loaded.config.api, {
@@ -296,7 +297,13 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
     throw err;
   });
   ha?.setLocalAddress(api.url);
-  if (ha) await ha.start();
+  if (ha)
+    await ha.start().catch(async (err: unknown) => {
+      // Refused to join (another live instance with this id): nothing stays behind.
+      await api.stop().catch(() => undefined);
+      await runtime.close();
+      throw err;
+    });
   else await runtime.controller.watch();
   return {
     runtime,

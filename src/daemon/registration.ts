@@ -65,6 +65,19 @@ export async function liveInstanceWithId(consul: ConsulClient, opts: Omit<SelfRe
   return `another cts instance is registered in Consul with id '${opts.id}' and answers at ${host}:${svc.Port}: two instances with one id take each other's registration (and, with high availability, each other's place). Set a unique id in the config (cts.config.ts \`id\`, CTS HCL \`id\`), or stop the other instance.`;
 }
 
+/** Whether anything answers HTTP(S) at a URL's host and port within the limit (any status counts; an unparsable URL: no). */
+export function answersAt(url: string, timeoutMs = 2_000): Promise<boolean> {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return Promise.resolve(false);
+  }
+  const https = u.protocol === "https:";
+  const host = u.hostname.replace(/^\[|\]$/g, "");
+  return answersHttp(host, Number(u.port || (https ? 443 : 80)), https, timeoutMs);
+}
+
 /** Whether anything answers HTTP(S) at host:port within the limit (any status counts). */
 function answersHttp(host: string, port: number, https: boolean, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -11,6 +11,7 @@ import { TERRAFORM_STATE_LOCKED } from "../runtime/retry.ts";
 import type { TaskEvent } from "../runtime/events.ts";
 import type { HoldRecord } from "../runtime/holds.ts";
 import { buildClusterStatus, type ClusterStatus } from "./cluster.ts";
+import { checkIdentity, type AnswersAt } from "./identity.ts";
 import { HaKv, type KvItem, type KvRead } from "./kv.ts";
 import { MemberReporter } from "./member.ts";
 import { StateMirror } from "./mirror.ts";
@@ -37,6 +38,8 @@ export interface HighAvailabilityOptions {
   stopGraceMs?: number;
   /** Where the leader gauge and leadership changes are recorded. */
   metrics?: Metrics;
+  /** The identity check's probe: does anything answer at a member's address (absent: no check at start). */
+  answersAt?: AnswersAt;
 }
 
 /** The leader as the lock names it. */
@@ -188,8 +191,11 @@ export class HighAvailability {
   /** Joins the cluster: mirrors the stored state, publishes the member record, competes for the lock. */
   async start(): Promise<void> {
     if (this.role !== "idle") return;
-    this.role = "follower";
     const s = this.settings;
+    // Another live instance with this id: refused before anything is joined (INSTANCE_ID_IN_USE).
+    if (this.opts.answersAt) await checkIdentity(this.kv, s, this.address, this.opts.answersAt, this.log);
+    if (this.role !== "idle") return;
+    this.role = "follower";
     this.log.info(`ha: joining cluster '${s.clusterName}' as '${s.id}'`, { parent_path: s.parentPath, session_ttl: durationText(s.sessionTtlMs), lock_delay: durationText(s.lockDelayMs) });
     this.mirror.start();
     void this.member.check(true);

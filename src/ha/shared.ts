@@ -5,6 +5,7 @@ import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { HaControl } from "../runtime/interfaces.ts";
 import type { HaRuntime } from "./high-availability.ts";
+import { checkIdentity, type AnswersAt } from "./identity.ts";
 import { HaKv } from "./kv.ts";
 import { MemberReporter } from "./member.ts";
 import { ClusterView } from "./membership.ts";
@@ -50,7 +51,7 @@ export class SharedCluster {
   constructor(
     rt: HaRuntime,
     loaded: LoadedConfig,
-    private readonly opts: { stopGraceMs?: number } = {},
+    private readonly opts: { stopGraceMs?: number; /** The identity check's probe (absent: no check at start). */ answersAt?: AnswersAt } = {},
   ) {
     this.settings = resolveHaSettings(loaded.config);
     this.controller = rt.controller;
@@ -126,6 +127,8 @@ export class SharedCluster {
   /** Joins: follows the stored state and the membership, holds a session, takes its share. */
   async start(): Promise<void> {
     const s = this.settings;
+    // Another live instance with this id: refused before anything is joined (INSTANCE_ID_IN_USE).
+    if (this.opts.answersAt) await checkIdentity(this.kv, s, this.address, this.opts.answersAt, this.log);
     this.log.info(`ha: joining cluster '${s.clusterName}' as '${s.id}' (shared mode)`, { parent_path: s.parentPath, session_ttl: durationText(s.sessionTtlMs) });
     this.mirror.start();
     this.view.start();
