@@ -27,7 +27,7 @@ export interface ApiDeps {
   /** `GET /v1/status/cluster`'s body (high availability); without it the route answers 405. */
   cluster?: () => Promise<Record<string, unknown>>;
   /** Called before every task-changing call; throws to refuse it (an HA follower's redirect error). */
-  beforeChange?: (change: { method: string; task?: string }) => void | Promise<void>;
+  beforeChange?: (change: { method: string; task?: string; /** What the call does to the task (approve and reject word their redirect with the command). */ action?: "approve" | "reject" | "drift" }) => void | Promise<void>;
   /** Shared cluster mode: `PATCH {"pin": "<member>"}` pins a task to a member (null unpins). */
   pin?: (task: string, member: string | null) => Promise<void>;
   /** Awaited after every task-changing call, before answering (HA: the change is stored in Consul). */
@@ -309,7 +309,8 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
       if (raw !== null && typeof raw === "object" && !Array.isArray(raw) && "pin" in raw) return pinTask(m.task!, raw as Record<string, unknown>);
       body = async () => raw;
     }
-    if (deps.beforeChange && changing) await guard(async () => deps.beforeChange!({ method: m.method, ...(m.task ? { task: m.task } : {}) }));
+    const action = m.route === "task-approve" ? "approve" : m.route === "task-reject" ? "reject" : m.route === "task-drift" ? "drift" : undefined;
+    if (deps.beforeChange && changing) await guard(async () => deps.beforeChange!({ method: m.method, ...(m.task ? { task: m.task } : {}), ...(action ? { action } : {}) }));
     if (!changing || !deps.afterChange) return dispatch(m, body);
     try {
       return await dispatch(m, body);

@@ -103,8 +103,8 @@ export class SharedCluster {
   }
 
   /** Task-changing calls on an existing task go to its owner (creating a task works anywhere). */
-  beforeChange(change: { task?: string }): void {
-    ownerRedirect(change.task, this.controller, this.view, this.settings);
+  beforeChange(change: { task?: string; action?: "approve" | "reject" | "drift" }): void {
+    ownerRedirect(change.task, this.controller, this.view, this.settings, change.action);
   }
 
   /** After a task-changing API call: waits (up to 5 s) until the change is stored in Consul. */
