@@ -99,7 +99,7 @@ export function createApiApp(deps: ApiDeps, opts: ApiAppOptions = {}): Hono<Env>
     return json(c, answer.status, body);
   };
 
-  const ui = mountUi(app, { controller: deps.controller, ...(deps.cluster ? { cluster: deps.cluster } : {}), tokenRequired: opts.token !== undefined });
+  const ui = mountUi(app, { controller: deps.controller, ...(deps.cluster ? { cluster: deps.cluster } : {}), ...(deps.consul ? { consul: deps.consul } : {}), tokenRequired: opts.token !== undefined });
 
   app.get("/v1/health", serve);
   app.get("/v1/status", serve);

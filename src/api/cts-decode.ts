@@ -33,6 +33,8 @@ export const TASK_SHAPE: Shape = {
   origin: "leaf",
   terraform_cloud_workspace: { execution_mode: "leaf", agent_pool_id: "leaf", agent_pool_name: "leaf", terraform_version: "leaf" },
   terraform_version: "leaf",
+  guards: { max_destroy: "leaf", max_destroy_percent: "leaf", never_empty: "leaf", approval: "leaf" },
+  cts_allow_empty: "leaf",
   // CTS fields we refuse with a hint: renamed so the hint applies whatever their case.
   services: "leaf",
   source: "leaf",

@@ -27,13 +27,13 @@ export interface ApiDeps {
   /** `GET /v1/status/cluster`'s body (high availability); without it the route answers 405. */
   cluster?: () => Promise<Record<string, unknown>>;
   /** Called before every task-changing call; throws to refuse it (an HA follower's redirect error). */
-  beforeChange?: (change: { method: string; task?: string }) => void | Promise<void>;
+  beforeChange?: (change: { method: string; task?: string; /** What the call does to the task (approve and reject word their redirect with the command). */ action?: "approve" | "reject" | "drift" }) => void | Promise<void>;
   /** Shared cluster mode: `PATCH {"pin": "<member>"}` pins a task to a member (null unpins). */
   pin?: (task: string, member: string | null) => Promise<void>;
   /** Awaited after every task-changing call, before answering (HA: the change is stored in Consul). */
   afterChange?: () => Promise<void>;
   /** Whether Consul answers (the daemon's one client): `GET /v1/status` says so beside CTS's summary. */
-  consul?: { reachable: boolean; lostSince?: string | undefined; reason?: string | undefined };
+  consul?: ConsulState;
   /** The daemon's driver: with "terraformCloud" a task may carry CTS's terraform_cloud_workspace and terraform_version (default "terraform"). */
   driver?: "terraform" | "terraformCloud";
   /** `GET /metrics`: the Prometheus text (app.ts answers it; without it the route answers 404). */
@@ -76,6 +76,15 @@ function runOf(outcome: RunOutcome): Record<string, unknown> {
     ...(outcome.result ? { summary: outcome.result.summary } : {}),
     ...(outcome.result?.url ? { tfc_run_url: outcome.result.url } : {}),
   };
+}
+
+/** Whether Consul answers, as the API and the dashboard read it (the daemon's reachability tracker). */
+export interface ConsulState {
+  reachable: boolean;
+  lostSince?: string | undefined;
+  reason?: string | undefined;
+  /** Told each change (the dashboard's live updates); returns the removal. */
+  onChange?(listener: (reachable: boolean) => void): () => void;
 }
 
 /** Reads the request's JSON body (size-limited by the server). */
@@ -127,6 +136,11 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
         const body: Record<string, unknown> = { task: taskToCts(existing(spec.name)) };
         if (run === "now" && spec.enabled !== false) {
           const outcome = await ctrl.runNow(spec.name);
+          // A plan held by the task's guards (or approval "always") is what the task asked for, not a failure.
+          if (outcome.outcome === "held" && outcome.hold) {
+            body.run = { ...runOf(outcome), held: heldToApi(outcome.hold) };
+            return { status: 201, body };
+          }
           if (!outcome.ok) throw failed(outcome, `task '${spec.name}' was created but its first run failed (fix it with PATCH or delete it)`);
           body.run = runOf(outcome);
         }
@@ -295,7 +309,8 @@ export function createHandlers(deps: ApiDeps): (m: Match, body: BodyReader) => P
       if (raw !== null && typeof raw === "object" && !Array.isArray(raw) && "pin" in raw) return pinTask(m.task!, raw as Record<string, unknown>);
       body = async () => raw;
     }
-    if (deps.beforeChange && changing) await guard(async () => deps.beforeChange!({ method: m.method, ...(m.task ? { task: m.task } : {}) }));
+    const action = m.route === "task-approve" ? "approve" : m.route === "task-reject" ? "reject" : m.route === "task-drift" ? "drift" : undefined;
+    if (deps.beforeChange && changing) await guard(async () => deps.beforeChange!({ method: m.method, ...(m.task ? { task: m.task } : {}), ...(action ? { action } : {}) }));
     if (!changing || !deps.afterChange) return dispatch(m, body);
     try {
       return await dispatch(m, body);

@@ -7,7 +7,8 @@ import { TFC_TERRAFORM_CONSTRAINT, terraformCloudWorkspaceProblems } from "../co
 import { CREATE_SHAPE, foldKeys } from "./cts-decode.ts";
 import { ApiError } from "./http-io.ts";
 import { isObject, problemsOf, show } from "./schema-messages.ts";
-import { ctsTaskSchema, decodeCtsJson, type CtsBufferPeriodJson, type CtsConditionJson, type CtsConsulKvJson, type CtsServicesJson, type CtsTaskJson } from "./task-schema.ts";
+import type { ApprovalMode, PlanGuards } from "../task/guards.ts";
+import { ctsTaskSchema, decodeCtsJson, type CtsGuardsJson, type CtsBufferPeriodJson, type CtsConditionJson, type CtsConsulKvJson, type CtsServicesJson, type CtsTaskJson } from "./task-schema.ts";
 
 /** What parsing a task depends on: the daemon's driver decides whether Terraform Cloud settings are allowed. */
 export interface TaskParseOptions {
@@ -88,7 +89,12 @@ function workspaceOf(t: CtsTaskJson, at: string, driver: "terraform" | "terrafor
 const invalid = (problems: string[]) => new ApiError(400, `invalid task: ${problems.join(" ")}`);
 
 function apiField(field: string): string {
-  return field.replace(/^bufferPeriod/, "buffer_period").replace(/^inputs\.kv/, "module_input.consul_kv").replace(/^inputs\./, "module_input.");
+  return field
+    .replace(/^guards\.maxDestroyPercent/, "guards.max_destroy_percent")
+    .replace(/^guards\.maxDestroy/, "guards.max_destroy")
+    .replace(/^guards\.neverEmpty/, "guards.never_empty")
+    .replace(/^approval$/, "guards.approval")
+    .replace(/^allowEmpty$/, "cts_allow_empty").replace(/^bufferPeriod/, "buffer_period").replace(/^inputs\.kv/, "module_input.consul_kv").replace(/^inputs\./, "module_input.");
 }
 
 /** A valid CTS task as the module task spec the runtime runs. */
@@ -105,7 +111,20 @@ function specOf(t: CtsTaskJson): ModuleTaskSpec {
     ...(t.variables ? { variables: t.variables } : {}),
     ...(Object.keys(inputs).length ? { inputs } : {}),
     ...(bufferPeriod !== undefined ? { bufferPeriod } : {}),
+    ...guardsOf(t.guards),
+    ...(t.cts_allow_empty !== undefined ? { allowEmpty: t.cts_allow_empty } : {}),
   };
+}
+
+/** The `guards` block as the task's guards and approval (as the CTS HCL block maps). */
+function guardsOf(g: CtsGuardsJson | undefined): { guards?: PlanGuards; approval?: ApprovalMode } {
+  if (!g) return {};
+  const guards: PlanGuards = {
+    ...(g.max_destroy !== undefined ? { maxDestroy: g.max_destroy } : {}),
+    ...(g.max_destroy_percent !== undefined ? { maxDestroyPercent: g.max_destroy_percent } : {}),
+    ...(g.never_empty !== undefined ? { neverEmpty: g.never_empty } : {}),
+  };
+  return { ...(Object.keys(guards).length ? { guards } : {}), ...(g.approval !== undefined ? { approval: g.approval as ApprovalMode } : {}) };
 }
 
 function conditionOf(c: CtsConditionJson): Condition {

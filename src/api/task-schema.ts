@@ -145,6 +145,30 @@ const tfcWorkspaceSchema = fields(
   { like: `like {"execution_mode":"agent","agent_pool_name":"pool","terraform_version":"1.5.7"}` },
 );
 
+const NEVER_EMPTY = 'must be a list of resource types or addresses, e.g. ["local_file", "module.web.consul_service.pool"].';
+const number = () => z.number({ error: (iss) => `must be a number (got ${show(iss.input)}).` });
+
+/**
+ * cts's own `guards` block (not CTS's), with the keys of the CTS HCL block of the same name:
+ * plan guards and approval, with the ranges of the task's own checks (so every problem is reported at once).
+ */
+const guardsSchema = fields(
+  {
+    max_destroy: number()
+      .refine((n) => Number.isInteger(n) && n >= 0, { error: (iss) => `must be a whole number ≥ 0 (got ${show(iss.input)}).` })
+      .optional(),
+    max_destroy_percent: number()
+      .refine((n) => Number.isFinite(n) && n >= 0 && n <= 100, { error: (iss) => `must be a number from 0 to 100 (got ${show(iss.input)}).` })
+      .optional(),
+    never_empty: listOf(z.string({ error: NEVER_EMPTY }), NEVER_EMPTY).optional(),
+    approval: z
+      .string({ error: (iss) => `must be "always" or "guards" (got ${show(iss.input)}).` })
+      .refine((a) => a === "always" || a === "guards", { error: (iss) => `must be "always" (every plan waits for \`cts approve\`) or "guards" (only plans a guard refuses; the default), got ${show(iss.input)}.` })
+      .optional(),
+  },
+  { like: `like {"max_destroy":1,"max_destroy_percent":20,"never_empty":["local_file"],"approval":"always"}` },
+);
+
 /** The task's own fields, in the order their problems are reported. */
 const taskFields = {
   name: text().superRefine((name, ctx) => {
@@ -164,6 +188,10 @@ const taskFields = {
   terraform_cloud_workspace: tfcWorkspaceSchema.optional(),
   /** CTS's deprecated task-level version (the block's version wins). */
   terraform_version: text().optional(),
+  /** cts's own (CTS HCL: the task's `guards` block): plan guards and approval. */
+  guards: guardsSchema.optional(),
+  /** cts's own (CTS HCL: `cts_allow_empty`): false refuses a condition that dropped from N instances to none. */
+  cts_allow_empty: flag().optional(),
   /** What GET answers (where the task was defined); accepted so a GET answer can be sent back. */
   origin: z.unknown().optional(),
 };
@@ -194,5 +222,7 @@ export type CtsServicesJson = z.output<typeof servicesInput>;
 export type CtsConsulKvJson = z.output<typeof consulKvInput>;
 /** A valid terraform_cloud_workspace block. */
 export type CtsTfcWorkspaceJson = z.output<typeof tfcWorkspaceSchema>;
+/** A valid guards block. */
+export type CtsGuardsJson = z.output<typeof guardsSchema>;
 /** A valid buffer period block. */
 export type CtsBufferPeriodJson = z.output<typeof bufferPeriodSchema>;

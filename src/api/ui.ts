@@ -6,13 +6,15 @@ import { knownSecrets } from "../secrets/redactor.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import type { TaskView } from "../runtime/interfaces.ts";
 import { classModuleLabel, driftToCts, heldToApi } from "./cts-shape.ts";
-import type { ApiController } from "./handlers.ts";
+import type { ApiController, ConsulState } from "./handlers.ts";
 
 /** What the dashboard reads. */
 export interface UiDeps {
   controller: ApiController;
   /** HA cluster status (members, leader); absent without high availability. */
   cluster?: () => Promise<Record<string, unknown>>;
+  /** Whether Consul answers: while it does not, the page shows a banner and every status as stale. */
+  consul?: ConsulState;
   /** Whether task-changing calls need the bearer token (the page then asks for it). */
   tokenRequired: boolean;
 }
@@ -61,6 +63,8 @@ function taskOf(v: TaskView, ctrl: ApiController): Record<string, unknown> {
     description: v.description,
     enabled: v.enabled,
     status: v.status,
+    // While Consul is unreachable: status "unknown", and the last status it had (as `cts status`).
+    stale: v.stale ? { since: v.stale.since, last_status: v.stale.lastStatus, reason: v.stale.reason } : null,
     running: v.running,
     origin: v.origin,
     module: typeof v.module === "string" ? v.module : classModuleLabel(v.className),
@@ -73,7 +77,8 @@ function taskOf(v: TaskView, ctrl: ApiController): Record<string, unknown> {
 
 /**
  * The read-only dashboard at /ui: the page and its assets, `/ui/state` (everything the page shows,
- * in one answer) and `/ui/events` (server-sent events when a run or drift check starts or ends).
+ * in one answer, with whether Consul answers) and `/ui/events` (server-sent events when a run or
+ * drift check starts or ends, and when Consul is lost or back).
  * Changing things goes through the ordinary API routes, with the token when one is configured.
  */
 export function mountUi(app: Hono<any>, deps: UiDeps): { close(): void } {
@@ -95,7 +100,9 @@ export function mountUi(app: Hono<any>, deps: UiDeps): { close(): void } {
     const tasks = ctrl.taskNames().flatMap((n) => ctrl.view(n) ?? []).map((v) => taskOf(v, ctrl));
     let cluster: Record<string, unknown> | null = null;
     if (deps.cluster) cluster = await deps.cluster().catch((err: Error) => ({ error: err.message }));
-    const body = { tasks, cluster, token_required: deps.tokenRequired, time: new Date().toISOString() };
+    const r = deps.consul;
+    const consul = r ? { reachable: r.reachable, ...(r.reachable ? {} : { since: r.lostSince ?? null, reason: r.reason ?? null }) } : null;
+    const body = { tasks, cluster, consul, token_required: deps.tokenRequired, time: new Date().toISOString() };
     return c.body(JSON.stringify(knownSecrets.redactDeep(body)), 200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
   });
 
@@ -104,11 +111,14 @@ export function mountUi(app: Hono<any>, deps: UiDeps): { close(): void } {
       const send = (event: string, data: unknown) => void stream.writeSSE({ event, data: JSON.stringify(data) }).catch(() => undefined);
       await new Promise<void>((resolve) => {
         const off = ctrl.onActivity((a) => send(a.type === "start" ? "run-start" : "run-end", a));
+        // Consul lost or back: the page reloads its state (banner, stale statuses) at once.
+        const offConsul = deps.consul?.onChange?.((reachable) => send("consul", { reachable }));
         const ping = setInterval(() => send("ping", {}), SSE_PING_MS);
         ping.unref();
         const end = () => {
           clearInterval(ping);
           off();
+          offConsul?.();
           open.delete(end);
           resolve();
         };

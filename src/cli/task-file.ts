@@ -14,7 +14,7 @@ const CONDITION_TYPES: Record<string, string> = {
   schedule: "schedule",
 };
 const INPUT_TYPES: Record<string, string> = { services: "services", "consul-kv": "consul_kv" };
-const ATTRIBUTES = ["name", "description", "enabled", "module", "source", "version", "providers", "variables", "terraform_version"];
+const ATTRIBUTES = ["name", "description", "enabled", "module", "source", "version", "providers", "variables", "terraform_version", "cts_allow_empty"];
 
 /**
  * Reads a `--task-file`: JSON (`{"task":{...}}`, `{"task":[{...}]}` or a bare task, in the API's
@@ -90,7 +90,11 @@ export async function taskFromHcl(text: string, file: string): Promise<Json> {
       // Sent as CTS's API has it; the API checks it against the daemon's driver.
       if (b.labels.length) fail(b.line, "terraform_cloud_workspace takes no label.");
       task.terraform_cloud_workspace = plain(b.body, b, fail);
-    } else fail(b.line, `'${b.type}' is not a block of a task. Use condition, module_input, buffer_period or terraform_cloud_workspace.`);
+    } else if (b.type === "guards") {
+      // cts's own block, as in a CTS HCL config's task; the API checks its values.
+      if (b.labels.length) fail(b.line, "guards takes no label.");
+      task.guards = plain(b.body, b, fail);
+    } else fail(b.line, `'${b.type}' is not a block of a task. Use condition, module_input, buffer_period, terraform_cloud_workspace or guards.`);
   }
   if (Object.keys(inputs).length) task.module_input = inputs;
   return task;

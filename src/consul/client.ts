@@ -134,6 +134,10 @@ export interface ConsulClient extends ConsulApi {
   readonly reachability: ConsulReachability;
   /** Stops following the token file and closes the pooled sockets. */
   close(): void;
+  /** Stopping while Consul is unreachable: no later call is made, calls in flight fail now (transport.ts). */
+  stopCalling(reason: string): void;
+  /** Calls refused since `stopCalling`. */
+  refusedCalls(): number;
 }
 
 /** How the client is built. */
@@ -267,6 +271,8 @@ export function createConsulClient(connection: ConsulConnection | ConsulConnecti
       stopTokenWatch?.();
       transport.close();
     },
+    stopCalling: (reason) => transport.stopCalling(reason),
+    refusedCalls: () => transport.refusedCalls(),
   };
 }
 

@@ -64,6 +64,8 @@ export interface PackageClient {
     create(o: CommonCallOptions & { name: string; ttl: string; lockdelay?: string; behavior: "release" | "delete"; checks?: string[] }): Promise<Answer<{ ID: string }>>;
     renew(o: CommonCallOptions & { id: string }): Promise<Answer<unknown[] | null>>;
     destroy(o: CommonCallOptions & { id: string }): Promise<Answer<never>>;
+    /** `GET /v1/session/list`: every live session (the identity check at start looks for one of its id). */
+    list(o: CommonCallOptions): Promise<Answer<Array<{ ID: string; Name?: string; Node?: string; CreateIndex?: number }> | null>>;
   };
   transaction: { create(ops: TxnOperation[], o: CommonCallOptions): Promise<Answer<unknown>> };
   agent: {

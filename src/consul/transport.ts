@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import type { CtsError } from "../errors.ts";
+import { CtsError } from "../errors.ts";
 import { noMetrics, type Metrics } from "../metrics/metrics.ts";
 import { abortError, toConsulError, type CallDescription } from "./api-error.ts";
 import { basicAuthHeader, httpsOptions, type ConsulConnection } from "./connection.ts";
@@ -66,6 +66,14 @@ export interface ConsulTransport {
   setToken(token: string | undefined): void;
   /** Closes the pooled sockets. */
   close(): void;
+  /**
+   * Stopping while Consul is unreachable: every later call fails at once with CONSUL_UNREACHABLE
+   * (`reason` in its message), and the calls in flight fail now (their sockets are destroyed), so
+   * nothing waits on a Consul that is gone. Counted in `refusedCalls`.
+   */
+  stopCalling(reason: string): void;
+  /** Calls refused since `stopCalling`. */
+  refusedCalls(): number;
 }
 
 /** Default blocking wait: Consul's own default. */
@@ -112,11 +120,19 @@ export function createConsulTransport(conn: ConsulConnection, metrics: Metrics =
     return target;
   };
 
+  let stopping: string | undefined;
+  let refused = 0;
+  const refuse = (what: string): CtsError => {
+    refused++;
+    return new CtsError("CONSUL_UNREACHABLE", "external", `not ${what}: ${stopping}.`);
+  };
+
   return {
     url: () => conn.url,
     async call(desc, scope, opts, run, mapError = toConsulError) {
       const { signal } = opts;
       if (signal?.aborted) throw abortError(signal);
+      if (stopping !== undefined) throw refuse(desc.what);
       const { blocking, timeout, params } = exchange(opts, scope);
       // papi cancels through an EventEmitter; `includeResponse` gives us the headers (X-Consul-Index).
       const ctx = Object.assign(new EventEmitter(), { includeResponse: true as const, canceled: false });
@@ -154,6 +170,7 @@ export function createConsulTransport(conn: ConsulConnection, metrics: Metrics =
     get(describe, scope, opts, path, query = {}) {
       const { signal } = opts;
       if (signal?.aborted) return Promise.reject(abortError(signal));
+      if (stopping !== undefined) return Promise.reject(refuse(describe().what));
       const { blocking, timeout, params } = exchange(opts, scope);
       const search = new URLSearchParams({ ...query, ...params }).toString();
       const started = performance.now();
@@ -184,6 +201,13 @@ export function createConsulTransport(conn: ConsulConnection, metrics: Metrics =
       clients.clear();
       targets.clear();
     },
+    stopCalling(reason) {
+      if (stopping !== undefined) return;
+      stopping = reason;
+      // In-flight calls (a blocking read, a renewal, a KV write) fail now instead of at their timeout.
+      agent.destroy();
+    },
+    refusedCalls: () => refused,
   };
 }
 

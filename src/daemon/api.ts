@@ -46,7 +46,7 @@ function portOf(value: number | string | undefined): number {
  * Starts the daemon's API, then registers the instance in Consul (a failed registration is logged,
  * not fatal). Returns the stop function: deregister first, so Consul stops routing to us, then close.
  */
-export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined, opts: DaemonApiOptions = {}): Promise<{ url: string; stop: () => Promise<void> }> {
+export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined, opts: DaemonApiOptions = {}): Promise<{ url: string; stop: (skipped?: string[]) => Promise<void> }> {
   const log = rt.log.child("api");
   const address = opts.address ?? config?.address ?? DEFAULT_API_ADDRESS;
   const port = portOf(opts.port ?? config?.port);
@@ -87,8 +87,10 @@ export async function startDaemonApi(rt: Runtime, config: ApiConfig | undefined,
       : await registerSelf(rt.consul, { id: rt.id, address: bound.address, port: bound.port, log, ...(opts.tags ? { tags: opts.tags } : {}), ...(opts.registration ? { registration: opts.registration } : {}), ...(config?.tls ? { https: true } : {}) });
   return {
     url: bound.url,
-    async stop() {
-      await registration?.deregister();
+    /** `skipped` is told the steps skipped because Consul is unreachable (the deregistration). */
+    async stop(skipped?: string[]) {
+      const step = await registration?.deregister();
+      if (step) skipped?.push(step);
       await server.close();
     },
   };

@@ -12,6 +12,7 @@ import { createPrometheusMetrics } from "../metrics/prometheus.ts";
 import { inProcessSynthesizer, workerSynthesizer, type Synthesizer } from "../synth/synthesizer.ts";
 import { workingRoot } from "../synth/paths.ts";
 import { startDaemonApi } from "./api.ts";
+import { answersAt } from "./registration.ts";
 import { HighAvailability } from "../ha/high-availability.ts";
 import { haApiOptions } from "./ha-api.ts";
 import { SharedCluster } from "../ha/shared.ts";
@@ -233,8 +234,8 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     driver,
     log,
     id: config.id ?? `cts-${hostname()}`,
-    async close() {
-      await controller.stop();
+    async close(closeOpts = {}) {
+      await controller.stop(closeOpts.graceMs);
       watcher?.close();
       templates.close();
       consul.close();
@@ -243,6 +244,9 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     },
   };
 }
+
+/** How long cancelled runs may take to end when the daemon stops while Consul is unreachable. */
+export const OFFLINE_RUN_GRACE_MS = 1_000;
 
 /** Where the daemon's API listens and what high availability is asked (`cts watch` flags). */
 export interface DaemonOptions {
@@ -277,8 +281,8 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
   const ha = !loaded.config.highAvailability
     ? undefined
     : shared
-      ? new SharedCluster(runtime, loaded)
-      : new HighAvailability(runtime, loaded, { resetStorage: opts.resetStorage === true, metrics: runtime.metrics });
+      ? new SharedCluster(runtime, loaded, { answersAt: (url) => answersAt(url) })
+      : new HighAvailability(runtime, loaded, { resetStorage: opts.resetStorage === true, metrics: runtime.metrics, answersAt: (url) => answersAt(url) });
   if (shared && opts.resetStorage) log.warn("--reset-storage is not supported in shared mode (delete the KV prefix with consul kv delete -recurse instead)");
   if (!ha && opts.resetStorage) log.warn("--reset-storage does nothing without highAvailability in the config");
   const api = await startDaemonApi(runtime, loaded.config.api, {
@@ -293,16 +297,47 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
     throw err;
   });
   ha?.setLocalAddress(api.url);
-  if (ha) await ha.start();
+  if (ha)
+    await ha.start().catch(async (err: unknown) => {
+      // Refused to join (another live instance with this id): nothing stays behind.
+      await api.stop().catch(() => undefined);
+      await runtime.close();
+      throw err;
+    });
   else await runtime.controller.watch();
   return {
     runtime,
     ...(ha ? { ha } : {}),
     apiUrl: api.url,
     async stop() {
-      await ha?.stop().catch((e) => log.warn(`stopping high availability: ${String(e)}`));
-      await api.stop().catch((e) => log.warn(`stopping the API: ${String(e)}`));
-      await runtime.close();
+      const started = performance.now();
+      // Consul unreachable (a call failed to reach it and none answered since): no step of the stop
+      // calls it or waits for it. The client refuses every later call at once and fails the calls
+      // in flight now (watch reads, renewals, KV writes); each step that needs Consul is skipped.
+      const reach = runtime.consul.reachability;
+      const offline = reach !== undefined && !reach.reachable;
+      const inFlight = runtime.controller.taskNames().filter((n) => runtime.controller.view(n)?.running).length;
+      if (offline) {
+        log.warn(`stopping while Consul is unreachable (since ${reach.lostSince ?? "?"}): no call to Consul is made or waited for`);
+        runtime.consul.stopCalling("cts is stopping and Consul is unreachable");
+      }
+      const skipped: string[] = [];
+      // Runs in flight are cancelled (Terraform gets SIGINT); with Consul gone (the state backend
+      // too, by default) they are given a short grace, then the process exits: its exit hook and
+      // the reaper end what still runs, and the next start cleans the working dir.
+      const graceMs = offline ? OFFLINE_RUN_GRACE_MS : undefined;
+      const graceEnds = performance.now() + (graceMs ?? 0);
+      skipped.push(...((await ha?.stop({ consulUnreachable: offline, ...(graceMs !== undefined ? { graceMs } : {}) }).catch((e) => void log.warn(`stopping high availability: ${String(e)}`))) ?? []));
+      await api.stop(skipped).catch((e) => log.warn(`stopping the API: ${String(e)}`));
+      // One grace for the whole stop: what high availability's pause used is not given again.
+      await runtime.close(graceMs !== undefined ? { graceMs: Math.max(0, Math.round(graceEnds - performance.now())) } : {});
+      const ms = Math.round(performance.now() - started);
+      if (offline)
+        log.warn(
+          `stopped in ${ms} ms without Consul: skipped ${skipped.length ? skipped.join("; ") : "no step"}; ${runtime.consul.refusedCalls()} Consul call(s) refused at once, none waited for; ${inFlight} run(s) in flight cancelled`,
+          { stop_ms: ms, skipped: skipped.length, runs_cancelled: inFlight },
+        );
+      else log.debug(`stopped in ${ms} ms`, { stop_ms: ms });
     },
   };
 }

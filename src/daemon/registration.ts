@@ -65,6 +65,19 @@ export async function liveInstanceWithId(consul: ConsulClient, opts: Omit<SelfRe
   return `another cts instance is registered in Consul with id '${opts.id}' and answers at ${host}:${svc.Port}: two instances with one id take each other's registration (and, with high availability, each other's place). Set a unique id in the config (cts.config.ts \`id\`, CTS HCL \`id\`), or stop the other instance.`;
 }
 
+/** Whether anything answers HTTP(S) at a URL's host and port within the limit (any status counts; an unparsable URL: no). */
+export function answersAt(url: string, timeoutMs = 2_000): Promise<boolean> {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return Promise.resolve(false);
+  }
+  const https = u.protocol === "https:";
+  const host = u.hostname.replace(/^\[|\]$/g, "");
+  return answersHttp(host, Number(u.port || (https ? 443 : 80)), https, timeoutMs);
+}
+
 /** Whether anything answers HTTP(S) at host:port within the limit (any status counts). */
 function answersHttp(host: string, port: number, https: boolean, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -104,8 +117,8 @@ export interface SelfRegistrationOptions {
 export interface SelfRegistration {
   /** Whether the agent accepted the registration. */
   registered: boolean;
-  /** Deregisters (a no-op when registration failed); never throws. */
-  deregister(): Promise<void>;
+  /** Deregisters (a no-op when registration failed); never throws. Returns the step skipped because Consul is unreachable, if any. */
+  deregister(): Promise<string | undefined>;
 }
 
 const WILDCARD = new Set(["0.0.0.0", "::", "[::]", ""]);
@@ -167,7 +180,7 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
   const { log } = opts;
   if (opts.registration?.enabled === false) {
     log.info("service registration is disabled: not registering this instance in Consul", { id: opts.id });
-    return { registered: false, deregister: async () => {} };
+    return { registered: false, deregister: async () => undefined };
   }
   const definition = selfServiceDefinition(opts);
   const name = String(definition.Name);
@@ -191,7 +204,7 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
       `could not register service '${name}' (id '${opts.id}') in Consul at ${consul.url()}: ${messageOf(err)}. cts keeps running; check the agent address, that the token has service:write on '${name}'${definition.Namespace ? ", and that Consul is Enterprise (namespaces)" : ""}, or set service_registration { enabled = false }.`,
       { id: opts.id, service_name: name },
     );
-    return { registered: false, deregister: async () => {} };
+    return { registered: false, deregister: async () => undefined };
   }
   let stopped = false;
   const restore = async (why: string) => {
@@ -229,7 +242,7 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
       // drops the registration itself once its check is critical for 30 min.
       if (consul.reachability && !consul.reachability.reachable) {
         log.warn(`not deregistering service id '${opts.id}': Consul is unreachable (the agent removes it after its check stays critical for 30m)`, { id: opts.id });
-        return;
+        return `deregistering service id '${opts.id}'`;
       }
       try {
         await agentCall(consul, "deregistering this instance", "CONSUL_REGISTER_FAILED", 1_000, (c, common) => c.agent.service.deregister({ id: opts.id, ...common }));
@@ -237,6 +250,7 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
       } catch (err) {
         log.warn(`could not deregister service id '${opts.id}' from Consul: ${messageOf(err)}`, { id: opts.id });
       }
+      return undefined;
     },
   };
 }

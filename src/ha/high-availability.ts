@@ -11,6 +11,7 @@ import { TERRAFORM_STATE_LOCKED } from "../runtime/retry.ts";
 import type { TaskEvent } from "../runtime/events.ts";
 import type { HoldRecord } from "../runtime/holds.ts";
 import { buildClusterStatus, type ClusterStatus } from "./cluster.ts";
+import { checkIdentity, type AnswersAt } from "./identity.ts";
 import { HaKv, type KvItem, type KvRead } from "./kv.ts";
 import { MemberReporter } from "./member.ts";
 import { StateMirror } from "./mirror.ts";
@@ -37,6 +38,8 @@ export interface HighAvailabilityOptions {
   stopGraceMs?: number;
   /** Where the leader gauge and leadership changes are recorded. */
   metrics?: Metrics;
+  /** The identity check's probe: does anything answer at a member's address (absent: no check at start). */
+  answersAt?: AnswersAt;
 }
 
 /** The leader as the lock names it. */
@@ -196,8 +199,11 @@ export class HighAvailability {
   /** Joins the cluster: mirrors the stored state, publishes the member record, competes for the lock. */
   async start(): Promise<void> {
     if (this.role !== "idle") return;
-    this.role = "follower";
     const s = this.settings;
+    // Another live instance with this id: refused before anything is joined (INSTANCE_ID_IN_USE).
+    if (this.opts.answersAt) await checkIdentity(this.kv, s, this.address, this.opts.answersAt, this.log);
+    if (this.role !== "idle") return;
+    this.role = "follower";
     this.log.info(`ha: joining cluster '${s.clusterName}' as '${s.id}'`, { parent_path: s.parentPath, session_ttl: durationText(s.sessionTtlMs), lock_delay: durationText(s.lockDelayMs) });
     this.mirror.start();
     void this.member.check(true);
@@ -207,9 +213,16 @@ export class HighAvailability {
     this.election = this.electionLoop();
   }
 
-  /** Leaves gracefully: stops running tasks, stores what is pending, releases the lock (no lock delay), ends the session. */
-  async stop(): Promise<void> {
-    if (this.role === "stopped") return;
+  /**
+   * Leaves gracefully: stops running tasks, stores what is pending, releases the lock (no lock
+   * delay), ends the session. With `consulUnreachable` every step that needs Consul is skipped
+   * (Consul lets the session expire after its TTL, and the others take over then); returns the
+   * steps skipped.
+   */
+  async stop(opts: { consulUnreachable?: boolean; graceMs?: number } = {}): Promise<string[]> {
+    if (this.role === "stopped") return [];
+    const offline = opts.consulUnreachable === true;
+    const skipped: string[] = [];
     const wasLeader = this.role === "leader";
     this.role = "stopped";
     if (wasLeader) this.opts.metrics?.leadership(false);
@@ -217,22 +230,29 @@ export class HighAvailability {
     if (this.compatTimer) clearInterval(this.compatTimer);
     this.mirror.stop();
     if (wasLeader) {
-      await this.controller.pause(this.stopGraceMs);
-      await this.writer.flush(3_000);
+      await this.controller.pause(opts.graceMs ?? this.stopGraceMs);
+      if (!offline) await this.writer.flush(3_000);
+      else if (this.writer.pendingCount > 0) skipped.push(`storing ${this.writer.pendingCount} pending state write(s) (events, holds) in Consul KV`);
     }
     this.writer.setSession(undefined);
     this.sessionAbort.abort();
     const session = this.session;
     this.session = undefined;
-    if (session) {
+    if (session && offline) {
+      session.abandon(false);
+      if (wasLeader) skipped.push(`releasing the leader lock (Consul frees it when the session's TTL ${durationText(this.settings.sessionTtlMs)} runs out)`);
+      skipped.push("destroying the HA session");
+    } else if (session) {
       // Release first: a release has no lock delay, so a follower takes over at once.
       // Bounded: a stop with Consul unreachable still ends within CTS's 10 s.
       if (wasLeader) await this.kv.release(this.settings.lockKey, session.id, 2_000).catch((e) => this.log.warn(`ha: releasing the leader lock failed: ${messageOf(e)}`));
       await session.destroy(2_000);
     }
-    await this.member.remove();
+    if (offline) skipped.push("removing the member record");
+    else await this.member.remove();
     if (this.election) await atMost(this.election, 3_000);
-    if (wasLeader) this.log.info("ha: released leadership (graceful stop)");
+    if (wasLeader) this.log.info(offline ? "ha: stopped leading; the leader lock goes with the session's TTL (Consul is unreachable)" : "ha: released leadership (graceful stop)");
+    return skipped;
   }
 
   // ---- election -----------------------------------------------------------------------------

@@ -186,6 +186,13 @@ export class HaKv {
     }
   }
 
+  /** Every live session named `name`: its id and the node it was created on. */
+  async sessionsNamed(name: string): Promise<Array<{ id: string; node: string }>> {
+    const o = this.opts({});
+    const r = await this.consul.call(this.desc("listing the sessions"), this.scope, o, (c, common) => c.session.list(common), haError(o.timeoutMs!));
+    return (Array.isArray(r.data) ? r.data : []).filter((s) => s && s.Name === name && typeof s.ID === "string").map((s) => ({ id: s.ID, node: String(s.Node ?? "") }));
+  }
+
   /** Destroys a session (its locks are released; lock delay applies to them). */
   async destroySession(id: string, timeoutMs = 5_000): Promise<void> {
     const o = this.opts({ timeoutMs });

@@ -4,6 +4,11 @@ import type { Logger } from "../log.ts";
 import type { HaKv } from "./kv.ts";
 import { durationText, type HaSettings } from "./settings.ts";
 
+/** The name of an instance's sessions: the identity check at start finds another live instance's by it. */
+export function sessionName(settings: Pick<HaSettings, "clusterName" | "id">): string {
+  return `cts-ha:${settings.clusterName}:${settings.id}`;
+}
+
 /** Why a session stopped being usable. */
 export type SessionLoss = { kind: "invalidated"; message: string } | { kind: "fenced"; message: string };
 
@@ -37,7 +42,7 @@ export class LeaderSession {
   /** Creates a session in Consul and starts renewing it (on `clock`: a fake one in tests). */
   static async create(kv: HaKv, settings: HaSettings, log: Logger, onLost: (loss: SessionLoss) => void, clock: Clock = systemClock): Promise<LeaderSession> {
     const sentAt = clock.now();
-    const id = await kv.createSession(`cts-ha:${settings.clusterName}:${settings.id}`, settings.sessionTtlMs, settings.lockDelayMs);
+    const id = await kv.createSession(sessionName(settings), settings.sessionTtlMs, settings.lockDelayMs);
     log.debug(`ha: created session`, { session: id, ttl: durationText(settings.sessionTtlMs) });
     return new LeaderSession(id, kv, settings, log, onLost, sentAt, clock);
   }
@@ -127,10 +132,13 @@ export class LeaderSession {
   /**
    * Stops renewing and keeps trying to destroy the session in the background until Consul
    * answers or the session must have expired anyway: a fenced leader that reaches Consul again
-   * frees the lock at once instead of making everyone wait for the TTL.
+   * frees the lock at once instead of making everyone wait for the TTL. `retry` false: only stops
+   * renewing (a process stopping while Consul is unreachable).
    */
-  abandon(): void {
+  abandon(retry = true): void {
     this.stopTimers();
+    // Stopping with Consul unreachable: no attempt at all (the session expires after its TTL).
+    if (!retry) return;
     const giveUpAt = this.clock.now() + this.settings.sessionTtlMs * 2 + 1_000;
     const attempt = async () => {
       if (await this.destroy(this.settings.renewRetryMs * 2)) return;

@@ -17,8 +17,13 @@ export interface SharedClusterStatus extends ClusterStatus {
 
 const MEMBER_ID = /^[A-Za-z0-9_.-]{1,128}$/;
 
-/** Throws the redirect to the owner when `task` exists and another member runs it (CTS's leader redirect, per task). */
-export function ownerRedirect(task: string | undefined, controller: HaControl, view: ClusterView, s: HaSettings): void {
+/**
+ * Throws the redirect to the owner when `task` exists and another member runs it (CTS's leader
+ * redirect, per task: 400 naming the owner's id and address). A held plan is decided where it is
+ * held: approve and reject name the command to send to the owner. The request is not forwarded:
+ * the owner's address comes from Consul, and a client's token must not follow data from Consul.
+ */
+export function ownerRedirect(task: string | undefined, controller: HaControl, view: ClusterView, s: HaSettings, action?: "approve" | "reject" | "drift"): void {
   if (!task || controller.mine(task) || !controller.view(task)) return;
   const owner = view.ownerOf(task);
   if (!owner)
@@ -26,7 +31,11 @@ export function ownerRedirect(task: string | undefined, controller: HaControl, v
       task,
       detail: { status: 503 },
     });
-  throw new CtsError("HA_NOT_OWNER", "usage", `this instance does not run task '${task}'. Redirect the request to its owner: id=${owner.id}, address=${owner.address || "(not configured)"}`, {
+  const decide =
+    action === "approve" || action === "reject"
+      ? ` It holds the task's plan (the plan file is in its working dir): ${owner.address ? `cts ${action} ${task} --http-addr ${owner.address} (POST ${owner.address}/v1/tasks/${encodeURIComponent(task)}/${action})` : `run cts ${action} ${task} against it`}.`
+      : "";
+  throw new CtsError("HA_NOT_OWNER", "usage", `this instance does not run task '${task}'. Redirect the request to its owner: id=${owner.id}, address=${owner.address || "(not configured)"}.${decide}`, {
     task,
     detail: { status: 400, owner_id: owner.id, owner_address: owner.address },
   });

@@ -5,6 +5,7 @@ import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { HaControl } from "../runtime/interfaces.ts";
 import type { HaRuntime } from "./high-availability.ts";
+import { checkIdentity, type AnswersAt } from "./identity.ts";
 import { HaKv } from "./kv.ts";
 import { MemberReporter } from "./member.ts";
 import { ClusterView } from "./membership.ts";
@@ -50,7 +51,7 @@ export class SharedCluster {
   constructor(
     rt: HaRuntime,
     loaded: LoadedConfig,
-    private readonly opts: { stopGraceMs?: number } = {},
+    private readonly opts: { stopGraceMs?: number; /** The identity check's probe (absent: no check at start). */ answersAt?: AnswersAt } = {},
   ) {
     this.settings = resolveHaSettings(loaded.config);
     this.controller = rt.controller;
@@ -102,8 +103,8 @@ export class SharedCluster {
   }
 
   /** Task-changing calls on an existing task go to its owner (creating a task works anywhere). */
-  beforeChange(change: { task?: string }): void {
-    ownerRedirect(change.task, this.controller, this.view, this.settings);
+  beforeChange(change: { task?: string; action?: "approve" | "reject" | "drift" }): void {
+    ownerRedirect(change.task, this.controller, this.view, this.settings, change.action);
   }
 
   /** After a task-changing API call: waits (up to 5 s) until the change is stored in Consul. */
@@ -126,6 +127,8 @@ export class SharedCluster {
   /** Joins: follows the stored state and the membership, holds a session, takes its share. */
   async start(): Promise<void> {
     const s = this.settings;
+    // Another live instance with this id: refused before anything is joined (INSTANCE_ID_IN_USE).
+    if (this.opts.answersAt) await checkIdentity(this.kv, s, this.address, this.opts.answersAt, this.log);
     this.log.info(`ha: joining cluster '${s.clusterName}' as '${s.id}' (shared mode)`, { parent_path: s.parentPath, session_ttl: durationText(s.sessionTtlMs) });
     this.mirror.start();
     this.view.start();
@@ -134,8 +137,10 @@ export class SharedCluster {
   }
 
   /** Leaves: stops its runs, stores what is pending, releases its locks (others take over at once), ends the session. */
-  async stop(): Promise<void> {
-    if (this.stopped) return;
+  async stop(opts: { consulUnreachable?: boolean; graceMs?: number } = {}): Promise<string[]> {
+    if (this.stopped) return [];
+    const offline = opts.consulUnreachable === true;
+    const skipped: string[] = [];
     this.stopped = true;
     this.stopping.abort();
     if (this.retryTimer) clearTimeout(this.retryTimer);
@@ -143,16 +148,25 @@ export class SharedCluster {
     this.mirror.stop();
     this.view.stop();
     await this.reconciling?.catch(() => undefined);
-    await this.controller.pause(this.opts.stopGraceMs ?? 10_000);
-    await this.writer.flush(3_000);
+    await this.controller.pause(opts.graceMs ?? this.opts.stopGraceMs ?? 10_000);
+    if (!offline) await this.writer.flush(3_000);
+    else if (this.writer.pendingCount > 0) skipped.push(`storing ${this.writer.pendingCount} pending state write(s) (events, holds) in Consul KV`);
     this.writer.setSession(undefined);
     const session = this.session;
     this.session = undefined;
     this.sessionEnded?.();
-    // Destroying the session releases every lock it holds, so the others take over at once (lock delay is 0 unless configured).
-    if (session) await session.destroy(2_000);
-    await this.member.remove();
+    if (session && offline) {
+      // Consul frees the liveness and owner locks when the session's TTL runs out.
+      session.abandon(false);
+      skipped.push("destroying the session (releasing the liveness and task locks)");
+    } else if (session) {
+      // Destroying the session releases every lock it holds, so the others take over at once (lock delay is 0 unless configured).
+      await session.destroy(2_000);
+    }
+    if (offline) skipped.push("removing the member record");
+    else await this.member.remove();
     if (this.loop) await atMost(this.loop, 3_000);
+    return skipped;
   }
 
   private async sessionLoop(): Promise<void> {

@@ -30,6 +30,11 @@ export class StateWriter {
     private readonly clock: Clock = systemClock,
   ) {}
 
+  /** How many state writes wait to reach Consul. */
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
   /** The session writes are fenced with (set while leading; undefined drops what is pending). */
   setSession(session: string | undefined): void {
     this.session = session;

@@ -190,5 +190,6 @@ export interface Runtime {
   metrics: Metrics;
   /** This instance's id. */
   id: string;
-  close(): Promise<void>;
+  /** `graceMs`: how long runs in flight may take to end after they are cancelled (default 10 s). */
+  close(opts?: { graceMs?: number }): Promise<void>;
 }

@@ -1,4 +1,4 @@
-import { rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CtsError, isErrorCode } from "../errors.ts";
 import { effectiveGuards, guardViolations, type GuardSettings, type PlanJson } from "../task/guards.ts";
@@ -10,7 +10,7 @@ import type { Metrics } from "../metrics/metrics.ts";
 import type { Driver, RunResult, TaskWorkspace } from "../driver/types.ts";
 import type { SynthResult } from "../synth/synthesize.ts";
 import type { Synthesizer } from "../synth/synthesizer.ts";
-import { APPLIED_HASH_FILE } from "../synth/paths.ts";
+import { APPLIED_COUNT_FILE, APPLIED_HASH_FILE } from "../synth/paths.ts";
 import { secretEnv } from "../task/secrets.ts";
 import { taskTemplateDependencies, TemplateRenderError, type TemplateDependency, type TemplateLookup } from "../task/provider-templates.ts";
 import type { AnyTaskInput } from "../task/task.ts";
@@ -217,7 +217,7 @@ export class TaskRunner {
    * of Consul's (a filtered or denied read fails before this): it is what Consul says now.
    */
   private checkEmpty(e: TaskEntry, count: number | undefined): void {
-    const before = e.lastAppliedCount;
+    const before = e.lastAppliedCount ?? (count === 0 ? this.storedCount(e) : undefined);
     if (count !== 0 || before === undefined || before === 0) return;
     const what = e.task.condition.kind === "services" ? "instances" : "catalog services";
     if (e.task.allowEmpty === false) {
@@ -229,6 +229,33 @@ export class TaskRunner {
       );
     }
     this.deps.log.warn(`task '${e.name}': its condition dropped from ${before} ${what} to none; applying the empty data (allowEmpty, the default; set allowEmpty: false to refuse)`, { task: e.name });
+  }
+
+  /**
+   * The count kept in the task's folder by the last successful apply (this process or an earlier
+   * one): a restart must not forget that the pool had instances. Undefined when none is kept.
+   */
+  private storedCount(e: TaskEntry): number | undefined {
+    try {
+      const value = JSON.parse(readFileSync(join(this.deps.driver.taskDir(e.name), APPLIED_COUNT_FILE), "utf8")) as { count?: unknown };
+      const count = value?.count;
+      if (typeof count !== "number" || !Number.isSafeInteger(count) || count < 0) return undefined;
+      e.lastAppliedCount = count;
+      return count;
+    } catch {
+      return undefined; // none kept (never applied here) or unreadable: as before the first apply
+    }
+  }
+
+  /** Keeps the applied count in the task's folder (removed for conditions without one). Best effort. */
+  private keepCount(e: TaskEntry, count: number | undefined): void {
+    const file = join(this.deps.driver.taskDir(e.name), APPLIED_COUNT_FILE);
+    try {
+      if (count === undefined) rmSync(file, { force: true });
+      else writeFileSync(file, JSON.stringify({ count }) + "\n", { mode: 0o640 });
+    } catch {
+      /* kept in memory; after a restart the first drop to none is checked against nothing */
+    }
   }
 
   private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, applied: string, signal: AbortSignal, count?: number): Promise<RunOutcome> {
@@ -244,6 +271,7 @@ export class TaskRunner {
   private applied(e: TaskEntry, synth: SynthResult, applied: string, result: RunResult, count?: number): RunOutcome {
     e.lastAppliedHash = applied;
     e.lastAppliedCount = count;
+    this.keepCount(e, count);
     // Best effort: a missing file only costs one apply that could have been skipped.
     try {
       writeFileSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), applied + "\n", { mode: 0o640 });

@@ -168,4 +168,40 @@ describe("reads that never empty a pool: Consul with ACLs on (default deny)", ()
       await rt.close();
     }
   });
+
+  it("allowEmpty: false still refuses the drop after a restart: the count is kept in the task's working dir", async () => {
+    const dir = await dirFor("empty-restart");
+    const strict = join(dir, "strict.txt");
+    await consul.register({ Name: "pool2", ID: "pool2-1", Address: "10.0.2.1", Port: 80 });
+    await consul.register({ Name: "pool2", ID: "pool2-2", Address: "10.0.2.2", Port: 80 });
+    const file = await writeConfig(dir, {
+      consulAddress: consul.address,
+      extra: withToken(consul.address, management),
+      tasks: [`Object.assign(new MemberList("strict", ${JSON.stringify(strict)}, "pool2"), { allowEmpty: false })`],
+    });
+    const first = await startRuntime(file);
+    try {
+      await waitFor(async () => (await read(strict)).includes("pool2-2"), 60_000, "the first apply");
+    } finally {
+      await first.close();
+    }
+    // Stopped; meanwhile the pool empties.
+    for (const id of ["pool2-1", "pool2-2"]) {
+      await consul.deregister(id);
+      await consul.api("PUT", "/v1/catalog/deregister", { Node: "cts-test", ServiceID: id });
+    }
+    const second = await startRuntime(file);
+    try {
+      await waitFor(() => second.controller.events.list("strict").length > 0, 60_000, "the first run after the restart").catch((err) => {
+        throw new Error(`${err}\n${second.lines.join("\n")}`);
+      });
+      const ev = second.controller.events.list("strict")[0]!;
+      assert.equal(ev.success, false);
+      assert.match(ev.error!.message, /dropped from 2 instances to none/);
+      assert.match(await read(strict), /pool2-1/, "the pool was kept across the restart");
+    } finally {
+      await second.close();
+    }
+  });
 });
+

@@ -173,4 +173,27 @@ describe("the dashboard at /ui in headless Chromium (real Consul, real OpenTofu)
     const post = await http(api.url, "POST", "/v1/tasks/web-pool/drift", {}, { origin: "http://evil.example", authorization: `Bearer ${TOKEN}` });
     assert.equal(post.status, 403, "another origin still may not change tasks");
   });
+
+  it("says Consul is unreachable (a banner with since and the reason, statuses unknown and stale) and drops it when Consul is back, without a reload", async () => {
+    await page.goto(`${api.url}/ui`);
+    await page.locator("#live.on").waitFor();
+    await page.evaluate("window.marker = 7");
+    assert.equal(await page.locator("#consul-banner").isHidden(), true, "no banner while Consul answers");
+    await consul.halt();
+    try {
+      // Told by the server-sent events (Consul lost), not by a reload.
+      await page.locator("#consul-banner", { hasText: /Consul unreachable since/ }).waitFor({ timeout: 60_000 });
+      assert.match(await page.locator("#consul-banner").innerText(), /Cannot reach Consul/);
+      await page.locator('tr[data-task="web-pool"] .status', { hasText: /unknown/ }).waitFor({ timeout: 60_000 });
+      assert.match(await row("web-pool").locator(".status").innerText(), /unknown\s+stale[\s\S]*last: successful/);
+      assert.match(await page.locator("#summary").innerText(), /unknown/);
+      await page.screenshot({ path: join(ARTIFACTS, "dashboard-consul-unreachable.png"), fullPage: true });
+    } finally {
+      await consul.resume();
+    }
+    await page.locator("#consul-banner").waitFor({ state: "hidden", timeout: 60_000 });
+    await page.waitForFunction(() => (globalThis as any).document.querySelector('tr[data-task="web-pool"] .pill.stale') === null, undefined, { timeout: 60_000 });
+    assert.equal(await page.evaluate("window.marker"), 7, "the page was not reloaded");
+  });
 });
+

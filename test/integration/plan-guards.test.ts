@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { startDaemonApi } from "../../src/daemon/api.ts";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { startRuntime, tempDir, waitFor, writeConfig, type TestRuntime } from "../support/cts.ts";
-import { http } from "../support/api.ts";
+import { http, writeEchoModule } from "../support/api.ts";
 import { constructId } from "../../src/index.ts";
 
 /** The files GuardedPool writes for these instance ids. */
@@ -210,4 +210,35 @@ describe("plan guards and approvals (real Consul, real OpenTofu)", () => {
     assert.deepEqual(await files("restarted"), named("boot-1", "boot-2"));
     assert.equal((await status("restarted")).held, undefined);
   });
+
+  it("a task created through the API takes the guards block and cts_allow_empty (the CTS HCL keys); bad values are 400 with the field", async () => {
+    await writeEchoModule(tmp.dir);
+    await register("apiheld", [1, 2]);
+    const out = join(tmp.dir, "api-held.txt");
+    const task = (extra: Record<string, unknown>) => ({
+      task: { name: "api-held", module: "./modules/echo", condition: { services: { names: ["apiheld"] } }, variables: { path: out }, buffer_period: { enabled: false }, ...extra },
+    });
+    const bad = await http(api.url, "POST", "/v1/tasks", task({ guards: { max_destroy: -1, approval: "never" }, cts_allow_empty: "no" }));
+    assert.equal(bad.status, 400, bad.text);
+    const said = bad.body.error.message as string;
+    assert.match(said, /task\.guards\.max_destroy must be a whole number ≥ 0 \(got -1\)/);
+    assert.match(said, /task\.guards\.approval must be "always"/);
+    assert.match(said, /task\.cts_allow_empty must be true or false/);
+    const created = await http(api.url, "POST", "/v1/tasks?run=now", task({ guards: { max_destroy: 0, approval: "always" }, cts_allow_empty: false }));
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.body.run.outcome, "held", "the first run's plan waits: created, not failed");
+    assert.equal(created.body.run.held.approve, "POST /v1/tasks/api-held/approve");
+    const held = await heldNow("api-held");
+    assert.equal(held.why, "always", "approval: always from the create body");
+    assert.equal(await readFile(out, "utf8").catch(() => ""), "", "nothing applied before approval");
+    assert.deepEqual(rt.controller.view("api-held")!.guards, { guards: { maxDestroy: 0 }, approval: "always" });
+    const approved = await http(api.url, "POST", "/v1/tasks/api-held/approve", {});
+    assert.equal(approved.status, 200, approved.text);
+    assert.match(await readFile(out, "utf8"), /apiheld-1,apiheld-2/);
+    // cts_allow_empty: false — the pool emptying is refused, the file keeps its instances.
+    await deregister("apiheld", [1, 2]);
+    await waitFor(async () => (await status("api-held"))?.events?.some((e: { error?: { message: string } }) => /dropped from 2 instances to none/.test(e.error?.message ?? "")), 60_000, "the refused drop to none");
+    assert.match(await readFile(out, "utf8"), /apiheld-1,apiheld-2/);
+  });
 });
+

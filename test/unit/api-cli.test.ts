@@ -80,6 +80,28 @@ describe("the task file parser (CTS HCL subset)", () => {
 }`, "t.hcl"), /^t\.hcl:3: terraform_cloud_workspace takes no label\./);
   });
 
+  it("passes cts's own guards block and cts_allow_empty on as the API takes them", async () => {
+    const task = await taskFromHcl(
+      `task "web" {
+  module = "m"
+  cts_allow_empty = false
+  condition "services" {
+    names = ["web"]
+  }
+  guards {
+    max_destroy = 1
+    never_empty = ["local_file"]
+    approval = "always"
+  }
+}`,
+      "t.hcl",
+    );
+    assert.deepEqual([task.guards, task.cts_allow_empty], [{ max_destroy: 1, never_empty: ["local_file"], approval: "always" }, false]);
+    const spec = parseTask(task);
+    assert.deepEqual([spec.guards, spec.approval, spec.allowEmpty], [{ maxDestroy: 1, neverEmpty: ["local_file"] }, "always", false]);
+    await rejectsUsage(() => taskFromHcl(`task "t" {\n  module = "m"\n  guards "x" {}\n}`, "t.hcl"), /^t\.hcl:3: guards takes no label\./);
+  });
+
   it("reads CTS's unlabelled `task { name = ... }` form and the other condition types", async () => {
     const cond = async (block: string) => (await taskFromHcl(`task {\n name = "t"\n module = "m"\n ${block}\n}`, "t.hcl")).condition;
     assert.deepEqual(await cond(`condition "catalog-services" {\n regexp = "^web"\n node_meta = { rack = "r1" }\n}`), { catalog_services: { regexp: "^web", node_meta: { rack: "r1" } } });

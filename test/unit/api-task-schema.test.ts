@@ -82,3 +82,29 @@ describe("task schemas speak our messages, never zod's", () => {
     assert.deepEqual(parsePatchBody({ name: "t", enabled: false, description: null }, "t"), { enabled: false, changes: { description: null } });
   });
 });
+
+describe("cts's own task fields in the create body: guards and cts_allow_empty (the CTS HCL keys)", () => {
+  it("maps the guards block and cts_allow_empty onto the task, keys in any case", () => {
+    const spec = parseTask({ ...base, guards: { max_destroy: 1, MAX_DESTROY_PERCENT: 20, never_empty: ["local_file"], approval: "always" }, Cts_Allow_Empty: false });
+    assert.deepEqual(spec.guards, { maxDestroy: 1, maxDestroyPercent: 20, neverEmpty: ["local_file"] });
+    assert.equal(spec.approval, "always");
+    assert.equal(spec.allowEmpty, false);
+    assert.deepEqual(parseTask({ ...base, guards: { approval: "guards" } }).guards, undefined);
+  });
+
+  it("answers 400 naming the field and the fix for every bad value", () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ guards: { max_destroy: -1 } }, /task\.guards\.max_destroy must be a whole number ≥ 0 \(got -1\)/],
+      [{ guards: { max_destroy: 1.5 } }, /task\.guards\.max_destroy must be a whole number/],
+      [{ guards: { max_destroy: "3" } }, /task\.guards\.max_destroy must be a number \(got "3"\)/],
+      [{ guards: { max_destroy_percent: 120 } }, /task\.guards\.max_destroy_percent must be a number from 0 to 100 \(got 120\)/],
+      [{ guards: { never_empty: "local_file" } }, /task\.guards\.never_empty must be a list of resource types or addresses/],
+      [{ guards: { never_empty: ["a b"] } }, /task\.guards\.never_empty\[0\] must be a resource type or address without spaces/],
+      [{ guards: { approval: "sometimes" } }, /task\.guards\.approval must be "always" .* or "guards" .*got "sometimes"/],
+      [{ guards: { check: true } }, /task\.guards\.check/],
+      [{ guards: 3 }, /task\.guards must be an object/],
+      [{ cts_allow_empty: "no" }, /task\.cts_allow_empty must be true or false \(got "no"\)/],
+    ];
+    for (const [extra, want] of cases) assert.match(message(() => parseTask({ ...base, ...extra })), want, JSON.stringify(extra));
+  });
+});

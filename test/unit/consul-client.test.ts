@@ -74,6 +74,22 @@ describe("the one Consul client", () => {
     }
   });
 
+  it("after stopCalling (a stop while Consul is unreachable) makes no call on either path: each fails at once, counted", async () => {
+    const client = createConsulClient({ address }, {});
+    try {
+      await bothPaths(client);
+      const from = seen.length;
+      client.stopCalling("cts is stopping and Consul is unreachable");
+      await assert.rejects(new HaKv(client).put("app/key", "v"), (e: Error & { code?: string }) => e.code === "CONSUL_UNREACHABLE" && /cts is stopping and Consul is unreachable/.test(e.message));
+      await assert.rejects(client.healthService({ service: "web" }), (e: Error & { code?: string }) => e.code === "CONSUL_UNREACHABLE" && /not reading the health of service "web"/.test(e.message));
+      assert.equal(seen.length, from, "nothing reached the agent");
+      assert.equal(client.refusedCalls(), 2);
+      assert.equal(client.reachability.reachable, true, "a refused call says nothing about Consul");
+    } finally {
+      client.close();
+    }
+  });
+
   it("sends a rotated token on both paths from the next call on, and puts it in Terraform's environment", async () => {
     const client = createConsulClient({ address, token: "first" }, {});
     try {

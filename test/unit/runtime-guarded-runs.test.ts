@@ -1,5 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { APPLIED_COUNT_FILE } from "../../src/synth/paths.ts";
 import { createController } from "../../src/daemon/compose.ts";
 import { CtsError } from "../../src/errors.ts";
 import { createLogger } from "../../src/log.ts";
@@ -72,10 +76,12 @@ function fakeDriver() {
   };
 }
 
-function setup(guards: PlanGuards | false | undefined, approval?: ApprovalMode) {
+function setup(guards: PlanGuards | false | undefined, approval?: ApprovalMode, opts: { allowEmpty?: boolean; taskDir?: string } = {}) {
   const task = new GuardedPool("pool", "/tmp/pool", guards, approval);
+  if (opts.allowEmpty !== undefined) Object.assign(task, { allowEmpty: opts.allowEmpty });
   const w = fakeWatcher();
   const d = fakeDriver();
+  if (opts.taskDir) d.driver.taskDir = () => opts.taskDir!;
   const controller = createController({
     loaded: { config: { tasks: [task] }, file: "/x/cts.config.ts", dir: "/x" },
     reader: { read: async () => [] as never },
@@ -186,5 +192,54 @@ describe("runs behind plan guards (fake driver)", () => {
     // The same JSON: the no-op skip; a forced run plans nothing to change and is not held.
     assert.equal((await controller.runNow("pool")).outcome, "no-op");
     assert.deepEqual(controller.view("pool")!.guards, { approval: "always" });
+  });
+});
+
+describe("allowEmpty: false across a restart (fake driver, the task's folder on disk)", () => {
+  it("refuses a drop from N instances to none after a restart: the count is kept in the task's folder", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "cts-count-"));
+    try {
+      const first = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
+      first.w.set(["a", "b"], false);
+      await first.controller.watch();
+      await first.controller.idle();
+      assert.deepEqual(first.d.calls, ["apply"]);
+      assert.deepEqual(JSON.parse(await readFile(join(dir, APPLIED_COUNT_FILE), "utf8")), { count: 2 });
+      await first.controller.stop();
+      // A new process on the same folder: nothing in memory, and Consul now answers no instance.
+      const second = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
+      second.w.set([], false);
+      await second.controller.watch();
+      await second.controller.idle();
+      assert.deepEqual(second.d.calls, [], "nothing applied");
+      const ev = second.controller.events.list("pool")[0]!;
+      assert.equal(ev.success, false);
+      assert.match(ev.error!.message, /dropped from 2 instances to none/);
+      assert.match(ev.error!.message, /allowEmpty: true/);
+      await second.controller.stop();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a kept count of zero, or none at all, lets an empty answer apply", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "cts-count-"));
+    try {
+      const fresh = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
+      fresh.w.set([], false);
+      await fresh.controller.watch();
+      await fresh.controller.idle();
+      assert.deepEqual(fresh.d.calls, ["apply"], "never applied here before: nothing to drop from");
+      assert.deepEqual(JSON.parse(await readFile(join(dir, APPLIED_COUNT_FILE), "utf8")), { count: 0 });
+      await fresh.controller.stop();
+      const again = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
+      again.w.set([], false);
+      await again.controller.watch();
+      await again.controller.idle();
+      assert.deepEqual(again.d.calls, ["apply"]);
+      await again.controller.stop();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -105,6 +105,9 @@ function taskRow(t) {
       { class: "status" },
       el("span", { class: `pill ${t.status}` }, t.status),
       " ",
+      // Consul unreachable: the last status is stale (as `cts status` shows it).
+      t.stale ? el("span", { class: "pill stale", title: t.stale.reason }, "stale") : null,
+      t.stale ? el("div", { class: "stale-box" }, el("small", {}, `last: ${t.stale.last_status}`)) : null,
       t.enabled ? null : el("span", { class: "pill disabled" }, "disabled"),
       t.running ? el("div", { class: "running" }, "running") : null,
       t.held
@@ -234,7 +237,21 @@ function renderCluster() {
   );
 }
 
+function renderConsul() {
+  const c = state.consul;
+  const banner = $("#consul-banner");
+  const down = !!c && c.reachable === false;
+  banner.hidden = !down;
+  if (!down) return banner.replaceChildren();
+  banner.replaceChildren(
+    `Consul unreachable since ${when(c.since)}`,
+    c.reason ? el("div", {}, el("small", {}, c.reason)) : null,
+    el("div", {}, el("small", {}, "Task statuses below are the last known ones (stale); nothing runs until Consul answers again.")),
+  );
+}
+
 function render() {
+  renderConsul();
   const counts = {};
   for (const t of state.tasks) counts[t.status] = (counts[t.status] || 0) + 1;
   $("#summary").textContent = `${state.tasks.length} tasks · ${Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", ")}`;
@@ -264,6 +281,7 @@ function live() {
   source.addEventListener("run-start", onRun);
   source.addEventListener("run-end", onRun);
   source.addEventListener("hello", reloadSoon);
+  source.addEventListener("consul", reloadSoon);
 }
 
 document.addEventListener("DOMContentLoaded", () => {
