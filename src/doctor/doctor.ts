@@ -8,6 +8,7 @@ import { createConsulProbe } from "./consul-probe.ts";
 import { consulClientFor } from "../config/consul-connection.ts";
 import type { ConsulClient } from "../consul/client.ts";
 import { createCatalogReader } from "../consul/reader.ts";
+import { backendSecretEnv } from "../config/backend-secrets.ts";
 import { DEFAULT_BACKEND } from "../synth/backend.ts";
 import { taskWorkingDir, workingRoot } from "../synth/paths.ts";
 import { synthesizeTask } from "../synth/synthesize.ts";
@@ -83,6 +84,7 @@ export async function runDoctor(
   const env = commandEnv({
     inherited: process.env,
     ...(consul ? { base: consul.terraformEnv } : {}),
+    backend: backendSecretEnv(tf.backend),
     ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
     ...(cacheUsable ? { pluginCacheDir } : {}),
   });
