@@ -80,7 +80,7 @@ task {
   }
 }
 `;
-      const env = { ...process.env, TF_CLI_CONFIG_FILE: tools().cliConfig, CHECKPOINT_DISABLE: "1" };
+      const env: NodeJS.ProcessEnv = { ...process.env, TF_CLI_CONFIG_FILE: tools().cliConfig, CHECKPOINT_DISABLE: "1" };
       delete env.CONSUL_HTTP_TOKEN;
       const once = (file: string) => execa(process.execPath, [CTS_BIN, "start", "-config-file", file, "-once", "-log-level", "debug"], { cwd: tmp.dir, env, reject: false, all: true, timeout: 300_000 });
 
