@@ -20,6 +20,9 @@ import { checkConsulReachable, checkSession, checkStateWrite, checkTaskReads } f
 import { binaryIdentity, identityText } from "../terraform/version.ts";
 import { checkApiPort, checkProviders, checkTerraformBinary, checkWorkingDir, checkWorkingDirBinaries } from "./local-checks.ts";
 import { checkTerraformCloud } from "./tfc-checks.ts";
+import { checkVault } from "./vault-checks.ts";
+import { vaultUseFor } from "../config/vault-settings.ts";
+import { taskTemplateDependencies } from "../task/provider-templates.ts";
 
 /** Runs every check for a loaded config, in order; `onResult` sees each as it finishes. */
 export async function runDoctor(
@@ -67,6 +70,8 @@ export async function runDoctor(
     }
   }
 
+  for (const r of await vaultChecks(loaded)) add(r);
+
   if (tfc) {
     const checks = await checkTerraformCloud({ driver: tfc, dir: loaded.dir, workspaces: config.tasks.map((t) => ({ task: t.name, workspace: t.terraformCloudWorkspace })) });
     checks.forEach(add);
@@ -100,6 +105,20 @@ export async function runDoctor(
 
   add(await checkApiPort(apiOverride.address ?? config.api?.address ?? "127.0.0.1", apiOverride.port ?? config.api?.port ?? 8558));
   return results;
+}
+
+/** The Vault checks: the secret paths every task's templates read, and the Vault the config names. */
+export async function vaultChecks(loaded: LoadedConfig): Promise<CheckResult[]> {
+  const paths = new Map<string, string[]>();
+  for (const task of loaded.config.tasks)
+    for (const dep of taskTemplateDependencies(task).values()) if ("secret" in dep) paths.set(dep.secret, [...(paths.get(dep.secret) ?? []), task.name]);
+  let use;
+  try {
+    use = vaultUseFor(loaded.config);
+  } catch (err) {
+    return [fail("vault", messageOf(err), "fix the vault settings in the config")];
+  }
+  return checkVault({ use, paths });
 }
 
 /** The working dir of each task of the config (tasks whose name cannot make one are left out). */

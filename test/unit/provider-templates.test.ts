@@ -167,6 +167,7 @@ function fakeVault(secrets: Map<string, VaultSecret>): VaultClient & { reads: st
     },
     renewSelf: async () => ({ ttl: 0, renewable: false }),
     lookupSelf: async () => ({ ttl: 0, renewable: false }),
+    capabilities: async (paths) => Object.fromEntries(paths.map((p) => [p, secrets.has(p) ? ["read"] : ["deny"]])),
     unwrapToken: async () => {},
     token: () => "t",
     setToken() {},
