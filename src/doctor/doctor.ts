@@ -61,8 +61,12 @@ export async function runDoctor(
         const reader = createCatalogReader(consul);
         for (const task of config.tasks) add(await checkTaskReads(task, (source, onSkipped) => reader.read(source, undefined, onSkipped)));
         if (consulBackend) {
-          add(await checkStateWrite(http, consulBackend.path ?? "consul-terraform-sync/terraform"));
-          add(await checkSession(http));
+          // The backend's own access_token, when it has one, is the token Terraform keeps state with.
+          const stateToken = backendSecretEnv({ consul: consulBackend }).CONSUL_HTTP_TOKEN;
+          const state = stateToken ? createConsulProbe(consul, { stateToken }) : http;
+          const whose = (r: CheckResult) => (stateToken && !r.ok && r.fix ? { ...r, fix: r.fix.replace("grant the token", "grant the backend's access_token") } : r);
+          add(whose(await checkStateWrite(state, consulBackend.path ?? "consul-terraform-sync/terraform")));
+          add(whose(await checkSession(state)));
         } else add(pass("state", tfc ? "kept in the Terraform Cloud workspaces, not in Consul" : `kept by the '${Object.keys(backend)[0]}' backend, not in Consul`));
       }
     } finally {

@@ -5,6 +5,8 @@ import { mkdir, readdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
+import { loadConfig } from "../../src/config/load.ts";
+import { runDoctor } from "../../src/doctor/doctor.ts";
 import { startConsul } from "../support/consul.ts";
 import { tempDir } from "../support/cts.ts";
 import { CTS_BIN } from "../support/cts-process.ts";
@@ -74,7 +76,7 @@ task {
   name           = "svc"
   module         = "${MODULE}"
   providers      = ["local"]
-  variable_files = ["svc.tfvars"]
+  variable_files = ["${join(tmp.dir, "svc.tfvars")}"]
   condition "services" {
     names = ["api"]
   }
@@ -103,6 +105,15 @@ task {
       const files = await allFiles(join(tmp.dir, "work"));
       assert.ok(files.some((f) => f.endsWith(join(".terraform", "terraform.tfstate"))), "init recorded the backend");
       for (const f of files) assert.ok(!(await readFile(f)).includes(stateToken), `the backend token is not in ${f}`);
+
+      // cts doctor probes the state path and the session with the token Terraform keeps state with.
+      const doctor = async (file: string) => new Map((await runDoctor(await loadConfig(file))).map((r) => [r.name, r]));
+      const withToken = await doctor(join(tmp.dir, "cts.hcl"));
+      assert.equal(withToken.get("state")?.ok, true, JSON.stringify(withToken.get("state")));
+      assert.equal(withToken.get("session")?.ok, true, JSON.stringify(withToken.get("session")));
+      const without = await doctor(join(tmp.dir, "without.hcl"));
+      assert.equal(without.get("state")?.ok, false, "cts's own token may not write the state");
+      assert.ok(!JSON.stringify([...withToken.values(), ...without.values()]).includes(stateToken), "doctor shows no token");
     } finally {
       await consul.stop();
       await tmp.cleanup();
