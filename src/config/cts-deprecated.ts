@@ -37,8 +37,8 @@ export function useAsModuleInput(c: ReadBlock, warn: string[]): boolean | undefi
 /**
  * The deprecated task `services = [...]` list as one services query: each entry names a `service {}`
  * block by id (id defaults to its name) or is a service name. CTS queries each service with its own
- * block's settings; cts queries them together, so the blocks a task lists must agree on datacenter,
- * namespace, filter and cts_user_defined_meta (else: one task per group, or a condition block).
+ * block's settings: so does cts when the blocks differ in datacenter, namespace, filter or
+ * cts_user_defined_meta (the query's `each`); when they agree it is one query with those settings.
  */
 export function deprecatedServices(t: ReadBlock, serviceBlocks: ReadBlock[], warn: string[]): ServicesCondition | undefined {
   const list = t.attrs.services;
@@ -65,13 +65,22 @@ export function deprecatedServices(t: ReadBlock, serviceBlocks: ReadBlock[], war
       a,
     };
   });
+  const names = [...new Set(settings.map((s) => s.name))];
+  // Service blocks that differ: each service is queried with its own block's settings, as CTS does.
   if (new Set(settings.map((s) => s.key)).size > 1)
-    fail(
-      `the services ${settings.map((s) => `'${s.name}'`).join(", ")} have service blocks with different datacenter, namespace, filter or cts_user_defined_meta; cts queries one task's services together. Split them into tasks, or write condition "services" blocks.`,
-    );
+    return services({
+      names,
+      each: settings.map(({ name, a }) => ({
+        name,
+        ...(a.datacenter !== undefined ? { datacenter: String(a.datacenter) } : {}),
+        ...(a.namespace !== undefined ? { namespace: String(a.namespace) } : {}),
+        ...(a.filter !== undefined ? { filter: String(a.filter) } : {}),
+        ...(isObject(a.cts_user_defined_meta) ? { userMeta: a.cts_user_defined_meta as Record<string, string> } : {}),
+      })),
+    });
   const a = settings[0]?.a ?? {};
   return services({
-    names: [...new Set(settings.map((s) => s.name))],
+    names,
     ...(a.datacenter !== undefined ? { datacenter: String(a.datacenter) } : {}),
     ...(a.namespace !== undefined ? { namespace: String(a.namespace) } : {}),
     ...(a.filter !== undefined ? { filter: String(a.filter) } : {}),

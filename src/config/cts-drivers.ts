@@ -3,6 +3,7 @@ import { configError, TERRAFORM_DRIVER_KEYS, TFC_DRIVER_KEYS, type ReadBlock } f
 import { isObject } from "../is-object.ts";
 import type { HclValue } from "./hcl.ts";
 import { redactSecret } from "../log.ts";
+import { backendSecretEnv } from "./backend-secrets.ts";
 import { terraformCloudDriverProblems } from "./terraform-cloud.ts";
 import { tlsFileSettings } from "./cts-tls.ts";
 
@@ -82,6 +83,8 @@ function terraformDriver(d: ReadBlock, kvPath: string, warn: (b: ReadBlock, key:
   if (be) {
     const type = be.labels[0]!;
     if (!BACKENDS.includes(type)) throw configError(be.file, be.line, `backend "${type}" is not supported (CTS allows ${BACKENDS.join(", ")}).`);
+    // Credentials go to Terraform's environment, not into main.tf.json (src/synth/backend.ts); never logged.
+    for (const v of Object.values(backendSecretEnv({ [type]: be.attrs }))) redactSecret(v);
     // CTS fills a consul backend's path and gzip under what the user set.
     tf.backend = { [type]: type === "consul" ? { path: `${kvPath.replace(/\/$/, "")}/terraform`, gzip: true, ...be.attrs } : { ...be.attrs } };
   }

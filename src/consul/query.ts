@@ -12,6 +12,8 @@ export interface NormalizedServicesQuery {
   /** The catalog request a regexp query watches. */
   catalog: CatalogServicesRequest;
   userMeta: Record<string, string>;
+  /** With names: the health request of each service (its own settings with `each`) and the meta its instances get. */
+  entries?: Array<{ request: HealthServiceRequest; userMeta: Record<string, string> }>;
 }
 
 /** Checks a services query and derives its requests (`passing` dropped when the filter reads Checks.Status). */
@@ -27,10 +29,8 @@ export function normalizeServicesQuery(query: ServicesQuery): NormalizedServices
         : "A services condition has neither names nor regexp. Name at least one service or use a regexp.",
     );
   }
-  const scope = { ...(query.datacenter ? { datacenter: query.datacenter } : {}), ...(query.namespace ? { namespace: query.namespace } : {}) };
-  // As CTS: a filter that inspects check status would be defeated by ?passing.
-  const passing = query.passingOnly !== false && !(query.filter ?? "").includes("Checks.Status");
-  const health = { ...scope, passing, ...(query.filter ? { filter: query.filter } : {}) };
+  const scope = scopeOf(query);
+  const health = healthOf(query);
   const userMeta = { ...(query.userMeta ?? {}) };
   if (hasNames) {
     const names = [...new Set(query.names)].sort();
@@ -41,9 +41,27 @@ export function normalizeServicesQuery(query: ServicesQuery): NormalizedServices
         "A services condition's names is empty or holds an empty name. Name at least one service or use a regexp.",
       );
     }
-    return { names, health, catalog: scope, userMeta };
+    // Two entries asking the same thing are one query (the first one's meta wins).
+    const each = new Map<string, { request: HealthServiceRequest; userMeta: Record<string, string> }>();
+    for (const e of query.each ?? []) {
+      const request = { ...healthOf({ ...e, passingOnly: query.passingOnly }), service: e.name };
+      const id = JSON.stringify(Object.entries(request).sort(([a], [b]) => (a < b ? -1 : 1)));
+      if (!each.has(id)) each.set(id, { request, userMeta: { ...(e.userMeta ?? {}) } });
+    }
+    const entries = query.each ? [...each.values()] : names.map((service) => ({ request: { ...health, service }, userMeta }));
+    return { names, health, catalog: scope, userMeta, entries };
   }
   return { regexp: compileRegexp(query.regexp!, "services.regexp"), health, catalog: scope, userMeta };
+}
+
+function scopeOf(q: { datacenter?: string | undefined; namespace?: string | undefined }): { datacenter?: string; namespace?: string } {
+  return { ...(q.datacenter ? { datacenter: q.datacenter } : {}), ...(q.namespace ? { namespace: q.namespace } : {}) };
+}
+
+/** The health request of a query or entry, minus the name. As CTS: a filter that inspects check status would be defeated by ?passing. */
+function healthOf(q: { datacenter?: string | undefined; namespace?: string | undefined; filter?: string | undefined; passingOnly?: boolean | undefined }): Omit<HealthServiceRequest, "service"> {
+  const passing = q.passingOnly !== false && !(q.filter ?? "").includes("Checks.Status");
+  return { ...scopeOf(q), passing, ...(q.filter ? { filter: q.filter } : {}) };
 }
 
 /** The catalog request of a catalog-services query. */

@@ -31,24 +31,24 @@ export function createCatalogReader(api: ConsulApi): CatalogReader {
 async function readServices(api: ConsulApi, query: ServicesQuery, signal?: AbortSignal, onSkipped?: SkippedServiceListener): Promise<ServiceInstance[]> {
   const q = normalizeServicesQuery(query);
   const opts = signal ? { signal } : {};
-  let names = q.names;
-  if (!names) {
+  let entries = q.entries;
+  if (!entries) {
     const { data } = await api.catalogServices(q.catalog, opts);
-    names = matchingNames(Object.keys(data), q.regexp!);
+    entries = matchingNames(Object.keys(data), q.regexp!).map((service) => ({ request: { ...q.health, service }, userMeta: q.userMeta }));
   }
-  const lists = await mapLimited(names, READ_CONCURRENCY, (service) =>
-    api.healthService({ ...q.health, service }, opts).catch((err: unknown) => {
-      // A name Consul cannot serve is left out (and told); it must not fail the other services' task.
-      if (!isRefusedServiceName(err)) throw err;
-      onSkipped?.(service, err);
-      return NOTHING;
-    }),
+  const lists = await mapLimited(entries, READ_CONCURRENCY, ({ request, userMeta }) =>
+    api.healthService(request, opts).then(
+      ({ data }) => toServiceInstances(data, userMeta),
+      (err: unknown) => {
+        // A name Consul cannot serve is left out (and told); it must not fail the other services' task.
+        if (!isRefusedServiceName(err)) throw err;
+        onSkipped?.(request.service, err);
+        return [];
+      },
+    ),
   );
-  return sortInstances(lists.flatMap(({ data }) => toServiceInstances(data, q.userMeta)));
+  return sortInstances(lists.flat());
 }
-
-/** The answer standing in for a service Consul cannot serve. */
-const NOTHING = { data: [], index: 0n };
 
 /**
  * Health reads in flight for one source. Each read holds a connection to the agent, and Consul

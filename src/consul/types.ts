@@ -61,6 +61,21 @@ export interface ServicesQuery {
   userMeta?: Record<string, string>;
   /** Only instances whose checks all pass (default true). Dropped when the filter mentions Checks.Status. */
   passingOnly?: boolean;
+  /**
+   * One query per entry, each with its own datacenter, namespace, filter and user meta: CTS's
+   * deprecated task `services` list, whose `service {}` blocks may differ. With it, `names` lists
+   * the entries' names and the query-wide datacenter, namespace, filter and userMeta are unused.
+   */
+  each?: ServiceQueryEntry[];
+}
+
+/** One service of a services query with settings of its own (see ServicesQuery.each). */
+export interface ServiceQueryEntry {
+  name: string;
+  datacenter?: string;
+  namespace?: string;
+  filter?: string;
+  userMeta?: Record<string, string>;
 }
 
 /** Options a catalog-services condition takes. */

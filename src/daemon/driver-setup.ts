@@ -6,6 +6,7 @@ import { defaultTerraformBinary } from "../terraform/executable.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
+import { backendSecretEnv } from "../config/backend-secrets.ts";
 import { createTerraformDriver } from "../terraform/driver.ts";
 import { ownWorkingDirs } from "../synth/paths.ts";
 import { formatDuration } from "../terraform/failures.ts";
@@ -32,6 +33,8 @@ export interface DriverSetup {
 export function terraformDriverFor(loaded: LoadedConfig, o: DriverSetup): LocalTerraformDriver {
   const tf = loaded.config.driver?.terraform ?? {};
   const root = o.root;
+  const backendEnv = backendSecretEnv(tf.backend);
+  for (const v of Object.values(backendEnv)) knownSecrets.add(v);
   return createTerraformDriver({
     binary: tf.binary ?? defaultTerraformBinary(),
     workingDir: root,
@@ -39,6 +42,7 @@ export function terraformDriverFor(loaded: LoadedConfig, o: DriverSetup): LocalT
     ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
     pluginCacheDir: tf.pluginCacheDir ?? join(root, ".plugin-cache"),
     env: o.env,
+    ...(Object.keys(backendEnv).length ? { backendEnv } : {}),
     ...(tf.timeout !== undefined ? { defaultTimeoutMs: parseDuration(tf.timeout) ?? 30 * 60_000 } : {}),
     ...(tf.lockTimeout !== undefined ? { lockTimeoutMs: parseDuration(tf.lockTimeout) } : {}),
     commandTimeouts: Object.fromEntries(Object.entries(tf.commandTimeouts ?? {}).map(([k, v]) => [k, v === undefined ? undefined : parseDuration(v)])),

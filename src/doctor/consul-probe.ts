@@ -30,8 +30,13 @@ export interface ConsulProbe {
 
 const PROBE_TIMEOUT_MS = 5_000;
 
-/** The probes on the process's Consul client (the `consul` package's public API, same TLS, token and sockets as the daemon). */
-export function createConsulProbe(consul: ConsulClient): ConsulProbe {
+/**
+ * The probes on the process's Consul client (the `consul` package's public API, same TLS, token and
+ * sockets as the daemon). `stateToken` is the token Terraform keeps state with when the backend
+ * block sets its own (`access_token`): the KV and session probes use it.
+ */
+export function createConsulProbe(consul: ConsulClient, opts: { stateToken?: string } = {}): ConsulProbe {
+  const as = opts.stateToken ? { token: opts.stateToken } : {};
   // An HTTP answer (even 403) is kept for the check to judge; only "no answer" is an error.
   const answered = (err: unknown, call: CallDescription): CtsError =>
     new CtsError("CONSUL_UNREACHABLE", "external", messageOf(err), { cause: err, detail: { status: statusOf(err), reply: replyOf(err), url: call.url } });
@@ -48,10 +53,10 @@ export function createConsulProbe(consul: ConsulClient): ConsulProbe {
     url: () => consul.url(),
     leader: () => probe("GET /v1/status/leader", (c, common) => c.status.leader(common)),
     agentSelf: () => probe("GET /v1/agent/self", (c, common) => c.agent.self(common)),
-    putKey: (key, value) => probe(`PUT /v1/kv/${key}`, (c, common) => c.kv.set({ key, value, ...common })),
-    deleteKey: (key) => probe(`DELETE /v1/kv/${key}`, (c, common) => c.kv.del({ key, ...common })),
-    createSession: (name, ttl) => probe("PUT /v1/session/create", (c, common) => c.session.create({ name, ttl, behavior: "delete", ...common })),
-    destroySession: (id) => probe(`PUT /v1/session/destroy/${id}`, (c, common) => c.session.destroy({ id, ...common })),
+    putKey: (key, value) => probe(`PUT /v1/kv/${key}`, (c, common) => c.kv.set({ key, value, ...common, ...as })),
+    deleteKey: (key) => probe(`DELETE /v1/kv/${key}`, (c, common) => c.kv.del({ key, ...common, ...as })),
+    createSession: (name, ttl) => probe("PUT /v1/session/create", (c, common) => c.session.create({ name, ttl, behavior: "delete", ...common, ...as })),
+    destroySession: (id) => probe(`PUT /v1/session/destroy/${id}`, (c, common) => c.session.destroy({ id, ...common, ...as })),
   };
 }
 

@@ -8,6 +8,7 @@ import { createConsulProbe } from "./consul-probe.ts";
 import { consulClientFor } from "../config/consul-connection.ts";
 import type { ConsulClient } from "../consul/client.ts";
 import { createCatalogReader } from "../consul/reader.ts";
+import { backendSecretEnv } from "../config/backend-secrets.ts";
 import { DEFAULT_BACKEND } from "../synth/backend.ts";
 import { taskWorkingDir, workingRoot } from "../synth/paths.ts";
 import { synthesizeTask } from "../synth/synthesize.ts";
@@ -19,6 +20,9 @@ import { checkConsulReachable, checkSession, checkStateWrite, checkTaskReads } f
 import { binaryIdentity, identityText } from "../terraform/version.ts";
 import { checkApiPort, checkProviders, checkTerraformBinary, checkWorkingDir, checkWorkingDirBinaries } from "./local-checks.ts";
 import { checkTerraformCloud } from "./tfc-checks.ts";
+import { checkVault } from "./vault-checks.ts";
+import { vaultUseFor } from "../config/vault-settings.ts";
+import { taskTemplateDependencies } from "../task/provider-templates.ts";
 
 /** Runs every check for a loaded config, in order; `onResult` sees each as it finishes. */
 export async function runDoctor(
@@ -57,14 +61,20 @@ export async function runDoctor(
         const reader = createCatalogReader(consul);
         for (const task of config.tasks) add(await checkTaskReads(task, (source, onSkipped) => reader.read(source, undefined, onSkipped)));
         if (consulBackend) {
-          add(await checkStateWrite(http, consulBackend.path ?? "consul-terraform-sync/terraform"));
-          add(await checkSession(http));
+          // The backend's own access_token, when it has one, is the token Terraform keeps state with.
+          const stateToken = backendSecretEnv({ consul: consulBackend }).CONSUL_HTTP_TOKEN;
+          const state = stateToken ? createConsulProbe(consul, { stateToken }) : http;
+          const whose = (r: CheckResult) => (stateToken && !r.ok && r.fix ? { ...r, fix: r.fix.replace("grant the token", "grant the backend's access_token") } : r);
+          add(whose(await checkStateWrite(state, consulBackend.path ?? "consul-terraform-sync/terraform")));
+          add(whose(await checkSession(state)));
         } else add(pass("state", tfc ? "kept in the Terraform Cloud workspaces, not in Consul" : `kept by the '${Object.keys(backend)[0]}' backend, not in Consul`));
       }
     } finally {
       consul.close();
     }
   }
+
+  for (const r of await vaultChecks(loaded)) add(r);
 
   if (tfc) {
     const checks = await checkTerraformCloud({ driver: tfc, dir: loaded.dir, workspaces: config.tasks.map((t) => ({ task: t.name, workspace: t.terraformCloudWorkspace })) });
@@ -83,6 +93,7 @@ export async function runDoctor(
   const env = commandEnv({
     inherited: process.env,
     ...(consul ? { base: consul.terraformEnv } : {}),
+    backend: backendSecretEnv(tf.backend),
     ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
     ...(cacheUsable ? { pluginCacheDir } : {}),
   });
@@ -98,6 +109,20 @@ export async function runDoctor(
 
   add(await checkApiPort(apiOverride.address ?? config.api?.address ?? "127.0.0.1", apiOverride.port ?? config.api?.port ?? 8558));
   return results;
+}
+
+/** The Vault checks: the secret paths every task's templates read, and the Vault the config names. */
+export async function vaultChecks(loaded: LoadedConfig): Promise<CheckResult[]> {
+  const paths = new Map<string, string[]>();
+  for (const task of loaded.config.tasks)
+    for (const dep of taskTemplateDependencies(task).values()) if ("secret" in dep) paths.set(dep.secret, [...(paths.get(dep.secret) ?? []), task.name]);
+  let use;
+  try {
+    use = vaultUseFor(loaded.config);
+  } catch (err) {
+    return [fail("vault", messageOf(err), "fix the vault settings in the config")];
+  }
+  return checkVault({ use, paths });
 }
 
 /** The working dir of each task of the config (tasks whose name cannot make one are left out). */

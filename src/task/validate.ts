@@ -86,6 +86,8 @@ function conditionProblems(c: Condition | undefined, at: string): Problem[] {
       else if (!hasNames && q.regexp === undefined) p.push({ field: `${at}.names`, message: "is empty. Name at least one service or use a regexp." });
       if (q.names?.some((n) => typeof n !== "string" || n === "")) p.push({ field: `${at}.names`, message: "holds an empty or non-string name." });
       if (q.regexp !== undefined) p.push(...regexpProblems(q.regexp, `${at}.regexp`));
+      if (q.each !== undefined && (!Array.isArray(q.each) || q.each.some((e) => typeof e?.name !== "string" || e.name === "" || !q.names?.includes(e.name))))
+        p.push({ field: `${at}.each`, message: "must be a list of { name, datacenter?, namespace?, filter?, userMeta? } whose names are in names." });
       break;
     }
     case "catalog-services":

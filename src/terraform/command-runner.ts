@@ -12,6 +12,8 @@ import { binaryIdentity, terraformVersion, type BinaryIdentity } from "./version
 export interface CommandRunnerOptions {
   /** The driver's base env (Consul address, token, TLS); never written to disk. */
   env?: Record<string, string>;
+  /** The state backend's credentials, laid over every other variable (never written to disk). */
+  backendEnv?: Record<string, string>;
   cliConfigFile?: string;
   pluginCacheDir?: string;
   /** Receives every human line a command prints, per task. */
@@ -65,6 +67,7 @@ export class CommandRunner {
       inherited: this.inherited,
       base: this.o.env,
       task,
+      backend: this.o.backendEnv,
       cliConfigFile: this.o.cliConfigFile,
       pluginCacheDir: this.o.pluginCacheDir,
       workspace,

@@ -165,6 +165,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   const notice = (line: string) => (options.notice ? options.notice(line) : log?.("driver", line));
   const runner = new CommandRunner(settings, {
     env: options.env,
+    backendEnv: options.backendEnv,
     cliConfigFile: options.cliConfigFile,
     pluginCacheDir,
     log,

@@ -8,6 +8,8 @@ export interface EnvParts {
   base?: Record<string, string>;
   /** The task's env (provider secrets, TF_VAR_…). */
   task?: Record<string, string>;
+  /** The state backend's credentials (backendSecretEnv): over everything else, as the backend block's own settings. */
+  backend?: Record<string, string>;
   cliConfigFile?: string;
   pluginCacheDir?: string;
   /** Workspace to run in (TF_WORKSPACE); unset for init and `workspace` commands. */
@@ -29,7 +31,7 @@ export function commandEnv(parts: EnvParts): Record<string, string> {
   // The machine may point TF_CLI_CONFIG_FILE at a file that does not exist; tofu then warns on
   // every command. Without a configured file, use Terraform's default lookup instead.
   if (env.TF_CLI_CONFIG_FILE && !existsSync(env.TF_CLI_CONFIG_FILE)) delete env.TF_CLI_CONFIG_FILE;
-  Object.assign(env, parts.base, parts.task);
+  Object.assign(env, parts.base, parts.task, parts.backend);
   if (parts.cliConfigFile) env.TF_CLI_CONFIG_FILE = parts.cliConfigFile;
   if (parts.pluginCacheDir) env.TF_PLUGIN_CACHE_DIR = parts.pluginCacheDir;
   env.TF_IN_AUTOMATION = "1";

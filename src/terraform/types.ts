@@ -56,6 +56,8 @@ export interface TerraformDriverOptions {
   pluginCacheDir?: string;
   /** Base environment for every command (CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN, TLS…); never written to disk. */
   env?: Record<string, string>;
+  /** The state backend's credentials (backend settings kept out of main.tf.json), over `env` and the task's env. */
+  backendEnv?: Record<string, string>;
   /** Default time limit of one operation (init + workspace + command), in ms (default 30 min). */
   defaultTimeoutMs?: number;
   /** Time between SIGINT and SIGKILL when cancelling, in ms (default 10 s). */

@@ -42,6 +42,8 @@ export interface VaultClient {
   renewSelf(signal?: AbortSignal): Promise<VaultTokenInfo>;
   /** The client's own token (GET /v1/auth/token/lookup-self). */
   lookupSelf(signal?: AbortSignal): Promise<VaultTokenInfo>;
+  /** What the token may do on each path (POST /v1/sys/capabilities-self), without reading anything. */
+  capabilities(paths: string[], signal?: AbortSignal): Promise<Record<string, string[]>>;
   /** Unwraps a wrapped token (POST /v1/sys/wrapping/unwrap) and uses the token it held from then on. */
   unwrapToken(signal?: AbortSignal): Promise<void>;
   /** The token in use (after an unwrap, the unwrapped one). */
@@ -182,6 +184,16 @@ export function createVaultClient(settings: VaultSettings): VaultClient {
       if (a.status === 403) throw new CtsError("VAULT_TOKEN_INVALID", "usage", "Vault does not accept cts's token (403 on auth/token/lookup-self).");
       if (a.status !== 200) throw failure("the look-up of cts's token", a);
       return tokenInfo(a.body);
+    },
+    async capabilities(paths, signal) {
+      const a = await call("POST", "sys/capabilities-self", { paths }, signal);
+      if (a.status !== 200) throw failure("the capabilities of cts's token (sys/capabilities-self)", a);
+      const out: Record<string, string[]> = {};
+      for (const p of paths) {
+        const caps = a.body?.data?.[p] ?? a.body?.[p] ?? (paths.length === 1 ? (a.body?.data?.capabilities ?? a.body?.capabilities) : undefined);
+        out[p] = Array.isArray(caps) ? caps.map(String) : [];
+      }
+      return out;
     },
     async unwrapToken(signal) {
       const a = await call("POST", "sys/wrapping/unwrap", {}, signal);

@@ -92,9 +92,13 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
     // from this set instead of walking every view on every answer: with a regexp matching 10,000
     // services, that walk made start-up quadratic (tens of CPU-seconds).
     const unanswered = new Set<string>();
-    const holdHealth = (service: string) => {
-      const handle = health({ ...q.health, service });
+    // With per-service settings (CTS's service blocks), the user meta of each held view.
+    const metaOf = query.each ? new Map<string, Record<string, string>>() : undefined;
+    const holdHealth = (request: HealthServiceRequest, userMeta?: Record<string, string>) => {
+      const service = request.service;
+      const handle = health(request);
       const key = handle.view.key;
+      if (metaOf && !metaOf.has(key)) metaOf.set(key, userMeta ?? {});
       healthKeys.add(key);
       sortedKeys = undefined;
       if (!handle.view.hasData && !handle.view.refused) unanswered.add(key);
@@ -135,15 +139,16 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
       const lists: ServiceInstance[][] = [];
       for (const k of healthKeys) {
         const view = sub.view<ServiceInstance[]>(k);
-        if (view?.hasData && view.data!.length > 0) lists.push(view.data!);
+        if (view?.hasData && view.data!.length > 0) lists.push(metaOf ? withUserMeta(view.data!, metaOf.get(k)) : view.data!);
       }
+      if (metaOf) return sortInstances(lists.flat());
       // One service's list is already sorted (toServiceInstances): share it instead of copying.
       const list = lists.length === 1 ? lists[0]! : sortInstances(lists.flat());
       return withUserMeta(list, q.userMeta);
     };
 
     if (q.names) {
-      for (const name of q.names) holdHealth(name);
+      for (const e of q.entries!) holdHealth(e.request, e.userMeta);
       sub.derive({ key, value });
       return;
     }
@@ -160,7 +165,7 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
       for (const name of matchingNames(Object.keys(view.data!), regexp)) {
         const k = keyOf(name);
         wanted.add(k);
-        if (!healthKeys.has(k)) holdHealth(name);
+        if (!healthKeys.has(k)) holdHealth({ ...q.health, service: name });
       }
       for (const k of [...healthKeys]) if (!wanted.has(k)) dropHealth(k);
     };

@@ -10,6 +10,7 @@ import { execa } from "execa";
 import { CTS_BIN } from "../support/cts-process.ts";
 import { tools } from "../support/tools.ts";
 import { startVault, type VaultServer } from "../support/vault.ts";
+import { startCountingProxy } from "../support/counting-proxy.ts";
 
 const MODULE = fileURLToPath(new URL("../fixtures/cts-modules/env-digest", import.meta.url));
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
@@ -170,6 +171,53 @@ ${
       throw err;
     } finally {
       await rt?.close();
+      if (previousCli === undefined) delete process.env.TF_CLI_CONFIG_FILE;
+      else process.env.TF_CLI_CONFIG_FILE = previousCli;
+      await tmp.cleanup();
+    }
+  });
+
+  it("a secret with a lease (KV v1 ttl) is read again before the lease ends: an unchanged value re-runs nothing, a changed one re-runs the task once", async () => {
+    const tmp = await tempDir();
+    const previousCli = process.env.TF_CLI_CONFIG_FILE;
+    process.env.TF_CLI_CONFIG_FILE = tools().cliConfig;
+    // Every request to Vault goes through a proxy that counts them: the re-reads are seen, not guessed.
+    const proxy = await startCountingProxy(vault.address);
+    let rt: TestRuntime | undefined;
+    try {
+      const pw = secretText("kv2-pw");
+      const user1 = secretText("kv1-user");
+      const color = secretText("key-color");
+      await vault.putV2("app", { pw });
+      await vault.api("POST", "kv/db", { password: user1, ttl: "1s" });
+      await consul.api("PUT", "/v1/kv/cfg/color", color);
+      const file = await hclConfig(tmp.dir, `vault {\n  address = "${proxy.url}"\n  token   = "${vault.rootToken}"\n}`, false);
+      rt = await startRuntime(file);
+      const out = join(tmp.dir, "app.seen");
+      await waitFor(async () => (await seen(out)).length >= 1, 180_000, "the first apply of task app");
+      const runs = runsOf(rt, "app").length;
+
+      // The lease is 1 s: the secret is read again and again; its value is the same, so no run.
+      const reads = proxy.total("/v1/kv/db");
+      await waitFor(() => proxy.total("/v1/kv/db") >= reads + 3, 120_000, "three re-reads of the leased secret");
+      assert.deepEqual(await seen(out), [`${sha(pw)} ${sha(user1)} ${sha(color)}`], "no apply for a re-read with the same value");
+      assert.equal(runsOf(rt, "app").length, runs, "no run for a re-read with the same value");
+
+      // A new value: the next re-read finds it and the task runs once with it.
+      const user2 = secretText("kv1-user");
+      await vault.api("POST", "kv/db", { password: user2, ttl: "1s" });
+      const changedAt = proxy.total("/v1/kv/db");
+      await waitFor(async () => (await seen(out)).length >= 2, 180_000, "a run with the new value");
+      assert.equal((await seen(out))[1], `${sha(pw)} ${sha(user2)} ${sha(color)}`);
+      await waitFor(() => proxy.total("/v1/kv/db") >= changedAt + 4, 120_000, "more re-reads after the change");
+      assert.equal((await seen(out)).length, 2, "the change re-ran the task once");
+      assert.ok(!rt.lines.join("\n").includes(user2), "the value is not logged");
+    } catch (err) {
+      process.stderr.write(`--- cts log (last 120 lines) ---\n${rt?.lines.slice(-120).join("\n")}\n`);
+      throw err;
+    } finally {
+      await rt?.close();
+      await proxy.stop();
       if (previousCli === undefined) delete process.env.TF_CLI_CONFIG_FILE;
       else process.env.TF_CLI_CONFIG_FILE = previousCli;
       await tmp.cleanup();

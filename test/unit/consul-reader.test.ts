@@ -55,6 +55,26 @@ describe("createCatalogReader", () => {
     );
   });
 
+  it("reads each entry of a per-service query with its own datacenter, namespace, filter and user metadata (CTS's service blocks)", async () => {
+    const f = fakeApi();
+    const list = await createCatalogReader(f.api).read({
+      kind: "services",
+      query: { names: ["web", "db"], datacenter: "unused", each: [{ name: "web", datacenter: "dc2", userMeta: { k: "web" } }, { name: "web", datacenter: "dc3", filter: "Checks.Status == \"passing\"" }, { name: "db", namespace: "team", userMeta: { k: "db" } }] },
+    });
+    assert.deepEqual(
+      f.health.map((r) => [r.service, r.datacenter ?? "", r.namespace ?? "", r.filter ?? "", r.passing]),
+      [
+        ["web", "dc2", "", "", true],
+        ["web", "dc3", "", 'Checks.Status == "passing"', false],
+        ["db", "", "team", "", true],
+      ],
+    );
+    assert.deepEqual(
+      list.map((i) => `${i.node}/${i.id}:${i.ctsUserDefinedMeta.k ?? "-"}`),
+      ["n0/d1:db", "n1/w2:web", "n1/w2:-", "n2/w1:web", "n2/w1:-"],
+    );
+  });
+
   it("reads a regexp as catalog services, then health for each matching name", async () => {
     const f = fakeApi();
     const list = await createCatalogReader(f.api).read({ kind: "services", query: { regexp: "^web", namespace: "team" } });

@@ -7,6 +7,10 @@ import { readCtsConfig, fromCtsConfig } from "../../src/config/cts-load.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { Testing } from "../../src/testing.ts";
 import { tempDir } from "../support/cts.ts";
+import { backendSecretEnv } from "../../src/config/backend-secrets.ts";
+import { backendBlock } from "../../src/synth/backend.ts";
+import { commandEnv } from "../../src/terraform/env.ts";
+import { redact } from "../../src/log.ts";
 
 const DIR = fileURLToPath(new URL("../fixtures/cts-configs/", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -151,6 +155,34 @@ export default defineConfig({ tasks: [new ModuleTask({ name: "m", condition: sch
     } finally {
       await cleanup();
     }
+  });
+
+  it("loads backend credentials as CTS does, and keeps them out of main.tf.json and logs: they reach Terraform in its environment", async () => {
+    const { dir, cleanup } = await tempDir("cts-hcl-");
+    try {
+      await writeFile(
+        join(dir, "be.hcl"),
+        'driver "terraform" {\n  backend "consul" {\n    address = "127.0.0.1:8500"\n    access_token = "be-token-123"\n    http_auth = "u:be-pass-456"\n  }\n}\n',
+      );
+      const r = await readCtsConfig([join(dir, "be.hcl")], dir);
+      const backend = r.config.driver?.terraform?.backend;
+      assert.deepEqual(backendBlock(backend), { consul: { path: "consul-terraform-sync/terraform", gzip: true, address: "127.0.0.1:8500" } });
+      assert.deepEqual(backendSecretEnv(backend), { CONSUL_HTTP_TOKEN: "be-token-123", CONSUL_HTTP_AUTH: "u:be-pass-456" });
+      assert.equal(redact("token be-token-123, auth u:be-pass-456"), "token [redacted], auth [redacted]");
+      const env = commandEnv({ inherited: {}, base: { CONSUL_HTTP_TOKEN: "consul-token" }, task: { CONSUL_HTTP_TOKEN: "task-token" }, backend: backendSecretEnv(backend) });
+      assert.equal(env.CONSUL_HTTP_TOKEN, "be-token-123", "the backend's own setting wins, as it does in CTS's main.tf");
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("maps every backend's credential settings to the variable the backend reads them from", () => {
+    const backend = { s3: { bucket: "b", access_key: "AKIA1", secret_key: "s3-secret", token: "sess" } };
+    assert.deepEqual(backendBlock(backend), { s3: { bucket: "b" } });
+    assert.deepEqual(backendSecretEnv(backend), { AWS_ACCESS_KEY_ID: "AKIA1", AWS_SECRET_ACCESS_KEY: "s3-secret", AWS_SESSION_TOKEN: "sess" });
+    assert.deepEqual(backendSecretEnv({ pg: { conn_str: "postgres://u:p@h/db", schema_name: "x" } }), { PG_CONN_STR: "postgres://u:p@h/db" });
+    assert.deepEqual(backendSecretEnv({ local: { path: "x" } }), {});
+    assert.deepEqual(backendSecretEnv({ consul: { access_token: "" } }), {}, "an empty setting is unset");
   });
 
   it("reads cts's guards block: global guards for every task, a task's own guards and approval", async () => {

@@ -67,6 +67,20 @@ const CASES: Case[] = [
     want: { kind: "services", query: { passingOnly: true, names: ["web", "api"], datacenter: "dc2", filter: 'Service.Tags contains "x"', userMeta: { team: "a" } } },
     warning: /:19: the task 'services' list is deprecated/,
   },
+  {
+    name: "services list whose service blocks differ: each service queried with its own block's settings, as CTS",
+    hcl: `service {\n  name = "web"\n  datacenter = "dc2"\n  cts_user_defined_meta = { team = "a" }\n}\nservice {\n  name = "web"\n  id = "web-dc3"\n  datacenter = "dc3"\n  filter = "Service.Tags contains \\"x\\""\n}\n${PROVIDER}${task('  services = ["web", "web-dc3", "api"]')}`,
+    pick: (c) => plain(c.tasks[0]!.condition),
+    want: {
+      kind: "services",
+      query: {
+        passingOnly: true,
+        names: ["web", "api"],
+        each: [{ name: "web", datacenter: "dc2", userMeta: { team: "a" } }, { name: "web", datacenter: "dc3", filter: 'Service.Tags contains "x"' }, { name: "api" }],
+      },
+    },
+    warning: /the task 'services' list is deprecated/,
+  },
   // consul.service_registration, consul.transport, syslog, API tls.ca_path.
   { name: "service_registration { … } with default_check { … }", hcl: `consul {\n  service_registration {\n    enabled = true\n    service_name = "cts-a"\n    address = "10.0.0.1"\n    namespace = "ns"\n    default_check {\n      enabled = true\n      address = "https://cts:8558"\n    }\n  }\n}\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.consul?.serviceRegistration, want: { serviceName: "cts-a", address: "10.0.0.1", namespace: "ns", defaultCheck: { address: "https://cts:8558" } } },
   { name: "service_registration = { enabled = false } (attribute form)", hcl: `consul {\n  service_registration = { enabled = false }\n}\n${PROVIDER}${task(SERVICES)}`, pick: (c) => c.consul?.serviceRegistration, want: { enabled: false } },
@@ -96,7 +110,6 @@ CASES.push(
 const REFUSED: Array<{ name: string; hcl: string; error: RegExp }> = [
   { name: "a services list and condition \"services\" together", hcl: PROVIDER + task(`  services = ["api"]\n${SERVICES}`), error: /:6: task 't': the 'services' list and condition "services" both watch services/ },
   { name: "a services list and module_input \"services\" together", hcl: PROVIDER + task('  services = ["api"]\n  condition "schedule" {\n    cron = "* * * * *"\n  }\n  module_input "services" {\n    names = ["db"]\n  }'), error: /the 'services' list and module_input "services" both provide services/ },
-  { name: "services whose service blocks disagree", hcl: `service {\n  name = "web"\n  datacenter = "dc2"\n}\n${PROVIDER}${task('  services = ["web", "api"]')}`, error: /the services 'web', 'api' have service blocks with different datacenter/ },
   { name: "a check address without a scheme", hcl: `consul {\n  service_registration {\n    default_check {\n      address = "cts:8558"\n    }\n  }\n}\n${PROVIDER}${task(SERVICES)}`, error: /:4: service_registration\.default_check\.address 'cts:8558' uses cts:; the check needs http:\/\/ or https:\/\/\./ },
   { name: "a transport duration that is not one", hcl: `consul {\n  transport {\n    dial_timeout = "soon"\n  }\n}\n${PROVIDER}${task(SERVICES)}`, error: /:3: consul\.transport\.dial_timeout 'soon' is not a duration/ },
   { name: "a bool that Go cannot parse", hcl: `syslog {\n  enabled = "yes"\n}\n${PROVIDER}${task(SERVICES)}`, error: /:2: 'syslog\.enabled' 'yes' is not a boolean\. Write true or false\./ },

@@ -11,6 +11,9 @@ import type { Condition, TaskInputs } from "../../src/task/conditions.ts";
 import { doctorHint, formatCheck } from "../../src/doctor/check.ts";
 import { checkConsulReachable, checkSession, checkStateWrite, checkTaskReads } from "../../src/doctor/consul-checks.ts";
 import { checkApiPort, checkProviders, checkTerraformBinary, checkWorkingDir } from "../../src/doctor/local-checks.ts";
+import { checkVault } from "../../src/doctor/vault-checks.ts";
+import type { VaultUse } from "../../src/config/vault-settings.ts";
+import type { VaultClient } from "../../src/vault/client.ts";
 
 /** A Consul behind the ConsulHttp interface: `answer` decides per method and path of Consul's HTTP API. */
 function fakeConsul(answer: (method: string, path: string) => Partial<ConsulAnswer> | Error): ConsulHttp & { calls: string[] } {
@@ -171,5 +174,72 @@ describe("doctor's synthesis of every task with empty data", () => {
     const { notes } = requiredProviders({ config: { tasks: [new Thrower()] }, file: "cts.config.ts", dir: "." } as never);
     assert.equal(notes.length, 1);
     assert.match(notes[0]!, /^task 'thrower' was not synthesized with empty data: .* \(at test\/unit\/doctor\.test\.ts:\d+:\d+\)$/);
+  });
+});
+
+describe("cts doctor's Vault checks", () => {
+  const use: VaultUse = { settings: { address: "http://127.0.0.1:8200", token: "doctor-unit-token" }, unwrap: false, renew: true, defaultLeaseMs: 300_000 };
+  /** A Vault behind the client interface: `caps` answers sys/capabilities-self (an Error: refused), `readable` the reads. */
+  function fakeVault(caps: Record<string, string[]> | Error, readable: Set<string>): VaultClient & { reads: string[] } {
+    const reads: string[] = [];
+    return {
+      reads,
+      read: async (path) => {
+        reads.push(path);
+        if (!readable.has(path)) throw new CtsError("VAULT_PERMISSION_DENIED", "external", `Vault denied '${path}' (403).`);
+        return { data: { v: "value-not-shown" }, leaseId: "", leaseDuration: 0, renewable: false };
+      },
+      renewLease: async () => ({ data: {}, leaseId: "", leaseDuration: 0, renewable: false }),
+      renewSelf: async () => ({ ttl: 0, renewable: false }),
+      lookupSelf: async () => ({ ttl: 3600, renewable: true }),
+      capabilities: async () => {
+        if (caps instanceof Error) throw caps;
+        return caps;
+      },
+      unwrapToken: async () => {},
+      token: () => "doctor-unit-token",
+      setToken() {},
+      close() {},
+    };
+  }
+  const paths = new Map([
+    ["secret/data/app", ["app"]],
+    ["secret/data/db", ["app", "db"]],
+  ]);
+
+  it("asks what the token may do (no secret read) and fails each denied path with the rule to grant", async () => {
+    const client = fakeVault({ "secret/data/app": ["read", "list"], "secret/data/db": ["deny"] }, new Set());
+    const r = await checkVault({ use, paths, client });
+    assert.deepEqual(
+      r.map((x) => [x.name, x.ok]),
+      [["vault", true], ["vault-token", true], ["vault-read:secret/data/app", true], ["vault-read:secret/data/db", false]],
+    );
+    assert.equal(r[3]!.detail, "the token may not read 'secret/data/db' (read by tasks 'app', 'db')");
+    assert.deepEqual(client.reads, [], "no secret was read");
+  });
+
+  it("reads each path when the token may not ask sys/capabilities-self, and shows no value", async () => {
+    const client = fakeVault(new CtsError("VAULT_PERMISSION_DENIED", "external", "Vault denied the capabilities (403)."), new Set(["secret/data/app"]));
+    const r = await checkVault({ use, paths, client });
+    assert.deepEqual(r.slice(2).map((x) => [x.name, x.ok]), [["vault-read:secret/data/app", true], ["vault-read:secret/data/db", false]]);
+    assert.ok(!JSON.stringify(r).includes("value-not-shown"));
+  });
+
+  it("says a template reads a secret and no Vault is configured; says nothing when neither", async () => {
+    const r = await checkVault({ use: undefined, paths });
+    assert.equal(r.length, 1);
+    assert.equal(r[0]!.ok, false);
+    assert.match(r[0]!.fix!, /vault \{ address/);
+    assert.deepEqual(await checkVault({ use: undefined, paths: new Map() }), []);
+  });
+
+  it("does not call Vault with a wrapped token (unwrapping would use it up)", async () => {
+    const client = fakeVault({}, new Set());
+    client.lookupSelf = async () => {
+      throw new Error("must not be called");
+    };
+    const r = await checkVault({ use: { ...use, unwrap: true }, paths, client });
+    assert.deepEqual(r.map((x) => [x.name, x.ok]), [["vault", true]]);
+    assert.match(r[0]!.detail, /unwrap_token/);
   });
 });

@@ -167,6 +167,7 @@ function fakeVault(secrets: Map<string, VaultSecret>): VaultClient & { reads: st
     },
     renewSelf: async () => ({ ttl: 0, renewable: false }),
     lookupSelf: async () => ({ ttl: 0, renewable: false }),
+    capabilities: async (paths) => Object.fromEntries(paths.map((p) => [p, secrets.has(p) ? ["read"] : ["deny"]])),
     unwrapToken: async () => {},
     token: () => "t",
     setToken() {},
@@ -237,6 +238,62 @@ describe("the template values the daemon keeps fresh", () => {
     assert.ok(clock.now() >= 2 * 0.85 * 300_000 && clock.now() <= 2 * 0.95 * 300_000, `at ${clock.now()} ms`);
     assert.deepEqual(changes, ["two-pass"], "told once, with the new field");
     assert.ok(reads >= 3);
+    store.close();
+  });
+
+  it("renews a renewable lease at a third of it, reads the secret again when the renewal no longer grants enough, and tells the subscribers of the new value", async () => {
+    const calls: string[] = [];
+    let reads = 0;
+    const grants = [30, 4];
+    const client: VaultClient = {
+      ...fakeVault(new Map()),
+      read: async (path) => {
+        calls.push(`read ${path}`);
+        return { data: { password: reads++ === 0 ? "lease-one" : "lease-two" }, leaseId: `db/creds/${reads}`, leaseDuration: 30, renewable: true };
+      },
+      renewLease: async (leaseId) => {
+        calls.push(`renew ${leaseId}`);
+        return { data: {}, leaseId, leaseDuration: grants.shift() ?? 4, renewable: true };
+      },
+    };
+    const clock = fakeClock();
+    const store = new TemplateValues({ vault: { client, session }, consul: { kv: async () => ({ data: [], index: 1n }) }, watch: true, defaultLeaseMs: 300_000, log: quiet, clock });
+    const changes: Array<{ value: string; at: number }> = [];
+    const off = store.subscribe([{ secret: "db/creds/app" }], () => {
+      changes.push({ value: renderTemplate(vaultSecret("db/creds/app", "password"), store), at: clock.now() });
+      off();
+    });
+    await clock.runUntil(() => changes.length > 0, "a change told");
+    // Renewed at 10 s (a third of 30 s), granted 30 s: renewed again at 20 s, granted 4 s (< 10 s): read anew.
+    assert.deepEqual(calls, ["read db/creds/app", "renew db/creds/1", "renew db/creds/1", "read db/creds/app"]);
+    assert.deepEqual(changes, [{ value: "lease-two", at: 20_000 }]);
+    store.close();
+  });
+
+  it("reads a secret again when renewing its lease fails (the lease was revoked)", async () => {
+    const calls: string[] = [];
+    let reads = 0;
+    const client: VaultClient = {
+      ...fakeVault(new Map()),
+      read: async () => {
+        calls.push("read");
+        return { data: { password: reads++ === 0 ? "revoked-one" : "revoked-two" }, leaseId: "db/creds/x", leaseDuration: 9, renewable: true };
+      },
+      renewLease: async () => {
+        calls.push("renew");
+        throw new Error("lease not found");
+      },
+    };
+    const clock = fakeClock();
+    const store = new TemplateValues({ vault: { client, session }, consul: { kv: async () => ({ data: [], index: 1n }) }, watch: true, defaultLeaseMs: 300_000, log: quiet, clock });
+    const changes: string[] = [];
+    const off = store.subscribe([{ secret: "db/creds/app" }], () => {
+      changes.push(renderTemplate(vaultSecret("db/creds/app", "password"), store));
+      off();
+    });
+    await clock.runUntil(() => changes.length > 0, "a change told");
+    assert.deepEqual(calls, ["read", "renew", "read"]);
+    assert.deepEqual(changes, ["revoked-two"]);
     store.close();
   });
 

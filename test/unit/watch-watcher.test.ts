@@ -176,6 +176,25 @@ describe("createWatcher", () => {
     assert.deepEqual(two.current()!.map((i) => i.ctsUserDefinedMeta), [{ team: "y" }]);
   });
 
+  it("with per-service settings (CTS's service blocks), holds one view per entry and gives each entry's instances its own user metadata", async () => {
+    const consul = new FakeConsul();
+    consul.register("web", "w", { node: "n2" });
+    consul.register("api", "a", { node: "n1" });
+    watcher = watch(consul);
+    const l = counter();
+    const sub = watcher.subscribe(
+      { kind: "services", query: { names: ["web", "api"], each: [{ name: "web", userMeta: { team: "web" } }, { name: "api", filter: "Service.Port == 80", userMeta: { team: "api" } }] } },
+      l,
+    );
+    await sub.ready;
+    assert.equal(watcher.viewCount(), 2);
+    assert.deepEqual(ids(sub.current()), ["api/a", "web/w"]);
+    assert.deepEqual(sub.current()!.map((i) => i.ctsUserDefinedMeta), [{ team: "api" }, { team: "web" }]);
+    consul.register("web", "w2", { node: "n3" });
+    await consul.clock.runUntil(() => l.changes === 1);
+    assert.deepEqual(sub.current()!.map((i) => `${i.id}:${i.ctsUserDefinedMeta.team}`), ["a:api", "w:web", "w2:web"]);
+  });
+
   it("drops an instance whose check fails when passing-only (the default)", async () => {
     const consul = new FakeConsul();
     consul.register("web", "web-1");
