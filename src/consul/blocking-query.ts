@@ -2,7 +2,6 @@ import { performance } from "node:perf_hooks";
 import { backoffDelay } from "../backoff.ts";
 import { systemClock, type Clock } from "../clock.ts";
 import { pause } from "../pause.ts";
-import { isAbortError } from "./api-error.ts";
 
 /** What one read of a blocking query answers: at least Consul's X-Consul-Index. */
 export interface IndexedAnswer {
@@ -121,7 +120,9 @@ export async function followBlockingQuery<A extends IndexedAnswer>(
         delay = after.restartAfterMs;
       } else delay = timing.minIntervalMs + random() * timing.jitterMs - (clock.now() - started);
     } catch (err) {
-      if (signal.aborted || isAbortError(err)) break;
+      // Only the owner's signal ends the loop: an abort that is not ours (a socket or a library
+      // giving up on its own) is a failed read like any other, retried after the backoff.
+      if (signal.aborted) break;
       failures++;
       // After any failure, re-read from index 0: the agent may have restarted with a new index.
       if (index > 0n) query.indexReset?.();

@@ -103,6 +103,14 @@ describe("the blocking-query loop", () => {
     assert.deepEqual(s.reads, [0n]);
   });
 
+  it("keeps going after an abort error that is not its own signal's (a read given up by a socket or a library)", async () => {
+    const foreign = Object.assign(new Error("request aborted"), { name: "AbortError", isAbort: true });
+    const s = await run((done) => new Script([{ index: 3n, data: "a" }, { error: foreign }, { index: 4n, data: "b" }], undefined, undefined, done));
+    assert.deepEqual(s.failures, [1], "counted as a failed read");
+    assert.deepEqual(s.reads, [0n, 3n, 0n, 4n], "read again from index 0 after the backoff");
+    assert.deepEqual(s.told, ["a", "b"]);
+  });
+
   it("treats an error thrown by the owner's answer handling as a failed read", async () => {
     let first = true;
     const s = await run(
