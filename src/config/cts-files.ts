@@ -3,6 +3,7 @@ import { extname, join, resolve } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
 import { MAX_WALK_DEPTH, tooDeepAt } from "../data-depth.ts";
 import { parseHcl, type HclBody, type HclValue } from "./hcl.ts";
+import { hcl1Strings } from "./hcl1-strings.ts";
 import { CTS_SCHEMA, configError, readBlock, type BlockSchema, type ReadBlock } from "./cts-schema.ts";
 
 /** Whether a path is a CTS config (an .hcl or .json file, or a directory of them) rather than a TypeScript config. */
@@ -44,7 +45,7 @@ export async function readCtsFiles(files: string[]): Promise<ReadBlock[]> {
       throw new CtsError("CONFIG_NOT_FOUND", "usage", `Cannot read config file '${file}': ${messageOf(err)}.`);
     }
     if (text.trim() === "") continue;
-    const body = extname(file).toLowerCase() === ".json" ? jsonBody(text, file) : await parseHcl(unquoteHcl1Names(text), file, "CONFIG_INVALID");
+    const body = extname(file).toLowerCase() === ".json" ? jsonBody(text, file) : await parseHcl(unquoteHcl1Names(hcl1Strings(text, file)), file, "CONFIG_INVALID");
     roots.push(readBlock(body, CTS_SCHEMA, file, 1, [], ""));
   }
   if (roots.length === 0) throw new CtsError("CONFIG_NOT_FOUND", "usage", `No configuration: ${files.length ? `${files.join(", ")} ${files.length > 1 ? "are" : "is"} empty` : "no .hcl or .json file found"}. Pass -config-file <file.hcl>.`);

@@ -8,6 +8,8 @@ import { serviceRegistrationProblems } from "../../src/config/service-registrati
 import { consulTransportProblems } from "../../src/config/consul-transport.ts";
 import { consulAuthProblems } from "../../src/config/consul-connection.ts";
 import { tempDir } from "../support/cts.ts";
+import { taskFromHcl } from "../../src/cli/task-file.ts";
+import { Testing, type ModuleTask } from "../../src/index.ts";
 
 // Every spelling CTS v0.9.0 accepts (its docs, its tests, HCL 1's equivalences), loaded from HCL
 // text, with the config it must give (CTS-SOURCE-NOTES §1).
@@ -107,6 +109,24 @@ CASES.push(
   { name: "names = \"web\" (one value for a list)", hcl: PROVIDER + task('  condition "services" {\n    names = "web"\n  }'), pick: (c) => (c.tasks[0]!.condition as any).query.names, want: ["web"] },
 );
 
+// HCL 1 strings (hashicorp/hcl v1, which CTS reads its config with): `${…}` and `%{…}` are text, kept
+// as written (no escape decoded inside `${…}`, `$${` stays `$${`); escapes are Go's; heredocs are text.
+const desc = (c: CtsConfig) => c.tasks[0]!.description;
+const withDesc = (d: string) => PROVIDER + task(SERVICES, `  module = "./m"\n  description = ${d}\n`);
+CASES.push(
+  { name: 'description = "${…} %{…}" (HCL 1: text as written)', hcl: withDesc('"deploy ${var.x} %{ if y }z%{ endif }"'), pick: desc, want: "deploy ${var.x} %{ if y }z%{ endif }" },
+  { name: 'description = "$${x} %%{y}" (HCL 1 has no $$ escape: both stay)', hcl: withDesc('"$${x} %%{y} $$${z}"'), pick: desc, want: "$${x} %%{y} $$${z}" },
+  { name: 'description with a quote and escapes inside ${…} (copied as written)', hcl: withDesc('"a ${lookup("k", "\\t")} \\"b\\""'), pick: desc, want: 'a ${lookup("k", "\\t")} "b"' },
+  { name: "description with Go's escapes (\\x41 \\101 \\a \\v \\U0001F600)", hcl: withDesc('"\\x41\\101\\a\\v\\U0001F600"'), pick: desc, want: "AA\x07\v\u{1F600}" },
+  { name: "description = <<EOF heredoc with ${…} and \\n (text as written)", hcl: withDesc("<<EOF\nline ${x} $${y} \\n %{z}\nEOF"), pick: desc, want: "line ${x} $${y} \\n %{z}\n" },
+  { name: "description = <<-EOF heredoc: the end marker's indentation removed", hcl: withDesc("<<-EOF\n    one ${x}\n      two\n    EOF"), pick: desc, want: "one ${x}\n  two\n" },
+  { name: "description = <<-EOF heredoc with a line less indented than its end marker: kept as written", hcl: withDesc("<<-EOF\n    one\n  two\n    EOF"), pick: desc, want: "    one\n  two\n" },
+  { name: 'condition "services" filter with ${…} (HCL 1: text)', hcl: PROVIDER + task('  condition "services" {\n    names = ["web"]\n    filter = "Service.Meta.v == \\"${x}\\""\n  }'), pick: (c) => (c.tasks[0]!.condition as any).query.filter, want: 'Service.Meta.v == "${x}"' },
+  { name: 'condition "consul-kv" path with ${…} and %{…} (HCL 1: text)', hcl: PROVIDER + task('  condition "consul-kv" {\n    path = "app/${env}/%{x}"\n  }'), pick: (c) => (c.tasks[0]!.condition as any).query.path, want: "app/${env}/%{x}" },
+  { name: "terraform_provider attribute with ${…}, $${…} and %{…} (HCL 1: text)", hcl: `terraform_provider "local" {\n  token = "\${x} $\${y} %{z}"\n  nested = { a = ["\${b}"] }\n}\n${task(SERVICES)}`, pick: (c) => (c.tasks[0] as any).providers[0].config, want: { token: "${x} $${y} %{z}", nested: { a: ["${b}"] } } },
+  { name: "task_env value with ${…} (HCL 1: text)", hcl: `terraform_provider "local" {\n  task_env { "HOME_DIR" = "\${HOME}/x" }\n}\n${task(SERVICES)}`, pick: (c) => (c.tasks[0] as any).providers[0].taskEnv, want: { HOME_DIR: "${HOME}/x" } },
+);
+
 const REFUSED: Array<{ name: string; hcl: string; error: RegExp }> = [
   { name: "a services list and condition \"services\" together", hcl: PROVIDER + task(`  services = ["api"]\n${SERVICES}`), error: /:6: task 't': the 'services' list and condition "services" both watch services/ },
   { name: "a services list and module_input \"services\" together", hcl: PROVIDER + task('  services = ["api"]\n  condition "schedule" {\n    cron = "* * * * *"\n  }\n  module_input "services" {\n    names = ["db"]\n  }'), error: /the 'services' list and module_input "services" both provide services/ },
@@ -114,6 +134,8 @@ const REFUSED: Array<{ name: string; hcl: string; error: RegExp }> = [
   { name: "a transport duration that is not one", hcl: `consul {\n  transport {\n    dial_timeout = "soon"\n  }\n}\n${PROVIDER}${task(SERVICES)}`, error: /:3: consul\.transport\.dial_timeout 'soon' is not a duration/ },
   { name: "a bool that Go cannot parse", hcl: `syslog {\n  enabled = "yes"\n}\n${PROVIDER}${task(SERVICES)}`, error: /:2: 'syslog\.enabled' 'yes' is not a boolean\. Write true or false\./ },
   { name: "an unknown syslog facility", hcl: `syslog {\n  facility = "LOCAL8"\n}\n${PROVIDER}${task(SERVICES)}`, error: /:2: syslog facility 'LOCAL8' is not known/ },
+  { name: "an escape HCL 1 does not have (\\q)", hcl: withDesc('"a\\qb"'), error: /:5: '\\q' is not an escape in a string\. CTS config files are HCL 1, whose escapes are/ },
+  { name: "a bad value after a ${…} that spans lines (its line number stays)", hcl: `${withDesc('"a ${b\n}"')}syslog {\n  enabled = "yes"\n}\n`, error: /:13: 'syslog\.enabled' 'yes' is not a boolean/ },
   { name: "a map key written twice (attribute and block)", hcl: PROVIDER + task('  condition "services" {\n    names = ["web"]\n    cts_user_defined_meta = { a = "1" }\n    cts_user_defined_meta {\n      b = "2"\n    }\n  }'), error: /:9: 'task\.condition\.cts_user_defined_meta' is set twice/ },
 ];
 
@@ -144,6 +166,34 @@ describe("every spelling CTS accepts loads with CTS's meaning", () => {
     it(`refuses ${c.name}, naming the line`, async () => {
       await assert.rejects(load(c.hcl), (e: any) => e.code === "CONFIG_INVALID" && c.error.test(e.message));
     });
+
+  it("keeps HCL 2 strings in task files: a ${ there is refused with the fix", async () => {
+    const text = 'task {\n  name = "t"\n  module = "./m"\n  description = "deploy ${var.x}"\n}\n';
+    await assert.rejects(taskFromHcl(text, "t.hcl"), (e: any) => e.code === "TASK_FILE_INVALID" && /^t\.hcl:4:\d+: '\$\{' starts a template, which task files do not support\. Write '\$\$\{'/.test(e.message));
+  });
+});
+
+describe("a ${…} in a CTS config reaches Terraform as text, never as an expression (as CTS's escaped HCL)", () => {
+  it("keeps the provider value literal in TF_VAR_<provider> and a variable file's value literal in main.tf.json", async () => {
+    const tmp = await tempDir("cts-forms-tf-");
+    try {
+      // variable_files are HCL 2 (.tfvars), where `$${` is the literal spelling.
+      await writeFile(join(tmp.dir, "v.tfvars"), 'greeting = "hi $${name} %%{x}"\n');
+      const file = join(tmp.dir, "c.hcl");
+      const hcl = `terraform_provider "local" {\n  token = "\${x} $\${y} %{z}"\n  task_env { "T" = "\${HOME}" }\n}\n${task(SERVICES, `  module = "./m"\n  description = "\${d}"\n  variable_files = ["${join(tmp.dir, "v.tfvars")}"]\n`)}`;
+      await writeFile(file, hcl);
+      const t = (await readCtsConfig([file], tmp.dir)).config.tasks[0] as ModuleTask;
+      const result = Testing.synthTaskResult(t, { services: [] });
+      const out = JSON.parse(result.json);
+      // Terraform reads `$${` as a literal `${` (and `$$${` as `$${`): the module gets the text.
+      assert.equal(out.module.t.greeting, "hi $${name} %%{x}");
+      assert.deepEqual(out.provider.local, [{ token: "${var.local.token}" }]);
+      assert.doesNotMatch(result.json, /\$\{(x|y|z|d|HOME)\}/);
+      assert.deepEqual(t.environment(), { TF_VAR_local: '{"token" = "$${x} $$${y} %%{z}"}', T: "${HOME}" });
+    } finally {
+      await tmp.cleanup();
+    }
+  });
 });
 
 describe("the TypeScript config's consul.auth", () => {
