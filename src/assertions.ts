@@ -87,15 +87,18 @@ function nearestBody(candidates: FoundResource[], expected: ExpectedProperties):
 
 function liveTemplates(value: unknown, path: string, out: string[]): void {
   if (typeof value === "string") {
-    // An even run of $/% before "{" is escaped pairs; an odd run leaves one live lead.
     if (hasLiveTemplate(value)) out.push(`${path}: ${show(value)}`);
   } else if (Array.isArray(value)) value.forEach((v, i) => liveTemplates(v, `${path}[${i}]`, out));
   else if (value && typeof value === "object") for (const [k, v] of Object.entries(value)) liveTemplates(v, path ? `${path}.${k}` : k, out);
 }
 
-/** Interpolation Terraform would evaluate: `${` or `%{` not escaped as `$${` / `%%{`. */
+/**
+ * Interpolation Terraform would evaluate: `${` or `%{` not escaped as `$${` / `%%{`. Before a `{`,
+ * Terraform and OpenTofu take the last two of a run of two or more `$` (or `%`) as the escape and
+ * the others as text (`$$${x}` reads `$${x}`), so only a lone `$`/`%` opens an expression.
+ */
 function hasLiveTemplate(text: string): boolean {
-  for (const m of text.matchAll(/(\$+|%+)\{/g)) if (m[1]!.length % 2 === 1) return true;
+  for (const m of text.matchAll(/(\$+|%+)\{/g)) if (m[1]!.length === 1) return true;
   return false;
 }
 
