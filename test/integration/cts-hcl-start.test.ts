@@ -12,7 +12,7 @@ import { tools } from "../support/tools.ts";
 const MODULE = fileURLToPath(new URL("../fixtures/cts-modules/record", import.meta.url));
 
 describe("cts start with a CTS configuration", () => {
-  it("runs four HCL tasks (services, catalog-services, consul-kv, schedule; variable_files, providers, module_input) with -config-file, then plans no changes with -config-dir -inspect", async () => {
+  it("runs four HCL tasks (services, catalog-services, consul-kv, schedule; variable_files, providers, module_input; HCL 1 strings with ${…}) with -config-file, then plans no changes with -config-dir -inspect", async () => {
     const consul = await startConsul();
     const tmp = await tempDir();
     try {
@@ -25,7 +25,8 @@ describe("cts start with a CTS configuration", () => {
       await symlink(tools().tofu, join(bin, "terraform"));
       const conf = join(tmp.dir, "conf");
       await mkdir(conf);
-      await writeFile(join(tmp.dir, "common.tfvars"), 'prefix = "from-file"\nports  = [80, 443]\n');
+      // A .tfvars file is HCL 2: `$${` is a literal `${`, which must reach the module as text.
+      await writeFile(join(tmp.dir, "common.tfvars"), 'prefix = "from-file $${x} %%{y}"\nports  = [80, 443]\n');
       await writeFile(
         join(conf, "global.hcl"),
         `log_level   = "INFO"
@@ -68,7 +69,7 @@ ${body}
       for (const n of ["svc", "cat", "kv", "sched"]) await writeFile(join(tmp.dir, `${n}.tfvars`), `out = "${join(tmp.dir, `${n}.json`)}"\n`);
       await writeFile(
         join(conf, "tasks.hcl"),
-        task("svc", `  condition "services" {\n    names = ["api"]\n  }`) +
+        task("svc", `  description = "records \${services} %{x}"\n  condition "services" {\n    names = ["api"]\n    filter = "Service.Tags not contains \\"\${none}\\""\n  }`) +
           task("cat", `  condition "catalog-services" {\n    regexp = "^(api|web)$"\n  }`) +
           task("kv", `  condition "consul-kv" {\n    path    = "cfg/"\n    recurse = true\n  }\n  module_input "services" {\n    names = ["web"]\n  }`) +
           task("sched", `  condition "schedule" {\n    cron = "0 0 1 1 *"\n  }\n  module_input "consul-kv" {\n    path = "cfg/app"\n  }`),
@@ -83,7 +84,7 @@ ${body}
       assert.equal(once.exitCode, 0, `cts start -once:\n${once.stdout}\n${once.stderr}`);
       const got = async (n: string) => JSON.parse(await readFile(join(tmp.dir, `${n}.json`), "utf8"));
       const svc = await got("svc");
-      assert.equal(svc.prefix, "from-file");
+      assert.equal(svc.prefix, "from-file ${x} %{y}", "a variable's ${ reaches the module as text");
       assert.deepEqual(svc.ports, [80, 443]);
       assert.deepEqual(Object.values<any>(svc.services).map((s) => s.id), ["api-1"]);
       assert.deepEqual(svc.consul_kv, {});
