@@ -88,7 +88,11 @@ async function step(demo: Demo, title: string, wait: { runs: Record<string, numb
   } catch (e) {
     // Say why: the tasks' failed runs and the end of the daemon's log usually do.
     const failures = [LB_TASK, FIREWALL_TASK].flatMap((t) => daemon.logEvents(t).filter((r) => !r.success).map((r) => `  ${t}: ${r.error}`));
-    throw new Error(`step '${title}': ${(e as Error).message}\n${failures.length ? `failed runs:\n${failures.join("\n")}\n` : ""}daemon log (end):\n${daemon.process.output().slice(-3_000)}`, { cause: e });
+    throw new Error(
+      `step '${title}': ${(e as Error).message}\n${failures.length ? `failed runs:\n${failures.join("\n")}\n` : ""}daemon log (end):\n${daemon.process.output().slice(-3_000)}\n` +
+        `the daemon's Consul views (metrics):\n${await viewMetrics(daemon.apiUrl)}\nConsul's log (end):\n${demo.consul?.process.output().slice(-2_000) ?? "(no agent)"}`,
+      { cause: e },
+    );
   }
   const syncedMs = Date.now() - started;
   const events: Record<string, RunEvent[]> = {};
@@ -100,4 +104,17 @@ async function step(demo: Demo, title: string, wait: { runs: Record<string, numb
     events[task] = got.events.filter((e) => Date.parse(e.time) >= started - 50);
   }
   return { title, pool, traffic, allowList: allow.allow.map((a) => a.id).sort(), ...(consulMs !== undefined ? { consulMs } : {}), syncedMs, events, eventsFrom };
+}
+
+/** The daemon's blocking-query lines of GET /metrics (open queries, fetches, errors, resets), for a step that timed out. */
+async function viewMetrics(apiUrl: string): Promise<string> {
+  try {
+    const text = await (await fetch(`${apiUrl}/metrics`, { signal: AbortSignal.timeout(2_000) })).text();
+    return text
+      .split("\n")
+      .filter((l) => /^cts_consul_(blocking_queries|view_fetches_total|view_errors_total|view_index_resets_total|reachable|requests_total)/.test(l))
+      .join("\n");
+  } catch (err) {
+    return `(not served: ${(err as Error).message})`;
+  }
 }
