@@ -61,12 +61,13 @@ export function terraformVersionProblem(version: string): string | undefined {
   if (m[2] === undefined || m[3] === undefined) return `provide the exact Terraform version to install: ${version}`;
   const parts = [Number(m[1]), Number(m[2]), Number(m[3])];
   // A pre-release is below its release and outside the constraint's bounds, as go-version checks it.
-  const inRange = compare(parts, MIN_VERSION) >= 0 && compare(parts, MAX_VERSION) <= 0 && m[4] === undefined;
+  const inRange = compareVersionParts(parts, MIN_VERSION) >= 0 && compareVersionParts(parts, MAX_VERSION) <= 0 && m[4] === undefined;
   if (!inRange) return `Terraform version is not supported by Consul-Terraform-Sync, try updating to a different version (${TFC_TERRAFORM_CONSTRAINT}): ${version}`;
   return undefined;
 }
 
-function compare(a: readonly number[], b: readonly number[]): number {
+/** Orders two x.y.z versions given as their three numbers. */
+export function compareVersionParts(a: readonly number[], b: readonly number[]): number {
   for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
   return 0;
 }

@@ -1,4 +1,4 @@
-import { terraformVersionProblem } from "../config/terraform-cloud.ts";
+import { compareVersionParts, terraformVersionProblem } from "../config/terraform-cloud.ts";
 import { many, nextPage } from "./jsonapi.ts";
 import type { Transport } from "./transport.ts";
 
@@ -40,12 +40,7 @@ export function newestCompatibleVersion(versions: readonly TerraformVersion[]): 
   for (const v of versions) {
     if (!v.enabled || v.beta || v.deprecated || terraformVersionProblem(v.version) !== undefined) continue;
     const parts = v.version.replace(/^v/, "").split(".").map(Number);
-    if (!best || compareParts(parts, best.parts) > 0) best = { text: v.version.replace(/^v/, ""), parts };
+    if (!best || compareVersionParts(parts, best.parts) > 0) best = { text: v.version.replace(/^v/, ""), parts };
   }
   return best?.text;
-}
-
-function compareParts(a: number[], b: number[]): number {
-  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
-  return 0;
 }
