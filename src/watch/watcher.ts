@@ -61,15 +61,25 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
   let closed = false;
 
   const health = (req: HealthServiceRequest): ViewHandle<ServiceInstance[]> =>
-    pool.acquire(`health:${stableStringify(req)}`, (): ViewFetch<ServiceInstance[]> => ({ index, wait, signal, sameAs }) =>
-      // The raw answer is digested first: Consul wakes a query for writes that leave its answer
-      // byte-identical (and re-sends it when its wait ends), which then costs no parse.
-      api.healthService(req, sameAs === undefined ? { index, wait, signal, digestBody: true } : { index, wait, signal, sameAs }).then((res) => {
+    pool.acquire(`health:${stableStringify(req)}`, (): ViewFetch<ServiceInstance[]> => {
+      // The instances of the last answer (the view's own list, not a copy).
+      let held: ServiceInstance[] | undefined;
+      return async ({ index, wait, signal, sameAs }) => {
+        // The raw answer is digested first: Consul wakes a query for writes that leave its answer
+        // byte-identical (and re-sends it when its wait ends), which then costs no parse.
+        const res = await api.healthService(req, sameAs === undefined ? { index, wait, signal, digestBody: true } : { index, wait, signal, sameAs });
         if (res.unchanged) return { index: res.index, unchanged: true as const };
         const data = toServiceInstances(res.data);
+        // Consul answers blocking health reads from its streaming backend, which leaves out what a
+        // token may not read without saying so (no X-Consul-Results-Filtered-By-ACLs): a token that
+        // lost service:read or node:read looks like instances leaving. A blocking answer that lost
+        // instances is therefore checked by one full read (index 0, answered by Consul's RPC path,
+        // which does say it filtered; the client then fails with the permission error).
+        if (index > 0n && held && lostInstances(held, data)) await api.healthService(req, { signal });
+        held = data;
         return { data, index: res.index, digest: canonicalDigest(data), ...(res.bodyDigest !== undefined ? { source: res.bodyDigest } : {}) };
-      }),
-    );
+      };
+    });
   const catalog = (req: CatalogServicesRequest): ViewHandle<CatalogServices> =>
     pool.acquire(`catalog:${stableStringify(req)}`, (): ViewFetch<CatalogServices> => async ({ index, wait, signal }) => {
       const res = await api.catalogServices(req, { index, wait, signal });
@@ -230,4 +240,11 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
       pool.closeAll();
     },
   };
+}
+
+/** True when an instance of `before` (by node and id) is missing from `after`. */
+function lostInstances(before: ServiceInstance[], after: ServiceInstance[]): boolean {
+  if (after.length < before.length) return true;
+  const now = new Set(after.map((i) => `${i.node}\u0000${i.id}`));
+  return before.some((i) => !now.has(`${i.node}\u0000${i.id}`));
 }

@@ -17,7 +17,7 @@ class FakeConsul implements ConsulApi {
   readonly kvs = new Map<string, string>();
   readonly calls: { what: string; index: bigint }[] = [];
   inFlight = 0;
-  failWith: ((what: string) => unknown) | undefined;
+  failWith: ((what: string, index: bigint) => unknown) | undefined;
   private readonly waiters = new Set<() => void>();
 
   constructor(readonly clock: FakeClock = fakeClock()) {}
@@ -63,7 +63,7 @@ class FakeConsul implements ConsulApi {
     this.calls.push({ what, index: opts.index ?? 0n });
     this.inFlight++;
     try {
-      const err = this.failWith?.(what);
+      const err = this.failWith?.(what, opts.index ?? 0n);
       if (err) throw err;
       if (opts.index && opts.index >= this.index) {
         await new Promise<void>((resolve, reject) => {
@@ -323,6 +323,45 @@ describe("createWatcher", () => {
     consul.failWith = undefined;
     await consul.clock.runUntil(() => sub.current() !== undefined);
     assert.equal(l.changes, 1, "onChange tells the subscriber the source healed");
+  });
+
+  it("checks a blocking answer that lost instances with one full read, and uses it when Consul says nothing was filtered", async () => {
+    const consul = new FakeConsul();
+    consul.register("web", "w1");
+    consul.register("web", "w2");
+    watcher = watch(consul);
+    const l = counter();
+    const sub = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, l);
+    await sub.ready;
+    const fullReads = () => consul.calls.filter((c) => c.what === "health:web" && c.index === 0n).length;
+    assert.equal(fullReads(), 1);
+    consul.register("web", "w3");
+    await consul.clock.runUntil(() => ids(sub.current()).length === 3);
+    assert.equal(fullReads(), 1, "an answer that only gained instances is used as it is");
+    consul.deregister("web", "w2");
+    await consul.clock.runUntil(() => ids(sub.current()).length === 2);
+    assert.deepEqual(ids(sub.current()), ["web/w1", "web/w3"]);
+    assert.equal(fullReads(), 2, "one full read checked the loss");
+    assert.deepEqual(l.errors, []);
+  });
+
+  it("refuses a blocking answer that lost instances when the full read says the ACLs filtered them (Consul's streaming answers never say so)", async () => {
+    const consul = new FakeConsul();
+    consul.register("web", "w1");
+    consul.register("web", "w2");
+    watcher = watch(consul, { timing: { ...timing, fatalRetryMs: 10_000 } });
+    const l = counter();
+    const sub = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, l);
+    await sub.ready;
+    // The token lost node:read on w2's node: a blocking read just leaves it out, a full one says so.
+    const filtered = new CtsError("CONSUL_PERMISSION_DENIED", "external", 'Consul filtered instances of service "web" by ACLs', { detail: { status: 403, filteredByAcls: true } });
+    consul.failWith = (what, index) => (what === "health:web" && index === 0n ? filtered : undefined);
+    consul.deregister("web", "w2");
+    await consul.clock.runUntil(() => l.errors.length > 0);
+    assert.equal(l.errors[0]!.error.code, "CONSUL_PERMISSION_DENIED");
+    assert.equal(l.errors[0]!.fatal, true);
+    assert.deepEqual(ids(sub.current()), ["web/w1", "web/w2"], "the pool keeps its instances");
+    assert.equal(l.changes, 0);
   });
 
   it("a late subscriber to a view that is failing fatally is told too", async () => {
