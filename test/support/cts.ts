@@ -62,8 +62,23 @@ export async function startRuntime(file: string, opts: Partial<RuntimeOptions> =
   const log: Logger = createLogger({ level: "debug", write: (l) => lines.push(l) });
   const loaded = await loadConfig(file);
   const rt = createRuntime(loaded, { mode: "watch", log, retries: 0, ...opts });
+  // Until closed, a timed-out waitFor shows this runtime's log (what it was doing meanwhile).
+  openLogs.add(lines);
+  const close = rt.close.bind(rt);
+  rt.close = () => {
+    openLogs.delete(lines);
+    return close();
+  };
   if ((opts.mode ?? "watch") === "watch") await rt.controller.watch();
   return Object.assign(rt, { lines });
+}
+
+/** The logs of the runtimes this process started and has not closed yet. */
+const openLogs = new Set<string[]>();
+
+/** The end of each open runtime's log, for a timeout's message. */
+function openRuntimeLogs(): string {
+  return [...openLogs].map((lines, i) => `\n--- open runtime ${i + 1}, its log (last 40 of ${lines.length} lines):\n${lines.slice(-40).join("\n")}`).join("");
 }
 
 /** Polls `check` until it returns a truthy value or `timeoutMs` passes. */
@@ -77,7 +92,7 @@ export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 20_000
     } catch (e) {
       last = e;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}${openRuntimeLogs()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
