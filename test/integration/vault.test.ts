@@ -195,6 +195,9 @@ ${
       rt = await startRuntime(file);
       const out = join(tmp.dir, "app.seen");
       await waitFor(async () => (await seen(out)).length >= 1, 180_000, "the first apply of task app");
+      // The module writes the file during the apply; the run's event is recorded once it ends.
+      await waitFor(() => runsOf(rt!, "app").some((e) => e.success), 60_000, "the first run's event of task app");
+      await rt.controller.idle();
       const runs = runsOf(rt, "app").length;
 
       // The lease is 1 s: the secret is read again and again; its value is the same, so no run.
