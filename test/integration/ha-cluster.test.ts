@@ -239,10 +239,12 @@ describe("high availability with three cts processes (real Consul, real OpenTofu
     procs.set("cts-d", d);
     await d.waitForLine(/\[ERROR\] ha\.compat: compatibility check failure: stat \.\/modules\/echo: no such file or directory/, 60_000);
     await d.waitForLine(/ha\.compat: compatibility check failure: task 'idle' \(class MemberList\) is in the config of leader/, 60_000);
+    // The member record may be stored once per problem found: wait for the one with both.
     const member = await waitFor(
-      async () => (await api(leaderId, "GET", "/v1/status/cluster")).body.members.find((m: any) => m.id === "cts-d" && m.compatible === false),
-      10_000,
-      "cts-d in the cluster status",
+      async () =>
+        (await api(leaderId, "GET", "/v1/status/cluster")).body.members.find((m: any) => m.id === "cts-d" && m.compatible === false && m.compatibility_problems?.length >= 2),
+      30_000,
+      "cts-d in the cluster status with both problems",
     );
     assert.equal(member.compatibility_problems.length, 2);
     assert.equal(member.leader, false);
