@@ -429,21 +429,24 @@ export class HighAvailability {
    * What a task applied (its no-op key) is stored, so a new leader skips a task with the same
    * inputs. A void is stored before the run goes on: a key left in KV during an apply that is then
    * cut short (crash, failover) would make the next leader skip inputs that were only half applied.
+   * The void keeps the count about to be applied (a record without a key): a leader after such a
+   * failover still refuses a drop to none for a task with allowEmpty: false.
    */
   private async persistApplied(task: string, applied: AppliedRecord | undefined): Promise<void> {
     const key = stateKeys.applied(this.settings.statePrefix, task);
-    if (applied) {
+    if (applied?.key !== undefined) {
       if (this.role !== "leader") return;
       this.storedApplied.add(task);
       this.writer.set(key, JSON.stringify({ ...applied, updated_at: new Date().toISOString() }));
       return;
     }
-    if (!this.storedApplied.has(task)) return;
+    if (!applied && !this.storedApplied.has(task)) return;
     if (this.role !== "leader") throw new CtsError("HA_STATE_NOT_STORED", "external", "is not run: this instance stopped leading before it could clear the task's applied inputs in Consul.", { task });
-    this.writer.set(key, null);
+    this.writer.set(key, applied ? JSON.stringify({ count: applied.count, updated_at: new Date().toISOString() }) : null);
     if (!(await this.writer.flush(5_000)))
       throw new CtsError("HA_STATE_NOT_STORED", "external", "is not run: clearing its applied inputs in Consul (before Terraform may change anything) did not succeed within 5 s; the run is tried again.", { task });
-    this.storedApplied.delete(task);
+    if (applied) this.storedApplied.add(task);
+    else this.storedApplied.delete(task);
   }
 
   private persistEvent(event: TaskEvent): void {

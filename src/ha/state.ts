@@ -46,8 +46,9 @@ export const stateKeys = {
 function isAppliedRecord(v: unknown): v is AppliedRecord {
   if (!v || typeof v !== "object") return false;
   const r = v as Record<string, unknown>;
-  if (typeof r.key !== "string" || r.key.length === 0 || r.key.length > 200) return false;
-  return r.count === undefined || (typeof r.count === "number" && Number.isInteger(r.count) && r.count >= 0);
+  if (r.key !== undefined && (typeof r.key !== "string" || r.key.length === 0 || r.key.length > 200)) return false;
+  if (r.count !== undefined && !(typeof r.count === "number" && Number.isSafeInteger(r.count) && r.count >= 0)) return false;
+  return r.key !== undefined || r.count !== undefined; // a keyless record is an apply under way: its count only
 }
 
 /** Parses the entries of `<parentPath>/state/` (a recursive read). */
@@ -76,7 +77,7 @@ export function parseState(prefix: string, entries: KvItem[]): StoredState {
         state.holds.set(name, value);
       } else if (kind === "applied") {
         if (!isAppliedRecord(value)) throw new Error("not an applied record");
-        state.applied.set(name, { key: value.key, ...(value.count !== undefined ? { count: value.count } : {}) });
+        state.applied.set(name, { ...(value.key !== undefined ? { key: value.key } : {}), ...(value.count !== undefined ? { count: value.count } : {}) });
       } else if (kind === "events") {
         if (!Array.isArray(value)) throw new Error("not a list of events");
         state.events.set(name, (value as TaskEvent[]).filter((ev) => ev && typeof ev === "object" && ev.task_name === name));

@@ -85,17 +85,22 @@ export interface ControllerHooks {
   /** A task's held plan changed: held, approved, rejected (a record), or cleared (undefined). */
   onHold?(task: string, record: HoldRecord | undefined): void;
   /**
-   * A task's applied key changed: recorded after a successful apply (a record), or voided just
-   * before Terraform may change anything (undefined). The run waits for a void's promise: a rejected
-   * one stops the run before the driver is called (a stored key must not outlive a partial apply).
+   * A task's applied key changed: recorded after a successful apply (a record with its key), or
+   * voided just before Terraform may change anything (undefined, or a record without a key that
+   * holds the count about to be applied). The run waits for a void's promise: a rejected one stops
+   * the run before the driver is called (a stored key must not outlive a partial apply).
    */
   onApplied?(task: string, applied: AppliedRecord | undefined): void | Promise<void>;
 }
 
-/** What a task's last successful apply was made of: the no-op skip's key and the condition's count. */
+/**
+ * What a task's last successful apply was made of: the no-op skip's key and the condition's count.
+ * Without a key, an apply was started and may not have finished: only the count it was about to
+ * apply is known (the infrastructure may hold those instances, so a drop to none is still checked).
+ */
 export interface AppliedRecord {
   /** The synthesized JSON's hash (with the template values' digest when the task reads templates). */
-  key: string;
+  key?: string;
   /** How many instances or catalog services the condition held (the empty-data check). */
   count?: number;
 }

@@ -203,12 +203,18 @@ export class TaskRunner {
     return (line) => this.deps.log.debug(`[${e.name}] ${line}`, { task: e.name });
   }
 
-  /** Forgets the applied key before Terraform may change anything: in memory, on disk and (the observer: HA's stored state) wherever else it is kept. */
-  private async voidAppliedHash(e: TaskEntry): Promise<void> {
+  /**
+   * Forgets the applied key before Terraform may change anything: in memory, on disk and (the
+   * observer: HA's stored state) wherever else it is kept. A count of instances about to be applied
+   * is kept first: an apply cut short (the daemon stopped, Terraform killed) may already have put
+   * them in place, and a restart must still refuse a drop to none (allowEmpty: false).
+   */
+  private async voidAppliedHash(e: TaskEntry, count?: number): Promise<void> {
+    if (count !== undefined && count > 0) this.keepCount(e, count);
     e.lastAppliedHash = undefined;
     // Synchronous: a tiny local file, and a thread-pool round trip costs more CPU than the call.
     rmSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), { force: true });
-    await this.appliedObserver?.(e.name, undefined);
+    await this.appliedObserver?.(e.name, count !== undefined && count > 0 ? { count } : undefined);
   }
 
   /**
@@ -262,7 +268,7 @@ export class TaskRunner {
     const { guards, always } = this.guardsOf(e);
     // Without guards or approval a run applies at once: no plan first (the fast path).
     if (guards || always || this.holds.get(e.name).held) return this.guardedApply(e, synth, ws, applied, signal, guards, always, count);
-    await this.voidAppliedHash(e);
+    await this.voidAppliedHash(e, count);
     const result = await this.deps.driver.apply(ws, { signal, onOutput: this.outputLog(e) });
     return this.applied(e, synth, applied, result, count);
   }
@@ -307,7 +313,7 @@ export class TaskRunner {
       approvedDigest = held.digest;
       if (held.ref) {
         try {
-          await this.voidAppliedHash(e);
+          await this.voidAppliedHash(e, count);
           const result = await driver.applyPlan(ws, held.ref, { signal, onOutput });
           this.holds.clear(e.name);
           this.deps.log.info(`task '${e.name}': applied the approved plan (${summaryWords(result.summary)})`, { task: e.name });
@@ -356,7 +362,7 @@ export class TaskRunner {
       this.holds.hold(hold);
       return { task: e.name, ok: false, outcome: "held", synth, hold, result: stripPlan(plan), error: heldError(hold) };
     }
-    await this.voidAppliedHash(e);
+    await this.voidAppliedHash(e, count);
     const result = await driver.applyPlan(ws, plan.ref, { signal, onOutput });
     this.holds.clear(e.name);
     return this.applied(e, synth, key, result, count);

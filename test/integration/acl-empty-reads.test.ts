@@ -182,6 +182,8 @@ describe("reads that never empty a pool: Consul with ACLs on (default deny)", ()
     });
     const first = await startRuntime(file);
     try {
+      // The file is written during the apply: the stop may cut the run short, and the count it was
+      // applying must be kept either way.
       await waitFor(async () => (await read(strict)).includes("pool2-2"), 60_000, "the first apply");
     } finally {
       await first.close();

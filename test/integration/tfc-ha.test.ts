@@ -66,10 +66,12 @@ export default defineConfig({
     const ws = (await admin.workspaces.read(server.organization, "ha-members"))!;
     assert.deepEqual(ws.tags, ["source:cts"]);
     // What the leader applied is in the stored state (a graceful stop flushes it anyway; read it to see it is there).
+    // While the run is under way the record holds only the count being applied; the key comes after it.
     const stored = await waitFor(async () => {
       const kv = await consul.api("GET", "/v1/kv/consul-terraform-sync/tfc-ha/state/applied/members").catch(() => undefined);
-      return Array.isArray(kv) && kv[0]?.Value ? JSON.parse(Buffer.from(kv[0].Value, "base64").toString("utf8")) : false;
-    }, 60_000, "the applied record in Consul KV");
+      const record = Array.isArray(kv) && kv[0]?.Value ? JSON.parse(Buffer.from(kv[0].Value, "base64").toString("utf8")) : undefined;
+      return record?.key ? record : false;
+    }, 60_000, "the applied record (with its key) in Consul KV");
     assert.equal(typeof stored.key, "string");
     assert.equal(stored.count, 1);
     const runsBefore = runsOf();

@@ -60,8 +60,9 @@ function fakeDriver() {
   return fake;
 }
 
-function setup() {
+function setup(opts: { allowEmpty?: boolean } = {}) {
   const members = new MemberList("members", "/tmp/m.txt");
+  if (opts.allowEmpty !== undefined) Object.assign(members, { allowEmpty: opts.allowEmpty });
   const other = new MemberList("other", "/tmp/o.txt");
   const w = fakeWatcher();
   const d = fakeDriver();
@@ -120,7 +121,7 @@ describe("Controller under high availability", () => {
   it("a new leader given the stored applied keys skips a task whose inputs equal them and runs the others", async () => {
     const old = setup();
     const stored = new Map<string, AppliedRecord>();
-    old.controller.setHooks({ onApplied: (task, a) => void (a ? stored.set(task, a) : stored.delete(task)) });
+    old.controller.setHooks({ onApplied: (task, a) => void (a?.key ? stored.set(task, a) : stored.delete(task)) });
     old.w.set(["a"]);
     await old.controller.watch();
     await old.controller.idle();
@@ -141,14 +142,40 @@ describe("Controller under high availability", () => {
     await next.controller.stop(100);
   });
 
+  it("a void keeps the count about to be applied: a leader after an apply cut short still refuses a drop to none (allowEmpty: false)", async () => {
+    const old = setup({ allowEmpty: false });
+    const stored = new Map<string, AppliedRecord>();
+    old.controller.setHooks({ onApplied: (task, a) => void (a ? stored.set(task, a) : stored.delete(task)) });
+    old.w.set(["a", "b"]);
+    const release = old.d.hold();
+    await old.controller.watch();
+    await old.d.held.reached(2);
+    assert.deepEqual(stored.get("members"), { count: 2 }, "stored before Terraform may change anything: no key, the count");
+    await old.controller.pause(0);
+    release();
+    await old.controller.stop(100);
+    assert.deepEqual(stored.get("members"), { count: 2 }, "the apply was cut short: nothing recorded after it");
+
+    const next = setup({ allowEmpty: false });
+    await next.controller.pause(0);
+    next.w.set([]);
+    await next.controller.resume(new Map([["members", stored.get("members")!]]));
+    await next.controller.idle();
+    assert.deepEqual(next.d.applied.filter((x) => x.startsWith("members:")), [], "the drop to none was not applied");
+    const ev = next.controller.events.list("members")[0]!;
+    assert.equal(ev.success, false);
+    assert.match(ev.error!.message, /dropped from 2 instances to none/);
+    await next.controller.stop(100);
+  });
+
   it("voids the applied key before the driver is called; a void that cannot be stored fails the run with nothing applied", async () => {
     const { controller, w, d } = setup();
     const seen: string[] = [];
     let refuse = false;
     controller.setHooks({
       onApplied: async (task, a) => {
-        seen.push(`${a ? "set" : "void"}:${task}:${d.applied.filter((x) => x.startsWith(`${task}:`)).length}`);
-        if (!a && refuse) throw new CtsError("HA_STATE_NOT_STORED", "external", "is not run");
+        seen.push(`${a?.key ? "set" : "void"}:${task}:${d.applied.filter((x) => x.startsWith(`${task}:`)).length}`);
+        if (!a?.key && refuse) throw new CtsError("HA_STATE_NOT_STORED", "external", "is not run");
       },
     });
     w.set(["a"]);

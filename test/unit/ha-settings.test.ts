@@ -101,11 +101,17 @@ describe("stored state", () => {
     const state = parseState(p, [
       item(stateKeys.applied(p, "web"), { key: "abc+def", count: 2, updated_at: "2026-01-01T00:00:00Z" }),
       item(stateKeys.applied(p, "nocount"), { key: "abc" }),
-      item(stateKeys.applied(p, "nokey"), { count: 1 }),
+      item(stateKeys.applied(p, "underway"), { count: 1 }),
       item(stateKeys.applied(p, "badcount"), { key: "abc", count: -1 }),
+      item(stateKeys.applied(p, "empty"), { updated_at: "2026-01-01T00:00:00Z" }),
+      item(stateKeys.applied(p, "emptykey"), { key: "", count: 1 }),
     ]);
-    assert.deepEqual(Object.fromEntries(state.applied), { web: { key: "abc+def", count: 2 }, nocount: { key: "abc" } });
-    assert.equal(state.problems.length, 2);
+    assert.deepEqual(
+      Object.fromEntries(state.applied),
+      { web: { key: "abc+def", count: 2 }, nocount: { key: "abc" }, underway: { count: 1 } },
+      "a record without a key is an apply that was under way: only its count is kept",
+    );
+    assert.equal(state.problems.length, 3);
     assert.ok(state.problems.every((m) => /not an applied record/.test(m)));
   });
 });

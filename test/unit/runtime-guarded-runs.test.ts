@@ -222,6 +222,31 @@ describe("allowEmpty: false across a restart (fake driver, the task's folder on 
     }
   });
 
+  it("an apply cut short (the daemon stopped mid-apply) still leaves the count it was applying: the restart refuses the drop", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "cts-count-"));
+    try {
+      const first = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
+      first.d.driver.apply = async () => {
+        throw new CtsError("TERRAFORM_CANCELLED", "external", "cancelled", { task: "pool" });
+      };
+      first.w.set(["a", "b"], false);
+      await first.controller.watch();
+      await first.controller.idle();
+      assert.equal(first.controller.events.list("pool")[0]!.success, false);
+      assert.deepEqual(JSON.parse(await readFile(join(dir, APPLIED_COUNT_FILE), "utf8")), { count: 2 }, "kept before Terraform was called");
+      await first.controller.stop();
+      const second = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
+      second.w.set([], false);
+      await second.controller.watch();
+      await second.controller.idle();
+      assert.deepEqual(second.d.calls, [], "nothing applied");
+      assert.match(second.controller.events.list("pool")[0]!.error!.message, /dropped from 2 instances to none/);
+      await second.controller.stop();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("a kept count of zero, or none at all, lets an empty answer apply", async () => {
     const dir = await mkdtemp(join(tmpdir(), "cts-count-"));
     try {
