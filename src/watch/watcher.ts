@@ -26,7 +26,10 @@ export interface WatcherOptions {
   timing?: Partial<ViewTiming>;
   /** Random source for jitter (tests pin it). */
   random?: () => number;
-  /** Told once when the number of views passes 128 (CTS logs a warning there too). */
+  /**
+   * Where the watcher's warnings go: once when the number of views passes 128 (CTS logs a warning
+   * there too), and each time a full read finds a change a blocking health read was not woken for.
+   */
   warn?: (message: string) => void;
   /** Where view fetches, errors, index resets and open blocking queries are counted. */
   metrics?: Metrics;
@@ -68,6 +71,10 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
         // The raw answer is digested first: Consul wakes a query for writes that leave its answer
         // byte-identical (and re-sends it when its wait ends), which then costs no parse.
         const res = await api.healthService(req, sameAs === undefined ? { index, wait, signal, digestBody: true } : { index, wait, signal, sameAs });
+        // The wait ran out at the index held. Consul's streaming view behind blocking health reads
+        // was once seen not to wake for a change it already showed elsewhere; one full read (index
+        // 0, Consul's RPC path) at each such end bounds a missed change to one wait, and says so.
+        if (index > 0n && res.index === index) return fullRead(req, index, held, signal).then((r) => ((held = r.data), r));
         if (res.unchanged) return { index: res.index, unchanged: true as const };
         const data = toServiceInstances(res.data);
         // Consul answers blocking health reads from its streaming backend, which leaves out what a
@@ -80,6 +87,17 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
         return { data, index: res.index, digest: canonicalDigest(data), ...(res.bodyDigest !== undefined ? { source: res.bodyDigest } : {}) };
       };
     });
+  /** One full health read after a blocking wait that ran out; warns when it holds a change the wait missed. */
+  async function fullRead(req: HealthServiceRequest, index: bigint, held: ServiceInstance[] | undefined, signal: AbortSignal) {
+    const full = await api.healthService(req, { signal });
+    const data = toServiceInstances(full.data);
+    const digest = canonicalDigest(data);
+    if (held && digest !== canonicalDigest(held))
+      opts.warn?.(`a blocking read of service ${JSON.stringify(req.service)} was not woken by a change Consul already held; a full read at the end of the wait caught it up (Consul's streaming backend missed the change)`);
+    // A lower index than the one held would reset the loop to index 0: keep the higher one.
+    return { data, index: full.index > index ? full.index : index, digest };
+  }
+
   const catalog = (req: CatalogServicesRequest): ViewHandle<CatalogServices> =>
     pool.acquire(`catalog:${stableStringify(req)}`, (): ViewFetch<CatalogServices> => async ({ index, wait, signal }) => {
       const res = await api.catalogServices(req, { index, wait, signal });

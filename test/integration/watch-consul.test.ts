@@ -174,6 +174,27 @@ describe("watching a real Consul", () => {
     await until(() => proxy.inFlight(path) === 0, 20_000, "the view's query to be cancelled once both left");
   });
 
+  it("checks each blocking health wait that runs out with one full read (index 0), and hears no change when there is none", async (t) => {
+    await consul.register({ ID: "quiet-1", Name: "quiet", Port: 1 });
+    const path = "/v1/health/service/quiet";
+    const l = listener();
+    const warnings: string[] = [];
+    const brisk = createWatcher(api, { timing: { ...timing, waitMs: 500 }, warn: (m) => warnings.push(m) });
+    t.after(() => brisk.close());
+    const sub = brisk.subscribe({ kind: "services", query: { names: ["quiet"] } }, l);
+    await sub.ready;
+    const reads = (blocking: boolean) => proxy.requests().filter((r) => r.path === path && /index=\d+/.test(r.query) === blocking).length;
+    await until(() => reads(true) >= 4, 20_000, "three waits to run out");
+    assert.ok(reads(false) >= 3, `a full read after each wait that ran out, got ${reads(false)} full and ${reads(true)} blocking reads`);
+    assert.equal(l.changes, 0, "the full reads found nothing new");
+    assert.deepEqual(warnings, []);
+    assert.deepEqual(ids(sub.current()), ["quiet-1"]);
+    await consul.register({ ID: "quiet-2", Name: "quiet", Port: 2 });
+    await until(() => l.changes === 1, 20_000, "the next registration");
+    assert.deepEqual(ids(sub.current()), ["quiet-1", "quiet-2"]);
+    sub.close();
+  });
+
   it("survives a Consul restart (index reset) and notifies the next registration", async () => {
     await consul.register({ ID: "phoenix-1", Name: "phoenix", Port: 1 });
     const l = listener();

@@ -18,7 +18,10 @@ class FakeConsul implements ConsulApi {
   readonly calls: { what: string; index: bigint }[] = [];
   inFlight = 0;
   failWith: ((what: string, index: bigint) => unknown) | undefined;
-  private readonly waiters = new Set<() => void>();
+  /** What each blocking read waits on, so a deaf one can be left out of wake-ups. */
+  private readonly waiters = new Map<() => void, string>();
+  /** Blocking reads (index > 0) of these are never woken and answer this index and data when their wait ends: a stuck streaming view. */
+  private readonly deaf = new Map<string, { index: bigint; data: unknown }>();
 
   constructor(readonly clock: FakeClock = fakeClock()) {}
 
@@ -53,7 +56,11 @@ class FakeConsul implements ConsulApi {
   }
   bump(): void {
     this.index++;
-    for (const w of [...this.waiters]) w();
+    for (const [w, what] of [...this.waiters]) if (!this.deaf.has(what)) w();
+  }
+  /** From now on blocking reads of service `name` hear no change: they answer what they hold now, at today's index, when their wait ends. */
+  deafen(name: string): void {
+    this.deaf.set(`health:${name}`, { index: this.index, data: structuredClone(this.services.get(name)?.entries ?? []) });
   }
   count(what: string): number {
     return this.calls.filter((c) => c.what === what).length;
@@ -78,10 +85,12 @@ class FakeConsul implements ConsulApi {
             reject(Object.assign(new Error("aborted"), { name: "AbortError" }));
           };
           const timer = this.clock.setTimeout(done, opts.wait ?? 1_000);
-          this.waiters.add(done);
+          this.waiters.set(done, what);
           opts.signal?.addEventListener("abort", abort, { once: true });
         });
       }
+      const frozen = opts.index ? this.deaf.get(what) : undefined;
+      if (frozen) return { data: structuredClone(frozen.data) as T, index: frozen.index };
       return { data: data(), index: this.index };
     } finally {
       this.inFlight--;
@@ -362,6 +371,46 @@ describe("createWatcher", () => {
     assert.equal(l.errors[0]!.fatal, true);
     assert.deepEqual(ids(sub.current()), ["web/w1", "web/w2"], "the pool keeps its instances");
     assert.equal(l.changes, 0);
+  });
+
+  it("a blocking health read that is never woken for a change (a stuck streaming view) catches up by one full read when its wait runs out, and warns", async () => {
+    const consul = new FakeConsul();
+    consul.register("web", "w1");
+    const warnings: string[] = [];
+    watcher = watch(consul, { warn: (m) => warnings.push(m) });
+    const l = counter();
+    const sub = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, l);
+    await sub.ready;
+    consul.deafen("web");
+    consul.register("web", "w2");
+    await consul.clock.runUntil(() => ids(sub.current()).length === 2);
+    assert.deepEqual(ids(sub.current()), ["web/w1", "web/w2"]);
+    assert.equal(l.changes, 1);
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!, /blocking read of service "web" was not woken by a change/);
+    // The view stays stuck: later waits end with the same stale answer, and the full reads find nothing new.
+    const fullReads = () => consul.calls.filter((c) => c.what === "health:web" && c.index === 0n).length;
+    const before = fullReads();
+    await consul.clock.runUntil(() => fullReads() >= before + 2);
+    assert.equal(l.changes, 1, "no flap back to the stale answer");
+    assert.equal(warnings.length, 1);
+  });
+
+  it("a wait that runs out with nothing changed costs one full read, and no notification or warning", async () => {
+    const consul = new FakeConsul();
+    consul.register("web", "w1");
+    const warnings: string[] = [];
+    watcher = watch(consul, { warn: (m) => warnings.push(m) });
+    const l = counter();
+    const sub = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, l);
+    await sub.ready;
+    const fullReads = () => consul.calls.filter((c) => c.what === "health:web" && c.index === 0n).length;
+    const blocking = () => consul.calls.filter((c) => c.what === "health:web" && c.index > 0n).length;
+    assert.equal(fullReads(), 1);
+    await consul.clock.runUntil(() => blocking() >= 3);
+    assert.equal(fullReads(), 1 + (blocking() - 1), "one full read after each wait that ran out");
+    assert.equal(l.changes, 0);
+    assert.deepEqual(warnings, []);
   });
 
   it("a late subscriber to a view that is failing fatally is told too", async () => {
