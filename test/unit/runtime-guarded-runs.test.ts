@@ -195,6 +195,20 @@ describe("runs behind plan guards (fake driver)", () => {
   });
 });
 
+/** A new process on the task's folder `dir` (nothing in memory) hears no instance: the run is refused, nothing applied. */
+async function assertRestartRefusesDrop(dir: string): Promise<void> {
+  const second = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
+  second.w.set([], false);
+  await second.controller.watch();
+  await second.controller.idle();
+  assert.deepEqual(second.d.calls, [], "nothing applied");
+  const ev = second.controller.events.list("pool")[0]!;
+  assert.equal(ev.success, false);
+  assert.match(ev.error!.message, /dropped from 2 instances to none/);
+  assert.match(ev.error!.message, /allowEmpty: true/);
+  await second.controller.stop();
+}
+
 describe("allowEmpty: false across a restart (fake driver, the task's folder on disk)", () => {
   it("refuses a drop from N instances to none after a restart: the count is kept in the task's folder", async () => {
     const dir = await mkdtemp(join(tmpdir(), "cts-count-"));
@@ -207,16 +221,7 @@ describe("allowEmpty: false across a restart (fake driver, the task's folder on 
       assert.deepEqual(JSON.parse(await readFile(join(dir, APPLIED_COUNT_FILE), "utf8")), { count: 2 });
       await first.controller.stop();
       // A new process on the same folder: nothing in memory, and Consul now answers no instance.
-      const second = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
-      second.w.set([], false);
-      await second.controller.watch();
-      await second.controller.idle();
-      assert.deepEqual(second.d.calls, [], "nothing applied");
-      const ev = second.controller.events.list("pool")[0]!;
-      assert.equal(ev.success, false);
-      assert.match(ev.error!.message, /dropped from 2 instances to none/);
-      assert.match(ev.error!.message, /allowEmpty: true/);
-      await second.controller.stop();
+      await assertRestartRefusesDrop(dir);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -235,13 +240,7 @@ describe("allowEmpty: false across a restart (fake driver, the task's folder on 
       assert.equal(first.controller.events.list("pool")[0]!.success, false);
       assert.deepEqual(JSON.parse(await readFile(join(dir, APPLIED_COUNT_FILE), "utf8")), { count: 2 }, "kept before Terraform was called");
       await first.controller.stop();
-      const second = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
-      second.w.set([], false);
-      await second.controller.watch();
-      await second.controller.idle();
-      assert.deepEqual(second.d.calls, [], "nothing applied");
-      assert.match(second.controller.events.list("pool")[0]!.error!.message, /dropped from 2 instances to none/);
-      await second.controller.stop();
+      await assertRestartRefusesDrop(dir);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

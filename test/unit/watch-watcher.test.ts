@@ -118,6 +118,9 @@ const timing = { waitMs: 1_000, minIntervalMs: 1, jitterMs: 0, backoffBaseMs: 10
 /** A watcher on `consul` whose views pause on the same fake clock as the fake's blocking waits. */
 const watch = (consul: FakeConsul, opts: Parameters<typeof createWatcher>[1] = {}) => createWatcher(consul, { timing, clock: consul.clock, ...opts });
 
+/** Index-0 (full) reads of service web so far. */
+const fullReads = (consul: FakeConsul) => consul.calls.filter((c) => c.what === "health:web" && c.index === 0n).length;
+
 function counter() {
   const l = { changes: 0, errors: [] as { error: CtsError; fatal: boolean }[], onChange: () => l.changes++, onError: (error: CtsError, fatal: boolean) => l.errors.push({ error, fatal }) };
   return l;
@@ -127,6 +130,18 @@ const ids = (list: ServiceInstance[] | undefined) => (list ?? []).map((i) => `${
 
 describe("createWatcher", () => {
   let watcher: ConsulWatcher | undefined;
+
+  /** A watch of service web (one instance, w1) whose warnings are kept. */
+  async function watchWebWithWarnings() {
+    const consul = new FakeConsul();
+    consul.register("web", "w1");
+    const warnings: string[] = [];
+    watcher = watch(consul, { warn: (m) => warnings.push(m) });
+    const l = counter();
+    const sub = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, l);
+    await sub.ready;
+    return { consul, warnings, l, sub };
+  }
   afterEach(() => watcher?.close());
 
   it("shares one view between two subscribers on service web, and closes it when the last leaves", async () => {
@@ -374,13 +389,7 @@ describe("createWatcher", () => {
   });
 
   it("a blocking health read that is never woken for a change (a stuck streaming view) catches up by one full read when its wait runs out, and warns", async () => {
-    const consul = new FakeConsul();
-    consul.register("web", "w1");
-    const warnings: string[] = [];
-    watcher = watch(consul, { warn: (m) => warnings.push(m) });
-    const l = counter();
-    const sub = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, l);
-    await sub.ready;
+    const { consul, warnings, l, sub } = await watchWebWithWarnings();
     consul.deafen("web");
     consul.register("web", "w2");
     await consul.clock.runUntil(() => ids(sub.current()).length === 2);
@@ -389,26 +398,18 @@ describe("createWatcher", () => {
     assert.equal(warnings.length, 1);
     assert.match(warnings[0]!, /blocking read of service "web" was not woken by a change/);
     // The view stays stuck: later waits end with the same stale answer, and the full reads find nothing new.
-    const fullReads = () => consul.calls.filter((c) => c.what === "health:web" && c.index === 0n).length;
-    const before = fullReads();
-    await consul.clock.runUntil(() => fullReads() >= before + 2);
+    const before = fullReads(consul);
+    await consul.clock.runUntil(() => fullReads(consul) >= before + 2);
     assert.equal(l.changes, 1, "no flap back to the stale answer");
     assert.equal(warnings.length, 1);
   });
 
   it("a wait that runs out with nothing changed costs one full read, and no notification or warning", async () => {
-    const consul = new FakeConsul();
-    consul.register("web", "w1");
-    const warnings: string[] = [];
-    watcher = watch(consul, { warn: (m) => warnings.push(m) });
-    const l = counter();
-    const sub = watcher.subscribe({ kind: "services", query: { names: ["web"] } }, l);
-    await sub.ready;
-    const fullReads = () => consul.calls.filter((c) => c.what === "health:web" && c.index === 0n).length;
+    const { consul, warnings, l, sub } = await watchWebWithWarnings();
     const blocking = () => consul.calls.filter((c) => c.what === "health:web" && c.index > 0n).length;
-    assert.equal(fullReads(), 1);
+    assert.equal(fullReads(consul), 1);
     await consul.clock.runUntil(() => blocking() >= 3);
-    assert.equal(fullReads(), 1 + (blocking() - 1), "one full read after each wait that ran out");
+    assert.equal(fullReads(consul), 1 + (blocking() - 1), "one full read after each wait that ran out");
     assert.equal(l.changes, 0);
     assert.deepEqual(warnings, []);
   });
