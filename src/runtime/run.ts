@@ -210,7 +210,10 @@ export class TaskRunner {
    * them in place, and a restart must still refuse a drop to none (allowEmpty: false).
    */
   private async voidAppliedHash(e: TaskEntry, count?: number): Promise<void> {
-    if (count !== undefined && count > 0) this.keepCount(e, count);
+    if (count !== undefined && count > 0) {
+      e.lastAppliedCount = count;
+      this.keepCount(e, count);
+    }
     e.lastAppliedHash = undefined;
     // Synchronous: a tiny local file, and a thread-pool round trip costs more CPU than the call.
     rmSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), { force: true });

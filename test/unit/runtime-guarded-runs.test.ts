@@ -246,6 +246,33 @@ describe("allowEmpty: false across a restart (fake driver, the task's folder on 
     }
   });
 
+  it("an apply of instances that fails part-way counts in the same process too: the next drop to none is refused", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "cts-count-"));
+    try {
+      const { controller, w, d } = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
+      w.set([], false);
+      await controller.watch();
+      await controller.idle();
+      assert.deepEqual(d.calls, ["apply"], "an empty first run applies: nothing to drop from");
+      const apply = d.driver.apply;
+      d.driver.apply = async () => {
+        throw new CtsError("TERRAFORM_FAILED", "external", "failed part-way", { task: "pool" });
+      };
+      w.set(["a", "b"]);
+      await controller.idle();
+      assert.equal(controller.events.list("pool")[0]!.success, false);
+      d.driver.apply = apply;
+      d.calls.length = 0;
+      w.set([]);
+      await controller.idle();
+      assert.deepEqual(d.calls, [], "nothing applied");
+      assert.match(controller.events.list("pool")[0]!.error!.message, /dropped from 2 instances to none/);
+      await controller.stop();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("a kept count of zero, or none at all, lets an empty answer apply", async () => {
     const dir = await mkdtemp(join(tmpdir(), "cts-count-"));
     try {
