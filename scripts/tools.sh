@@ -9,8 +9,16 @@ TOOLS_DIR="${CTS_TOOLS_DIR:-$HOME/.cache/cts-tools}"
 TOFU_VERSION=1.12.6
 CONSUL_VERSION=1.22.7
 CONSUL_COMMIT=c18bcb9
+# Consul's root go.mod replaces its nested modules with local paths that the root module's zip does
+# not hold, and the proxy does not serve them at the tag commit. Each is pinned to a release that
+# builds with the tag's go.mod: a newer one can require more than the tag pins (proto-public v0.8.0
+# needs otel v1.42.0, the tag has v1.39.0: "go: updates to go.mod needed"), and api must be at
+# least v1.34 (v1.33.7 lacks ACLToken.Name, which 1.22.7 uses). Pinned, so the build never
+# depends on which versions the proxy happens to list that day.
+CONSUL_SUBMODULES="api@v1.34.1 sdk@v0.17.3 proto-public@v0.7.4 envoyextensions@v0.9.6 troubleshoot@v0.8.7"
 LOCAL_VERSION=2.9.0
 LOCAL_COMMIT=3561e410f9fe1769a419c23adb8f1a9b89929b66
+LOCAL_PSEUDO=v1.4.1-0.20260513075820-3561e410f9fe   # the proxy's pseudo-version of that commit
 TERRAFORM_VERSION=1.5.7   # the last MPL-2.0 release: proves the driver works with `terraform` too
 NULL_VERSION=3.3.1
 NULL_COMMIT=cd8ea3464380be767591b25b7cc09d8a02997073
@@ -38,16 +46,6 @@ Check network access to the proxy (GOPROXY=$(go env GOPROXY)) and try again."
   echo "$out"
 }
 field() { sed -n "s/^[[:space:]]*\"$1\": \"\(.*\)\",\{0,1\}$/\1/p" | head -n1; }
-
-# The newest version of a module published at or before a time (RFC 3339), or nothing.
-newest_before() {
-  local versions v t
-  versions=$( (cd "$TMP" && GOPROXY=https://proxy.golang.org go list -m -versions "$1") 2>/dev/null | cut -d' ' -f2- | tr ' ' '\n' | grep '^v' | sort -rV) || return 0
-  for v in $versions; do
-    t=$( (cd "$TMP" && go list -m -json "$1@$v") 2>/dev/null | field Time)
-    if [ -n "$t" ] && [[ ! "$t" > "$2" ]]; then echo "$v"; return 0; fi
-  done
-}
 
 # Copies a module from the read-only module cache to a writable build dir.
 copy_module() { rm -rf "$2"; mkdir -p "$(dirname "$2")"; cp -r "$1" "$2"; chmod -R u+w "$2"; }
@@ -90,24 +88,11 @@ build_consul() {
   local version; version=$(echo "$json" | field Version)
   [ "$version" = "v$CONSUL_VERSION" ] || die "github.com/hashicorp/consul@v$CONSUL_VERSION resolves to '$version'"
   local src="$TMP/consul"; copy_module "$(echo "$json" | field Dir)" "$src"
-  # The root go.mod replaces nested modules with local paths that the root zip does not hold. Take
-  # each at the tag commit when the proxy serves it (it refuses short hashes); otherwise the newest
-  # release of that module published before the tag (the pin in go.mod can be older than the code
-  # the tag's local copy held: api v1.33.7 lacks ACLToken.Name, which 1.22.7 uses).
-  local tag_time; tag_time=$( (cd "$TMP" && go list -m -json "github.com/hashicorp/consul@v$CONSUL_VERSION") | field Time)
-  local sub
-  for sub in api sdk proto-public envoyextensions troubleshoot; do
-    local subjson subdir chosen
-    if ! subjson=$( (cd "$TMP" && go mod download -json "github.com/hashicorp/consul/$sub@$CONSUL_COMMIT") 2>/dev/null) || echo "$subjson" | grep -q '"Error"'; then
-      # The proxy's version lists are incomplete, so never go below the go.mod pin.
-      chosen=$(printf '%s\n%s\n' "$(newest_before "github.com/hashicorp/consul/$sub" "$tag_time")" \
-        "$(awk -v m="github.com/hashicorp/consul/$sub" '$1==m && $2 ~ /^v/ {print $2; exit}' "$src/go.mod")" | grep '^v' | sort -rV | head -n1)
-      [ -n "$chosen" ] || die "no usable version of github.com/hashicorp/consul/$sub"
-      log "  $sub: commit $CONSUL_COMMIT not served by the proxy; using $chosen"
-      subjson=$(download "github.com/hashicorp/consul/$sub@$chosen")
-    fi
-    subdir=$(echo "$subjson" | field Dir)
-    [ -n "$subdir" ] || die "no directory for github.com/hashicorp/consul/$sub"
+  local pin sub subdir
+  for pin in $CONSUL_SUBMODULES; do
+    sub="${pin%@*}"
+    subdir=$(download "github.com/hashicorp/consul/$pin" | field Dir)
+    [ -n "$subdir" ] || die "no directory for github.com/hashicorp/consul/$pin"
     copy_module "$subdir" "$src/$sub"
   done
   mkdir -p "$dest"
@@ -138,7 +123,7 @@ install_bao() {
 
 # Providers go into a filesystem mirror laid out for both OpenTofu's and Terraform's registry host.
 build_provider() {
-  local name=$1 version=$2 commit=$3
+  local name=$1 version=$2 commit=$3 pseudo=${4:-}
   local mirror="$TOOLS_DIR/providers"
   local bin="$mirror/registry.opentofu.org/hashicorp/$name/$version/linux_amd64/terraform-provider-${name}_v$version"
   local missing="$mirror/.unavailable-$name-$version"
@@ -147,9 +132,10 @@ build_provider() {
     need_go
     log "building provider hashicorp/$name v$version…"
     local mod="github.com/terraform-providers/terraform-provider-$name" json dir=""
-    # The proxy serves no commit look-ups here; the module's @latest is a pseudo-version of the
-    # newest commit, which is the release commit when nothing came after it.
-    for ref in "$commit" latest; do
+    # The proxy serves no commit look-ups here. A pseudo-version it once served stays served, so it
+    # is tried first; the module's @latest is a pseudo-version of the newest commit, which is the
+    # release commit when nothing came after it.
+    for ref in ${pseudo:+"$pseudo"} "$commit" latest; do
       json=$( (cd "$TMP" && go mod download -json "$mod@$ref") 2>/dev/null) || true
       if [ -n "$json" ] && ! echo "$json" | grep -q '"Error"' && echo "$json" | field Version | grep -q "${commit:0:12}"; then
         dir=$(echo "$json" | field Dir); break
@@ -197,7 +183,7 @@ main() {
   build_consul
   build_terraform
   install_bao
-  build_provider local "$LOCAL_VERSION" "$LOCAL_COMMIT"
+  build_provider local "$LOCAL_VERSION" "$LOCAL_COMMIT" "$LOCAL_PSEUDO"
   build_provider null "$NULL_VERSION" "$NULL_COMMIT"
   write_cli_config
   if [ "${1:-}" = "--env" ]; then
