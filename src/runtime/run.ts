@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CtsError, isErrorCode } from "../errors.ts";
 import { effectiveGuards, guardViolations, type GuardSettings, type PlanJson } from "../task/guards.ts";
@@ -256,12 +256,20 @@ export class TaskRunner {
     }
   }
 
-  /** Keeps the applied count in the task's folder (removed for conditions without one). Best effort. */
+  /**
+   * Keeps the applied count in the task's folder (removed for conditions without one). Best effort.
+   * The first apply in a new working dir keeps it before the driver has made the folder, so the
+   * folder is made here when missing (0750, as the driver makes it).
+   */
   private keepCount(e: TaskEntry, count: number | undefined): void {
-    const file = join(this.deps.driver.taskDir(e.name), APPLIED_COUNT_FILE);
+    const dir = this.deps.driver.taskDir(e.name);
+    const file = join(dir, APPLIED_COUNT_FILE);
     try {
       if (count === undefined) rmSync(file, { force: true });
-      else writeFileSync(file, JSON.stringify({ count }) + "\n", { mode: 0o640 });
+      else {
+        mkdirSync(dir, { recursive: true, mode: 0o750 });
+        writeFileSync(file, JSON.stringify({ count }) + "\n", { mode: 0o640 });
+      }
     } catch {
       /* kept in memory; after a restart the first drop to none is checked against nothing */
     }

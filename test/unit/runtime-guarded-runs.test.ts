@@ -228,7 +228,9 @@ describe("allowEmpty: false across a restart (fake driver, the task's folder on 
   });
 
   it("an apply cut short (the daemon stopped mid-apply) still leaves the count it was applying: the restart refuses the drop", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "cts-count-"));
+    const root = await mkdtemp(join(tmpdir(), "cts-count-"));
+    // A new working dir: the task's folder is not there yet when the first apply keeps its count.
+    const dir = join(root, "sync-tasks", "pool");
     try {
       const first = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
       first.d.driver.apply = async () => {
@@ -242,7 +244,7 @@ describe("allowEmpty: false across a restart (fake driver, the task's folder on 
       await first.controller.stop();
       await assertRestartRefusesDrop(dir);
     } finally {
-      await rm(dir, { recursive: true, force: true });
+      await rm(root, { recursive: true, force: true });
     }
   });
 
