@@ -121,6 +121,13 @@ export interface Driver extends TerraformDriver, Partial<SavedPlans> {
    * driver's files (the applied hash of the no-op skip). Throws TASK_NAME_INVALID for bad names.
    */
   taskDir(task: string): string;
+  /**
+   * Makes the task's folder when it is missing, as the driver's own runs make it, and answers it.
+   * The daemon asks before an apply, so that what must outlive an apply cut short (the count of
+   * instances being applied) is kept even on the first apply in a new working dir. Drivers without
+   * a local folder of their own leave it out.
+   */
+  makeTaskDir?(task: string): Promise<string>;
   /** Lets go of what the driver keeps warm for one task (deleted) or for all (leadership lost); drivers that keep nothing leave it out. */
   coolDown?(task?: string): Promise<void>;
   /** The Terraform version the driver runs ("1.12.6"), asked once and remembered. */

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CtsError, isErrorCode } from "../errors.ts";
 import { effectiveGuards, guardViolations, type GuardSettings, type PlanJson } from "../task/guards.ts";
@@ -23,7 +23,7 @@ import type { TaskInputSource } from "./task-input.ts";
 export type RunMode = "apply" | "plan" | "destroy";
 
 /** The driver as a run uses it (src/driver/types.ts): the operations, where each task works, cooling down. */
-export type RunDriver = Pick<Driver, "apply" | "plan" | "destroy" | "taskDir" | "coolDown" | "planToApply" | "applyPlan" | "discardPlan">;
+export type RunDriver = Pick<Driver, "apply" | "plan" | "destroy" | "taskDir" | "makeTaskDir" | "coolDown" | "planToApply" | "applyPlan" | "discardPlan">;
 
 /** A module task's provider values and `task_env` (CTS passes them through the environment only). */
 function taskEnvironment(e: TaskEntry, lookup?: TemplateLookup): Record<string, string> {
@@ -212,6 +212,8 @@ export class TaskRunner {
   private async voidAppliedHash(e: TaskEntry, count?: number): Promise<void> {
     if (count !== undefined && count > 0) {
       e.lastAppliedCount = count;
+      // The first apply in a new working dir comes before the driver has made the task's folder.
+      await this.deps.driver.makeTaskDir?.(e.name).catch(() => undefined); // its own run reports what is wrong with it
       this.keepCount(e, count);
     }
     e.lastAppliedHash = undefined;
@@ -256,20 +258,12 @@ export class TaskRunner {
     }
   }
 
-  /**
-   * Keeps the applied count in the task's folder (removed for conditions without one). Best effort.
-   * The first apply in a new working dir keeps it before the driver has made the folder, so the
-   * folder is made here when missing (0750, as the driver makes it).
-   */
+  /** Keeps the applied count in the task's folder (removed for conditions without one). Best effort. */
   private keepCount(e: TaskEntry, count: number | undefined): void {
-    const dir = this.deps.driver.taskDir(e.name);
-    const file = join(dir, APPLIED_COUNT_FILE);
+    const file = join(this.deps.driver.taskDir(e.name), APPLIED_COUNT_FILE);
     try {
       if (count === undefined) rmSync(file, { force: true });
-      else {
-        mkdirSync(dir, { recursive: true, mode: 0o750 });
-        writeFileSync(file, JSON.stringify({ count }) + "\n", { mode: 0o640 });
-      }
+      else writeFileSync(file, JSON.stringify({ count }) + "\n", { mode: 0o640 });
     } catch {
       /* kept in memory; after a restart the first drop to none is checked against nothing */
     }

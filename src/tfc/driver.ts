@@ -90,6 +90,12 @@ export class TfcDriver implements Driver {
     return dir;
   }
 
+  async makeTaskDir(task: string): Promise<string> {
+    const dir = this.taskDir(task);
+    mkdirSync(dir, { recursive: true, mode: 0o750 });
+    return dir;
+  }
+
   /** Forgets what it knew of a task (deleted) or of all (leadership lost); the workspaces stay. */
   async coolDown(task?: string): Promise<void> {
     if (task === undefined) this.memory.clear();

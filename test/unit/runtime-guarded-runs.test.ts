@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { APPLIED_COUNT_FILE } from "../../src/synth/paths.ts";
@@ -32,6 +32,7 @@ function fakeDriver() {
     loseKeptPlans: () => plans.clear(),
     driver: {
       taskDir: (t: string) => `/nonexistent/${t}`,
+      makeTaskDir: undefined as ((task: string) => Promise<string>) | undefined,
       async apply(ws: TaskWorkspace) {
         calls.push("apply");
         const want = desired(ws);
@@ -81,7 +82,15 @@ function setup(guards: PlanGuards | false | undefined, approval?: ApprovalMode, 
   if (opts.allowEmpty !== undefined) Object.assign(task, { allowEmpty: opts.allowEmpty });
   const w = fakeWatcher();
   const d = fakeDriver();
-  if (opts.taskDir) d.driver.taskDir = () => opts.taskDir!;
+  if (opts.taskDir) {
+    const dir = opts.taskDir;
+    d.driver.taskDir = () => dir;
+    // As the real drivers: the folder is made when missing (the first apply in a new working dir).
+    d.driver.makeTaskDir = async () => {
+      await mkdir(dir, { recursive: true });
+      return dir;
+    };
+  }
   const controller = createController({
     loaded: { config: { tasks: [task] }, file: "/x/cts.config.ts", dir: "/x" },
     reader: { read: async () => [] as never },
