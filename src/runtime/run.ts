@@ -378,8 +378,9 @@ export class TaskRunner {
     const name = typeof e === "string" ? e : e.name;
     const held = this.holds.held(name);
     this.holds.clear(name);
-    if (held?.ref) await this.deps.driver.discardPlan?.(name, held.ref).catch(() => undefined);
+    // Said as the hold goes (the status shows none from here on), not after the kept plan is removed.
     if (held && why) this.deps.log.info(`task '${name}': the held plan was dropped: ${why}`, { task: name });
+    if (held?.ref) await this.deps.driver.discardPlan?.(name, held.ref).catch(() => undefined);
     return held;
   }
 

@@ -91,16 +91,17 @@ function setup(guards: PlanGuards | false | undefined, approval?: ApprovalMode, 
       return dir;
     };
   }
+  const lines: string[] = [];
   const controller = createController({
     loaded: { config: { tasks: [task] }, file: "/x/cts.config.ts", dir: "/x" },
     reader: { read: async () => [] as never },
     driver: d.driver,
     synthesizer: inProcessSynthesizer(() => task),
-    log: createLogger({ write: () => {} }),
+    log: createLogger({ write: (line) => lines.push(line) }),
     watcher: w.watcher,
     retries: 0,
   });
-  return { controller, w, d };
+  return { controller, w, d, lines };
 }
 
 const member = (id: string) => `local_file.member-${id}`;
@@ -154,7 +155,7 @@ describe("runs behind plan guards (fake driver)", () => {
   });
 
   it("newer inputs supersede a held plan (discarded), and inputs back to what is applied drop it", async () => {
-    const { controller, w, d } = setup({ maxDestroy: 0 });
+    const { controller, w, d, lines } = setup({ maxDestroy: 0 });
     w.set(["a", "b", "c"], false);
     await controller.watch();
     await controller.idle();
@@ -164,9 +165,17 @@ describe("runs behind plan guards (fake driver)", () => {
     await controller.idle();
     assert.deepEqual(d.calls.slice(2), ["plan p2", "discard p2", "plan p3"]);
     assert.equal(controller.view("pool")!.held!.summary.destroy, 2);
+    // The line is said as the hold goes (a reader of the status sees both together), before the kept plan is removed.
+    const saidFirst: boolean[] = [];
+    const discard = d.driver.discardPlan;
+    d.driver.discardPlan = async (task: string, ref: string) => {
+      saidFirst.push(lines.some((l) => l.includes("task 'pool': the held plan was dropped: the inputs are back to what is applied")));
+      return discard(task, ref);
+    };
     w.set(["a", "b", "c"]);
     await controller.idle();
     assert.deepEqual(d.calls.slice(5), ["discard p3"], "back to what is applied: no plan, the hold dropped");
+    assert.deepEqual(saidFirst, [true]);
     assert.equal(controller.view("pool")!.held, undefined);
     assert.equal(controller.events.list("pool")[0]!.outcome, "no-op");
   });
