@@ -137,7 +137,7 @@ export class TfcDriver implements Driver {
     const interval = this.options.pollIntervalMs ?? 1000;
     try {
       throwIfAborted(signal, ws.task);
-      mkdirSync(dir, { recursive: true, mode: 0o750 });
+      await this.makeTaskDir(ws.task);
       const mem = this.memory.get(ws.task) ?? {};
       this.memory.set(ws.task, mem);
       if (!mem.workspace) {
