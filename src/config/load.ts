@@ -22,6 +22,7 @@ import { serviceRegistrationProblems } from "./service-registration.ts";
 import { consulTransportProblems } from "./consul-transport.ts";
 import { consulAuthProblems } from "./consul-connection.ts";
 import { SYSLOG_FACILITIES, syslogPriority } from "../log-syslog.ts";
+import { registerLazyBindings } from "../cdktf/lazy-bindings.ts";
 
 /** The config file names tried in order when none is given. */
 export const DEFAULT_CONFIG_FILES = ["cts.config.ts", "cts.config.mts", "cts.config.js", "cts.config.mjs"];
@@ -76,6 +77,8 @@ export async function loadConfig(path?: string | string[], cwd = process.cwd()):
     const [{ register: registerCjs }, { register }] = await Promise.all([import("tsx/cjs/api"), import("tsx/esm/api")]);
     const namespace = namespaceFor(file);
     registerCjs({ namespace });
+    // After tsx's CommonJS hooks, so the lazy roots see (and keep) the namespace query tsx adds.
+    registerLazyBindings();
     mod = await register({ namespace }).import(pathToFileURL(file).href, import.meta.url);
   } catch (cause) {
     throw loadError(file, cause);
