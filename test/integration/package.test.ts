@@ -66,7 +66,7 @@ describe("the published package, installed into a new project", { timeout: 900_0
     const pkg = JSON.parse(await readFile(join(project, "package.json"), "utf8")) as { type?: string };
     if (JSON.parse(npmInit.stdout.slice(npmInit.stdout.indexOf("{"))).type === "commonjs") assert.match(init.stdout, /changed "type": "commonjs" → "module"/);
     assert.equal(pkg.type, "module");
-    assert.match(init.stdout, /changed scripts\.test: npm init's placeholder → "node --import tsx --test test\/\*\.test\.ts"/);
+    assert.match(init.stdout, /changed scripts\.test: npm init's placeholder → "node --import tsx --import cdktf-sync\/register --test test\/\*\.test\.ts"/);
     const deps = await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund"], project);
     assert.equal(deps.code, 0, show(deps));
 
@@ -91,9 +91,10 @@ describe("the published package, installed into a new project", { timeout: 900_0
     assert.ok(!paths.some((p) => p.endsWith(".ts") && !p.endsWith(".d.ts") && !p.startsWith("templates/")), "no TypeScript sources");
   });
 
-  it("scaffolds a project that type-checks strictly (no skipLibCheck) and whose unit test passes", async () => {
+  it("scaffolds a project that type-checks strictly and whose unit test passes (with cdktf-sync/register)", async () => {
     const tsconfig = await readFile(join(project, "tsconfig.json"), "utf8");
-    assert.match(tsconfig, /"skipLibCheck": false/);
+    // The packages' own .d.ts files are not checked (provider-aws alone takes a minute); the project's code is.
+    assert.match(tsconfig, /"skipLibCheck": true/);
     const tsc = await run("npx", ["--no-install", "tsc", "--noEmit"], project);
     assert.equal(tsc.code, 0, show(tsc));
     const test = await run("npm", ["test"], project);
@@ -101,7 +102,7 @@ describe("the published package, installed into a new project", { timeout: 900_0
     assert.match(test.stdout, /^(ℹ|#) pass 1$/m, show(test));
   });
 
-  it("refuses deep imports: the public surface is the package root", async () => {
+  it("refuses deep imports: the public surface is the package root (and cdktf-sync/register)", async () => {
     for (const deep of ["cdktf-sync/src/index.ts", "cdktf-sync/dist/index.js", "cdktf-sync/package.json"]) {
       const r = await run(process.execPath, ["--input-type=module", "-e", `await import(${JSON.stringify(deep)})`], project);
       assert.notEqual(r.code, 0, `${deep} must not load`);

@@ -15,7 +15,7 @@ describe("the package.json `cts init` writes", () => {
     assert.equal(pkg.dependencies["cdktf-sync"], `^${OWN_PACKAGE.version}`);
     assert.equal(pkg.dependencies.cdktf, OWN_PACKAGE.dependencies.cdktf);
     assert.equal(pkg.dependencies["@cdktf/provider-local"], OWN_PACKAGE.devDependencies["@cdktf/provider-local"]);
-    assert.match(pkg.scripts.test, /node --import tsx --test/);
+    assert.match(pkg.scripts.test, /node --import tsx --import cdktf-sync\/register --test/, "tests load provider bindings lazily, as cts does");
     assert.ok(pkg.devDependencies.typescript && pkg.devDependencies.tsx && pkg.devDependencies["@types/node"]);
   });
 
@@ -39,10 +39,10 @@ describe("the package.json `cts init` writes", () => {
     const after = JSON.parse(text);
     assert.equal(problem, undefined);
     assert.equal(after.type, "module");
-    assert.equal(after.scripts.test, "node --import tsx --test test/*.test.ts");
+    assert.equal(after.scripts.test, "node --import tsx --import cdktf-sync/register --test test/*.test.ts");
     assert.deepEqual(changed, [
       '"type": "commonjs" → "module" (npm init\'s default; cdktf-sync, cts.config.ts and the tasks are ES modules)',
-      'scripts.test: npm init\'s placeholder → "node --import tsx --test test/*.test.ts"',
+      'scripts.test: npm init\'s placeholder → "node --import tsx --import cdktf-sync/register --test test/*.test.ts"',
     ]);
   });
 
