@@ -41,6 +41,7 @@ export const ERROR_CATALOGUE = {
   TASK_SYNTH_FAILED: { category: "usage", fix: "Fix the exception the task's synthesize() threw at the file:line:column the message names (the first frames of the task's stack follow it); `cts synth` reproduces it." },
   TASK_SYNTH_INVALID: { category: "usage", fix: "Fix what the task built (the message names the construct); `cts synth` shows the generated JSON." },
   TASK_ID_COLLISION: { category: "usage", fix: "Give the constructs named in the message distinct ids." },
+  TASK_CDK_MIXED: { category: "usage", fix: "Import all of the task's constructs, references and Fn calls from one library: 'cdktf' and '@cdktf/provider-*', or 'cdktn' and '@cdktn/provider-*' (docs/tasks.md, \"Choosing cdktf or cdktn\")." },
   TASK_FILES_FAILED: { category: "external", fix: "Make the task's working dir writable and check the disk has space." },
   TASK_RUN_DROPPED: { category: "usage", fix: "Nothing to fix: the task was disabled, deleted or replaced before its queued drift check ran." },
   TASK_RUN_FAILED: { category: "external", fix: "Read the cause in the task's event (`cts status TASK --events`); the task runs again on its next change." },

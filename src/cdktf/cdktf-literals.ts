@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
 import type * as Cdktf from "cdktf";
 import { CtsError } from "../errors.ts";
+import { CDK_PACKAGES, type CdkName } from "./cdk-library.ts";
 import { LiteralTable } from "./literal-text.ts";
 
 /**
@@ -22,6 +23,12 @@ import { LiteralTable } from "./literal-text.ts";
  *   would print catalog data).
  * Outside `withLiteralTable` cdktf behaves as shipped.
  *
+ * cdktn (CDK Terrain, cdktf's maintained fork) ships the same five files with the same functions
+ * (its `tfExpression.js` adds null and resolved-collection arguments, which the hooks leave to it):
+ * each library's copies are hooked alike, and a synthesis checks the library it runs on is hooked.
+ * A resolver meeting the other library's expression refuses (TASK_CDK_MIXED): its rendering
+ * would be taken for text, and cdktn's `Fn` cannot record itself on a cdktf stack.
+ *
  * A config loads in a tsx namespace, which gives some of cdktf's files a second copy (`…js?namespace=…`)
  * while others stay shared. So each hook goes into every copy of its file found in require.cache
  * before a synthesis, and their state is one per thread (on globalThis).
@@ -31,42 +38,56 @@ interface LiteralState {
   trustDepth: number;
   /** The exports of each hooked cdktf file copy. */
   hooked: WeakSet<object>;
-  /** Each copy's TFExpression: a token of any copy may be resolved by another copy's resolver. */
-  expressions: Set<Function>;
+  /** Each copy's TFExpression and its library: a token of any copy may be resolved by another copy's resolver. */
+  expressions: Map<Function, CdkName>;
+  /** The library the active synthesis runs on. */
+  activeCdk: CdkName | undefined;
   /** require.cache size at the last scan for copies. */
   scanned: number;
   nonce: string;
   /** Token keys registered before the hooks (a config that made tokens while loading). */
   earlier: Set<string> | undefined;
-  /** Which of the hooked files have at least one copy hooked. */
+  /** Which of the hooked files (`<library>/<path>`) have at least one copy hooked. */
   kinds: Set<string>;
 }
-const STATE = Symbol.for("cdktf-sync.literal-text");
+const STATE = Symbol.for("cdktf-sync.literal-text.v2");
 const state: LiteralState = ((globalThis as Record<symbol, unknown>)[STATE] ??= {
   active: undefined,
   trustDepth: 0,
   hooked: new WeakSet(),
-  expressions: new Set(),
+  expressions: new Map(),
+  activeCdk: undefined,
   scanned: -1,
   nonce: randomBytes(9).toString("base64url").replace(/[^A-Za-z0-9]/g, "x"),
   earlier: undefined,
   kinds: new Set(),
 } satisfies LiteralState) as LiteralState;
 
-/** Marks literal text during `fn` (a synthesis) with a new table; hooks cdktf copies loaded by then. */
-export function withLiteralTable<R>(fn: (table: LiteralTable) => R): R {
-  hookLoadedCdktf();
+/**
+ * Marks literal text during `fn` (a synthesis on library `cdk`) with a new table; hooks the copies
+ * of cdktf and cdktn loaded by then, and refuses if `cdk`'s are not all hooked.
+ */
+export function withLiteralTable<R>(cdk: CdkName, fn: (table: LiteralTable) => R): R {
+  hookLoadedCdks(cdk);
   const previous = state.active;
+  const previousCdk = state.activeCdk;
   const savedDepth = state.trustDepth;
   const table = new LiteralTable();
   state.active = table;
+  state.activeCdk = cdk;
   state.trustDepth = 0;
   try {
     return fn(table);
   } finally {
     state.active = previous;
+    state.activeCdk = previousCdk;
     state.trustDepth = savedDepth;
   }
+}
+
+/** The library the synthesis running now uses (undefined outside one). */
+export function activeCdk(): CdkName | undefined {
+  return state.activeCdk;
 }
 
 const VERBATIM = Symbol.for("cdktf-sync.verbatim");
@@ -77,9 +98,9 @@ export function verbatim(cdktf: typeof Cdktf, value: unknown): unknown {
   return typeof value === "string" ? cdktf.Token.asString(resolvable) : cdktf.Token.asAny(resolvable);
 }
 
-type Patcher = (exports: any) => void;
+type Patcher = (exports: any, cdk: CdkName) => void;
 
-/** cdktf files with hooks, by their path under cdktf/lib. */
+/** Files with hooks, by their path under cdktf/lib (and cdktn/lib). */
 const PATCHERS: Record<string, Patcher> = {
   "tokens/private/encoding.js": patchEncoding,
   "tokens/resolvable.js": patchResolver,
@@ -87,28 +108,33 @@ const PATCHERS: Record<string, Patcher> = {
   "functions/helpers.js": patchFunctionHelpers,
   "tokens/private/token-map.js": patchTokenMap,
 };
-const FILE = /[\\/]cdktf[\\/]lib[\\/](tokens[\\/]private[\\/]encoding|tokens[\\/]resolvable|tfExpression|functions[\\/]helpers|tokens[\\/]private[\\/]token-map)\.js(\?.*)?$/;
+const FILE = /[\\/](cdktf|cdktn)[\\/]lib[\\/](tokens[\\/]private[\\/]encoding|tokens[\\/]resolvable|tfExpression|functions[\\/]helpers|tokens[\\/]private[\\/]token-map)\.js(\?.*)?$/;
 
 const moduleCache = createRequire(import.meta.url).cache;
 
-/** Hooks every copy of cdktf's hooked files in require.cache not hooked yet. */
-export function hookLoadedCdktf(): void {
+/**
+ * Hooks every copy of cdktf's and cdktn's hooked files in require.cache not hooked yet; throws
+ * unless every hooked file of `required` (the library a synthesis is about to run on) is hooked.
+ */
+export function hookLoadedCdks(required: CdkName): void {
   const cache = moduleCache;
   const keys = Object.keys(cache);
-  if (keys.length === state.scanned) return;
-  for (const key of keys) {
-    const m = FILE.exec(key);
-    const exports = m && cache[key]?.exports;
-    if (!m || !exports || state.hooked.has(exports)) continue;
-    const kind = `${m[1]!.replace(/\\/g, "/")}.js`;
-    PATCHERS[kind]!(exports);
-    state.hooked.add(exports);
-    state.kinds.add(kind);
+  if (keys.length !== state.scanned) {
+    for (const key of keys) {
+      const m = FILE.exec(key);
+      const exports = m && cache[key]?.exports;
+      if (!m || !exports || state.hooked.has(exports)) continue;
+      const cdk = m[1] as CdkName;
+      const kind = `${m[2]!.replace(/\\/g, "/")}.js`;
+      PATCHERS[kind]!(exports, cdk);
+      state.hooked.add(exports);
+      state.kinds.add(`${cdk}/${kind}`);
+    }
+    state.scanned = keys.length;
   }
-  state.scanned = keys.length;
-  // Fail closed: a synthesis with an unhooked part of cdktf would write literal text as code.
-  const missing = Object.keys(PATCHERS).filter((k) => !state.kinds.has(k));
-  if (missing.length > 0) throw new CtsError("CTS_INTERNAL", "internal", `cdktf's ${missing.join(", ")} was not found loaded, so literal text cannot be marked and nothing is synthesized. Report this with your cdktf version (cts needs cdktf 0.21).`);
+  // Fail closed: a synthesis with an unhooked part of its library would write literal text as code.
+  const missing = Object.keys(PATCHERS).filter((k) => !state.kinds.has(`${required}/${k}`));
+  if (missing.length > 0) throw new CtsError("CTS_INTERNAL", "internal", `${required}'s ${missing.join(", ")} was not found loaded, so literal text cannot be marked and nothing is synthesized. Report this with your ${required} version (cts needs cdktf 0.21 or cdktn 0.24).`);
 }
 
 /** Whether `s` holds a marker of one of our tokens (what cdktf's `test()` should have meant). */
@@ -139,9 +165,10 @@ function plainText(s: string): boolean {
   return PLAIN.test(s) && !NUMBER_LIKE.test(s);
 }
 
-function isExpression(t: unknown): boolean {
-  for (const C of state.expressions) if (t instanceof C) return true;
-  return false;
+/** The library whose expression `t` is (undefined: not an expression). */
+function expressionCdk(t: unknown): CdkName | undefined {
+  for (const [C, cdk] of state.expressions) if (t instanceof C) return cdk;
+  return undefined;
 }
 
 /**
@@ -178,7 +205,7 @@ interface Fragment {
 }
 
 /** The resolver: literal fragments become placeholders; an expression's rendering is trusted. */
-function patchResolver(resolvable: any): void {
+function patchResolver(resolvable: any, cdk: CdkName): void {
   const resolver = resolvable.DefaultTokenResolver.prototype;
   const resolveString = resolver.resolveString;
   resolver.resolveString = function (fragments: { fragments: Fragment[]; constructor: new () => { fragments: Fragment[] } }, context: unknown) {
@@ -203,7 +230,9 @@ function patchResolver(resolvable: any): void {
     const saved = state.trustDepth;
     state.trustDepth = 0;
     try {
-      if (!isExpression(t)) return resolveToken.call(this, t, context, postProcessor);
+      const from = expressionCdk(t);
+      if (!from) return resolveToken.call(this, t, context, postProcessor);
+      if (from !== cdk) throw mixedExpression(from, cdk, t);
       let resolved = t.resolve(context);
       if (typeof resolved !== "string") return postProcessor.postProcess(context.resolve(resolved), context);
       state.trustDepth = 1;
@@ -218,13 +247,27 @@ function patchResolver(resolvable: any): void {
   };
 }
 
+/** A task passed an expression of one library to constructs of the other. */
+function mixedExpression(from: CdkName, stack: CdkName, t: unknown): CtsError {
+  // A reference knows its identifier, a function call its name; toString would register a token.
+  const e = t as { constructor?: { name?: string }; identifier?: unknown; name?: unknown };
+  const label = typeof e.identifier === "string" ? e.identifier : typeof e.name === "string" ? `${e.name}()` : "";
+  const what = `${e.constructor?.name ?? "expression"}${label ? ` ${label}` : ""}`;
+  return new CtsError(
+    "TASK_CDK_MIXED",
+    "usage",
+    `mixes two CDK libraries: a ${from} expression (${what.slice(0, 80)}) is used in constructs of ${stack}. A task's constructs, references and Fn calls must all come from one library: import them all from ${CDK_PACKAGES[stack]}, or all from ${CDK_PACKAGES[from]}.`,
+    { detail: { cdks: [stack, from] } },
+  );
+}
+
 /** TFExpression: quoting a literal and writing a map key mark the text instead of pasting it. */
-function patchExpressions(expressions: any): void {
+function patchExpressions(expressions: any, cdk: CdkName): void {
   // TFExpression is not exported; every cdktf expression (rawString's RawString too) extends it.
   const TFExpression = Object.getPrototypeOf(Object.getPrototypeOf(expressions.rawString(""))).constructor;
   if (typeof TFExpression !== "function" || typeof TFExpression.prototype.escapeString !== "function")
-    throw new Error("cdktf's TFExpression was not found: the literal-text hooks need cdktf 0.21");
-  state.expressions.add(TFExpression);
+    throw new Error(`${cdk}'s TFExpression was not found: the literal-text hooks need cdktf 0.21 or cdktn 0.24`);
+  state.expressions.set(TFExpression, cdk);
 
   const escapeString = TFExpression.prototype.escapeString;
   TFExpression.prototype.escapeString = function (str: string) {

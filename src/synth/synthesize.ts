@@ -1,3 +1,4 @@
+import type * as Cdktf from "cdktf";
 import type { TerraformModule, TerraformStack } from "cdktf";
 import type { IConstruct } from "constructs";
 import { tmpdir } from "node:os";
@@ -10,7 +11,8 @@ import { CONTEXT_CONFIG_DIR, CONTEXT_TASK_DIR } from "../cdktf/context.ts";
 import type { BackendConfig } from "../config/types.ts";
 import { backendBlock } from "./backend.ts";
 import { withLiteralTable } from "../cdktf/cdktf-literals.ts";
-import { cdktf } from "../cdktf/load.ts";
+import { cdk } from "../cdktf/load.ts";
+import { CDK_PACKAGES, cdksIn, defaultCdk, type CdkName } from "../cdktf/cdk-library.ts";
 import { sha256, stableStringify } from "./stable-json.ts";
 import { userCode } from "../user-frames.ts";
 
@@ -45,12 +47,31 @@ export interface SynthResult {
  * Synthesizes one task to Terraform JSON in memory. The task sees catalog data exactly as Consul
  * holds it; every piece of literal text in the output (catalog data and the task's own strings)
  * is written as literal Terraform text, and only cdktf's expressions are live (src/cdktf/literal-text.ts).
+ * The App and stack come from the library (cdktf or cdktn) the task's constructs are built with.
  * Starts no Terraform process.
  */
 export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTaskInput, ctx: SynthContext = {}): SynthResult {
   // A module task is CTS's generated root module: plain JSON, no CDKTF app or stack.
   if (isModuleTask(task)) return result(task.name, finish(task.terraformJson(input, ctx), ctx));
-  const { App, TerraformStack } = cdktf();
+  const first = cdkByClass.get(task.constructor) ?? defaultCdk();
+  const outcome = synthesizeOn(first, task, input, ctx);
+  if (!("other" in outcome)) return outcome;
+  // The task builds with the other library: its stack must be of that library too (cdktn's Fn
+  // records itself on its stack, and each library's hooks trust only its own expressions).
+  cdkByClass.set(task.constructor, outcome.other);
+  const second = synthesizeOn(outcome.other, task, input, ctx);
+  // Built with the first library again: the task picks its library by something that changed.
+  if ("other" in second) throw mixedConstructs(task.name, new Map([[outcome.other, outcome.path], [second.other, second.path]]));
+  return second;
+}
+
+/** The library each task class was last seen building with (a first guess for its next synthesis). */
+const cdkByClass = new WeakMap<Function, CdkName>();
+
+/** Synthesizes on library `name`, or says the task's constructs are all of the other library. */
+function synthesizeOn(name: CdkName, task: Task<Condition, TaskInputs>, input: AnyTaskInput, ctx: SynthContext): SynthResult | { other: CdkName; path: string } {
+  const lib = cdk(name);
+  const { App, TerraformStack } = lib;
   const app = new App({
     outdir: tmpdir(),
     stackTraces: false,
@@ -58,16 +79,26 @@ export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTask
     skipBackendValidation: true,
     context: { [CONTEXT_CONFIG_DIR]: ctx.configDir, [CONTEXT_TASK_DIR]: ctx.taskDir },
   });
-  return withLiteralTable((literals) => {
+  return withLiteralTable(name, (literals) => {
     let stack: TerraformStack;
     try {
       stack = new TerraformStack(app, task.name);
     } catch (cause) {
       throw new CtsError("TASK_NAME_INVALID", "usage", `cannot create a stack: ${messageOf(cause)}`, { task: task.name, cause });
     }
+    let threw: { cause: unknown } | undefined;
     try {
       task.synthesize(stack, input as never);
     } catch (cause) {
+      threw = { cause };
+    }
+    // Before anything resolves: which library the task's elements are of.
+    const cdks = cdksIn(stack);
+    if (cdks.size > 1) throw mixedConstructs(task.name, cdks);
+    const other = [...cdks.keys()].find((n) => n !== name);
+    if (other) return { other, path: cdks.get(other)! };
+    if (threw) {
+      const { cause } = threw;
       const path = lastConstructPath(stack);
       const where = userCode(cause);
       throw new CtsError("TASK_SYNTH_FAILED", "usage", `synthesize() threw: ${messageOf(cause)}${where ? ` at ${where.at}` : ""}${path ? ` (last construct: ${path})` : ""}. Fix the task class and run \`cts synth ${task.name}\`.`, {
@@ -76,7 +107,7 @@ export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTask
         detail: { constructPath: path, ...userDetail(where) },
       });
     }
-    assertUniqueAddresses(task.name, stack);
+    assertUniqueAddresses(task.name, stack, lib);
     let tf: Record<string, any>;
     try {
       stack.prepareStack();
@@ -84,6 +115,7 @@ export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTask
     } catch (cause) {
       // cdktf resolves values recursively: thousands of levels overflow its stack (it calls 200+ "circular").
       if (cause instanceof RangeError && /call stack/.test(cause.message)) throw dataTooDeep("the configuration the task builds", { task: task.name, limit: 200 });
+      if (cause instanceof CtsError && cause.code === "TASK_CDK_MIXED") throw new CtsError(cause.code, cause.category, cause.message, { task: task.name, cause, detail: cause.detail });
       const where = userCode(cause);
       throw new CtsError("TASK_SYNTH_INVALID", "usage", `produced invalid configuration: ${messageOf(cause)}${where ? ` at ${where.at}` : ""}. Fix the task class and run \`cts synth ${task.name}\`.`, { task: task.name, cause, detail: userDetail(where) });
     }
@@ -138,11 +170,22 @@ function countResources(tf: Record<string, any>): number {
   return n + Object.keys(tf.module ?? {}).length;
 }
 
+/** A task whose elements come from both libraries: refused before anything resolves. */
+function mixedConstructs(taskName: string, cdks: Map<CdkName, string>): CtsError {
+  const [[a, pathA], [b, pathB]] = [...cdks.entries()] as [[CdkName, string], [CdkName, string]];
+  return new CtsError(
+    "TASK_CDK_MIXED",
+    "usage",
+    `mixes two CDK libraries: '${pathA}' is built with ${a} and '${pathB}' with ${b}. A task's constructs must all come from one library (cts synthesizes each task on one): import them all from ${CDK_PACKAGES[b]}, or all from ${CDK_PACKAGES[a]}.`,
+    { task: taskName, detail: { cdks: [a, b], constructPaths: [pathA, pathB] } },
+  );
+}
+
 /** cdktf merges elements with the same address silently; we refuse. */
-function assertUniqueAddresses(taskName: string, stack: TerraformStack): void {
+function assertUniqueAddresses(taskName: string, stack: TerraformStack, lib: typeof Cdktf): void {
   const seen = new Map<string, string>();
   for (const c of stack.node.findAll()) {
-    const address = addressOf(c);
+    const address = addressOf(c, lib);
     if (!address) continue;
     const prev = seen.get(address);
     if (prev)
@@ -157,8 +200,8 @@ function assertUniqueAddresses(taskName: string, stack: TerraformStack): void {
 }
 
 /** The Terraform address an element synthesizes to (undefined for non-elements). */
-function addressOf(c: IConstruct): string | undefined {
-  const { TerraformElement, TerraformStack, TerraformProvider, TerraformResource, TerraformDataSource, TerraformOutput } = cdktf();
+function addressOf(c: IConstruct, lib: typeof Cdktf): string | undefined {
+  const { TerraformElement, TerraformStack, TerraformProvider, TerraformResource, TerraformDataSource, TerraformOutput } = lib;
   if (!TerraformElement.isTerraformElement(c) || TerraformStack.isStack(c)) return undefined;
   if (TerraformProvider.isTerraformProvider(c)) return `provider.${c.terraformResourceType}.${c.alias ?? ""}`;
   if (TerraformResource.isTerraformResource(c)) return `${c.terraformResourceType}.${c.friendlyUniqueId}`;

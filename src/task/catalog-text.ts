@@ -1,4 +1,4 @@
-import { cdktf } from "../cdktf/load.ts";
+import { currentCdk } from "../cdktf/load.ts";
 
 /**
  * A live Terraform expression for task code, e.g. `expression("path.module")`, as a string token.
@@ -6,7 +6,8 @@ import { cdktf } from "../cdktf/load.ts";
  * a string included); references, `Fn.*` and this are the live parts. Never pass catalog data here.
  */
 export function expression(hcl: string): string {
-  const { Token, ref } = cdktf() as unknown as { Token: { asString(v: unknown): string }; ref(identifier: string): unknown };
+  // Of the library the running synthesis uses: a cdktf expression in a cdktn task is refused.
+  const { Token, ref } = currentCdk() as unknown as { Token: { asString(v: unknown): string }; ref(identifier: string): unknown };
   return Token.asString(ref(hcl));
 }
 

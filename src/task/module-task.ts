@@ -6,7 +6,7 @@ import { toCtsServices } from "./cts-protocol.ts";
 import { providerEnvironment, providerJson, type ModuleProvider } from "./module-providers.ts";
 import type { TemplateLookup } from "./provider-templates.ts";
 import { verbatim } from "../cdktf/cdktf-literals.ts";
-import { cdktf } from "../cdktf/load.ts";
+import { currentCdk } from "../cdktf/load.ts";
 import { Task, type TaskOptions, type TaskScope, type AnyTaskInput } from "./task.ts";
 
 export type { ModuleProvider } from "./module-providers.ts";
@@ -92,8 +92,10 @@ export class ModuleTask<C extends Condition = Condition, I extends TaskInputs = 
   /** Writes the same root module into a CDKTF stack (for `Testing` and code that calls synthesize). */
   override synthesize(scope: TaskScope, input: any): void {
     const ctx = { configDir: scope.node.tryGetContext(CONTEXT_CONFIG_DIR), taskDir: scope.node.tryGetContext(CONTEXT_TASK_DIR) };
-    // Already Terraform text: cdktf must write it as it is (its literal marking would escape it twice).
-    for (const [key, value] of Object.entries(this.terraformJson(input as AnyTaskInput, ctx))) scope.addOverride(key, verbatim(cdktf(), value));
+    // Already Terraform text: cdktf (or cdktn, whichever the stack is) must write it as it is (its
+    // literal marking would escape it twice).
+    const lib = currentCdk();
+    for (const [key, value] of Object.entries(this.terraformJson(input as AnyTaskInput, ctx))) scope.addOverride(key, verbatim(lib, value));
   }
 }
 

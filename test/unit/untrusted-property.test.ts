@@ -4,6 +4,7 @@ import fc from "fast-check";
 import { Testing } from "../../src/testing.ts";
 import { CaseViews, ConcatCases, expectedContent, hclTemplateValue, type ConcatCase, type Shape } from "../fixtures/untrusted-cases.ts";
 import { caseArbitrary, instancesFor } from "../fixtures/untrusted-arbitraries.ts";
+import { KITS, type CdkKit } from "../fixtures/cdk-kits.ts";
 
 /** An HCL quoted string's content as HCL reads it: its template (leads before `{`), then its escapes. */
 function hclString(quoted: string): string {
@@ -25,20 +26,22 @@ function evalFunction(content: string): string {
   return first!.replace(/%s/g, () => rest[i++]!);
 }
 
-function contentOf(c: ConcatCase, values: string[]): string {
-  const task = new ConcatCases("prop", "/tmp/cts-prop", [c]);
+function contentOf(c: ConcatCase, values: string[], kit: CdkKit): string {
+  const task = new ConcatCases("prop", "/tmp/cts-prop", [c], kit);
   const out = Testing.synthTask(task, { services: instancesFor(0, c.shape, values) });
-  return out.resource.local_file["case-0"].content as string;
+  assert.equal(out["//"].metadata.version, kit.version, `synthesized on ${kit.name}`);
+  return kit.read(out, "case-0");
 }
 
 const FUNCTION_SHAPES: Shape[] = ["fnJoin", "fnFormat", "fnKeys"];
 
-describe("catalog strings combined by task code (property)", () => {
+for (const kit of KITS)
+describe(`catalog strings combined by task code on ${kit.name} (property)`, () => {
   it("reach task code exactly as Consul holds them, and land as exactly that text: no live opener, no cdktf token, no broken expression", () => {
     fc.assert(
       fc.property(caseArbitrary(), ({ c, values }) => {
         CaseViews.seen.clear();
-        const content = contentOf(c, values);
+        const content = contentOf(c, values, kit);
         const seen = CaseViews.seen.get(0) ?? [];
         if (c.shape === "fnKeys") assert.deepEqual([...seen].sort(), [...values].sort(), "task code saw other tags");
         else assert.deepEqual(seen, values, "task code saw other strings than Consul holds");
