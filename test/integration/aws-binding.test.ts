@@ -1,0 +1,136 @@
+// A project whose task root-imports the big AWS binding (`import * as aws from "@cdktf/provider-aws"`,
+// 2,200 namespaces): cts synth shows its AWS resources, cts once applies a task that uses AWS classes
+// at synthesis time only (the offline provider mirror has no aws provider), and the author's own
+// test runs with `--import cdktf-sync/register`, each loading only the namespaces the task uses.
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { startConsul, type ConsulAgent } from "../support/consul.ts";
+import { tools } from "../support/tools.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const CTS = join(ROOT, "bin/cts.js");
+
+const SECURITY_GROUP_TASK = `import * as aws from "@cdktf/provider-aws";
+import { Task, services, type ServicesCondition, type TaskInput, type TaskScope } from "cdktf-sync";
+
+/** One ingress rule per passing 'web' instance, in a security group of the default VPC. */
+export class WebSecurityGroup extends Task<ServicesCondition> {
+  constructor() {
+    super({ name: "web-sg", condition: services({ names: ["web"] }) });
+  }
+  synthesize(scope: TaskScope, input: TaskInput<ServicesCondition>): void {
+    new aws.provider.AwsProvider(scope, "aws", { region: "eu-west-1" });
+    const vpc = new aws.dataAwsVpc.DataAwsVpc(scope, "vpc", { default: true });
+    const sg = new aws.securityGroup.SecurityGroup(scope, "web", { name: "web", vpcId: vpc.id });
+    for (const s of input.services)
+      new aws.vpcSecurityGroupIngressRule.VpcSecurityGroupIngressRule(scope, s.id, { securityGroupId: sg.id, cidrIpv4: s.address + "/32", ipProtocol: "tcp", fromPort: s.port, toPort: s.port });
+  }
+}
+`;
+
+// Applies here: AWS classes are read at synthesis time, the resources are local_file and terraform_data.
+const LOCAL_TASK = `import * as aws from "@cdktf/provider-aws";
+import { file, provider } from "@cdktf/provider-local";
+import { TerraformData } from "cdktf";
+import { createRequire } from "node:module";
+import { Task, services, type ServicesCondition, type TaskInput, type TaskScope } from "cdktf-sync";
+
+/** Writes which AWS resource types the 'web' instances would need, and how much of the binding loaded. */
+export class AwsTypes extends Task<ServicesCondition> {
+  constructor(private readonly out: string) {
+    super({ name: "aws-types", condition: services({ names: ["web"] }) });
+  }
+  synthesize(scope: TaskScope, input: TaskInput<ServicesCondition>): void {
+    new provider.LocalProvider(scope, "local");
+    const types = [aws.securityGroup.SecurityGroup.tfResourceType, aws.vpcSecurityGroupIngressRule.VpcSecurityGroupIngressRule.tfResourceType];
+    const loaded = Object.keys(createRequire(import.meta.url).cache).filter((k) => k.includes("/provider-aws/lib/")).length;
+    new file.File(scope, "types", { filename: this.out, content: JSON.stringify({ types, instances: input.services.length, loaded }) });
+    new TerraformData(scope, "marker", { input: types.join(",") });
+  }
+}
+`;
+
+const USER_TEST = `import { it } from "node:test";
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import { Testing } from "cdktf-sync";
+import { WebSecurityGroup } from "../tasks/web-sg.ts";
+
+it("opens the port of each web instance", () => {
+  const json = Testing.synthTask(new WebSecurityGroup(), { services: [{ name: "web", id: "web-1", node: "n1", address: "10.0.0.7", port: 8080 }] });
+  assert.equal(json.resource.aws_vpc_security_group_ingress_rule["web-1"].security_group_id, "\${aws_security_group.web.id}");
+  const loaded = Object.keys(createRequire(import.meta.url).cache).filter((k) => k.includes("/provider-aws/lib/"));
+  assert.ok(loaded.length <= 7, "the binding loaded lazily: " + loaded.length + " files");
+});
+`;
+
+describe("a task that root-imports @cdktf/provider-aws", { timeout: 600_000 }, () => {
+  let consul: ConsulAgent;
+  let project: string;
+  const run = (args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> =>
+    new Promise((resolve) =>
+      execFile(process.execPath, args, { cwd: project, env: { ...process.env, CONSUL_HTTP_ADDR: consul.address, ...env }, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      ),
+    );
+
+  before(async () => {
+    consul = await startConsul();
+    await consul.register({ Name: "web", ID: "web-1", Address: "10.0.0.1", Port: 80 });
+    await mkdir(join(ROOT, ".cts"), { recursive: true });
+    project = await mkdtemp(join(ROOT, ".cts", "aws-binding-"));
+    await mkdir(join(project, "tasks"));
+    await mkdir(join(project, "test"));
+    await mkdir(join(project, "node_modules"));
+    // The package from its sources (bin/cts.js and --conditions=cts-source), the bindings from the repository.
+    await symlink(ROOT, join(project, "node_modules", "cdktf-sync"));
+    await symlink(join(ROOT, "node_modules", "@cdktf"), join(project, "node_modules", "@cdktf"));
+    await writeFile(join(project, "package.json"), JSON.stringify({ type: "module" }));
+    const t = tools();
+    const driver = { terraform: { binary: t.tofu, cliConfigFile: t.cliConfig, workingDir: "sync-tasks" } };
+    await writeFile(join(project, "tasks", "web-sg.ts"), SECURITY_GROUP_TASK);
+    await writeFile(join(project, "tasks", "aws-types.ts"), LOCAL_TASK);
+    await writeFile(join(project, "test", "web-sg.test.ts"), USER_TEST);
+    await writeFile(
+      join(project, "cts.config.ts"),
+      `import { defineConfig } from "cdktf-sync";\nimport { WebSecurityGroup } from "./tasks/web-sg.ts";\nexport default defineConfig({ driver: ${JSON.stringify(driver)}, tasks: [new WebSecurityGroup()] });\n`,
+    );
+    await writeFile(
+      join(project, "local.config.ts"),
+      `import { defineConfig } from "cdktf-sync";\nimport { AwsTypes } from "./tasks/aws-types.ts";\nexport default defineConfig({ driver: ${JSON.stringify(driver)}, tasks: [new AwsTypes(${JSON.stringify(join(project, "aws-types.json"))})] });\n`,
+    );
+  });
+  after(async () => {
+    await consul?.stop();
+    if (project) await rm(project, { recursive: true, force: true });
+  });
+
+  it("cts synth --stdout shows the AWS resources, references live", async () => {
+    const r = await run([CTS, "synth", "--stdout"]);
+    assert.equal(r.code, 0, r.stderr);
+    const json = JSON.parse(r.stdout);
+    assert.equal(json.resource.aws_security_group.web.vpc_id, "${data.aws_vpc.vpc.id}");
+    assert.equal(json.resource.aws_vpc_security_group_ingress_rule["web-1"].cidr_ipv4, "10.0.0.1/32");
+    assert.equal(json.resource.aws_vpc_security_group_ingress_rule["web-1"].security_group_id, "${aws_security_group.web.id}");
+  });
+
+  it("cts once applies a task that uses AWS classes at synthesis time, in the synthesis worker", async () => {
+    const r = await run([CTS, "once", "-c", "local.config.ts"]);
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    const written = JSON.parse(await readFile(join(project, "aws-types.json"), "utf8"));
+    assert.deepEqual(written.types, ["aws_security_group", "aws_vpc_security_group_ingress_rule"]);
+    assert.equal(written.instances, 1);
+    // The lazy root (index.js's place in the cache, lazy-index.js) and two namespaces, of 2,200.
+    assert.ok(written.loaded <= 6, `the worker loaded ${written.loaded} files of provider-aws`);
+  });
+
+  it("the author's own test runs with --import cdktf-sync/register", async () => {
+    const r = await run(["--conditions=cts-source", "--import", "tsx", "--import", "cdktf-sync/register", "--test", "test/web-sg.test.ts"]);
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, /^(ℹ|#) pass 1$/m);
+  });
+});
