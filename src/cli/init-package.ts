@@ -1,8 +1,12 @@
 import { basename } from "node:path";
+import type { CdkName } from "../cdktf/cdk-library.ts";
 import { OWN_PACKAGE, VERSION } from "../version.ts";
 
-/** What a cts project's package.json needs; versions come from cts's own package.json, so they match. */
-export function projectPackage(): { type: string; scripts: Record<string, string>; dependencies: Record<string, string>; devDependencies: Record<string, string> } {
+/**
+ * What a cts project's package.json needs; versions come from cts's own package.json, so they match.
+ * `cdk`: the library the project's tasks use (cdktn's example task needs no provider binding).
+ */
+export function projectPackage(cdk: CdkName = "cdktf"): { type: string; scripts: Record<string, string>; dependencies: Record<string, string>; devDependencies: Record<string, string> } {
   const ours = { ...OWN_PACKAGE.dependencies, ...OWN_PACKAGE.devDependencies };
   const pick = (names: string[]) => Object.fromEntries(names.map((n) => [n, ours[n] ?? "*"]));
   return {
@@ -13,15 +17,18 @@ export function projectPackage(): { type: string; scripts: Record<string, string
       typecheck: "tsc --noEmit",
     },
     // The provider bindings the example task uses, and the cdktf they are built for.
-    dependencies: { [OWN_PACKAGE.name]: `^${VERSION}`, ...pick(["@cdktf/provider-local", "cdktf", "constructs"]) },
+    dependencies: { [OWN_PACKAGE.name]: `^${VERSION}`, ...(cdk === "cdktn" ? CDKTN_DEPENDENCIES() : pick(["@cdktf/provider-local", "cdktf", "constructs"])) },
     devDependencies: pick(["typescript", "@types/node", "tsx"]),
   };
 }
 
-/** A new package.json for a project in `dir`. */
-export function newPackageJson(dir: string): string {
+/** cdktn, and the constructs its 0.24 accepts (its peer range, narrower than cdktf's). */
+const CDKTN_DEPENDENCIES = () => ({ cdktn: { ...OWN_PACKAGE.dependencies, ...OWN_PACKAGE.devDependencies }.cdktn ?? "^0.24.0", constructs: ">=10.6.0 <10.8.0" });
+
+/** A new package.json for a project in `dir` whose tasks use `cdk`. */
+export function newPackageJson(dir: string, cdk: CdkName = "cdktf"): string {
   const name = basename(dir).toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[._-]+/, "") || "cts-project";
-  return JSON.stringify({ name, private: true, ...projectPackage() }, null, 2) + "\n";
+  return JSON.stringify({ name, private: true, ...projectPackage(cdk) }, null, 2) + "\n";
 }
 
 /** The test script `npm init` writes: it fails on purpose, so `npm test` could never pass. */
@@ -46,9 +53,9 @@ export interface CompletedPackage {
  * failing test script. A CommonJS package with JavaScript files is left alone: `problem` says what
  * to change. Anything else already there stays as it is.
  */
-export function completePackageJson(text: string, jsFiles: string[] = []): CompletedPackage {
+export function completePackageJson(text: string, jsFiles: string[] = [], cdk: CdkName = "cdktf"): CompletedPackage {
   const pkg = JSON.parse(text) as Record<string, unknown>;
-  const want = projectPackage();
+  const want = projectPackage(cdk);
   const added: string[] = [];
   const changed: string[] = [];
   const indent = /^\{\n(\s+)/.exec(text)?.[1] ?? "  ";

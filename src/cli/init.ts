@@ -5,10 +5,13 @@ import type { Command } from "commander";
 import { CtsError } from "../errors.ts";
 import { render } from "../render.ts";
 import { taskNameProblem } from "../task/validate.ts";
+import { CDK_NAMES, type CdkName } from "../cdktf/cdk-library.ts";
 import { completePackageJson, newPackageJson } from "./init-package.ts";
 
 interface InitFlags {
   service: string;
+  /** The CDK library the project's tasks use (default cdktf). */
+  cdk?: string;
   /** Default: `<service>-members`. */
   task?: string;
   force?: boolean;
@@ -23,7 +26,9 @@ export function registerInit(program: Command): void {
     .option("--service <name>", "the service the task watches; in a project that has a config, adds a task for it", "web")
     .option("--task <name>", "the task's name (default: <service>-members)")
     .option("--force", "overwrite files that exist (package.json is only ever completed, never replaced)")
+    .option("--cdk <library>", "the CDK the tasks are written with: cdktf, or cdktn (CDK Terrain, cdktf's maintained fork); default: the one package.json depends on, else cdktf")
     .action(async (dir: string, flags: InitFlags) => {
+      if (flags.cdk !== undefined && !CDK_NAMES.includes(flags.cdk as CdkName)) throw new CtsError("USAGE", "usage", `--cdk '${flags.cdk}' is not a CDK cts synthesizes with. Use cdktf or cdktn.`);
       if (!/^[A-Za-z0-9_.-]+$/.test(flags.service)) throw new CtsError("USAGE", "usage", `--service '${flags.service}' is not a Consul service name. Use letters, digits, '.', '_' and '-'.`);
       const problem = taskNameProblem(flags.task ?? `${flags.service}-members`);
       if (problem) throw new CtsError("USAGE", "usage", `--task ${problem}`);
@@ -36,11 +41,15 @@ export async function scaffold(root: string, flags: InitFlags, say: (line: strin
   const taskName = flags.task ?? `${flags.service}-members`;
   const className = taskClassName(taskName);
   const data = { className, fileName: taskName, taskName, service: flags.service, workingDir: "sync-tasks" };
+  const cdk = (flags.cdk as CdkName | undefined) ?? (await projectCdk(join(root, "package.json")));
+  // cdktn's example task keeps its data in terraform_data, built into Terraform: there is no
+  // @cdktn/provider-local, and it needs no provider at all.
+  const flavour = cdk === "cdktn" ? ".cdktn" : "";
   const files: Array<[string, string]> = [
     ["tsconfig.json", "init/tsconfig.json.hbs"],
     ["cts.config.ts", "init/cts.config.ts.hbs"],
-    [`tasks/${taskName}.ts`, "init/task.ts.hbs"],
-    [`test/${taskName}.test.ts`, "init/task.test.ts.hbs"],
+    [`tasks/${taskName}.ts`, `init/task${flavour}.ts.hbs`],
+    [`test/${taskName}.test.ts`, `init/task${flavour}.test.ts.hbs`],
     [".gitignore", "init/gitignore.hbs"],
   ];
   const show = (path: string) => {
@@ -51,10 +60,10 @@ export async function scaffold(root: string, flags: InitFlags, say: (line: strin
 
   const pkgPath = join(root, "package.json");
   if (!existsSync(pkgPath)) {
-    await writeFile(pkgPath, newPackageJson(root));
+    await writeFile(pkgPath, newPackageJson(root, cdk));
     say(`created ${show(pkgPath)}`);
   } else {
-    const done = completePackageJson(await readFile(pkgPath, "utf8"), await javaScriptFiles(root));
+    const done = completePackageJson(await readFile(pkgPath, "utf8"), await javaScriptFiles(root), cdk);
     // Nothing is written when the package needs the user's decision: the project stays as it was.
     if (done.problem) throw new CtsError("INIT_PACKAGE_TYPE", "usage", `${show(pkgPath)}: ${done.problem}`);
     if (done.added.length || done.changed.length) {
@@ -90,6 +99,17 @@ export async function scaffold(root: string, flags: InitFlags, say: (line: strin
       "  npx cts once            # run every task once (npx cts watch: keep running)",
     ].join("\n"),
   );
+}
+
+/** The library an existing project's package.json depends on: cdktn if it has cdktn and not cdktf. */
+async function projectCdk(pkgPath: string): Promise<CdkName> {
+  try {
+    const pkg = JSON.parse(await readFile(pkgPath, "utf8")) as Record<string, Record<string, string> | undefined>;
+    const deps = { ...pkg.dependencies, ...pkg.devDependencies };
+    return "cdktn" in deps && !("cdktf" in deps) ? "cdktn" : "cdktf";
+  } catch {
+    return "cdktf"; // no package.json yet (or one completePackageJson will report on)
+  }
 }
 
 /** `web-members` → `WebMembersTask`. */
