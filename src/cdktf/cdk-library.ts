@@ -72,17 +72,19 @@ export function loadedCdk(name: CdkName): unknown {
 }
 
 /** The library a Terraform element (resource, provider, output, …) was built with; undefined for other constructs. */
-export function cdkOf(construct: IConstruct): CdkName | undefined {
-  for (const [Element, name] of scan().elements) if (construct instanceof Element) return name;
+export function cdkOf(construct: IConstruct, elements = scan().elements): CdkName | undefined {
+  for (const [Element, name] of elements) if (construct instanceof Element) return name;
   return undefined;
 }
 
 /** Each library a stack's elements (below the stack itself) were built with, and one element's path. */
 export function cdksIn(root: IConstruct): Map<CdkName, string> {
   const found = new Map<CdkName, string>();
+  // One look at require.cache for the whole tree: a stack can hold thousands of constructs.
+  const { elements } = scan();
   for (const c of root.node.findAll()) {
     if (c === root) continue;
-    const name = cdkOf(c);
+    const name = cdkOf(c, elements);
     if (name && !found.has(name)) found.set(name, c.node.path);
   }
   return found;
