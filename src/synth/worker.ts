@@ -5,6 +5,7 @@ import { CtsError } from "../errors.ts";
 import { ModuleTask } from "../task/module-task.ts";
 import type { AnyTaskInput } from "../task/task.ts";
 import { synthesizeTask, type SynthContext } from "./synthesize.ts";
+import { withTokenScope } from "./token-scope.ts";
 import { predicateReason, serializeError } from "./synthesizer.ts";
 import type { PlanJson } from "../task/guards.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
@@ -35,6 +36,7 @@ function configFor(key: string, files: string | string[]) {
 
 type Request = (
   | { id: number; describe: string | string[] }
+  | { id: number; warm: TaskRef }
   | { id: number; checkPlan: TaskRef; plan: PlanJson }
   | { id: number; ref: TaskRef; input: AnyTaskInput; ctx: SynthContext }
 ) & { secrets: string[] };
@@ -84,10 +86,27 @@ parentPort!.on("message", async (msg: Request) => {
     }
     return;
   }
+  if ("warm" in msg) {
+    // Loads the config and runs the task once over empty data, so the first real change finds the
+    // config, cdktf and the binding namespaces the task uses loaded and their code compiled. What
+    // the task does with empty data (even throwing) is of no interest here.
+    try {
+      const task = await taskFor(msg.warm);
+      try {
+        withTokenScope(() => synthesizeTask(task, { services: [], catalogServices: {}, kv: {} } as AnyTaskInput, {}));
+      } catch {
+        /* a task may refuse empty data; the run that follows reports its own errors */
+      }
+      reply({ id: msg.id, ok: true, result: {}, synthesized: true });
+    } catch (err) {
+      reply({ id: msg.id, ok: false, error: serializeError(err) });
+    }
+    return;
+  }
   try {
     const task = await taskFor(msg.ref);
-    reply({ id: msg.id, ok: true, result: synthesizeTask(task, msg.input, msg.ctx) });
+    reply({ id: msg.id, ok: true, result: withTokenScope(() => synthesizeTask(task, msg.input, msg.ctx)), synthesized: true });
   } catch (err) {
-    reply({ id: msg.id, ok: false, error: serializeError(err) });
+    reply({ id: msg.id, ok: false, error: serializeError(err), synthesized: true });
   }
 });
