@@ -15,6 +15,7 @@ import { Ownership } from "./ownership.ts";
 import { TaskChanges } from "./task-changes.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import type { TaskRegistry } from "./tasks.ts";
+import { keepsSynthesizerWarm } from "./warm-policy.ts";
 import { Triggers, type TriggerGate, type TriggerSettings } from "./triggers.ts";
 
 export type { ControllerHooks, RestoredTask, RunOutcome, TaskChange, TaskView } from "./interfaces.ts";
@@ -63,7 +64,7 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     runner.observeApplied((task, applied) => this.hooks.onApplied?.(task, applied));
     this.events = parts.events;
     this.runs = new TaskRuns({ ...parts.runs, runner, gate: this, log, activity, metrics });
-    this.triggers = new Triggers({ ...parts.triggers, runs: this.runs, gate: this, activity, log, metrics });
+    this.triggers = new Triggers({ ...parts.triggers, runs: this.runs, gate: this, activity, log, metrics, warm: (e) => runner.warm(e) });
     this.changes = new TaskChanges({
       tasks: parts.tasks,
       triggers: this.triggers,
@@ -152,6 +153,9 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
   async watch(): Promise<void> {
     this.watching = true;
     this.parts.log.info("ctrl: executing all tasks once through");
+    // A task class whose buffer period is shorter than a worker start would wait for one after a
+    // quiet spell: then the synthesis worker stays warm (runtime/warm-policy.ts).
+    this.parts.runner.keepWarm(keepsSynthesizerWarm(this.parts.tasks.enabled().map((e) => ({ ref: e.ref, buffer: this.triggers.bufferFor(e) }))));
     for (const e of this.parts.tasks.enabled()) if (this.mine(e.name)) this.triggers.start(e);
     for (const e of this.parts.tasks.enabled()) if (this.mine(e.name)) this.runs.enqueue(e.name);
   }

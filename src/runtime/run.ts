@@ -154,6 +154,16 @@ export class TaskRunner {
     await this.deps.driver.coolDown?.(task);
   }
 
+  /** Gets the synthesizer ready for a run of `e` that is about to come (a changed task, before its buffer period). */
+  warm(e: TaskEntry): void {
+    this.deps.synthesizer.prewarm?.(e.ref);
+  }
+
+  /** Keeps the synthesizer's worker warm (never ended for being idle), or lets it end after its idle period. */
+  keepWarm(warm: boolean): void {
+    this.deps.synthesizer.keepWarm?.(warm);
+  }
+
   /** Closes what runs belong to (the synthesizer's worker). */
   close(): Promise<void> {
     return this.deps.synthesizer.close();

@@ -52,6 +52,8 @@ export interface TriggerDeps extends TriggerSettings {
   log: Logger;
   /** Where data changes and buffer waits are measured. */
   metrics?: Metrics;
+  /** Told when a task's data changed, before its buffer period: the synthesizer gets ready meanwhile. */
+  warm?: (e: TaskEntry) => void;
 }
 
 /**
@@ -149,6 +151,7 @@ export class Triggers {
     this.deps.activity.changed(e.name);
     this.deps.metrics?.taskChanged(e.name);
     this.deps.log.debug(`task '${e.name}': watched data changed`, { task: e.name });
+    this.deps.warm?.(e);
     if (e.buffer) {
       if (!e.buffer.pending) this.bufferSince.set(e.name, performance.now());
       e.buffer.trigger();

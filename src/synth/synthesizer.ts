@@ -7,6 +7,7 @@ import { ModuleTask } from "../task/module-task.ts";
 import { moduleTaskFrom } from "../task/declaration.ts";
 import type { ConfigDescription } from "../config/description.ts";
 import { synthesizeTask, type SynthContext, type SynthResult } from "./synthesize.ts";
+import { withTokenScope } from "./token-scope.ts";
 import type { TaskRef } from "./task-ref.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { userCode } from "../user-frames.ts";
@@ -26,6 +27,10 @@ export interface Synthesizer {
    * reason to hold it, or undefined. A task without a predicate answers undefined.
    */
   checkPlan?(ref: TaskRef, plan: PlanJson): Promise<string | undefined>;
+  /** Gets ready to synthesize `ref` soon (a worker synthesizer starts its worker); never fails. */
+  prewarm?(ref: TaskRef): void;
+  /** Keeps the worker (if any) warm instead of ending it after its idle period. */
+  keepWarm?(warm: boolean): void;
   /** Frees the worker (if any). */
   close(): Promise<void>;
 }
@@ -36,13 +41,13 @@ export function moduleTaskOf(ref: TaskRef): ModuleTask<Condition, TaskInputs> | 
   return ref.module ? moduleTaskFrom(ref.module) : undefined;
 }
 
-/** Synthesizes on the calling thread (for `cts synth`, `once` and tests). cdktf's token map grows. */
+/** Synthesizes on the calling thread (for `cts synth`, `once` and tests); each synthesis's tokens are forgotten after it. */
 export function inProcessSynthesizer(lookup: (name: string) => Task<Condition, TaskInputs> | undefined): Synthesizer {
   return {
     async synth(ref, input, ctx) {
       const task = ref.kind === "module" ? new ModuleTask(ref.spec) : lookup(ref.name);
       if (!task) throw new CtsError("TASK_NOT_FOUND", "usage", `no task '${ref.kind === "config" ? ref.name : ref.spec.name}' in the config`);
-      return synthesizeTask(task, input, ctx);
+      return withTokenScope(() => synthesizeTask(task, input, ctx));
     },
     async checkPlan(ref, plan) {
       return ref.kind === "config" ? predicateReason(lookup(ref.name), plan) : undefined;
@@ -53,13 +58,22 @@ export function inProcessSynthesizer(lookup: (name: string) => Task<Condition, T
 
 /** Options of the worker synthesizer. */
 export interface WorkerSynthesizerOptions {
-  /** Replace the worker after this many syntheses (default 200). */
-  maxSyntheses?: number;
-  /** Replace the worker when its heap passes this many bytes (default 256 MiB). */
-  maxHeapBytes?: number;
   /**
-   * End the worker after this long without a synthesis (default 2 min): a daemon whose tasks are
-   * quiet holds no CDKTF heap; the next change starts a worker again (about 1 s).
+   * Replace the worker after this many syntheses (default 10,000): a safety net only. The tokens a
+   * synthesis registers are forgotten after it (token-scope.ts), so the worker's heap stays flat.
+   */
+  maxSyntheses?: number;
+  /**
+   * Replace the worker when its heap grows past its own baseline by this many bytes (default
+   * 128 MiB). The baseline is the heap after the first
+   * synthesis, when the config and the bindings its task classes touch are loaded: a big provider
+   * binding is part of the baseline, not a reason to recycle.
+   */
+  maxHeapGrowthBytes?: number;
+  /**
+   * End the worker after this long without a synthesis (default 2 min; `Infinity` keeps it warm):
+   * a daemon whose tasks are quiet holds no CDKTF heap. The next trigger of a task class starts it
+   * again (`prewarm`), during the task's buffer period.
    */
   idleMs?: number;
   /** The idle period's clock (default: the real one; tests pass a fake). */
@@ -77,26 +91,59 @@ export interface WorkerSynthesizer extends Synthesizer {
   describe(configFile: string | string[]): Promise<ConfigDescription>;
   /** Ends the worker now (it starts again on the next task class to synthesize). */
   release(): Promise<void>;
+  /**
+   * Starts the worker for a task class and has it load the config and warm cdktf with a throwaway
+   * synthesis, unless it runs already: called when a task's data changes, so the worker's start
+   * overlaps the buffer period instead of delaying the run. Never fails (a failing config fails
+   * the run that follows, with its error).
+   */
+  prewarm(ref: TaskRef): void;
+  /** `true`: the worker never ends for being idle; `false`: it ends after the idle period again. */
+  keepWarm(warm: boolean): void;
+  /** How the worker has been doing: starts, recycles, its heap baseline and last heap size. */
+  stats(): WorkerStats;
   recycled(): number;
   running(): boolean;
 }
 
+/** Figures of a worker synthesizer (for benchmarks, metrics and tests). */
+export interface WorkerStats {
+  /** Workers started so far. */
+  started: number;
+  /** Workers replaced for their size or age. */
+  recycled: number;
+  /** Heap (bytes) of the current worker after its first synthesis, when known. */
+  baselineHeap?: number;
+  /** Heap (bytes) at the current worker's last answer. */
+  lastHeap?: number;
+  /** Milliseconds from the current worker's start to its first answer to a synthesis or warm-up. */
+  startMs?: number;
+}
+
 /**
- * Synthesizes task classes in a worker thread that loads the config itself and is recycled after N
- * syntheses or past a heap size: cdktf keeps every token in a process-global map that is never
- * cleared, so a long-running daemon must throw that memory away. Only plain data crosses the thread
+ * Synthesizes task classes in a worker thread that loads the config itself, so the user's code,
+ * cdktf and the provider bindings stay off the daemon's main thread (and its heap). The tokens each
+ * synthesis registers in cdktf's process-global map are forgotten after it (token-scope.ts); the
+ * worker is still replaced past a heap growth over its own baseline, as a safety net against a
+ * task that leaks. Only plain data crosses the thread
  * boundary. Module tasks are plain JSON and are built on the calling thread: a daemon whose tasks are
  * all module tasks never starts the worker.
  */
 export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSynthesizer {
-  const maxSyntheses = opts.maxSyntheses ?? 200;
-  const maxHeap = opts.maxHeapBytes ?? 256 * 1024 * 1024;
+  const maxSyntheses = opts.maxSyntheses ?? 10_000;
+  const growth = opts.maxHeapGrowthBytes ?? 128 * 1024 * 1024;
   const idleMs = opts.idleMs ?? 2 * 60_000;
+  let warm = false;
   const clock = opts.clock ?? systemClock;
   let idleTimer: unknown;
   let worker: Worker | undefined;
   let count = 0;
   let recycled = 0;
+  let started = 0;
+  let startedAt = 0;
+  let startMs: number | undefined;
+  let baseline: number | undefined;
+  let lastHeap: number | undefined;
   let nextId = 1;
   const pending = new Map<number, Pending>();
   let chain: Promise<unknown> = Promise.resolve();
@@ -108,17 +155,30 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
     const secrets = [...knownSecrets.values()];
     const w = new Worker(new URL("./worker-boot.mjs", import.meta.url), { workerData: { secrets } });
     secretsSent = secrets.length;
+    started++;
+    startedAt = performance.now();
+    startMs = undefined;
+    baseline = undefined;
+    lastHeap = undefined;
     w.unref();
-    w.on("message", (msg: { id: number; ok: boolean; result?: SynthResult | ConfigDescription; error?: SerializedError; secrets: string[]; heapUsed: number }) => {
+    w.on("message", (msg: { id: number; ok: boolean; result?: SynthResult | ConfigDescription; error?: SerializedError; secrets: string[]; heapUsed: number; synthesized?: boolean }) => {
       // Before the answer is used: secrets the worker read (a config's `{{ env }}` values) are known
       // to every log line, event and API answer of this thread from now on.
       for (const s of msg.secrets) knownSecrets.add(s);
       const p = pending.get(msg.id);
       pending.delete(msg.id);
+      if (worker === w) {
+        lastHeap = msg.heapUsed;
+        if (msg.synthesized) {
+          startMs ??= performance.now() - startedAt;
+          // The first synthesis loaded the config and the binding namespaces its task uses.
+          if (baseline === undefined) baseline = msg.heapUsed;
+          else if (msg.heapUsed > baseline + growth) retire();
+        }
+      }
       if (!p) return;
       if (msg.ok) p.resolve(msg.result!);
       else p.reject(deserialize(msg.error!));
-      if (msg.heapUsed > maxHeap) retire();
     });
     w.on("error", (err) => {
       for (const p of pending.values()) p.reject(new CtsError("SYNTH_WORKER_FAILED", "internal", `the synthesis worker failed: ${err.message}`, { cause: err }));
@@ -154,6 +214,20 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
       w.postMessage({ id, ...msg, secrets });
     });
 
+  const armIdle = (settled: Promise<unknown>) => {
+    clock.clearTimeout(idleTimer);
+    idleTimer = undefined;
+    if (warm || !Number.isFinite(idleMs)) return;
+    idleTimer = clock.setTimeout(() => {
+      if (chain === settled && pending.size === 0 && worker) {
+        const w = worker;
+        worker = undefined;
+        void w.terminate();
+      }
+    }, idleMs);
+    unrefTimer(idleTimer);
+  };
+
   // One request at a time: synthesis is CPU-bound, and serializing keeps recycling simple.
   const queue = <T>(work: () => Promise<T>): Promise<T> => {
     clock.clearTimeout(idleTimer);
@@ -162,14 +236,7 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
     chain = settled;
     void settled.then(() => {
       if (chain !== settled) return; // another request is queued behind this one
-      idleTimer = clock.setTimeout(() => {
-        if (chain === settled && pending.size === 0 && worker) {
-          const w = worker;
-          worker = undefined;
-          void w.terminate();
-        }
-      }, idleMs);
-      unrefTimer(idleTimer);
+      armIdle(settled);
     });
     return run;
   };
@@ -187,6 +254,17 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
       const answer = await queue(() => ask<{ reason?: string }>({ checkPlan: ref, plan }, false));
       return answer.reason;
     },
+    prewarm(ref) {
+      if (worker || moduleTaskOf(ref)) return;
+      // The thread starts now; the warm-up waits its turn behind any request already queued.
+      start();
+      void queue(() => ask<unknown>({ warm: ref }, false)).catch(() => undefined);
+    },
+    keepWarm(on) {
+      warm = on;
+      if (pending.size === 0) armIdle(chain);
+    },
+    stats: () => ({ started, recycled, ...(baseline !== undefined ? { baselineHeap: baseline } : {}), ...(lastHeap !== undefined ? { lastHeap } : {}), ...(startMs !== undefined ? { startMs } : {}) }),
     async release() {
       await chain;
       clock.clearTimeout(idleTimer);

@@ -45,4 +45,56 @@ describe("the synthesis worker", () => {
       await synth.close();
     }
   });
+
+  it("starts its worker when a task class is about to run (prewarm), and the run finds it ready", async () => {
+    const synth = workerSynthesizer({ idleMs: 60_000, clock: fakeClock() });
+    try {
+      synth.prewarm(moduleRef);
+      assert.equal(synth.running(), false, "a module task never needs the worker");
+      synth.prewarm(classRef);
+      assert.equal(synth.running(), true, "the worker starts at once, before the run");
+      synth.prewarm(classRef);
+      const result = await synth.synth(classRef, input, {});
+      assert.ok(result.json.includes("local_file"));
+      assert.equal(synth.stats().started, 1, "one worker served the warm-up and the synthesis");
+    } finally {
+      await synth.close();
+    }
+  });
+
+  it("stays warm when told to: no idle period runs until it is let go again", async () => {
+    const clock = fakeClock();
+    const synth = workerSynthesizer({ idleMs: 200, clock });
+    try {
+      synth.keepWarm(true);
+      await synth.synth(classRef, input, {});
+      await settled();
+      assert.equal(clock.pending(), 0, "no idle period while kept warm");
+      synth.keepWarm(false);
+      assert.equal(clock.pending(), 1, "the idle period starts once it is let go");
+      clock.advance(200);
+      assert.equal(synth.running(), false);
+    } finally {
+      await synth.close();
+    }
+  });
+
+  it("recycles against the worker's own heap baseline after its first synthesis, not a fixed size", async () => {
+    const synth = workerSynthesizer({ idleMs: 60_000, clock: fakeClock(), maxHeapGrowthBytes: 1 });
+    try {
+      await synth.synth(classRef, input, {});
+      const first = synth.stats();
+      assert.ok(first.baselineHeap! > 0, "the first synthesis sets the baseline");
+      assert.equal(first.recycled, 0, "however big the heap after loading, the first synthesis never recycles");
+      let n = 0;
+      while (synth.recycled() === 0 && n++ < 5) await synth.synth(classRef, { services: Array.from({ length: 4000 }, (_, i) => ({ id: `w${i}`, name: "web", address: `10.1.${i >> 8}.${i & 255}`, port: 80, meta: { pad: "x".repeat(2000) }, tags: [] })) } as never, {});
+      assert.equal(synth.recycled(), 1, "retired once its heap grew past the baseline");
+      const again = await synth.synth(classRef, input, {});
+      assert.ok(again.json.includes("local_file"), "a new worker answers after the old one is retired");
+      assert.ok(synth.stats().started >= 1);
+    } finally {
+      await synth.close();
+    }
+  });
 });
+
