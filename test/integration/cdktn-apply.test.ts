@@ -52,7 +52,8 @@ describe("a cdktn task applied by the daemon (real Consul, real OpenTofu)", () =
     const attributes = (name: string) =>
       state.resources
         .filter((r: { type: string; name: string }) => r.type === "terraform_data" && r.name === name)
-        .flatMap((r: { instances: Array<{ index_key?: string; attributes: { output: unknown } }> }) => r.instances.map((i) => [i.index_key ?? null, i.attributes.output]));
+        // terraform_data's output is a dynamic value: the state keeps its type beside it.
+        .flatMap((r: { instances: Array<{ index_key?: string; attributes: { output: { value: unknown } } }> }) => r.instances.map((i) => [i.index_key ?? null, i.attributes.output.value]));
     assert.deepEqual(attributes("first"), [[null, { note: NASTY, address: "10.0.0.1" }]]);
     assert.deepEqual(attributes("second"), [[null, { from: NASTY }]], "the reference resolved to the first resource's literal text");
     assert.deepEqual(attributes("each").sort(), [["a", { v: "a", note: NASTY }], ["b", { v: "b", note: NASTY }]]);
