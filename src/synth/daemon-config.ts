@@ -25,7 +25,11 @@ export async function loadDaemonConfig(path?: string | string[], cwd = process.c
   const synthesizer = workerSynthesizer();
   try {
     const loaded = restoreConfig(await synthesizer.describe(files));
-    if (!loaded.config.tasks.some((t) => t instanceof DeclaredTask)) await synthesizer.release();
+    const taskClass = loaded.config.tasks.find((t) => t instanceof DeclaredTask);
+    if (!taskClass) await synthesizer.release();
+    // While the main thread starts the API and reads Consul, the worker loads cdktf and compiles
+    // the task's code: the first sync does not wait for that after its data arrives.
+    else synthesizer.prewarm({ kind: "config", configFile: loaded.file, name: taskClass.name, ...(loaded.ctsFiles ? { configFiles: loaded.ctsFiles } : {}) });
     return { loaded, synthesizer };
   } catch (err) {
     await synthesizer.close();

@@ -116,7 +116,7 @@ export interface WorkerStats {
   baselineHeap?: number;
   /** Heap (bytes) at the current worker's last answer. */
   lastHeap?: number;
-  /** Milliseconds from the current worker's start to its first answer to a synthesis or warm-up. */
+  /** Milliseconds from the current worker's start until it had synthesized or warmed up once. */
   startMs?: number;
 }
 
@@ -144,6 +144,9 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
   let startMs: number | undefined;
   let baseline: number | undefined;
   let lastHeap: number | undefined;
+  /** Whether the current worker has synthesized (or warmed up) once: its code is loaded and compiled. */
+  let warmed = false;
+  let warming = false;
   let nextId = 1;
   const pending = new Map<number, Pending>();
   let chain: Promise<unknown> = Promise.resolve();
@@ -160,8 +163,9 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
     startMs = undefined;
     baseline = undefined;
     lastHeap = undefined;
+    warmed = false;
     w.unref();
-    w.on("message", (msg: { id: number; ok: boolean; result?: SynthResult | ConfigDescription; error?: SerializedError; secrets: string[]; heapUsed: number; synthesized?: boolean }) => {
+    w.on("message", (msg: { id: number; ok: boolean; result?: SynthResult | ConfigDescription; error?: SerializedError; secrets: string[]; heapUsed: number; synthesized?: boolean; warmed?: boolean }) => {
       // Before the answer is used: secrets the worker read (a config's `{{ env }}` values) are known
       // to every log line, event and API answer of this thread from now on.
       for (const s of msg.secrets) knownSecrets.add(s);
@@ -169,8 +173,11 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
       pending.delete(msg.id);
       if (worker === w) {
         lastHeap = msg.heapUsed;
-        if (msg.synthesized) {
+        if (msg.warmed || msg.synthesized) {
+          warmed = true;
           startMs ??= performance.now() - startedAt;
+        }
+        if (msg.synthesized) {
           // The first synthesis loaded the config and the binding namespaces its task uses.
           if (baseline === undefined) baseline = msg.heapUsed;
           else if (msg.heapUsed > baseline + growth) retire();
@@ -255,10 +262,13 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
       return answer.reason;
     },
     prewarm(ref) {
-      if (worker || moduleTaskOf(ref)) return;
+      if ((worker && warmed) || warming || moduleTaskOf(ref)) return;
       // The thread starts now; the warm-up waits its turn behind any request already queued.
-      start();
-      void queue(() => ask<unknown>({ warm: ref }, false)).catch(() => undefined);
+      if (!worker) start();
+      warming = true;
+      void queue(() => (warmed ? Promise.resolve() : ask<unknown>({ warm: ref }, false)))
+        .catch(() => undefined)
+        .finally(() => (warming = false));
     },
     keepWarm(on) {
       warm = on;

@@ -6,6 +6,7 @@ import { ModuleTask } from "../task/module-task.ts";
 import type { AnyTaskInput } from "../task/task.ts";
 import { synthesizeTask, type SynthContext } from "./synthesize.ts";
 import { withTokenScope } from "./token-scope.ts";
+import { warmUpCdk } from "./warm-up.ts";
 import { predicateReason, serializeError } from "./synthesizer.ts";
 import type { PlanJson } from "../task/guards.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
@@ -87,17 +88,12 @@ parentPort!.on("message", async (msg: Request) => {
     return;
   }
   if ("warm" in msg) {
-    // Loads the config and runs the task once over empty data, so the first real change finds the
-    // config, cdktf and the binding namespaces the task uses loaded and their code compiled. What
-    // the task does with empty data (even throwing) is of no interest here.
+    // Loads the config and cdktf, and compiles cdktf's synthesis code on a stack of cts's own, so
+    // the first real change finds them ready (warm-up.ts). The task's own code does not run.
     try {
-      const task = await taskFor(msg.warm);
-      try {
-        withTokenScope(() => synthesizeTask(task, { services: [], catalogServices: {}, kv: {} } as AnyTaskInput, {}));
-      } catch {
-        /* a task may refuse empty data; the run that follows reports its own errors */
-      }
-      reply({ id: msg.id, ok: true, result: {}, synthesized: true });
+      await taskFor(msg.warm);
+      warmUpCdk();
+      reply({ id: msg.id, ok: true, result: {}, warmed: true });
     } catch (err) {
       reply({ id: msg.id, ok: false, error: serializeError(err) });
     }

@@ -57,6 +57,7 @@ describe("the synthesis worker", () => {
       const result = await synth.synth(classRef, input, {});
       assert.ok(result.json.includes("local_file"));
       assert.equal(synth.stats().started, 1, "one worker served the warm-up and the synthesis");
+      assert.ok(synth.stats().startMs! > 0, "the warm-up is counted as the worker's start");
     } finally {
       await synth.close();
     }

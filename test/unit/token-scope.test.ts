@@ -46,3 +46,13 @@ describe("the tokens of a synthesis", () => {
     assert.ok(Token.isUnresolved(kept), "a token from before is still known");
   });
 });
+
+describe("warming up the CDK", () => {
+  it("synthesizes a stack of cts's own and leaves no token behind", async () => {
+    const { warmUpCdk } = await import("../../src/synth/warm-up.ts");
+    warmUpCdk();
+    const before = tokenCount();
+    warmUpCdk();
+    assert.equal(tokenCount(), before);
+  });
+});
