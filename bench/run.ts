@@ -4,7 +4,7 @@
  *
  *   --quick                 small sizes (about 3 minutes)
  *   --help                  this text and every size with its default
- *   --only=a,b / --skip=a,b benchmarks by id: trigger, e2e, synthesis, throughput, scale, consul-load, lean, tfc
+ *   --only=a,b / --skip=a,b benchmarks by id: trigger, e2e, synthesis, throughput, scale, consul-load, lean, tfc, bindings
  *   --no-profile            do not re-run a missed benchmark under --cpu-prof
  *   --keep                  keep the scratch dirs ($TMPDIR/cts-bench-run-…: configs, working dirs)
  *   --out=<prefix>          write <prefix>.json and <prefix>.md instead
@@ -35,6 +35,7 @@ const BENCHES = [
   { id: "consul-load", module: "consul-load.ts", limitMs: 4 * 60_000 },
   { id: "lean", module: "lean-daemon.ts", limitMs: 6 * 60_000 },
   { id: "tfc", module: "tfc-driver.ts", limitMs: 8 * 60_000 },
+  { id: "bindings", module: "bindings.ts", limitMs: 20 * 60_000 },
 ] as const;
 
 const DEFAULTS: Sizes = {
@@ -59,6 +60,9 @@ const DEFAULTS: Sizes = {
   leanChanges: 40,
   leanRuns: 100,
   leanStarts: 4,
+  bindingChanges: 10,
+  bindingQuietSeconds: 600,
+  bindingSynths: 3,
   tfcSamples: 10,
   tfcTasks: 20,
 };
@@ -83,6 +87,9 @@ const QUICK: Partial<Sizes> = {
   leanChanges: 10,
   leanRuns: 30,
   leanStarts: 2,
+  bindingChanges: 5,
+  bindingQuietSeconds: 150,
+  bindingSynths: 2,
   tfcSamples: 3,
   tfcTasks: 20,
 };

@@ -4,7 +4,8 @@ import { fileURLToPath } from "node:url";
 import { procSample, type ProcSample } from "./machine.ts";
 
 const CTS_BIN = fileURLToPath(new URL("../../bin/cts.js", import.meta.url));
-const BUILT_BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+/** The installed CLI (dist/, after buildPackage()). */
+export const BUILT_BIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
 
 /** Builds dist/ (`npm run build`): the installed package's `cts`, which needs no tsx at start. */
 export function buildPackage(): void {
@@ -15,7 +16,7 @@ export function buildPackage(): void {
  * What the built `cts`'s shebang (`#!/usr/bin/env -S NAME=value … node --flag …`) sets: the
  * environment assignments and node flags the installed command runs with.
  */
-function shebang(file: string): { env: Record<string, string>; flags: string[] } {
+export function shebang(file: string): { env: Record<string, string>; flags: string[] } {
   const first = readFileSync(file, "utf8").split("\n", 1)[0] ?? "";
   const m = /^#!\S*env\s+(?:-S\s+)?(.*)$/.exec(first);
   const words = m?.[1]?.split(/\s+/).filter(Boolean) ?? [];
@@ -48,10 +49,10 @@ export interface DaemonProcess {
  * at start) or, with `built`, the package's `dist/cli/main.js` with its shebang's node flags (the
  * command an installed cts runs; call buildPackage() first).
  */
-export function startDaemonProcess(configFile: string, opts: { nodeArgs?: string[]; cwd?: string; built?: boolean } = {}): DaemonProcess {
+export function startDaemonProcess(configFile: string, opts: { nodeArgs?: string[]; cwd?: string; built?: boolean; /** Keep the config's buffer periods (default: `--no-buffer`). */ buffer?: boolean } = {}): DaemonProcess {
   // Under --cpu-prof (the runner's profile re-run) the daemon is profiled into the same folder.
   const nodeArgs = [...process.execArgv.filter((a) => a.startsWith("--cpu-prof")), ...(opts.built ? shebang(BUILT_BIN).flags : []), ...(opts.nodeArgs ?? [])];
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, opts.built ? BUILT_BIN : CTS_BIN, "watch", "--no-buffer", "--config", configFile, "--log-level", "info", "--api-port", "0"], {
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, opts.built ? BUILT_BIN : CTS_BIN, "watch", ...(opts.buffer ? [] : ["--no-buffer"]), "--config", configFile, "--log-level", "info", "--api-port", "0"], {
     stdio: ["ignore", "pipe", "pipe"],
     ...(opts.cwd ? { cwd: opts.cwd } : {}),
     ...(opts.built ? { env: { ...process.env, ...shebang(BUILT_BIN).env } } : {}),

@@ -100,6 +100,12 @@ export interface Sizes {
   leanRuns: number;
   /** lean: restarts timed for the first sync. */
   leanStarts: number;
+  /** bindings: back-to-back changes timed per daemon. */
+  bindingChanges: number;
+  /** bindings: seconds without a change before the "after a quiet spell" change (≥ 600 for the issue's target). */
+  bindingQuietSeconds: number;
+  /** bindings: `cts synth` runs per import style. */
+  bindingSynths: number;
   /** tfc: single changes timed against the TFE-API test server. */
   tfcSamples: number;
   /** tfc: tasks changing at once. */
