@@ -4,12 +4,13 @@
 // test runs with `--import cdktf-sync/register`, each loading only the namespaces the task uses.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { tools } from "../support/tools.ts";
+import { waitFor } from "../support/cts.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CTS = join(ROOT, "bin/cts.js");
@@ -35,7 +36,7 @@ export class WebSecurityGroup extends Task<ServicesCondition> {
 // Applies here: AWS classes are read at synthesis time, the resources are local_file and terraform_data.
 const LOCAL_TASK = `import * as aws from "@cdktf/provider-aws";
 import { file, provider } from "@cdktf/provider-local";
-import { TerraformData } from "cdktf";
+import { DataResource } from "cdktf";
 import { createRequire } from "node:module";
 import { Task, services, type ServicesCondition, type TaskInput, type TaskScope } from "cdktf-sync";
 
@@ -49,7 +50,7 @@ export class AwsTypes extends Task<ServicesCondition> {
     const types = [aws.securityGroup.SecurityGroup.tfResourceType, aws.vpcSecurityGroupIngressRule.VpcSecurityGroupIngressRule.tfResourceType];
     const loaded = Object.keys(createRequire(import.meta.url).cache).filter((k) => k.includes("/provider-aws/lib/")).length;
     new file.File(scope, "types", { filename: this.out, content: JSON.stringify({ types, instances: input.services.length, loaded }) });
-    new TerraformData(scope, "marker", { input: types.join(",") });
+    new DataResource(scope, "marker", { input: types.join(",") });
   }
 }
 `;
@@ -71,9 +72,11 @@ it("opens the port of each web instance", () => {
 describe("a task that root-imports @cdktf/provider-aws", { timeout: 600_000 }, () => {
   let consul: ConsulAgent;
   let project: string;
+  // Not this test runner's child-process protocol (NODE_TEST_CONTEXT): the author's `node --test` prints its own report.
+  const { NODE_TEST_CONTEXT: _ctx, ...outside } = process.env;
   const run = (args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> =>
     new Promise((resolve) =>
-      execFile(process.execPath, args, { cwd: project, env: { ...process.env, CONSUL_HTTP_ADDR: consul.address, ...env }, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) =>
+      execFile(process.execPath, args, { cwd: project, env: { ...outside, CONSUL_HTTP_ADDR: consul.address, ...env }, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) =>
         resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
       ),
     );
@@ -118,14 +121,34 @@ describe("a task that root-imports @cdktf/provider-aws", { timeout: 600_000 }, (
     assert.equal(json.resource.aws_vpc_security_group_ingress_rule["web-1"].security_group_id, "${aws_security_group.web.id}");
   });
 
-  it("cts once applies a task that uses AWS classes at synthesis time, in the synthesis worker", async () => {
+  it("cts once (in process) and cts watch (in the synthesis worker) apply a task that uses AWS classes at synthesis time", async () => {
     const r = await run([CTS, "once", "-c", "local.config.ts"]);
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     const written = JSON.parse(await readFile(join(project, "aws-types.json"), "utf8"));
     assert.deepEqual(written.types, ["aws_security_group", "aws_vpc_security_group_ingress_rule"]);
     assert.equal(written.instances, 1);
     // The lazy root (index.js's place in the cache, lazy-index.js) and two namespaces, of 2,200.
-    assert.ok(written.loaded <= 6, `the worker loaded ${written.loaded} files of provider-aws`);
+    assert.ok(written.loaded <= 6, `cts once loaded ${written.loaded} files of provider-aws`);
+
+    // The daemon: a new instance makes the worker synthesize the task again.
+    await rm(join(project, "aws-types.json"));
+    await consul.register({ Name: "web", ID: "web-2", Address: "10.0.0.2", Port: 80 });
+    const daemon = spawn(process.execPath, [CTS, "watch", "--no-buffer", "-c", "local.config.ts", "--api-port", "0"], { cwd: project, env: { ...outside, CONSUL_HTTP_ADDR: consul.address }, stdio: ["ignore", "pipe", "pipe"] });
+    let log = "";
+    daemon.stdout!.on("data", (d) => (log += d));
+    daemon.stderr!.on("data", (d) => (log += d));
+    try {
+      await waitFor(() => /task 'aws-types': applied/.test(log), 120_000, "the daemon's applied run").catch((err: Error) => {
+        throw new Error(`${err.message}\nthe daemon's log:\n${log}`);
+      });
+      const fromWorker = JSON.parse(await readFile(join(project, "aws-types.json"), "utf8"));
+      assert.equal(fromWorker.instances, 2);
+      assert.ok(fromWorker.loaded <= 6, `the synthesis worker loaded ${fromWorker.loaded} files of provider-aws`);
+    } finally {
+      const exited = new Promise((r) => daemon.once("exit", r));
+      daemon.kill("SIGTERM");
+      await exited;
+    }
   });
 
   it("the author's own test runs with --import cdktf-sync/register", async () => {
