@@ -5,12 +5,13 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { tools } from "../support/tools.ts";
 import { waitFor } from "../support/cts.ts";
+import { linkedProject } from "../support/project.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CTS = join(ROOT, "bin/cts.js");
@@ -84,15 +85,8 @@ describe("a task that root-imports @cdktf/provider-aws", { timeout: 600_000 }, (
   before(async () => {
     consul = await startConsul();
     await consul.register({ Name: "web", ID: "web-1", Address: "10.0.0.1", Port: 80 });
-    await mkdir(join(ROOT, ".cts"), { recursive: true });
-    project = await mkdtemp(join(ROOT, ".cts", "aws-binding-"));
-    await mkdir(join(project, "tasks"));
-    await mkdir(join(project, "test"));
-    await mkdir(join(project, "node_modules"));
     // The package from its sources (bin/cts.js and --conditions=cts-source), the bindings from the repository.
-    await symlink(ROOT, join(project, "node_modules", "cdktf-sync"));
-    await symlink(join(ROOT, "node_modules", "@cdktf"), join(project, "node_modules", "@cdktf"));
-    await writeFile(join(project, "package.json"), JSON.stringify({ type: "module" }));
+    project = await linkedProject("aws-binding", ["tasks", "test"]);
     const t = tools();
     const driver = { terraform: { binary: t.tofu, cliConfigFile: t.cliConfig, workingDir: "sync-tasks" } };
     await writeFile(join(project, "tasks", "web-sg.ts"), SECURITY_GROUP_TASK);
@@ -156,4 +150,20 @@ describe("a task that root-imports @cdktf/provider-aws", { timeout: 600_000 }, (
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stdout, /^(ℹ|#) pass 1$/m);
   });
+
+  it("cts diff reviews a change to the AWS task against a git ref (the base unpacked and loaded lazily too)", async () => {
+    const env = { GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@example.com", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@example.com" };
+    const git = (...args: string[]) =>
+      new Promise<void>((resolve, reject) => execFile("git", args, { cwd: project, env: { ...outside, ...env } }, (err, _o, stderr) => (err ? reject(new Error(`git ${args.join(" ")}: ${stderr}`)) : resolve())));
+    await writeFile(join(project, ".gitignore"), "node_modules\nsync-tasks\n*.json\n");
+    await git("init", "-q", "-b", "main");
+    await git("add", ".");
+    await git("commit", "-q", "-m", "the task");
+    const task = join(project, "tasks", "web-sg.ts");
+    await writeFile(task, (await readFile(task, "utf8")).replace("fromPort: s.port, toPort: s.port", "fromPort: s.port + 1, toPort: s.port + 1"));
+    const r = await run([CTS, "diff", "--base", "main"]);
+    assert.equal(r.code, 2, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, /aws_vpc_security_group_ingress_rule\.web-1/);
+  });
 });
+

@@ -1,12 +1,13 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { pageLines } from "../support/markdown.ts";
 import { tools } from "../support/tools.ts";
+import { linkedProject } from "../support/project.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CTS = join(ROOT, "bin/cts.js");
@@ -58,13 +59,7 @@ describe("reviewing a task change as docs/tasks.md shows it (real Consul, a real
     consul = await startConsul();
     await consul.register({ Name: "web", ID: "web-1", Address: "10.0.0.1", Port: 80, Tags: ["prod"] });
     await consul.register({ Name: "web", ID: "web-2", Address: "10.0.0.2", Port: 80, Tags: ["canary"] });
-    await mkdir(join(ROOT, ".cts"), { recursive: true });
-    project = await mkdtemp(join(ROOT, ".cts", "review-"));
-    await mkdir(join(project, "tasks"));
-    await mkdir(join(project, "node_modules"));
-    await symlink(ROOT, join(project, "node_modules", "cdktf-sync"));
-    await symlink(join(ROOT, "node_modules", "@cdktf"), join(project, "node_modules", "@cdktf"));
-    await writeFile(join(project, "package.json"), JSON.stringify({ type: "module" }));
+    project = await linkedProject("review");
     const t = tools();
     const driver = { terraform: { binary: t.tofu, cliConfigFile: t.cliConfig, workingDir: "sync-tasks" } };
     await writeFile(join(project, ".gitignore"), "node_modules\nsync-tasks\n");
