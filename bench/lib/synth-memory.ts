@@ -19,8 +19,8 @@ export interface SynthMemory {
 
 /**
  * Synthesizes a ChainedFiles task (50 resources referencing each other: cdktf tokens) `count` times
- * through the daemon's recycled worker synthesizer, sampling this process's RSS every 100, then
- * `inProcessCount` times on the main thread, where cdktf's global token map is never freed.
+ * through the daemon's worker synthesizer, sampling this process's RSS every 100, then
+ * `inProcessCount` times on the main thread (as `cts synth` and `once` do).
  */
 export async function synthMemory(ctx: BenchContext, count: number, inProcessCount: number): Promise<SynthMemory> {
   const dir = join(ctx.tmp, "synth");
@@ -36,7 +36,7 @@ export async function synthMemory(ctx: BenchContext, count: number, inProcessCou
     gc?.();
     return process.memoryUsage().rss;
   };
-  // The daemon's synthesizer with its defaults (recycled every 200 syntheses or past 256 MiB of heap).
+  // The daemon's synthesizer with its defaults (tokens forgotten after each synthesis; replaced past 128 MiB over its baseline).
   const worker = workerSynthesizer();
   const workerSeries: Array<{ n: number; rss: number }> = [];
   let resources = 0;
@@ -48,7 +48,7 @@ export async function synthMemory(ctx: BenchContext, count: number, inProcessCou
   const recycled = worker.recycled();
   await worker.close();
   ctx.log(`worker: RSS ${bytes(workerSeries[0]?.rss ?? NaN)} after 100, ${bytes(workerSeries.at(-1)?.rss ?? NaN)} after ${count}; ${recycled} recycles`);
-  // The same task synthesized on this thread, where cdktf's token map is never freed.
+  // The same task synthesized on this thread, as cts synth and once do.
   const loaded = await loadConfig(file);
   const inProc = inProcessSynthesizer((name) => loaded.config.tasks.find((t) => t.name === name));
   const inSeries: Array<{ n: number; rss: number }> = [{ n: 0, rss: rss() }];
