@@ -262,7 +262,8 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
       return answer.reason;
     },
     prewarm(ref) {
-      if ((worker && warmed) || warming || moduleTaskOf(ref)) return;
+      // Called on every data change: decided without building anything (a module task never needs the worker).
+      if ((worker && warmed) || warming || ref.kind === "module" || ref.module !== undefined) return;
       // The thread starts now; the warm-up waits its turn behind any request already queued.
       if (!worker) start();
       warming = true;
