@@ -39,6 +39,8 @@ async function writeConfig(ctx: BenchContext, consul: ConsulAgent, label: string
   const service = `bind-${label}`;
   const { file: taskFile, cls } = BUILDS[build];
   const file = join(dir, "cts.config.ts");
+  // A user's project is an ES module package (`cts init` makes it one).
+  await writeFile(join(dir, "package.json"), JSON.stringify({ type: "module" }));
   await writeFile(
     file,
     `import { defineConfig, services } from ${JSON.stringify(join(TASKS, "pool.ts"))};
