@@ -128,6 +128,8 @@ export interface Driver extends TerraformDriver, Partial<SavedPlans> {
    * a local folder of their own leave it out.
    */
   makeTaskDir?(task: string): Promise<string>;
+  /** Keeps what the driver keeps warm between runs (provider processes) through quiet spells, or lets it time out again; drivers that keep nothing leave it out. */
+  keepWarm?(on: boolean): void;
   /** Lets go of what the driver keeps warm for one task (deleted) or for all (leadership lost); drivers that keep nothing leave it out. */
   coolDown?(task?: string): Promise<void>;
   /** The Terraform version the driver runs ("1.12.6"), asked once and remembered. */

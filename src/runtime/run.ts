@@ -23,7 +23,7 @@ import type { TaskInputSource } from "./task-input.ts";
 export type RunMode = "apply" | "plan" | "destroy";
 
 /** The driver as a run uses it (src/driver/types.ts): the operations, where each task works, cooling down. */
-export type RunDriver = Pick<Driver, "apply" | "plan" | "destroy" | "taskDir" | "makeTaskDir" | "coolDown" | "planToApply" | "applyPlan" | "discardPlan">;
+export type RunDriver = Pick<Driver, "apply" | "plan" | "destroy" | "taskDir" | "makeTaskDir" | "coolDown" | "keepWarm" | "planToApply" | "applyPlan" | "discardPlan">;
 
 /** A module task's provider values and `task_env` (CTS passes them through the environment only). */
 function taskEnvironment(e: TaskEntry, lookup?: TemplateLookup): Record<string, string> {
@@ -159,9 +159,10 @@ export class TaskRunner {
     this.deps.synthesizer.prewarm?.(e.ref);
   }
 
-  /** Keeps the synthesizer's worker warm (never ended for being idle), or lets it end after its idle period. */
+  /** Keeps the synthesizer's worker and the driver's provider processes warm through quiet spells, or lets them end when idle. */
   keepWarm(warm: boolean): void {
     this.deps.synthesizer.keepWarm?.(warm);
+    this.deps.driver.keepWarm?.(warm);
   }
 
   /** Closes what runs belong to (the synthesizer's worker). */

@@ -92,6 +92,10 @@ export class LocalDriver implements LocalTerraformDriver {
     return this.parts.providers.processes();
   }
 
+  keepWarm(on: boolean): void {
+    this.parts.providers.keepWarm(on);
+  }
+
   async coolDown(task?: string): Promise<void> {
     await this.parts.providers.cool(task === undefined ? undefined : this.parts.folders.folderOf(task));
   }
@@ -208,6 +212,7 @@ function providerSource(options: TerraformDriverOptions, settings: DriverSetting
   const output = (task: string, line: string) => options.debugLog?.(task, options.redact ? options.redact(`provider: ${line}`) : `provider: ${line}`);
   const pool = createWarmPool({
     limits: { ...DEFAULT_WARM_LIMITS, ...definedOnly(options.warmProviders) },
+    idleTimeoutSet: options.warmProviders !== undefined && options.warmProviders.idleTimeoutMs !== undefined,
     launcher: providerLauncher({ killGraceMs: Math.min(settings.killGraceMs, 5_000), track: runner.track, output }),
     log: notice,
   });

@@ -93,6 +93,8 @@ const keyOf = (s: LaunchSpec) => `${s.binary}\0${s.cwd}\0${s.envHash}`;
 export interface WarmPoolDeps {
   launcher: ProviderLauncher;
   limits: WarmLimits;
+  /** The idle timeout was set by the user: `keepWarm` leaves it alone. */
+  idleTimeoutSet?: boolean;
   log?: (line: string) => void;
   now?: () => number;
 }
@@ -110,6 +112,8 @@ export class WarmPool {
   private readonly launches = new Set<Promise<unknown>>();
   private readonly now: () => number;
   private closed = false;
+  /** Idle processes are kept (no idle timeout): the daemon's tasks run sooner than a provider starts. */
+  private kept = false;
 
   constructor(private readonly deps: WarmPoolDeps) {
     this.now = deps.now ?? Date.now;
@@ -207,10 +211,28 @@ export class WarmPool {
     this.stops.add(p);
   }
 
+  /**
+   * Keeps idle processes until the pool closes (`true`), or ends them after the idle timeout again
+   * (`false`), unless the user set the idle timeout: a change after a quiet spell then finds its
+   * providers running, as back-to-back changes do (the daemon asks this when its synthesis worker
+   * stays warm, runtime/warm-policy.ts). The number of processes stays bounded by `maxProcesses`.
+   */
+  keepWarm(on: boolean): void {
+    if (this.deps.idleTimeoutSet) return;
+    this.kept = on;
+    for (const e of this.entries) if (!e.busy && e.server && !e.stopping) this.armIdle(e);
+  }
+
   private park(e: Entry): void {
     e.busy = false;
     e.lastUsed = this.now();
+    this.armIdle(e);
+  }
+
+  private armIdle(e: Entry): void {
     clearTimeout(e.idleTimer);
+    e.idleTimer = undefined;
+    if (this.kept) return;
     e.idleTimer = setTimeout(() => this.end(e), this.deps.limits.idleTimeoutMs);
     e.idleTimer.unref?.();
   }

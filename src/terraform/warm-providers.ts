@@ -96,6 +96,8 @@ export interface ProviderSource {
   processes(): WarmProcessInfo[];
   /** Ends the idle processes working in `dir` (a deleted task), or every idle one; busy ones end when their command does. */
   cool(dir?: string): Promise<void>;
+  /** Keeps idle processes instead of ending them after the idle timeout (see WarmPool.keepWarm). */
+  keepWarm(on: boolean): void;
   /** Ends every process; later commands launch their providers the normal way. */
   close(): Promise<void>;
 }
@@ -105,6 +107,7 @@ export const launchedProviders: ProviderSource = {
   run: (_task, _dir, _env, command) => command(),
   processes: () => [],
   cool: async () => {},
+  keepWarm: () => {},
   close: async () => {},
 };
 
@@ -148,6 +151,10 @@ export class PooledProviders implements ProviderSource {
 
   cool(dir?: string): Promise<void> {
     return this.pool.cool(dir);
+  }
+
+  keepWarm(on: boolean): void {
+    this.pool.keepWarm(on);
   }
 
   async close(): Promise<void> {

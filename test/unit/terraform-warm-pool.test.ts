@@ -125,6 +125,34 @@ describe("warm provider pool", () => {
     await pool.close();
   });
 
+  it("keeps idle processes through a quiet spell while the daemon keeps warm, and times them out again after", async (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout"] });
+    const { launcher, launched } = fakeLauncher();
+    const pool = createWarmPool({ launcher, limits: limits({ idleTimeoutMs: 1000 }) });
+    (await pool.checkout(spec()))!.release("ok");
+    pool.keepWarm(true);
+    t.mock.timers.tick(10_000);
+    assert.equal(launched[0]!.stopped, false, "kept past the idle timeout");
+    const again = await pool.checkout(spec());
+    assert.equal(again!.server, launched[0], "the next change finds its provider running");
+    again!.release("ok");
+    pool.keepWarm(false);
+    t.mock.timers.tick(1001);
+    assert.equal(launched[0]!.stopped, true, "let go: idle for the timeout, it ends");
+    await pool.close();
+  });
+
+  it("leaves an idle timeout the user set alone when the daemon keeps warm", async (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout"] });
+    const { launcher, launched } = fakeLauncher();
+    const pool = createWarmPool({ launcher, limits: limits({ idleTimeoutMs: 1000 }), idleTimeoutSet: true });
+    (await pool.checkout(spec()))!.release("ok");
+    pool.keepWarm(true);
+    t.mock.timers.tick(1001);
+    assert.equal(launched[0]!.stopped, true);
+    await pool.close();
+  });
+
   it("marks a binary cold when it cannot serve reattach, crashes or breaks a run", async () => {
     const failing = createWarmPool({ launcher: fakeLauncher({ fail: true }).launcher, limits: limits() });
     assert.equal(await failing.checkout(spec()), undefined);
