@@ -312,7 +312,9 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     // A run in progress took its own waiters when it started; the rest wait for dropped runs.
     for (const name of this.runs.waiting()) this.runs.answer(name, refused(name, "paused"));
     await atMost(this.runs.queue.idle(), graceMs);
-    // A follower keeps no provider processes: the leader's runs may need the memory, and nothing runs here.
+    // A follower keeps no provider processes and lets its synthesis worker end when idle: the
+    // leader's runs may need the memory, and nothing runs here.
+    this.parts.runner.keepWarm(false);
     await this.parts.runner.coolDown().catch((err) => this.parts.log.warn(`stopping warm provider processes: ${messageOf(err)}`));
   }
 
