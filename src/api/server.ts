@@ -1,11 +1,12 @@
 import { createAdaptorServer } from "@hono/node-server";
 import { readFileSync } from "node:fs";
-import type { Server } from "node:http";
+import { maxHeaderSize, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { CtsError } from "../errors.ts";
 import { readCaDir } from "../ca-dir.ts";
 import { createApiApp } from "./app.ts";
+import { answerClientErrors } from "./client-errors.ts";
 import type { BoundAddress, BrowserGuardOptions } from "./browser-guard.ts";
 import type { ApiDeps } from "./handlers.ts";
 
@@ -93,6 +94,8 @@ export function createApiServer(deps: ApiDeps, opts: ApiServerOptions = {}): Api
   // Bounds how long a client may take to SEND its request (not how long a run may take).
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
+  // Node's own answer to an oversized request is lost to a reset (the unread rest of the request).
+  answerClientErrors(server, maxHeaderSize);
 
   return {
     server,
