@@ -154,11 +154,18 @@ function vaultConfig(b: ReadBlock, warn: (b: ReadBlock, key: string, why: string
   return out;
 }
 
+/**
+ * The labels of `high_availability { cluster { storage "…" } }`: CTS's reference documents "default",
+ * its 0.7 announcement prints "consul"; both mean Consul KV, the only storage there is.
+ */
+const HA_STORAGE_LABELS = ["default", "consul"];
+
 function highAvailability(ha: ReadBlock): HighAvailabilityConfig {
   const cluster = one(ha, "cluster");
   if (!cluster || typeof cluster.attrs.name !== "string") throw configError(ha.file, ha.line, "high_availability needs cluster { name = \"...\" }.");
   const storage = one(cluster, "storage");
-  if (storage && storage.labels[0] !== "default") throw configError(storage.file, storage.line, `storage "${storage.labels[0]}" is not known. Use storage "default".`);
+  if (storage && !HA_STORAGE_LABELS.includes(storage.labels[0] ?? ""))
+    throw configError(storage.file, storage.line, `storage "${storage.labels[0] ?? ""}" is not known. Use ${HA_STORAGE_LABELS.map((l) => `storage "${l}"`).join(" or ")}.`);
   const instance = one(ha, "instance");
   return {
     cluster: {

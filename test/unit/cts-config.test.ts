@@ -257,3 +257,46 @@ export default defineConfig({ tasks: [new ModuleTask({ name: "m", condition: sch
     }
   });
 });
+
+describe("a CTS high_availability block", () => {
+  /** The block as CTS 0.7's announcement prints it, with its storage label swapped for `label`. */
+  const announced = (label: string) => `high_availability {
+  cluster {
+    name = "cts-cluster"
+    storage "${label}" {
+      parent_path = "cts"
+      session_ttl = "30s"
+    }
+  }
+  instance {
+    address = "cts-01.example.com:8558"
+  }
+}
+`;
+  const load = async (label: string) => {
+    const { dir, cleanup } = await tempDir("cts-ha-");
+    try {
+      await writeFile(join(dir, "ha.hcl"), announced(label));
+      return await readCtsConfig([join(dir, "ha.hcl")]);
+    } finally {
+      await cleanup();
+    }
+  };
+
+  it('loads storage "consul" (the 0.7 announcement\'s spelling) exactly as storage "default"', async () => {
+    const consul = await load("consul");
+    const byDefault = await load("default");
+    assert.deepEqual(plain(consul.config.highAvailability), plain(byDefault.config.highAvailability));
+    assert.deepEqual(plain(consul.config.highAvailability), {
+      cluster: { name: "cts-cluster", storage: { parentPath: "cts", sessionTtl: "30s" } },
+      instance: { address: "cts-01.example.com:8558" },
+    });
+  });
+
+  it("refuses an unknown storage label at its file:line, naming the labels it accepts", async () => {
+    await assert.rejects(
+      load("etcd"),
+      (e: any) => e.code === "CONFIG_INVALID" && /ha\.hcl:4\b/.test(e.message) && /storage "etcd" is not known/.test(e.message) && /storage "default" or storage "consul"/.test(e.message),
+    );
+  });
+});
