@@ -1,4 +1,4 @@
-import type { TaskRef } from "../synth/task-ref.ts";
+import { isTaskClassRef, type TaskRef } from "../synth/task-ref.ts";
 import type { BufferPeriodSettings } from "../watch/buffer.ts";
 
 /**
@@ -22,9 +22,5 @@ export interface WarmCandidate {
  * gives its memory back, and a change starts it during the buffer period at no cost to latency.
  */
 export function keepsSynthesizerWarm(tasks: WarmCandidate[]): boolean {
-  return tasks.some((t) => isTaskClass(t.ref) && (!t.buffer.enabled || t.buffer.min < WORKER_START_BUDGET_MS));
-}
-
-function isTaskClass(ref: TaskRef): boolean {
-  return ref.kind === "config" && ref.module === undefined;
+  return tasks.some((t) => isTaskClassRef(t.ref) && (!t.buffer.enabled || t.buffer.min < WORKER_START_BUDGET_MS));
 }

@@ -8,7 +8,7 @@ import { moduleTaskFrom } from "../task/declaration.ts";
 import type { ConfigDescription } from "../config/description.ts";
 import { synthesizeTask, type SynthContext, type SynthResult } from "./synthesize.ts";
 import { withTokenScope } from "./token-scope.ts";
-import type { TaskRef } from "./task-ref.ts";
+import { isTaskClassRef, type TaskRef } from "./task-ref.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { userCode } from "../user-frames.ts";
 import { runPredicate, type PlanGuards, type PlanJson } from "../task/guards.ts";
@@ -263,7 +263,7 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
     },
     prewarm(ref) {
       // Called on every data change: decided without building anything (a module task never needs the worker).
-      if ((worker && warmed) || warming || ref.kind === "module" || ref.module !== undefined) return;
+      if ((worker && warmed) || warming || !isTaskClassRef(ref)) return;
       // The thread starts now; the warm-up waits its turn behind any request already queued.
       if (!worker) start();
       warming = true;

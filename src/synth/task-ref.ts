@@ -14,3 +14,8 @@ export type ModuleTaskSpec = ModuleTaskOptions<Condition, TaskInputs>;
 export type TaskRef =
   | { kind: "config"; configFile: string; name: string; /** A CTS config's files, in merge order. */ configFiles?: string[]; module?: ModuleTaskData }
   | { kind: "module"; spec: ModuleTaskSpec };
+
+/** Whether `ref` is a task class: synthesized where the config's code runs (the worker), not built as plain JSON. */
+export function isTaskClassRef(ref: TaskRef): boolean {
+  return ref.kind === "config" && ref.module === undefined;
+}
