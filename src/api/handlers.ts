@@ -1,7 +1,7 @@
 import { CtsError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { RunOutcome, TaskControl } from "../runtime/interfaces.ts";
-import { createKeyedSerializer } from "../terraform/serial.ts";
+import { createKeyedSerializer } from "../driver/serial.ts";
 import { heldToApi, overallStatus, specToCts, taskStatus, taskToCts, type CtsTaskStatus } from "./cts-shape.ts";
 import { decodeCreateRequest, decodePatchRequest } from "./cts-decode.ts";
 import { encodeVariables } from "./cts-variables.ts";

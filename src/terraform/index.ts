@@ -3,7 +3,7 @@ export { createTerraformDriver } from "./driver.ts";
 export { DEFAULT_COMMAND_TIMEOUTS, DEFAULT_LOCK_TIMEOUT_MS } from "./settings.ts";
 export { parseLockInfo, TERRAFORM_HUNG, TERRAFORM_STATE_LOCKED, type LockInfo } from "./failures.ts";
 export { stateLockWaitText, type StateLockWait } from "./lock-wait.ts";
-export { validateTaskName } from "./names.ts";
+export { validateTaskName } from "../driver/task-name.ts";
 export { initHash } from "./init-hash.ts";
 export { terraformVersion } from "./version.ts";
 export type {

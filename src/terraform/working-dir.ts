@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, closeSync, fchmodSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { CtsError } from "../errors.ts";
-import { childPath, nameProblem, validateFileName, validateTaskName } from "./names.ts";
+import { childPath, nameProblem, validateTaskName } from "../driver/task-name.ts";
+import { validateFileName } from "./names.ts";
 
 /** Folder mode of task working dirs (as CTS: group may read, others nothing). */
 export const DIR_MODE = 0o750;

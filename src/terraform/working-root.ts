@@ -1,5 +1,5 @@
 import { CtsError, messageOf } from "../errors.ts";
-import { childPath, validateTaskName } from "./names.ts";
+import { childPath, validateTaskName } from "../driver/task-name.ts";
 import { takeOverCtsFiles, takeOverLine } from "./cts-takeover.ts";
 import { recoverWorkingDir } from "./recovery.ts";
 import type { TaskWorkspace } from "./types.ts";

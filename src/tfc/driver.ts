@@ -1,11 +1,12 @@
 import { mkdirSync } from "node:fs";
-import { resolve, sep } from "node:path";
+import { resolve } from "node:path";
+import { createKeyedSerializer } from "../driver/serial.ts";
+import { taskFolder } from "../driver/task-name.ts";
 import type { Driver, RunOptions, RunResult, TaskWorkspace } from "../driver/types.ts";
 import { TFC_TERRAFORM_CONSTRAINT } from "../config/terraform-cloud.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import { pause } from "../pause.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
-import { taskNameProblem } from "../task/validate.ts";
 import { TfcClient, type TfcClientOptions } from "./client.ts";
 import { stageRootModule, type RequiredProviders } from "./root-module.ts";
 import { runOutcome } from "./run-outcome.ts";
@@ -60,7 +61,7 @@ interface TaskMemory {
 export class TfcDriver implements Driver {
   readonly client: TfcClient;
   private readonly memory = new Map<string, TaskMemory>();
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly tasks = createKeyedSerializer();
   private readonly root: string;
   /** The version new workspaces get when their task names none: looked up once, on the first create that needs it. */
   private defaultVersion: Promise<string | undefined> | undefined;
@@ -83,11 +84,7 @@ export class TfcDriver implements Driver {
   }
 
   taskDir(task: string): string {
-    const problem = taskNameProblem(task);
-    if (problem) throw new CtsError("TASK_NAME_INVALID", "usage", `task name ${problem}`, { detail: { task } });
-    const dir = resolve(this.root, task);
-    if (!dir.startsWith(this.root + sep)) throw new CtsError("TASK_NAME_INVALID", "usage", `task name '${task}' leaves the working dir.`);
-    return dir;
+    return taskFolder(this.root, task);
   }
 
   async makeTaskDir(task: string): Promise<string> {
@@ -119,14 +116,7 @@ export class TfcDriver implements Driver {
     } catch (err) {
       return Promise.reject(err);
     }
-    const prev = this.queues.get(ws.task) ?? Promise.resolve();
-    const next = prev.catch(() => undefined).then(() => this.operate(kind, ws, dir, opts));
-    const tail = next.catch(() => undefined);
-    this.queues.set(ws.task, tail);
-    void tail.then(() => {
-      if (this.queues.get(ws.task) === tail) this.queues.delete(ws.task);
-    });
-    return next;
+    return this.tasks.run(ws.task, () => this.operate(kind, ws, dir, opts));
   }
 
   private async operate(kind: Kind, ws: TaskWorkspace, dir: string, opts: RunOptions): Promise<RunResult> {

@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { childPath, validateFileName, validateTaskName } from "../../src/terraform/names.ts";
+import { childPath, validateTaskName } from "../../src/driver/task-name.ts";
+import { validateFileName } from "../../src/terraform/names.ts";
 import { createTerraformDriver } from "../../src/terraform/driver.ts";
 
 const refused = (fn: () => unknown, code: string) => assert.throws(fn, (err: any) => err.code === code && err.category === "usage");

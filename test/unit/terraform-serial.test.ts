@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createKeyedSerializer } from "../../src/terraform/serial.ts";
+import { createKeyedSerializer } from "../../src/driver/serial.ts";
 import { counter, deferred, settled } from "../support/waits.ts";
 
 describe("per-task serialization", () => {
