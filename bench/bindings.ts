@@ -166,7 +166,7 @@ export const run: BenchFn = async (ctx) => {
     rows: [laneRow(local), laneRow(aws), laneRow(buffered)],
     notes: [
       "Each change re-registers the one instance with a new meta value (the task renders it). Back-to-back changes are 200 ms apart after the previous apply; the buffered daemon's include its 5 s buffer period.",
-      "Without a buffer period the synthesis worker stays warm (a change must not wait for a worker start); with one of at least 3 s the worker ends after 2 min idle and a change starts it again during the buffer period (docs/operations.md).",
+      "Without a buffer period the synthesis worker stays warm (a change must not wait for a worker start); with one of at least 3 s the worker ends after 2 min idle and a change starts it again during the buffer period (docs/performance.md).",
     ],
   };
   const s = (b: Build) => summarize(synth[b]);

@@ -133,7 +133,7 @@ export const ERROR_CATALOGUE = {
   HA_NOT_OWNER: { category: "usage", fix: "Shared mode: send the change to the task's owner (named in the answer and in GET /v1/status/cluster)." },
   HA_NO_OWNER: { category: "external", fix: "Shared mode: retry in a few seconds; a takeover takes up to twice the session TTL." },
   HA_SESSION_TTL: { category: "usage", fix: "Raise highAvailability.cluster.storage.sessionTtl to at least Consul's minimum (10s)." },
-  HA_CONSUL_FAILED: { category: "external", fix: "The token needs key:write on the HA prefix and session:write on this node (docs/operations.md 'High availability')." },
+  HA_CONSUL_FAILED: { category: "external", fix: "The token needs key:write on the HA prefix and session:write on this node (docs/clustering.md 'High availability')." },
   HA_CONSUL_TIMEOUT: { category: "external", fix: "Check the Consul agent's health; the member fences itself if renewals keep failing." },
   // Vault (terraform_provider templates)
   VAULT_UNREACHABLE: { category: "external", fix: "Start Vault or fix vault.address (VAULT_ADDR) and its TLS settings; cts retries with backoff meanwhile." },

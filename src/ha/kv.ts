@@ -48,7 +48,7 @@ function haError(timeoutMs: number) {
           `Consul refused the session TTL: ${reply}. Raise highAvailability.cluster.storage.sessionTtl (Consul's minimum is 10s unless the agent sets session_ttl_min).`,
           { cause: err, detail: { status } },
         );
-      const permission = status === 403 ? " The token needs key:write on the HA prefix and session:write on this node (README 'High availability')." : "";
+      const permission = status === 403 ? " The token needs key:write on the HA prefix and session:write on this node (docs/clustering.md 'High availability')." : "";
       return new CtsError("HA_CONSUL_FAILED", "external", `Consul at ${call.url} answered ${status} to ${call.what}${reply ? `: ${reply}` : ""}.${permission}`, {
         cause: err,
         detail: { status },
