@@ -3,7 +3,8 @@ import { catalogServices, consulKv, schedule, services, type Condition, type Tas
 import { ModuleTask } from "../task/module-task.ts";
 import { taskProblems } from "../task/validate.ts";
 import type { BufferPeriodOption, TerraformCloudWorkspaceOption } from "../task/task.ts";
-import { TFC_TERRAFORM_CONSTRAINT, terraformCloudWorkspaceProblems } from "../config/terraform-cloud.ts";
+import { terraformCloudWorkspaceProblems } from "../config/terraform-cloud.ts";
+import { TFC_TERRAFORM_CONSTRAINT } from "../tfc/supported-versions.ts";
 import { CREATE_SHAPE, foldKeys } from "./cts-decode.ts";
 import { ApiError } from "./http-io.ts";
 import { isObject, problemsOf, show } from "./schema-messages.ts";

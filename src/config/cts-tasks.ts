@@ -6,7 +6,8 @@ import { catalogServices, consulKv, schedule, services, type Condition, type Con
 import { ModuleTask, type ModuleProvider } from "../task/module-task.ts";
 import type { BufferPeriodOption, TerraformCloudWorkspaceOption } from "../task/task.ts";
 import type { CtsDriverLabel } from "./cts-drivers.ts";
-import { TFC_TERRAFORM_CONSTRAINT, terraformCloudWorkspaceProblems } from "./terraform-cloud.ts";
+import { TFC_TERRAFORM_CONSTRAINT } from "../tfc/supported-versions.ts";
+import { terraformCloudWorkspaceProblems } from "./terraform-cloud.ts";
 import { configError, type ReadBlock } from "./cts-schema.ts";
 import { guardProblems, type ApprovalMode, type PlanGuards } from "../task/guards.ts";
 import { isObject } from "../is-object.ts";

@@ -5,6 +5,7 @@ import { CtsError } from "../errors.ts";
 import { redactSecret } from "../log.ts";
 import type { Problem } from "../problems.ts";
 import type { TerraformCloudWorkspaceOption } from "../task/task.ts";
+import { terraformVersionProblem } from "../tfc/supported-versions.ts";
 import type { CtsConfig, TerraformCloudDriverConfig } from "./types.ts";
 
 // The rules of the Terraform Cloud driver's settings, written once for both ways to configure it:
@@ -14,14 +15,6 @@ import type { CtsConfig, TerraformCloudDriverConfig } from "./types.ts";
 
 /** HCP Terraform's address, CTS's default `hostname`. */
 export const DEFAULT_TFC_HOSTNAME = "https://app.terraform.io";
-
-/** The Terraform versions CTS 0.9 accepts for a workspace (version/terraform.go). */
-export const TFC_TERRAFORM_CONSTRAINT = ">= 0.13.0, <= 1.14.3";
-const MIN_VERSION = [0, 13, 0] as const;
-const MAX_VERSION = [1, 14, 3] as const;
-
-/** The tag every workspace cts manages carries. */
-export const SOURCE_TAG = "source:cts";
 
 /**
  * What is wrong with a task's `terraformCloudWorkspace` (`field` names it in messages: e.g.
@@ -52,24 +45,6 @@ export function terraformCloudWorkspaceProblems(ws: TerraformCloudWorkspaceOptio
     if (why) problems.push({ field: legacy.field, message: why });
   }
   return problems;
-}
-
-/** Why `version` is not an exact Terraform version CTS accepts, or undefined when it is. */
-export function terraformVersionProblem(version: string): string | undefined {
-  const m = /^v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/.exec(version);
-  if (!m) return `Malformed version: ${version}`;
-  if (m[2] === undefined || m[3] === undefined) return `provide the exact Terraform version to install: ${version}`;
-  const parts = [Number(m[1]), Number(m[2]), Number(m[3])];
-  // A pre-release is below its release and outside the constraint's bounds, as go-version checks it.
-  const inRange = compareVersionParts(parts, MIN_VERSION) >= 0 && compareVersionParts(parts, MAX_VERSION) <= 0 && m[4] === undefined;
-  if (!inRange) return `Terraform version is not supported by Consul-Terraform-Sync, try updating to a different version (${TFC_TERRAFORM_CONSTRAINT}): ${version}`;
-  return undefined;
-}
-
-/** Orders two x.y.z versions given as their three numbers. */
-export function compareVersionParts(a: readonly number[], b: readonly number[]): number {
-  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
-  return 0;
 }
 
 /**

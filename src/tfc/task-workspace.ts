@@ -1,8 +1,10 @@
 import { CtsError } from "../errors.ts";
-import { SOURCE_TAG } from "../config/terraform-cloud.ts";
 import type { TaskWorkspace } from "../driver/types.ts";
 import type { TfcClient } from "./client.ts";
 import type { Workspace, WorkspaceSettings } from "./types.ts";
+
+/** The tag every workspace cts manages carries. */
+export const SOURCE_TAG = "source:cts";
 
 /** Which workspaces the driver makes and accepts (driver.terraformCloud with defaults filled in). */
 export interface WorkspacePolicy {

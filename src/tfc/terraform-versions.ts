@@ -1,4 +1,4 @@
-import { compareVersionParts, terraformVersionProblem } from "../config/terraform-cloud.ts";
+import { compareVersionParts, terraformVersionProblem } from "./supported-versions.ts";
 import { many, nextPage } from "./jsonapi.ts";
 import type { Transport } from "./transport.ts";
 

@@ -9,8 +9,8 @@ import {
   terraformCloudDriverProblems,
   terraformCloudSettings,
   terraformCloudWorkspaceProblems,
-  terraformVersionProblem,
 } from "../../src/config/terraform-cloud.ts";
+import { terraformVersionProblem } from "../../src/tfc/supported-versions.ts";
 import { knownSecrets } from "../../src/secrets/redactor.ts";
 
 const messages = (ws: unknown) => terraformCloudWorkspaceProblems(ws as never, "ws").map((p) => p.message);
