@@ -14,7 +14,7 @@ import { taskWorkingDir, workingRoot } from "../synth/paths.ts";
 import { synthesizeTask } from "../synth/synthesize.ts";
 import { fieldOf, allSources } from "../task/sources.ts";
 import type { AnyTaskInput } from "../task/task.ts";
-import { commandEnv } from "../terraform/env.ts";
+import { createCommandRunner } from "../terraform/command-runner.ts";
 import { fail, pass, type CheckResult } from "./check.ts";
 import { checkConsulReachable, checkSession, checkStateWrite, checkTaskReads } from "./consul-checks.ts";
 import { binaryIdentity, identityText } from "../terraform/version.ts";
@@ -90,22 +90,31 @@ export async function runDoctor(
 
   const pluginCacheDir = tf.pluginCacheDir ?? join(root, ".plugin-cache");
   const cacheUsable = dirCheck.ok && (await mkdir(pluginCacheDir, { recursive: true }).then(() => true, () => false));
-  const env = commandEnv({
-    inherited: process.env,
-    ...(consul ? { base: consul.terraformEnv } : {}),
-    backend: backendSecretEnv(tf.backend),
-    ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
-    ...(cacheUsable ? { pluginCacheDir } : {}),
-  });
-  const binary = await checkTerraformBinary(tf.binary, env);
-  add(binary.result);
-  if (binary.path) {
-    const { providers, notes } = requiredProviders(loaded);
-    const r = await checkProviders(binary.path, providers, { scratchRoot: dirCheck.ok ? root : tmpdir(), env });
-    add(notes.length && r.ok ? { ...r, detail: `${r.detail} (${notes.join("; ")})` } : r);
-    const identity = await binaryIdentity(binary.path, env).catch(() => undefined);
-    if (identity) add(checkWorkingDirBinaries(taskDirs(loaded, root), identityText(identity), tf.binary ?? binary.path));
-  } else add(fail("providers", "not checked: no Terraform binary", "fix the terraform check first"));
+  // Terraform is started as the driver starts it: its environment, process groups, reaper.
+  const runner = createCommandRunner(
+    {
+      binary: tf.binary ?? "",
+      workingDir: root,
+      ...(consul ? { env: consul.terraformEnv } : {}),
+      backendEnv: backendSecretEnv(tf.backend),
+      ...(tf.cliConfigFile ? { cliConfigFile: tf.cliConfigFile } : {}),
+      ...(cacheUsable ? { pluginCacheDir } : {}),
+    },
+    () => {},
+  );
+  try {
+    const binary = await checkTerraformBinary(tf.binary, runner);
+    add(binary.result);
+    if (binary.path) {
+      const { providers, notes } = requiredProviders(loaded);
+      const r = await checkProviders(runner, binary.path, providers, { scratchRoot: dirCheck.ok ? root : tmpdir() });
+      add(notes.length && r.ok ? { ...r, detail: `${r.detail} (${notes.join("; ")})` } : r);
+      const identity = await binaryIdentity(runner, binary.path).catch(() => undefined);
+      if (identity) add(checkWorkingDirBinaries(taskDirs(loaded, root), identityText(identity), tf.binary ?? binary.path));
+    } else add(fail("providers", "not checked: no Terraform binary", "fix the terraform check first"));
+  } finally {
+    runner.close();
+  }
 
   add(await checkApiPort(apiOverride.address ?? config.api?.address ?? "127.0.0.1", apiOverride.port ?? config.api?.port ?? 8558));
   return results;

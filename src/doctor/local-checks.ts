@@ -2,23 +2,26 @@ import { randomBytes } from "node:crypto";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { execa } from "execa";
 import { messageOf } from "../errors.ts";
-import { terraformVersion } from "../terraform/version.ts";
+import { terraformVersion, type TerraformProbe } from "../terraform/version.ts";
 import { readInitRecordSync } from "../terraform/working-dir.ts";
 import { fail, pass, type CheckResult } from "./check.ts";
 import { DEFAULT_BINARIES, findExecutable } from "../terraform/executable.ts";
 
 const INSTALL = "install OpenTofu (https://opentofu.org/docs/intro/install/) or Terraform and put it on PATH";
 
-/** The Terraform binary the config names (or tofu, then terraform, on PATH) runs and prints its version. */
-export async function checkTerraformBinary(configured: string | undefined, env: Record<string, string>): Promise<{ result: CheckResult; path?: string }> {
+/**
+ * The Terraform binary the config names (or tofu, then terraform, on PATH of the driver's
+ * environment) runs and prints its version, started by the driver's runner.
+ */
+export async function checkTerraformBinary(configured: string | undefined, runner: TerraformProbe): Promise<{ result: CheckResult; path?: string }> {
   const names = configured ? [configured] : DEFAULT_BINARIES;
+  const env = runner.env();
   for (const name of names) {
     const path = await findExecutable(name, env);
     if (!path) continue;
     try {
-      const version = await terraformVersion(path, env);
+      const version = await terraformVersion(runner, path);
       return { result: pass("terraform", `${path} (version ${version})`), path };
     } catch (err) {
       return { result: fail("terraform", `${path} does not run: ${messageOf(err)}`, `reinstall it, or ${configured ? "fix driver.terraform.binary" : INSTALL}`) };
@@ -30,12 +33,14 @@ export async function checkTerraformBinary(configured: string | undefined, env: 
 
 /**
  * Terraform can install the providers the tasks use: `init -backend=false` in a scratch dir with
- * only their `required_providers`, the same CLI config and plugin cache as real runs.
+ * only their `required_providers`, run by the driver's runner (the same environment, CLI config and
+ * plugin cache as real runs; its own process group, known to the reaper).
  */
 export async function checkProviders(
+  runner: TerraformProbe,
   binary: string,
   providers: Record<string, unknown>,
-  opts: { scratchRoot: string; env: Record<string, string>; timeoutMs?: number },
+  opts: { scratchRoot: string; timeoutMs?: number },
 ): Promise<CheckResult> {
   const names = Object.keys(providers);
   if (names.length === 0) return pass("providers", "the tasks use no providers");
@@ -43,16 +48,12 @@ export async function checkProviders(
   try {
     await mkdir(dir, { recursive: true });
     await writeFile(join(dir, "main.tf.json"), JSON.stringify({ terraform: { required_providers: providers } }));
-    const res = await execa(binary, ["init", "-backend=false", "-input=false", "-no-color"], {
-      cwd: dir,
-      env: opts.env,
-      extendEnv: false,
-      reject: false,
-      stdin: "ignore",
-      timeout: opts.timeoutMs ?? 300_000,
-    });
-    if (res.exitCode === 0) return pass("providers", `${names.join(", ")} can be installed${opts.env.TF_CLI_CONFIG_FILE ? ` (CLI config ${opts.env.TF_CLI_CONFIG_FILE})` : ""}`);
-    const error = /Error:[\s\S]*/.exec(String(res.stderr || res.stdout))?.[0].replace(/\s+/g, " ").slice(0, 400) ?? `exit ${res.exitCode}`;
+    const timeoutMs = opts.timeoutMs ?? 300_000;
+    const res = await runner.probe(binary, ["init", "-backend=false", "-input=false", "-no-color"], { cwd: dir, timeoutMs });
+    const cliConfig = runner.env().TF_CLI_CONFIG_FILE;
+    if (res.exitCode === 0) return pass("providers", `${names.join(", ")} can be installed${cliConfig ? ` (CLI config ${cliConfig})` : ""}`);
+    const ended = res.spawnError ? messageOf(res.spawnError) : res.timedOut ? `did not finish within ${Math.round(timeoutMs / 1000)} s` : `exit ${res.exitCode}`;
+    const error = /Error:[\s\S]*/.exec(res.stderr || res.stdout)?.[0].replace(/\s+/g, " ").slice(0, 400) ?? ended;
     return fail(
       "providers",
       `${binary} init could not install ${names.join(", ")}: ${error}`,

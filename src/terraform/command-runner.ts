@@ -1,12 +1,13 @@
-import type { Metrics } from "../metrics/metrics.ts";
+import { noMetrics, type Metrics } from "../metrics/metrics.ts";
 import { commandEnv } from "./env.ts";
 import { createGroupFile } from "./group-file.ts";
 import { Operation } from "./operation.ts";
+import { runProcess } from "./process.ts";
 import { startReaper, type Reaper } from "./reaper.ts";
 import { createRwLock } from "./rw-lock.ts";
-import type { DriverSettings } from "./settings.ts";
-import type { RunOptions, TaskWorkspace } from "./types.ts";
-import { binaryIdentity, terraformVersion, type BinaryIdentity } from "./version.ts";
+import { driverSettings, type DriverSettings } from "./settings.ts";
+import type { RunOptions, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
+import { binaryIdentity, terraformVersion, type BinaryIdentity, type ProbeResult, type TerraformProbe } from "./version.ts";
 
 /** What the runner needs besides the settings. */
 export interface CommandRunnerOptions {
@@ -25,6 +26,9 @@ export interface CommandRunnerOptions {
   metrics: Metrics;
 }
 
+/** What the group file and the process gauge name a probe's task: it runs for no task. */
+const PROBE_TASK = "(probe)";
+
 /** The run phases whose time is measured. */
 export type Phase = "init" | "apply" | "plan" | "destroy";
 
@@ -34,7 +38,7 @@ export type Phase = "init" | "apply" | "plan" | "destroy";
  * process groups of their own. Every group is known to the reaper (which kills them if this process
  * dies, even by SIGKILL) and recorded in the group file (for the next start, if the reaper died too).
  */
-export class CommandRunner {
+export class CommandRunner implements TerraformProbe {
   /**
    * `init` re-creates the plugin cache's entries, which break under a command of another task that
    * is starting a provider from them (fork/exec: no such file, checksum mismatch). So init runs
@@ -119,9 +123,37 @@ export class CommandRunner {
     }
   }
 
+  /**
+   * Runs one short command outside any task's operation (`version`, the doctor's `init`) as every
+   * command runs: the driver's environment, a process group of its own known to the reaper and the
+   * group file; SIGINT at `timeoutMs`, SIGKILL a grace period later.
+   */
+  async probe(binary: string, args: readonly string[], opts: { cwd?: string; timeoutMs: number }): Promise<ProbeResult> {
+    const stdout: string[] = [];
+    const stderr: string[] = [];
+    const deadline = AbortSignal.timeout(opts.timeoutMs);
+    const name = binary.slice(binary.lastIndexOf("/") + 1);
+    const res = await runProcess(binary, args, {
+      cwd: opts.cwd ?? process.cwd(),
+      env: this.env(),
+      signal: deadline,
+      killGraceMs: this.settings.killGraceMs,
+      onStdout: (line) => stdout.push(line),
+      onStderr: (line) => stderr.push(line),
+      track: this.track(PROBE_TASK, `${name} ${args[0] ?? ""}`.trim()),
+    });
+    return {
+      exitCode: res.exitCode,
+      stdout: stdout.join("\n"),
+      stderr: stderr.join("\n"),
+      timedOut: res.aborted,
+      ...(res.spawnError ? { spawnError: res.spawnError } : {}),
+    };
+  }
+
   /** The binary's version, asked once; a failed answer is asked again next time. */
   version(): Promise<string> {
-    this.versionOnce ??= terraformVersion(this.settings.binary, this.env(), this.settings.timeouts.version).catch((err: unknown) => {
+    this.versionOnce ??= terraformVersion(this, this.settings.binary, this.settings.timeouts.version).catch((err: unknown) => {
       this.versionOnce = undefined;
       throw err;
     });
@@ -130,7 +162,7 @@ export class CommandRunner {
 
   /** Which binary this is (kind and version), asked once; a failed answer is asked again next time. */
   identity(): Promise<BinaryIdentity> {
-    this.identityOnce ??= binaryIdentity(this.settings.binary, this.env(), this.settings.timeouts.version).catch((err: unknown) => {
+    this.identityOnce ??= binaryIdentity(this, this.settings.binary, this.settings.timeouts.version).catch((err: unknown) => {
       this.identityOnce = undefined;
       throw err;
     });
@@ -146,4 +178,21 @@ export class CommandRunner {
   close(): void {
     this.groupFile.close();
   }
+}
+
+/**
+ * The runner `options` describe: the one way cts starts Terraform. The local driver runs its
+ * operations on it; `cts doctor` its probes (version, a providers' `init`), with the same environment.
+ */
+export function createCommandRunner(options: TerraformDriverOptions, notice: (line: string) => void): CommandRunner {
+  return new CommandRunner(driverSettings(options), {
+    env: options.env,
+    backendEnv: options.backendEnv,
+    cliConfigFile: options.cliConfigFile,
+    pluginCacheDir: options.pluginCacheDir,
+    log: options.log,
+    redact: options.redact,
+    notice,
+    metrics: options.metrics ?? noMetrics,
+  });
 }

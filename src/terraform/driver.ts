@@ -1,7 +1,7 @@
 import { createKeyedSerializer } from "../driver/serial.ts";
 import { validateTaskName } from "../driver/task-name.ts";
 import { noMetrics } from "../metrics/metrics.ts";
-import { CommandRunner } from "./command-runner.ts";
+import { createCommandRunner, type CommandRunner } from "./command-runner.ts";
 import { needsFreshInit } from "./failures.ts";
 import { createInitReuse } from "./init-reuse.ts";
 import { createInitSteps } from "./init-steps.ts";
@@ -171,16 +171,7 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   const settings = driverSettings(options);
   const { log, redact, pluginCacheDir } = options;
   const notice = (line: string) => (options.notice ? options.notice(line) : log?.("driver", line));
-  const runner = new CommandRunner(settings, {
-    env: options.env,
-    backendEnv: options.backendEnv,
-    cliConfigFile: options.cliConfigFile,
-    pluginCacheDir,
-    log,
-    redact,
-    notice,
-    metrics: options.metrics ?? noMetrics,
-  });
+  const runner = createCommandRunner(options, notice);
   const waitForLocks = stateLockWaiter({ timeoutMs: settings.lockTimeoutMs, onWait: options.onStateLockWait, log });
   return new LocalDriver({
     folders: new WorkingRoot(settings.root, settings.killGraceMs, notice, options.taskNotice ?? log, options.taskDirs),

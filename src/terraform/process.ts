@@ -83,6 +83,15 @@ export function lineSplitter(onLine: (line: string) => void): { push(chunk: stri
 }
 
 /**
+ * Starts `binary` in a process group of its own (detached), output piped, no stdin: the one way the
+ * driver starts a process (Terraform's commands through `runProcess`, warm providers through
+ * provider-process.ts); the caller tells the reaper and the group file its group.
+ */
+export function startInGroup(binary: string, args: readonly string[], opts: { cwd: string; env: Record<string, string> }): ChildProcess {
+  return spawn(binary, args, { cwd: opts.cwd, env: opts.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+}
+
+/**
  * Runs one command in its own process group. The group matters for cancellation: provisioners
  * such as local-exec start shells whose children Terraform does not kill, so we signal the whole
  * group (provider plugins ignore SIGINT by design and are stopped by Terraform itself).
@@ -96,7 +105,7 @@ export async function runProcess(binary: string, args: readonly string[], opts: 
   installExitHook();
   let child: ChildProcess;
   try {
-    child = spawn(binary, args, { cwd: opts.cwd, env: opts.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    child = startInGroup(binary, args, opts);
   } catch (err) {
     // Most start failures arrive as an "error" event; a few (EINVAL…) are thrown right here.
     return { exitCode: undefined, aborted: false, spawnError: err instanceof Error ? err : new Error(String(err)) };

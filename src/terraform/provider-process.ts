@@ -1,7 +1,6 @@
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { forgetLiveGroup, rememberLiveGroup, signalGroup } from "./process.ts";
+import { forgetLiveGroup, rememberLiveGroup, signalGroup, startInGroup } from "./process.ts";
 import type { LaunchSpec, ProviderLauncher, ProviderServer, ReattachConfig } from "./warm-pool.ts";
 
 /** How the real launcher starts provider processes. */
@@ -68,7 +67,7 @@ export function providerLauncher(opts: ProviderLaunchOptions): ProviderLauncher 
   return {
     launch(spec: LaunchSpec): Promise<ProviderServer> {
       const name = spec.binary.slice(spec.binary.lastIndexOf("/") + 1);
-      const child = spawn(spec.binary, ["-debug"], { cwd: spec.cwd, env: providerEnv(spec.env), detached: true, stdio: ["ignore", "pipe", "pipe"] });
+      const child = startInGroup(spec.binary, ["-debug"], { cwd: spec.cwd, env: providerEnv(spec.env) });
       const pid = child.pid;
       const tracked = opts.track(spec.task, `${name} -debug`);
       let exited = false;

@@ -1,25 +1,41 @@
-import { execFile } from "node:child_process";
+/** What a short command printed and how it ended (a probe: `version`, the doctor's `init`). */
+export interface ProbeResult {
+  /** Exit code, or undefined when it never started or was ended. */
+  exitCode: number | undefined;
+  stdout: string;
+  stderr: string;
+  /** True when it was ended for running past its time limit. */
+  timedOut: boolean;
+  /** Why it did not start (binary missing, not executable…). */
+  spawnError?: Error;
+}
+
+/**
+ * Runs short commands outside any task's operation, as the driver runs every command: its
+ * environment, a process group of their own, known to the reaper and the group file
+ * (`CommandRunner` is the one implementation).
+ */
+export interface TerraformProbe {
+  /** The environment every command gets (the daemon's, the driver's base, the backend's; no task's). */
+  env(): Record<string, string>;
+  /** Runs `binary args` in `cwd` (default: this process's folder), ended after `timeoutMs`. */
+  probe(binary: string, args: readonly string[], opts: { cwd?: string; timeoutMs: number }): Promise<ProbeResult>;
+}
+
+/** The output of `binary args`; a binary that cannot start or hangs is an error, a non-zero exit still prints what it knows. */
+async function versionOutput(runner: TerraformProbe, binary: string, args: readonly string[], timeoutMs: number): Promise<ProbeResult> {
+  const res = await runner.probe(binary, args, { timeoutMs });
+  if (res.spawnError) throw res.spawnError;
+  if (res.timedOut) throw new Error(`'${binary} version' did not answer within ${timeoutMs} ms`);
+  return res;
+}
 
 /**
  * The version of a tofu/terraform binary ("1.12.6"), from `version -json` (both print
  * `terraform_version`), falling back to the first version-looking word of the text output.
- * node:child_process, not execa: the daemon calls this once per driver, and execa's module graph
- * (about 260 files) would stay resident in every daemon for it.
  */
-export async function terraformVersion(binary: string, env: Record<string, string>, timeoutMs = 30_000): Promise<string> {
-  const res = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
-    const child = execFile(binary, ["version", "-json"], { env, timeout: timeoutMs, maxBuffer: 1024 * 1024, windowsHide: true }, (err, stdout, stderr) => {
-      const e = err as (NodeJS.ErrnoException & { killed?: boolean }) | null;
-      // A non-zero exit still prints what it knows; a binary that cannot start or hangs is an error.
-      if (e && typeof e.code !== "number") {
-        if (e.killed) reject(new Error(`'${binary} version' did not answer within ${timeoutMs} ms`));
-        else reject(e);
-        return;
-      }
-      resolve({ stdout: String(stdout), stderr: String(stderr) });
-    });
-    child.stdin?.end();
-  });
+export async function terraformVersion(runner: TerraformProbe, binary: string, timeoutMs = 30_000): Promise<string> {
+  const res = await versionOutput(runner, binary, ["version", "-json"], timeoutMs);
   try {
     const parsed = JSON.parse(res.stdout) as { terraform_version?: unknown };
     if (typeof parsed.terraform_version === "string") return parsed.terraform_version;
@@ -52,20 +68,10 @@ export function parseIdentity(text: string): BinaryIdentity | undefined {
 }
 
 /** The identity of a tofu/terraform binary, from its text `version` output. */
-export async function binaryIdentity(binary: string, env: Record<string, string>, timeoutMs = 30_000): Promise<BinaryIdentity> {
-  const res = await new Promise<string>((resolve, reject) => {
-    const child = execFile(binary, ["version"], { env, timeout: timeoutMs, maxBuffer: 1024 * 1024, windowsHide: true }, (err, stdout, stderr) => {
-      const e = err as (NodeJS.ErrnoException & { killed?: boolean }) | null;
-      if (e && typeof e.code !== "number") {
-        if (e.killed) reject(new Error(`'${binary} version' did not answer within ${timeoutMs} ms`));
-        else reject(e);
-        return;
-      }
-      resolve(`${String(stdout)}\n${String(stderr)}`);
-    });
-    child.stdin?.end();
-  });
-  const id = parseIdentity(res);
-  if (!id) throw new Error(`'${binary} version' named neither OpenTofu nor Terraform: ${res.trim().slice(0, 200)}`);
+export async function binaryIdentity(runner: TerraformProbe, binary: string, timeoutMs = 30_000): Promise<BinaryIdentity> {
+  const res = await versionOutput(runner, binary, ["version"], timeoutMs);
+  const text = `${res.stdout}\n${res.stderr}`;
+  const id = parseIdentity(text);
+  if (!id) throw new Error(`'${binary} version' named neither OpenTofu nor Terraform: ${text.trim().slice(0, 200)}`);
   return id;
 }

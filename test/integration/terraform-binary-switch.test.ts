@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/config/load.ts";
 import { runDoctor } from "../../src/doctor/doctor.ts";
 import { checkWorkingDirBinaries } from "../../src/doctor/local-checks.ts";
+import { createCommandRunner } from "../../src/terraform/command-runner.ts";
 import { createTerraformDriver } from "../../src/terraform/driver.ts";
 import type { LocalTerraformDriver } from "../../src/terraform/types.ts";
 import { binaryIdentity, identityText } from "../../src/terraform/version.ts";
@@ -42,8 +43,10 @@ async function switchBinary(from: string, to: string): Promise<void> {
   const root = join(tmp, "sync-tasks");
   const out = join(tmp, "out.txt");
   const env = { TF_CLI_CONFIG_FILE: tools().cliConfig, PATH: process.env.PATH ?? "" };
-  const fromId = identityText(await binaryIdentity(from, env));
-  const toId = identityText(await binaryIdentity(to, env));
+  const probes = createCommandRunner({ binary: from, workingDir: tmp, env }, () => {});
+  const fromId = identityText(await binaryIdentity(probes, from));
+  const toId = identityText(await binaryIdentity(probes, to));
+  probes.close();
   const lines: string[] = [];
   try {
     const first = driverWith(from, root, consul, lines);

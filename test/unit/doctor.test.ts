@@ -12,6 +12,7 @@ import { doctorHint, formatCheck } from "../../src/doctor/check.ts";
 import { checkConsulReachable, checkSession, checkStateWrite, checkTaskReads } from "../../src/doctor/consul-checks.ts";
 import { checkApiPort, checkProviders, checkTerraformBinary, checkWorkingDir } from "../../src/doctor/local-checks.ts";
 import { checkVault } from "../../src/doctor/vault-checks.ts";
+import { createCommandRunner } from "../../src/terraform/command-runner.ts";
 import type { VaultUse } from "../../src/config/vault-settings.ts";
 import type { VaultClient } from "../../src/vault/client.ts";
 
@@ -45,6 +46,13 @@ class Reader<C extends Condition> extends Task<C, TaskInputs> {
 
 const tmp = await mkdtemp(join(tmpdir(), "cts-doctor-"));
 after(() => rm(tmp, { recursive: true, force: true }));
+
+/** The driver's runner as the doctor makes it, with `env` as the driver's base environment; closed after the test file. */
+function runnerWith(env: Record<string, string>, more: { pluginCacheDir?: string; backendEnv?: Record<string, string> } = {}) {
+  const runner = createCommandRunner({ binary: "", workingDir: join(tmp, "work"), env, ...more }, () => {});
+  after(() => runner.close());
+  return runner;
+}
 
 describe("cts doctor checks", () => {
   it("passes Consul with a leader and names the address", async () => {
@@ -109,9 +117,9 @@ describe("cts doctor checks", () => {
   });
 
   it("reports a configured binary that is missing, with the install fix", async () => {
-    const { result } = await checkTerraformBinary(join(tmp, "no-such-tofu"), { PATH: "" });
+    const { result } = await checkTerraformBinary(join(tmp, "no-such-tofu"), runnerWith({ PATH: "" }));
     assert.match(formatCheck(result), /✗ terraform: '.*no-such-tofu' not found\. Fix: fix driver\.terraform\.binary .*install OpenTofu/);
-    const none = await checkTerraformBinary(undefined, { PATH: tmp });
+    const none = await checkTerraformBinary(undefined, runnerWith({ PATH: tmp }));
     assert.match(formatCheck(none.result), /✗ terraform: 'tofu' and 'terraform' not found on PATH\. Fix: install OpenTofu/);
   });
 
@@ -119,7 +127,7 @@ describe("cts doctor checks", () => {
     const bin = join(tmp, "terraform");
     await writeFile(bin, '#!/bin/sh\necho \'{"terraform_version":"1.5.7"}\'\n');
     await chmod(bin, 0o755);
-    const { result, path } = await checkTerraformBinary(undefined, { PATH: tmp });
+    const { result, path } = await checkTerraformBinary(undefined, runnerWith({ PATH: tmp }));
     assert.equal(path, bin);
     assert.equal(formatCheck(result), `✓ terraform: ${bin} (version 1.5.7)`);
   });
@@ -128,8 +136,30 @@ describe("cts doctor checks", () => {
     const bin = join(tmp, "failing-tofu");
     await writeFile(bin, "#!/bin/sh\necho 'Error: Failed to query available provider packages' >&2\nexit 1\n");
     await chmod(bin, 0o755);
-    const r = await checkProviders(bin, { local: { source: "hashicorp/local", version: "2.6.1" } }, { scratchRoot: tmp, env: { PATH: "/usr/bin:/bin" } });
+    const r = await checkProviders(runnerWith({ PATH: "/usr/bin:/bin" }), bin, { local: { source: "hashicorp/local", version: "2.6.1" } }, { scratchRoot: tmp });
     assert.match(formatCheck(r), /✗ providers: .* init could not install local: Error: Failed to query.*Fix: .*registry.*provider_installation mirror/);
+  });
+
+  it("runs its providers' init through the driver's runner: the driver's environment, a process group of its own, recorded for the reaper", async () => {
+    // The fake binary reports what it was started with on stderr, as an error the check quotes.
+    const bin = join(tmp, "reporting-tofu");
+    const groups = join(tmp, "work", ".cts-processes");
+    await writeFile(
+      bin,
+      // The runner records the group right after the start: the script looks for a while.
+      `#!/bin/sh\nrecorded=0\nfor i in 1 2 3 4 5 6 7 8 9 10; do cat ${groups}/*.json 2>/dev/null | grep -q '"command":"reporting-tofu init"' && recorded=1 && break; sleep 0.1; done\n` +
+        `echo "Error: base=$CTS_BASE backend=$CONSUL_HTTP_TOKEN cache=$TF_PLUGIN_CACHE_DIR automation=$TF_IN_AUTOMATION group=$(ps -o pgid= -p $$ | tr -d ' ') pid=$$ recorded=$recorded args=$*" >&2\nexit 1\n`,
+    );
+    await chmod(bin, 0o755);
+    const runner = runnerWith({ PATH: "/usr/bin:/bin", CTS_BASE: "from-consul" }, { pluginCacheDir: join(tmp, "cache"), backendEnv: { CONSUL_HTTP_TOKEN: "state-token" } });
+    const r = await checkProviders(runner, bin, { local: { source: "hashicorp/local", version: "2.6.1" } }, { scratchRoot: tmp });
+    const seen = /base=(\S*) backend=(\S*) cache=(\S*) automation=(\S*) group=(\d+) pid=(\d+) recorded=(\d+) args=(.*?)\.? Fix:/.exec(formatCheck(r));
+    assert.ok(seen, formatCheck(r));
+    const [, base, backend, cache, automation, group, pid, recorded, args] = seen;
+    assert.deepEqual([base, backend, cache, automation], ["from-consul", "state-token", join(tmp, "cache"), "1"], "the environment every command of the driver gets");
+    assert.equal(group, pid, "the init leads a process group of its own");
+    assert.equal(recorded, "1", "the group file records the init while it runs");
+    assert.equal(args!.trim(), "init -backend=false -input=false -no-color");
   });
 
   it("reports a working dir that cannot be written", async () => {
