@@ -1,8 +1,10 @@
 import { timingSafeEqual } from "node:crypto";
+import type { MiddlewareHandler } from "hono";
 import { readFileSync } from "node:fs";
 import { CtsError } from "../errors.ts";
 import { CHANGING_METHODS } from "./browser-guard.ts";
-import { ApiError } from "./http-io.ts";
+import type { ApiEnv } from "./env.ts";
+import { ApiError } from "./http-error.ts";
 
 /** The API's bearer token from `api.token`, `api.tokenFile` or CTS_HTTP_TOKEN (server side), if any. */
 export function apiToken(cfg: { token?: string; tokenFile?: string } | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
@@ -33,4 +35,12 @@ export function checkBearer(method: string, header: string | undefined, token: s
   const given = Buffer.from(m[1]!);
   const want = Buffer.from(token);
   if (given.length !== want.length || !timingSafeEqual(given, want)) throw new ApiError(403, "the bearer token is not valid for this cts");
+}
+
+/** The bearer token check as middleware; `always` makes reads need it too (`GET /metrics` with `api.metricsRequireToken`). */
+export function bearerAuth(token: string | undefined, always = false): MiddlewareHandler<ApiEnv> {
+  return async (c, next) => {
+    checkBearer(c.req.method, c.req.header("authorization"), token, always);
+    await next();
+  };
 }

@@ -1,6 +1,8 @@
 import { isIP } from "node:net";
+import type { MiddlewareHandler } from "hono";
 import { normalizeOrigin, parseHost } from "../config/api-access.ts";
-import { ApiError } from "./http-io.ts";
+import type { ApiEnv } from "./env.ts";
+import { ApiError } from "./http-error.ts";
 
 /**
  * Checks that keep a web page the operator happens to open from driving the API. With no token
@@ -88,4 +90,34 @@ export function contentTypeProblem(method: string, contentType: string | undefin
     415,
     `${method} requests must send a JSON body with \`Content-Type: application/json\` (got ${contentType ? `'${contentType.slice(0, 100)}'` : "none"}). The cts CLI does; with curl add -H 'Content-Type: application/json'.`,
   );
+}
+
+/** Where the API listens and how: what the Host check and the dashboard's own origin depend on. */
+export interface ServedAt extends BrowserGuardOptions {
+  /** The API serves HTTPS (a Host without a port means 443). */
+  tls?: boolean;
+  /** Where the server listens; read per request (known once listening). Without it Host is not checked (unit tests). */
+  bound?: () => BoundAddress | undefined;
+}
+
+/** The Host check (421): first of all, so a rebound DNS name learns nothing, not even a 404. */
+export function hostGuard(opts: ServedAt): MiddlewareHandler<ApiEnv> {
+  return async (c, next) => {
+    const bound = opts.bound?.();
+    const problem = bound && hostProblem(c.req.header("host"), bound, opts.tls === true, opts);
+    if (problem) throw problem;
+    await next();
+  };
+}
+
+/** The checks of a browser page's request (415 for a body not declared JSON, 403 for a foreign origin) on task-changing methods. */
+export function browserGuard(opts: ServedAt): MiddlewareHandler<ApiEnv> {
+  return async (c, next) => {
+    // The dashboard's own page (/ui) is same-origin. That origin is only trusted once the Host check
+    // has run (a rebound DNS name never gets here), so without `bound` (unit tests) it is not.
+    const self = opts.bound?.() ? `${opts.tls ? "https" : "http"}://${c.req.header("host")}` : undefined;
+    const problem = contentTypeProblem(c.req.method, c.req.header("content-type")) ?? originProblem(c.req.method, c.req.header("origin"), opts, self);
+    if (problem) throw problem;
+    await next();
+  };
 }

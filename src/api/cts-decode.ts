@@ -1,4 +1,5 @@
-import { ApiError, checkBodyDepth } from "./http-io.ts";
+import { ApiError } from "./http-error.ts";
+import { checkBodyDepth } from "./request-body.ts";
 import { decodeVariables } from "./cts-variables.ts";
 import { isObject } from "../is-object.ts";
 

@@ -2,7 +2,7 @@ import { attributesOf, parseHcl } from "../config/hcl.ts";
 import { MAX_DATA_DEPTH } from "../data-depth.ts";
 import { messageOf } from "../errors.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
-import { ApiError } from "./http-io.ts";
+import { ApiError } from "./http-error.ts";
 import { isObject } from "../is-object.ts";
 
 /**

@@ -8,7 +8,7 @@ import { readCaDir } from "../ca-dir.ts";
 import { createApiApp } from "./app.ts";
 import { answerClientErrors } from "./client-errors.ts";
 import type { BoundAddress, BrowserGuardOptions } from "./browser-guard.ts";
-import type { ApiDeps } from "./handlers.ts";
+import type { ApiDeps } from "./deps.ts";
 
 /** TLS for the API: a server certificate, and with `verifyIncoming` client certificates checked against `caFile` (or `caPath`). */
 export interface ApiTlsOptions {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ApiError } from "./http-io.ts";
+import { ApiError } from "./http-error.ts";
 import { flag, problemsOf, show, whenObject } from "./schema-messages.ts";
 import { decodeCtsJson } from "./task-schema.ts";
 

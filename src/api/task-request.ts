@@ -6,7 +6,7 @@ import type { BufferPeriodOption, TerraformCloudWorkspaceOption } from "../task/
 import { terraformCloudWorkspaceProblems } from "../config/terraform-cloud.ts";
 import { TFC_TERRAFORM_CONSTRAINT } from "../tfc/supported-versions.ts";
 import { CREATE_SHAPE, foldKeys } from "./cts-decode.ts";
-import { ApiError } from "./http-io.ts";
+import { ApiError } from "./http-error.ts";
 import { isObject, problemsOf, show } from "./schema-messages.ts";
 import type { ApprovalMode, PlanGuards } from "../task/guards.ts";
 import { ctsTaskSchema, decodeCtsJson, type CtsGuardsJson, type CtsBufferPeriodJson, type CtsConditionJson, type CtsConsulKvJson, type CtsServicesJson, type CtsTaskJson } from "./task-schema.ts";

@@ -1,12 +1,15 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { Context, Hono } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { streamSSE } from "hono/streaming";
 import { knownSecrets } from "../secrets/redactor.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import type { TaskView } from "../runtime/interfaces.ts";
 import { classModuleLabel, driftToCts, heldToApi } from "./cts-shape.ts";
-import type { ApiController, ConsulState } from "./handlers.ts";
+import type { ApiController, ConsulState } from "./deps.ts";
+import type { ApiApp, ApiEnv } from "./env.ts";
+import { ApiError } from "./http-error.ts";
+import { allow, queryParams } from "./request-target.ts";
 
 /** What the dashboard reads. */
 export interface UiDeps {
@@ -80,8 +83,9 @@ function taskOf(v: TaskView, ctrl: ApiController): Record<string, unknown> {
  * in one answer, with whether Consul answers) and `/ui/events` (server-sent events when a run or
  * drift check starts or ends, and when Consul is lost or back).
  * Changing things goes through the ordinary API routes, with the token when one is configured.
+ * `guard`: the checks every route takes (normal path, browser guard, token).
  */
-export function mountUi(app: Hono<any>, deps: UiDeps): { close(): void } {
+export function mountUi(app: ApiApp, deps: UiDeps, guard: MiddlewareHandler<ApiEnv>[]): { close(): void } {
   const dir = new URL("./ui/", import.meta.url);
   const files = new Map(Object.values(ASSETS).map((a) => [a.file, readFileSync(new URL(a.file, dir))]));
   const css = files.get("app.css")!.toString("utf8");
@@ -90,7 +94,8 @@ export function mountUi(app: Hono<any>, deps: UiDeps): { close(): void } {
   const open = new Set<() => void>();
   const ctrl = deps.controller;
 
-  const asset = (c: Context) => {
+  app.all("/ui/*", allow("GET"), queryParams(), ...guard);
+  const asset = (c: Context<ApiEnv>) => {
     const a = ASSETS[c.req.path]!;
     return c.body(files.get(a.file)!, 200, { "content-type": a.type, "content-security-policy": CSP, "x-content-type-options": "nosniff", "cache-control": "no-cache", "referrer-policy": "no-referrer" });
   };
@@ -131,6 +136,10 @@ export function mountUi(app: Hono<any>, deps: UiDeps): { close(): void } {
     // idling in keep-alive and holding the server's close for its grace period.
     res.headers.set("connection", "close");
     return res;
+  });
+
+  app.get("/ui/*", (c) => {
+    throw new ApiError(404, `no route for '${c.req.path.slice(0, 200)}'.`);
   });
 
   return {

@@ -3,7 +3,7 @@ import type { ServiceRegistrationConfig } from "../config/service-registration.t
 import { CtsError } from "../errors.ts";
 import type { Runtime } from "../runtime/interfaces.ts";
 import { consulProblem, liveInstanceWithId, registerSelf } from "./registration.ts";
-import type { ApiDeps } from "../api/handlers.ts";
+import type { ApiDeps } from "../api/deps.ts";
 import { apiToken } from "../api/auth.ts";
 import { redactSecret } from "../log.ts";
 import { createApiServer, DEFAULT_API_ADDRESS, DEFAULT_API_PORT } from "../api/server.ts";

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { tempDir } from "../support/cts.ts";
 import { tools } from "../support/tools.ts";
 import { createApiServer, type ApiServer } from "../../src/api/server.ts";
-import type { ApiController } from "../../src/api/handlers.ts";
+import type { ApiController } from "../../src/api/deps.ts";
 import { readCtsConfig } from "../../src/config/cts-load.ts";
 import { createLogger } from "../../src/log.ts";
 import { CtsError } from "../../src/errors.ts";

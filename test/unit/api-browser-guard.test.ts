@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { contentTypeProblem, hostProblem, originProblem } from "../../src/api/browser-guard.ts";
 import { apiAccessProblems, parseHost } from "../../src/config/api-access.ts";
 import { createApiServer, type ApiServer } from "../../src/api/server.ts";
-import type { ApiController } from "../../src/api/handlers.ts";
+import type { ApiController } from "../../src/api/deps.ts";
 import { createLogger } from "../../src/log.ts";
 import { EventStore } from "../../src/runtime/events.ts";
 import type { TaskView } from "../../src/runtime/controller.ts";

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { maxHeaderSize } from "node:http";
 import { createApiServer, type ApiServer } from "../../src/api/server.ts";
-import type { ApiController } from "../../src/api/handlers.ts";
+import type { ApiController } from "../../src/api/deps.ts";
 import { createLogger } from "../../src/log.ts";
 import { EventStore } from "../../src/runtime/events.ts";
 

@@ -1,7 +1,13 @@
-import { describe, it } from "node:test";
+import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { route } from "../../src/api/router.ts";
-import { ApiError } from "../../src/api/http-io.ts";
+import type { ApiController } from "../../src/api/deps.ts";
+import { ApiError } from "../../src/api/http-error.ts";
+import { createApiServer } from "../../src/api/server.ts";
+import { createLogger } from "../../src/log.ts";
+import { EventStore } from "../../src/runtime/events.ts";
+import type { TaskView } from "../../src/runtime/interfaces.ts";
+import { services } from "../../src/task/conditions.ts";
+import { http } from "../support/api.ts";
 import { parseCreateBody, parseTask } from "../../src/api/task-request.ts";
 import { parsePatchBody, patchedTask } from "../../src/api/task-patch.ts";
 import { specToCts } from "../../src/api/cts-shape.ts";
@@ -15,34 +21,61 @@ function apiError(fn: () => unknown, status: number, message: RegExp): void {
   });
 }
 
+/** A server over one task, 'web-lb', that answers routing and checks only (no runs). */
+async function routingServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const events = new EventStore();
+  const web: TaskView = { name: "web-lb", description: "", enabled: true, origin: "config", status: "unknown", condition: services({ names: ["web"] }), inputs: {}, bufferPeriod: { enabled: false, min: 0, max: 0 }, running: false, className: "WebLb" };
+  const ctrl = { events, taskNames: () => ["web-lb"], view: (n: string) => (n === "web-lb" ? web : undefined) } as unknown as ApiController;
+  const server = createApiServer({ controller: ctrl, log: createLogger({ level: "error" }) });
+  const { url } = await server.listen(0);
+  return { url, close: () => server.close() };
+}
+
 describe("routing", () => {
-  it("matches CTS's routes and takes the task name from the raw path", () => {
-    assert.equal(route("GET", "/v1/status").route, "status");
-    assert.equal(route("GET", "/v1/status/cluster").route, "status-cluster");
-    assert.deepEqual([route("GET", "/v1/status/tasks/web-lb").route, route("GET", "/v1/status/tasks/web-lb").task], ["status-tasks", "web-lb"]);
-    assert.equal(route("POST", "/v1/tasks?run=now").query.get("run"), "now");
-    assert.equal(route("DELETE", "/v1/tasks/a_b?destroy=TRUE").query.get("destroy"), "true");
+  let server: Awaited<ReturnType<typeof routingServer>>;
+  before(async () => (server = await routingServer()));
+  after(() => server.close());
+  const refused = async (method: string, path: string, status: number, message: RegExp) => {
+    const a = await http(server.url, method, path);
+    assert.equal(a.status, status, a.text);
+    assert.match(a.body.error.message, message);
+    return a;
+  };
+
+  it("matches CTS's routes and takes the task name from the raw path", async () => {
+    assert.equal((await http(server.url, "GET", "/v1/status")).status, 200);
+    assert.deepEqual(Object.keys((await http(server.url, "GET", "/v1/status/tasks/web-lb")).body), ["web-lb"]);
+    assert.equal((await http(server.url, "GET", "/v1/tasks/web%2Dlb")).body.task.name, "web-lb");
+    // destroy=TRUE is accepted in any case; the name reaches the handler decoded.
+    await refused("DELETE", "/v1/tasks/a_b?destroy=TRUE", 404, /no task named 'a_b'/);
   });
 
-  it("refuses task names that are empty, contain spaces or try to leave the path", () => {
-    apiError(() => route("GET", "/v1/tasks/"), 400, /task name is empty/);
-    apiError(() => route("GET", "/v1/tasks/../etc"), 400, /'\.\.\/etc' is not a valid task name/);
-    apiError(() => route("GET", "/v1/tasks/%2e%2e"), 400, /'\.\.' is not a valid task name/);
-    apiError(() => route("GET", "/v1/tasks/a%20b"), 400, /'a b' is not a valid task name/);
-    apiError(() => route("GET", "/v1/tasks/%zz"), 400, /percent-encoding/);
+  it("refuses task names that are empty, contain spaces or try to leave the path", async () => {
+    await refused("GET", "/v1/tasks/", 400, /task name is empty/);
+    await refused("GET", "/v1/status/tasks/", 400, /task name is empty/);
+    await refused("GET", "/v1/tasks/../etc", 400, /'\.\.\/etc' is not a valid task name/);
+    await refused("GET", "/v1/tasks/%2e%2e", 400, /'\.\.' is not a valid task name/);
+    await refused("GET", "/v1/tasks/a%20b", 400, /'a b' is not a valid task name/);
+    await refused("GET", "/v1/tasks/%zz", 400, /percent-encoding/);
+    await refused("POST", "/v1/tasks/%zz/drift", 400, /percent-encoding/);
+    await refused("GET", "/ui/../v1/status", 400, /not in normal form/);
   });
 
-  it("answers unknown paths with 404 and wrong methods with 405 and Allow", () => {
-    apiError(() => route("GET", "/v2/tasks"), 404, /no route/);
-    apiError(() => route("PUT", "/v1/tasks"), 405, /Use GET or POST/);
-    assert.throws(() => route("POST", "/v1/health"), (err: unknown) => (err as ApiError).headers.allow === "GET");
+  it("answers unknown paths with 404 and wrong methods (HEAD too) with 405 and Allow", async () => {
+    await refused("GET", "/v2/tasks", 404, /no route/);
+    await refused("GET", "/v1/status/", 404, /no route/);
+    await refused("PUT", "/v1/tasks", 405, /Use GET or POST/);
+    await refused("GET", "/v1/tasks/web-lb/drift", 405, /Use POST/);
+    assert.equal((await http(server.url, "POST", "/v1/health")).headers.allow, "GET");
+    const head = await http(server.url, "HEAD", "/v1/status");
+    assert.deepEqual([head.status, head.headers.allow], [405, "GET"]);
   });
 
-  it("refuses unknown, repeated and unsupported query parameters", () => {
-    apiError(() => route("GET", "/v1/tasks?verbose=1"), 400, /unknown query parameter 'verbose'. This route takes none/);
-    apiError(() => route("PATCH", "/v1/tasks/x?run=later"), 400, /Use run=now or run=inspect/);
-    apiError(() => route("GET", "/v1/status/tasks?include=events&include=events"), 400, /given 2 times/);
-    apiError(() => route("POST", "/v1/tasks?destroy=true"), 400, /This route takes: run/);
+  it("refuses unknown, repeated and unsupported query parameters", async () => {
+    await refused("GET", "/v1/tasks?verbose=1", 400, /unknown query parameter 'verbose'. This route takes none/);
+    await refused("PATCH", "/v1/tasks/x?run=later", 400, /Use run=now or run=inspect/);
+    await refused("GET", "/v1/status/tasks?include=events&include=events", 400, /given 2 times/);
+    await refused("POST", "/v1/tasks?destroy=true", 400, /This route takes: run/);
   });
 });
 

@@ -1,7 +1,7 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createApiServer, type ApiServer } from "../../src/api/server.ts";
-import type { ApiController } from "../../src/api/handlers.ts";
+import type { ApiController } from "../../src/api/deps.ts";
 import { CtsError } from "../../src/errors.ts";
 import { createLogger } from "../../src/log.ts";
 import { EventStore, makeEvent } from "../../src/runtime/events.ts";

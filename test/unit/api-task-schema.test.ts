@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { ApiError } from "../../src/api/http-io.ts";
+import { ApiError } from "../../src/api/http-error.ts";
 import { parseTask } from "../../src/api/task-request.ts";
 import { parsePatchBody } from "../../src/api/task-patch.ts";
 import { ctsTaskSchema } from "../../src/api/task-schema.ts";

@@ -1,8 +1,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { ApiError } from "../../src/api/http-io.ts";
+import { ApiError } from "../../src/api/http-error.ts";
 import { createApiServer, type ApiServer } from "../../src/api/server.ts";
-import type { ApiController } from "../../src/api/handlers.ts";
+import type { ApiController } from "../../src/api/deps.ts";
 import { specToCts } from "../../src/api/cts-shape.ts";
 import { decodeCreateRequest } from "../../src/api/cts-decode.ts";
 import { parseCreateBody } from "../../src/api/task-request.ts";

@@ -1,4 +1,5 @@
 import { MAX_DATA_DEPTH, tooDeepAt } from "../data-depth.ts";
+import { ApiError } from "./http-error.ts";
 
 /** Largest request body the API reads (a task definition is a few KB). */
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -8,22 +9,6 @@ export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
  * CTS-encoded variables counted decoded. Deeper bodies are refused with 400 before anything is stored.
  */
 export const MAX_BODY_DEPTH = MAX_DATA_DEPTH;
-
-/** A failure with its HTTP status; the message is what the client reads (what, why, how to fix). */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    /** Extra headers (e.g. Allow on 405). */
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-    this.name = "ApiError";
-  }
-}
-
-/** The request header (and response header) carrying the request id. */
-export const REQUEST_ID_HEADER = "x-request-id";
 
 /**
  * Reads a request body of at most `limit` bytes. Past the limit (declared or streamed) the rest is
