@@ -1,4 +1,6 @@
 #!/usr/bin/env -S MALLOC_ARENA_MAX=1 node --max-semi-space-size=1
+// First: the daemon's synthesis worker starts while the rest of the CLI loads (early-start.ts).
+import "./early-start.ts";
 import { Command, CommanderError } from "commander";
 import { CtsError, doctorHint } from "../errors.ts";
 import { userStackText } from "../user-frames.ts";

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
+import { register as registerHook } from "node:module";
 import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { apiAccessProblems } from "./api-access.ts";
@@ -20,7 +21,7 @@ import { workingDirProblems, workingRoot } from "./working-dirs.ts";
 import { terraformCloudDriverProblems, terraformCloudWorkspaceProblems } from "./terraform-cloud.ts";
 import { serviceRegistrationProblems } from "./service-registration.ts";
 import { consulTransportProblems } from "./consul-transport.ts";
-import { consulAuthProblems } from "./consul-connection.ts";
+import { consulAuthProblems } from "./consul-auth.ts";
 import { SYSLOG_FACILITIES, syslogPriority } from "../log-syslog.ts";
 import { registerLazyBindings } from "../cdktf/lazy-bindings.ts";
 
@@ -79,7 +80,9 @@ export async function loadConfig(path?: string | string[], cwd = process.cwd()):
     registerCjs({ namespace });
     // After tsx's CommonJS hooks, so the lazy roots see (and keep) the namespace query tsx adds.
     registerLazyBindings();
-    mod = await register({ namespace }).import(pathToFileURL(file).href, import.meta.url);
+    const api = register({ namespace });
+    shareOwnModules();
+    mod = await api.import(pathToFileURL(file).href, import.meta.url);
   } catch (cause) {
     throw loadError(file, cause);
   }
@@ -89,6 +92,30 @@ export async function loadConfig(path?: string | string[], cwd = process.cwd()):
   validateConfig(config, file);
   await readModuleVariableFiles(config, dirname(file));
   return { config: config!, file, dir: dirname(file) };
+}
+
+/** cts's own modules (the folder above this one: dist/, or src/ from the sources). */
+const OWN_ROOT = new URL("../", import.meta.url).href;
+
+/**
+ * tsx loads a config and everything it imports in the config's namespace, `cdktf-sync` included:
+ * a second copy of cts's own modules (its index and what it imports: the task model, the config
+ * checks, the HCL reader's module, handlebars, pino…), each resolved and loaded again through the
+ * loader thread, although this thread has most of them loaded already. This hook, run before
+ * tsx's answer is used, takes the namespace off cts's own modules: the config gets the thread's
+ * copy. The user's files keep theirs (their compiled-file cache and a fresh read of an edited
+ * file depend on it). Registered after each namespace's tsx hooks, so it sees their answers.
+ */
+function shareOwnModules(): void {
+  const hook = `const root = ${JSON.stringify(OWN_ROOT)};
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  if (!r.url.startsWith(root) || !r.url.includes("tsx-namespace=")) return r;
+  const url = new URL(r.url);
+  url.searchParams.delete("tsx-namespace");
+  return { ...r, url: url.href };
+}`;
+  registerHook(`data:text/javascript,${encodeURIComponent(hook)}`);
 }
 
 /** How often each config file was loaded in this thread. */

@@ -1,4 +1,4 @@
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import { systemClock, unrefTimer, type Clock } from "../clock.ts";
 import { CtsError, isErrorCode } from "../errors.ts";
 import type { AnyTaskInput, Task } from "../task/task.ts";
@@ -9,6 +9,7 @@ import type { ConfigDescription } from "../config/description.ts";
 import { synthesizeTask, type SynthContext, type SynthResult } from "./synthesize.ts";
 import { withTokenScope } from "./token-scope.ts";
 import { isTaskClassRef, type TaskRef } from "./task-ref.ts";
+import { newSynthWorker, takeEarlyWorker } from "./worker-start.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { userCode } from "../user-frames.ts";
 import { runPredicate, type PlanGuards, type PlanJson } from "../task/guards.ts";
@@ -155,8 +156,10 @@ export function workerSynthesizer(opts: WorkerSynthesizerOptions = {}): WorkerSy
   let secretsSent = 0;
 
   const start = () => {
-    const secrets = [...knownSecrets.values()];
-    const w = new Worker(new URL("./worker-boot.mjs", import.meta.url), { workerData: { secrets } });
+    // A worker the CLI started ahead (worker-start.ts) knows no secrets yet: the first request sends them all.
+    const early = takeEarlyWorker();
+    const secrets = early ? [] : [...knownSecrets.values()];
+    const w = early ?? newSynthWorker(secrets);
     secretsSent = secrets.length;
     started++;
     startedAt = performance.now();

@@ -30,6 +30,12 @@ describe("loading cts.config.ts", () => {
     }
   });
 
+  it("gives the config this thread's copy of cts's own modules, not a second one in its tsx namespace", async () => {
+    const { ModuleTask } = await import("../../src/task/module-task.ts");
+    const loaded = await loadConfig(fixture("modules-only.ts"));
+    assert.ok(loaded.config.tasks[0] instanceof ModuleTask, "the config's `cdktf-sync` is the module this thread loaded");
+  });
+
   it("names the file, every bad field and the fix", async () => {
     await assert.rejects(loadConfig(fixture("bad.ts")), (e: any) => {
       assert.equal(e.code, "CONFIG_INVALID");
