@@ -22,11 +22,11 @@ function apiError(fn: () => unknown, status: number, message: RegExp): void {
 }
 
 /** A server over one task, 'web-lb', that answers routing and checks only (no runs). */
-async function routingServer(): Promise<{ url: string; close(): Promise<void> }> {
+async function routingServer(opts: { token?: string } = {}): Promise<{ url: string; close(): Promise<void> }> {
   const events = new EventStore();
   const web: TaskView = { name: "web-lb", description: "", enabled: true, origin: "config", status: "unknown", condition: services({ names: ["web"] }), inputs: {}, bufferPeriod: { enabled: false, min: 0, max: 0 }, running: false, className: "WebLb" };
   const ctrl = { events, taskNames: () => ["web-lb"], view: (n: string) => (n === "web-lb" ? web : undefined) } as unknown as ApiController;
-  const server = createApiServer({ controller: ctrl, log: createLogger({ level: "error" }) });
+  const server = createApiServer({ controller: ctrl, log: createLogger({ level: "error" }) }, opts);
   const { url } = await server.listen(0);
   return { url, close: () => server.close() };
 }
@@ -76,6 +76,23 @@ describe("routing", () => {
     await refused("PATCH", "/v1/tasks/x?run=later", 400, /Use run=now or run=inspect/);
     await refused("GET", "/v1/status/tasks?include=events&include=events", 400, /given 2 times/);
     await refused("POST", "/v1/tasks?destroy=true", 400, /This route takes: run/);
+  });
+
+  it("checks path, method, task name and query before the browser checks and the token", async () => {
+    const guarded = await routingServer({ token: "s3cret" });
+    try {
+      const status = async (method: string, path: string, headers: Record<string, string> = {}) => (await http(guarded.url, method, path, undefined, headers)).status;
+      const page = { "content-type": "text/plain", origin: "https://evil.example" };
+      assert.equal(await status("POST", "/v2/tasks", page), 404);
+      assert.equal(await status("POST", "/v1/health", page), 405);
+      assert.equal(await status("DELETE", "/v1/tasks/a%20b", page), 400);
+      assert.equal(await status("POST", "/v1/tasks?verbose=1", page), 400);
+      assert.equal(await status("POST", "/v1/tasks", page), 415);
+      assert.equal(await status("POST", "/v1/tasks", { "content-type": "application/json", origin: "https://evil.example" }), 403);
+      assert.equal(await status("POST", "/v1/tasks", { "content-type": "application/json" }), 401);
+    } finally {
+      await guarded.close();
+    }
   });
 });
 
