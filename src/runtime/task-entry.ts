@@ -34,9 +34,10 @@ export interface TaskEntry {
   /** Ends the task's hold on the template values its providers read (daemon mode). */
   templateSub?: () => void;
   buffer?: BufferPeriod;
-  cronTimer?: ReturnType<typeof setTimeout>;
-  /** The drift check timer while watching. */
-  driftTimer?: ReturnType<typeof setInterval>;
+  /** Stops the cron schedule (while watching). */
+  cronTimer?: () => void;
+  /** Stops the drift check timer (while watching). */
+  driftTimer?: () => void;
   /** The last drift check's finding. */
   lastDrift?: DriftResult;
   /** Cancels the run in progress (and its retry waits). */

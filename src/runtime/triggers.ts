@@ -1,12 +1,12 @@
 import { isUnreachable } from "../consul/reachability.ts";
-import type { Clock } from "../clock.ts";
+import { every, systemClock, type Clock } from "../clock.ts";
 import type { CtsError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { allSources, fieldOf } from "../task/sources.ts";
 import { BufferPeriod, DEFAULT_BUFFER_PERIOD, normalizeBufferPeriod, type BufferPeriodConfig, type BufferPeriodSettings } from "../watch/buffer.ts";
 import type { Watcher } from "../watch/types.ts";
-import { parseCron, type Cron } from "../task/cron.ts";
+import { followCron, parseCron } from "../task/cron.ts";
 import { driftSettings, type DriftSettings } from "./drift.ts";
 import type { DriftCheckOption } from "../task/task.ts";
 import type { SkippedServices } from "./skipped-services.ts";
@@ -37,7 +37,7 @@ export interface TriggerSettings {
   skipped?: SkippedServices;
   /** Values of provider templates (Vault secrets, Consul keys): a change re-runs the tasks using it (daemon mode). */
   templates?: { subscribe(deps: Iterable<TemplateDependency>, onChange: () => void): () => void };
-  /** The buffer periods' clock (default: the real one; tests pass a fake). */
+  /** The clock of buffer periods, cron schedules and drift check timers (default: the real one; tests pass a fake). */
   clock?: Clock;
 }
 
@@ -66,8 +66,10 @@ export class Triggers {
   private readonly global: BufferPeriodSettings;
   /** When each task's running buffer period started (for the buffer-wait metric). */
   private readonly bufferSince = new Map<string, number>();
+  private readonly clock: Clock;
 
   constructor(private readonly deps: TriggerDeps) {
+    this.clock = deps.clock ?? systemClock;
     const g = deps.globalBuffer;
     this.global = g === false ? { ...DEFAULT_BUFFER_PERIOD, enabled: false } : normalizeBufferPeriod(g, "bufferPeriod");
   }
@@ -105,7 +107,12 @@ export class Triggers {
       });
       e.subs.push({ field: fieldOf(source), source, sub });
     });
-    if (cond.kind === "schedule") this.schedule(e, parseCron(cond.cron));
+    if (cond.kind === "schedule")
+      e.cronTimer = followCron(parseCron(cond.cron), this.clock, () => {
+        if (!this.deps.gate.active || !e.enabled) return false;
+        this.deps.runs.enqueue(e.name);
+        return true;
+      });
     // CTS re-renders a provider block whose secret or key changed and runs the tasks using it.
     const deps = taskTemplateDependencies(e.task as { secrets?: unknown; providers?: unknown });
     if (deps.size && this.deps.templates && !e.templateSub)
@@ -124,10 +131,9 @@ export class Triggers {
     const drift = this.driftFor(e);
     if (drift.enabled && !e.driftTimer) {
       // A plain interval: a check that is still queued when the next tick comes collapses with it.
-      e.driftTimer = setInterval(() => {
+      e.driftTimer = every(this.clock, Math.min(drift.everyMs, 2 ** 31 - 1), () => {
         if (e.enabled && !e.deleting && this.deps.gate.active) void this.deps.runs.requestDrift(e.name);
-      }, Math.min(drift.everyMs, 2 ** 31 - 1));
-      e.driftTimer.unref?.();
+      });
     }
   }
 
@@ -140,9 +146,9 @@ export class Triggers {
     e.buffer?.cancel();
     e.buffer = undefined;
     this.bufferSince.delete(e.name);
-    if (e.cronTimer) clearTimeout(e.cronTimer);
+    e.cronTimer?.();
     e.cronTimer = undefined;
-    if (e.driftTimer) clearInterval(e.driftTimer);
+    e.driftTimer?.();
     e.driftTimer = undefined;
   }
 
@@ -156,23 +162,5 @@ export class Triggers {
       if (!e.buffer.pending) this.bufferSince.set(e.name, performance.now());
       e.buffer.trigger();
     } else this.deps.runs.enqueue(e.name);
-  }
-
-  private schedule(e: TaskEntry, cron: Cron): void {
-    const target = cron.next(new Date()).getTime();
-    const arm = () => {
-      // setTimeout cannot wait past ~24.8 days, so long waits are chained.
-      e.cronTimer = setTimeout(
-        () => {
-          if (!this.deps.gate.active || !e.enabled) return;
-          if (Date.now() + 5 < target) return arm();
-          this.deps.runs.enqueue(e.name);
-          this.schedule(e, cron);
-        },
-        Math.min(Math.max(0, target - Date.now()), 2 ** 31 - 1),
-      );
-      e.cronTimer.unref?.();
-    };
-    arm();
   }
 }

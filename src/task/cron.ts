@@ -1,4 +1,5 @@
 import { Cron as Croner } from "croner";
+import { unrefTimer, type Clock } from "../clock.ts";
 
 /**
  * Cron expressions as CTS accepts them (hashicorp/cronexpr): 5 fields (minute hour day month
@@ -28,6 +29,39 @@ export function parseCron(expr: string): Cron {
       if (!at) throw new Error(`cron '${expr}' never matches again after ${from.toISOString()}`);
       return at;
     },
+  };
+}
+
+/** The longest wait one timer takes (setTimeout cannot wait past ~24.8 days): longer waits are chained. */
+const LONGEST_WAIT_MS = 2 ** 31 - 1;
+
+/**
+ * Calls `due` at each time `cron` matches, on `clock`'s wall time, until `due` answers false or the
+ * returned function stops it; never keeps the process alive. A timer that fires early (a wall clock
+ * set back, a chained long wait) waits again for the same time.
+ */
+export function followCron(cron: Cron, clock: Clock, due: () => boolean): () => void {
+  let handle: unknown;
+  let stopped = false;
+  const schedule = () => {
+    const target = cron.next(new Date(clock.wallNow())).getTime();
+    const arm = () => {
+      handle = clock.setTimeout(
+        () => {
+          if (stopped) return;
+          if (clock.wallNow() + 5 < target) return arm();
+          if (due()) schedule();
+        },
+        Math.min(Math.max(0, target - clock.wallNow()), LONGEST_WAIT_MS),
+      );
+      unrefTimer(handle);
+    };
+    arm();
+  };
+  schedule();
+  return () => {
+    stopped = true;
+    clock.clearTimeout(handle);
   };
 }
 

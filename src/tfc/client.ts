@@ -1,3 +1,4 @@
+import type { Clock } from "../clock.ts";
 import { Account } from "./account.ts";
 import { ConfigurationVersions } from "./configuration-versions.ts";
 import { many, nextPage, one, toAgentPool, toOrganization, toStateOutput } from "./jsonapi.ts";
@@ -36,9 +37,14 @@ export class TfcClient {
     this.workspaces = new Workspaces(this.t);
     this.variables = new Variables(this.t);
     this.configurationVersions = new ConfigurationVersions(this.t);
-    this.runs = new Runs(this.t, options.clock, new PollPacer(options.pollsPerSecond, options.clock));
+    this.runs = new Runs(this.t, this.t.clock, new PollPacer(options.pollsPerSecond, this.t.clock));
     this.plans = new Plans(this.t);
     this.account = new Account(this.t);
+  }
+
+  /** The clock every wait of the client runs on (and its driver's run and lock limits). */
+  get clock(): Clock {
+    return this.t.clock;
   }
 
   /** The server's origin (`https://app.terraform.io`). */

@@ -41,16 +41,17 @@ export class ConfigurationVersions {
 
   /** Reads until the version is `uploaded`; `errored` or the limit give TFC_UPLOAD_FAILED. */
   async waitUntilUploaded(id: string, wait: UploadWait = {}): Promise<ConfigurationVersion> {
-    const deadline = Date.now() + (wait.limitMs ?? 120_000);
+    const clock = this.t.clock;
+    const deadline = clock.now() + (wait.limitMs ?? 120_000);
     for (;;) {
       const cv = await this.read(id, wait.signal);
       if (cv.status === "uploaded" || cv.status === "archived") return cv;
       if (cv.status === "errored") {
         throw new CtsError("TFC_UPLOAD_FAILED", "external", knownSecrets.redact(`Configuration version ${id} errored after its upload: ${cv.errorMessage ?? "the server gave no reason"}.`), { detail: { configurationVersion: id } });
       }
-      const left = deadline - Date.now();
+      const left = deadline - clock.now();
       if (left <= 0) throw new CtsError("TFC_UPLOAD_FAILED", "external", `Configuration version ${id} is still '${cv.status}' after ${wait.limitMs ?? 120_000} ms; the server did not process the upload.`, { detail: { configurationVersion: id } });
-      if (!(await pause(Math.min(wait.intervalMs ?? 500, left), wait.signal))) throw cancelledError({ method: "GET", path: `/api/v2/configuration-versions/${id}` });
+      if (!(await pause(Math.min(wait.intervalMs ?? 500, left), wait.signal, clock))) throw cancelledError({ method: "GET", path: `/api/v2/configuration-versions/${id}` });
     }
   }
 

@@ -122,7 +122,8 @@ export class TfcDriver implements Driver {
   private async operate(kind: Kind, ws: TaskWorkspace, dir: string, opts: RunOptions): Promise<RunResult> {
     const { signal } = opts;
     const log = (line: string) => this.options.log?.(ws.task, knownSecrets.redact(line));
-    const started = Date.now();
+    const clock = this.client.clock;
+    const started = clock.now();
     const limitMs = opts.timeoutMs ?? this.options.runTimeoutMs ?? 30 * 60_000;
     const interval = this.options.pollIntervalMs ?? 1000;
     try {
@@ -159,7 +160,7 @@ export class TfcDriver implements Driver {
       );
       const url = this.client.runUrl(this.options.organization, workspace.name, created.id);
       log(`${kind === "plan" ? "speculative plan" : kind} run ${created.id} queued: ${url}`);
-      const run = await this.follow(created, ws.task, url, signal, Math.max(1, limitMs - (Date.now() - started)), interval, log);
+      const run = await this.follow(created, ws.task, url, signal, Math.max(1, limitMs - (clock.now() - started)), interval, log);
       if (kind !== "plan" && awaitsPerson(run)) mem.waiting = run.id;
       this.recordPhases(ws.task, kind, run);
       const result = await runOutcome(this.client, run, { task: ws.task, workspace: workspace.name, url }, { planOnly: kind === "plan", signal });
@@ -244,7 +245,8 @@ export class TfcDriver implements Driver {
   /** Waits while someone else holds the workspace's lock, up to lockTimeoutMs. */
   private async waitForUnlock(workspace: Workspace, task: string, log: (line: string) => void, signal: AbortSignal | undefined, intervalMs: number): Promise<void> {
     const limit = this.options.lockTimeoutMs ?? 5 * 60_000;
-    const since = Date.now();
+    const clock = this.client.clock;
+    const since = clock.now();
     let warned = false;
     for (;;) {
       const now = await this.client.workspaces.readById(workspace.id, signal);
@@ -252,10 +254,10 @@ export class TfcDriver implements Driver {
       const holder = now.lockedBy ? `${now.lockedBy.type.replace(/s$/, "")} ${now.lockedBy.id}` : "someone";
       if (!warned) log(`workspace ${workspace.name} is locked by ${holder}; waiting up to ${Math.round(limit / 1000)} s`);
       warned = true;
-      const left = since + limit - Date.now();
+      const left = since + limit - clock.now();
       if (left <= 0)
         throw new CtsError("TFC_WORKSPACE_LOCKED", "external", `workspace ${workspace.name} stayed locked by ${holder} for ${Math.round(limit / 1000)} s; no run was queued.`, { task, detail: { workspace: workspace.name, lockedBy: now.lockedBy ?? null } });
-      if (!(await pause(Math.min(intervalMs, left), signal))) throwIfAborted(signal, task);
+      if (!(await pause(Math.min(intervalMs, left), signal, clock))) throwIfAborted(signal, task);
     }
   }
 

@@ -24,9 +24,10 @@ export function backoffMs(policy: RetryPolicy, n: number, random: () => number =
 /**
  * How long a 429 asks to wait. TFC sends `X-RateLimit-Reset` as seconds until the window resets
  * (a float, as go-tfe reads it); a value that looks like a Unix time is read as one; `Retry-After`
- * (seconds) is the fallback, then the backoff. Never longer than maxRateLimitWaitMs.
+ * (seconds) is the fallback, then the backoff. Never longer than maxRateLimitWaitMs. `now` is the
+ * wall time (ms since the epoch) on the client's clock.
  */
-export function rateLimitWaitMs(policy: RetryPolicy, n: number, headers: Record<string, string | string[] | undefined>, now = Date.now()): number {
+export function rateLimitWaitMs(policy: RetryPolicy, n: number, headers: Record<string, string | string[] | undefined>, now: number): number {
   const header = (name: string) => {
     const v = headers[name];
     return Number.parseFloat(Array.isArray(v) ? (v[0] ?? "") : (v ?? ""));

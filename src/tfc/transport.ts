@@ -1,6 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import type { Clock } from "../clock.ts";
+import { systemClock, type Clock } from "../clock.ts";
 import { CtsError } from "../errors.ts";
 import { pause } from "../pause.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
@@ -21,7 +21,7 @@ export interface TransportOptions {
   retry?: Partial<RetryPolicy>;
   /** Time limit of one request (default 30 s). */
   requestTimeoutMs?: number;
-  /** Retry waits (and the client's poll waits) run on it; tests pass a fake clock. Default: the real one. */
+  /** Retry, poll and upload waits run on it, and the driver's run and lock limits; tests pass a fake clock. Default: the real one. */
   clock?: Clock;
 }
 
@@ -58,8 +58,11 @@ export class Transport {
   private readonly agent: HttpAgent | HttpsAgent;
   private readonly policy: RetryPolicy;
   private readonly timeoutMs: number;
+  /** Every wait of the client (retries, polls, uploads) and of its driver runs on it. */
+  readonly clock: Clock;
 
   constructor(private readonly options: TransportOptions) {
+    this.clock = options.clock ?? systemClock;
     this.baseUrl = parseHostname(options.hostname);
     knownSecrets.add(options.token);
     this.policy = { ...DEFAULT_RETRY, ...options.retry };
@@ -87,7 +90,7 @@ export class Transport {
       }
       const { status } = answer;
       if (status === 429 && attempt < this.policy.rateLimitAttempts) {
-        await this.wait(rateLimitWaitMs(this.policy, attempt, answer.headers), opts.signal, site);
+        await this.wait(rateLimitWaitMs(this.policy, attempt, answer.headers, this.clock.wallNow()), opts.signal, site);
         continue;
       }
       if (status >= 500 && opts.idempotent && attempt < this.policy.attempts) {
@@ -122,7 +125,7 @@ export class Transport {
   }
 
   private async wait(ms: number, signal: AbortSignal | undefined, site: CallSite): Promise<void> {
-    if (!(await pause(ms, signal, this.options.clock))) throw cancelledError(site);
+    if (!(await pause(ms, signal, this.clock))) throw cancelledError(site);
   }
 
   private send(url: URL, opts: CallOptions): Promise<Answer> {

@@ -18,12 +18,12 @@ export interface FakeClock extends Clock {
 }
 
 /**
- * A fake clock starting at 0 (see FakeClock). With `autoAdvance`, time jumps to the next timer by
+ * A fake clock starting at 0 (see FakeClock); its wall time starts at `wallStart`. With `autoAdvance`, time jumps to the next timer by
  * itself whenever the code under test has nothing else to do (after a turn of the event loop), so a
  * test can simply await the outcome: retries and backoffs take no real time, and every delay
  * is exact. Only for code whose timers end (a periodic timer would spin).
  */
-export function fakeClock(opts: { autoAdvance?: boolean } = {}): FakeClock {
+export function fakeClock(opts: { autoAdvance?: boolean; wallStart?: number } = {}): FakeClock {
   let now = 0;
   let nextId = 1;
   const timers = new Map<number, { at: number; fn: () => void }>();
@@ -49,6 +49,8 @@ export function fakeClock(opts: { autoAdvance?: boolean } = {}): FakeClock {
   };
   const clock: FakeClock = {
     now: () => now,
+    // The wall clock moves with the fake time, from `wallStart` (default 2026-01-01T00:00:00Z).
+    wallNow: () => (opts.wallStart ?? Date.UTC(2026, 0, 1)) + now,
     setTimeout(fn, ms) {
       const id = nextId++;
       timers.set(id, { at: now + Math.max(0, ms), fn });

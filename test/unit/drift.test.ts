@@ -9,7 +9,8 @@ import { fakeWatcher } from "../support/fake-watcher.ts";
 import type { RunResult, TaskWorkspace } from "../../src/terraform/types.ts";
 import type { DriftCheckOption } from "../../src/task/task.ts";
 import { MemberList } from "../fixtures/tasks.ts";
-import { counter } from "../support/waits.ts";
+import { fakeClock, type FakeClock } from "../support/fake-clock.ts";
+import { counter, settled } from "../support/waits.ts";
 
 
 /** A driver that records what it was asked, in order; plans find drift when told to. */
@@ -54,7 +55,7 @@ function fakeDriver() {
   };
 }
 
-function setup(global?: DriftCheckOption | false, own?: DriftCheckOption | false) {
+function setup(global?: DriftCheckOption | false, own?: DriftCheckOption | false, clock?: FakeClock) {
   const task = new MemberList("members", "/tmp/m.txt", "web", false, own);
   const w = fakeWatcher();
   const d = fakeDriver();
@@ -66,6 +67,7 @@ function setup(global?: DriftCheckOption | false, own?: DriftCheckOption | false
     log: createLogger({ write: () => {} }),
     watcher: w.watcher,
     retries: 0,
+    ...(clock ? { clock } : {}),
   });
   return { controller, w, d };
 }
@@ -89,6 +91,30 @@ describe("drift check settings", () => {
 });
 
 describe("drift checks in the runtime (fake driver)", () => {
+  it("checks on the timer of the runtime's clock, once per interval, and stops with the runtime", async () => {
+    const clock = fakeClock();
+    const { controller, w, d } = setup({ every: "1h" }, undefined, clock);
+    w.set(["a"], false);
+    await controller.watch();
+    await controller.idle();
+    assert.deepEqual(d.calls, ["apply a 10.0.0.1:80"]);
+    clock.advance(60 * 60_000 - 1);
+    await settled();
+    assert.deepEqual(d.calls, ["apply a 10.0.0.1:80"], "not before the interval");
+    clock.advance(1);
+    await controller.idle();
+    await settled();
+    assert.deepEqual(d.calls, ["apply a 10.0.0.1:80", "plan"]);
+    clock.advance(60 * 60_000);
+    await controller.idle();
+    await settled();
+    assert.deepEqual(d.calls, ["apply a 10.0.0.1:80", "plan", "plan"]);
+    await controller.stop(100);
+    clock.advance(2 * 60 * 60_000);
+    await settled();
+    assert.equal(d.calls.length, 3, "no check after the stop");
+  });
+
   it("reports drift as an event with the plan's summary, and leaves it alone without correct", async () => {
     const { controller, w, d } = setup({ every: "1h" });
     w.set(["a"], false);

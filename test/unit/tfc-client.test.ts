@@ -55,14 +55,14 @@ describe("TFC client: errors by status class", () => {
 
 describe("TFC client: retry waits", () => {
   it("reads X-RateLimit-Reset as seconds (a float), a Unix time as a time, then Retry-After", () => {
-    assert.equal(rateLimitWaitMs(DEFAULT_RETRY, 1, { "x-ratelimit-reset": "0.250" }), 250);
+    assert.equal(rateLimitWaitMs(DEFAULT_RETRY, 1, { "x-ratelimit-reset": "0.250" }, 1_700_000_000_000), 250);
     assert.equal(rateLimitWaitMs(DEFAULT_RETRY, 1, { "x-ratelimit-reset": "1700000002" }, 1_700_000_000_000), 2000);
-    assert.equal(rateLimitWaitMs(DEFAULT_RETRY, 1, { "retry-after": "3" }), 3000);
+    assert.equal(rateLimitWaitMs(DEFAULT_RETRY, 1, { "retry-after": "3" }, 1_700_000_000_000), 3000);
   });
 
   it("caps what a 429 may ask for, and backs off when it asks nothing", () => {
-    assert.equal(rateLimitWaitMs(DEFAULT_RETRY, 1, { "x-ratelimit-reset": "3600" }), DEFAULT_RETRY.maxRateLimitWaitMs);
-    const fallback = rateLimitWaitMs(DEFAULT_RETRY, 1, {});
+    assert.equal(rateLimitWaitMs(DEFAULT_RETRY, 1, { "x-ratelimit-reset": "3600" }, 1_700_000_000_000), DEFAULT_RETRY.maxRateLimitWaitMs);
+    const fallback = rateLimitWaitMs(DEFAULT_RETRY, 1, {}, 1_700_000_000_000);
     assert.ok(fallback >= 125 && fallback <= 250, String(fallback));
   });
 

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { TfcClient } from "../../src/tfc/client.ts";
+import { ConfigurationVersions } from "../../src/tfc/configuration-versions.ts";
 import { PollPacer } from "../../src/tfc/poll-pacer.ts";
 import { Runs } from "../../src/tfc/runs.ts";
 import type { Transport } from "../../src/tfc/transport.ts";
@@ -109,5 +110,35 @@ describe("following runs: the client's pacer keeps all polls under the rate limi
       client.close();
       await new Promise((r) => server.close(r));
     }
+  });
+});
+
+describe("waiting for an upload to be processed: on the client's clock", () => {
+  /** A transport whose configuration-version reads answer `statusAt(now)` on the fake clock. */
+  const uploads = (clock: FakeClock, statusAt: (ms: number) => string) => {
+    const reads: number[] = [];
+    const t = {
+      clock,
+      async json(opts: { path: string }) {
+        reads.push(clock.now());
+        return { data: { id: opts.path.split("/").at(-1)!, type: "configuration-versions", attributes: { status: statusAt(clock.now()) } } };
+      },
+    } as unknown as Transport;
+    return { t, reads };
+  };
+
+  it("reads every interval until the version is uploaded", async () => {
+    const clock = fakeClock({ autoAdvance: true });
+    const { t, reads } = uploads(clock, (ms) => (ms < 1200 ? "pending" : "uploaded"));
+    const cv = await new ConfigurationVersions(t).waitUntilUploaded("cv-1", { intervalMs: 500 });
+    assert.equal(cv.status, "uploaded");
+    assert.deepEqual(reads, [0, 500, 1000, 1500]);
+  });
+
+  it("gives up with TFC_UPLOAD_FAILED when the limit passes on the clock", async () => {
+    const clock = fakeClock({ autoAdvance: true });
+    const { t, reads } = uploads(clock, () => "pending");
+    await assert.rejects(new ConfigurationVersions(t).waitUntilUploaded("cv-1", { intervalMs: 500, limitMs: 1200 }), { code: "TFC_UPLOAD_FAILED" });
+    assert.deepEqual(reads, [0, 500, 1000, 1200]);
   });
 });
