@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
+import { getPath } from "hono/utils/url";
 import { taskNameProblem } from "../task/validate.ts";
 import type { ApiEnv } from "./env.ts";
 import { ApiError } from "./http-error.ts";
@@ -16,9 +17,13 @@ function rawTarget(req: Request, env: ApiEnv["Bindings"] | undefined): string {
   return url.pathname + url.search;
 }
 
-/** Hono's `getPath`: routes match the raw path, undecoded and with its dot segments. */
+/**
+ * Hono's `getPath`: routes match the raw path, undecoded and with its dot segments. Under
+ * `app.request` (unit tests) there is none, the Request's URL is already normalized: Hono's own path.
+ */
 export function rawPath(req: Request, options?: { env?: ApiEnv["Bindings"] }): string {
-  return rawTarget(req, options?.env).split("?")[0]!;
+  const raw = options?.env?.incoming?.url;
+  return raw === undefined ? getPath(req) : raw.split("?")[0]!;
 }
 
 /** 405 with Allow for a method the path does not take (HEAD included: Hono would answer it as GET). */
