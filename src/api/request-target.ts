@@ -10,13 +10,6 @@ import { ApiError } from "./http-error.ts";
  * and be refused there, not quietly turn into `/v1/x`.
  */
 
-/** The raw request target as the client sent it (Node's), or the URL's under `app.request` (unit tests). */
-function rawTarget(req: Request, env: ApiEnv["Bindings"] | undefined): string {
-  if (env?.incoming?.url !== undefined) return env.incoming.url;
-  const url = new URL(req.url);
-  return url.pathname + url.search;
-}
-
 /**
  * Hono's `getPath`: routes match the raw path, undecoded and with its dot segments. Under
  * `app.request` (unit tests) there is none, the Request's URL is already normalized: Hono's own path.
@@ -62,7 +55,8 @@ export type QuerySpec = Record<string, readonly string[]>;
 /** Checks the query against `spec` (unknown, repeated or unsupported parameters: 400) into `c.var.query`, values lower-cased. */
 export function queryParams(spec: QuerySpec = {}): MiddlewareHandler<ApiEnv> {
   return async (c, next) => {
-    const target = rawTarget(c.req.raw, c.env);
+    // The query as sent (Node's raw target), or the URL's under `app.request` (unit tests).
+    const target = c.env?.incoming?.url ?? c.req.url;
     const q = target.indexOf("?");
     const query = new URLSearchParams(q < 0 ? "" : target.slice(q + 1));
     const checked: Record<string, string> = {};
