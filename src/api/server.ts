@@ -1,10 +1,9 @@
 import { createAdaptorServer } from "@hono/node-server";
-import { readFileSync } from "node:fs";
 import { maxHeaderSize, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { CtsError } from "../errors.ts";
-import { readCaDir } from "../ca-dir.ts";
+import { readTlsFiles } from "../tls-files.ts";
 import { createApiApp } from "./app.ts";
 import { answerClientErrors } from "./client-errors.ts";
 import type { BoundAddress, BrowserGuardOptions } from "./browser-guard.ts";
@@ -30,21 +29,14 @@ export interface ApiServerOptions extends BrowserGuardOptions {
   metricsRequireToken?: boolean;
 }
 
-function readPem(file: string, field: string): Buffer {
-  try {
-    return readFileSync(file);
-  } catch (cause) {
-    throw new CtsError("API_TLS_FILE", "usage", `cannot read api.tls.${field} '${file}': ${(cause as Error).message}. Fix the path.`, { cause });
-  }
-}
-
-function readCaPath(dir: string): Buffer[] {
-  try {
-    return readCaDir(dir);
-  } catch (cause) {
-    const why = (cause as NodeJS.ErrnoException).code ?? (cause as Error).message;
-    throw new CtsError("API_TLS_FILE", "usage", `cannot use api.tls.caPath '${dir}' (${why}). Point it at a directory of PEM CA certificates.`, { cause });
-  }
+/** The API's certificate, key and client CA (`caFile`, else the certificates of `caPath`), each failure naming its setting. */
+function readApiTls(tls: ApiTlsOptions) {
+  return readTlsFiles({ caFile: tls.caFile, caPath: tls.caPath, cert: tls.certFile, key: tls.keyFile }, (p) => {
+    if (p.role === "caPath")
+      throw new CtsError("API_TLS_FILE", "usage", `cannot use api.tls.caPath '${p.file}' (${p.why}). Point it at a directory of PEM CA certificates.`, { cause: p.cause });
+    const field = { caFile: "caFile", cert: "certFile", key: "keyFile" }[p.role];
+    throw new CtsError("API_TLS_FILE", "usage", `cannot read api.tls.${field} '${p.file}': ${(p.cause as Error).message}. Fix the path.`, { cause: p.cause });
+  });
 }
 
 /** Default listen address: loopback only; all interfaces only when configured. */
@@ -82,9 +74,7 @@ export function createApiServer(deps: ApiDeps, opts: ApiServerOptions = {}): Api
           fetch: app.fetch,
           createServer: createHttpsServer,
           serverOptions: {
-            cert: readPem(tls.certFile, "certFile"),
-            key: readPem(tls.keyFile, "keyFile"),
-            ...(tls.caFile ? { ca: readPem(tls.caFile, "caFile") } : tls.caPath ? { ca: readCaPath(tls.caPath) } : {}),
+            ...readApiTls(tls),
             requestCert: tls.verifyIncoming === true,
             rejectUnauthorized: tls.verifyIncoming === true,
           },

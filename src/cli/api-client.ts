@@ -1,8 +1,7 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { readFileSync } from "node:fs";
 import { CtsError, messageOf } from "../errors.ts";
-import { readCaDir } from "../ca-dir.ts";
+import { readTlsFiles } from "../tls-files.ts";
 
 /** Default address of a cts daemon's API (CTS's). */
 export const DEFAULT_HTTP_ADDR = "http://127.0.0.1:8558";
@@ -59,23 +58,16 @@ export function clientOptionsFrom(flags: ApiClientOptions, env: Record<string, s
   return out;
 }
 
-/** Every PEM certificate file under a directory (recursively, as CTS's go-rootcerts reads -ca-path). */
-function readCaPath(dir: string): Buffer[] {
-  try {
-    return readCaDir(dir);
-  } catch (cause) {
-    const code = (cause as NodeJS.ErrnoException).code;
-    if (code) throw new CtsError("API_TLS_FILE", "usage", `cannot read --ca-path '${dir}' (${code}). Fix --ca-path or CTS_CAPATH.`, { cause });
-    throw new CtsError("API_TLS_FILE", "usage", `--ca-path '${dir}' holds no PEM certificate. Point --ca-path (CTS_CAPATH) at a directory of CA certificates.`);
-  }
-}
-
-function readPem(file: string, flag: string, env: string): Buffer {
-  try {
-    return readFileSync(file);
-  } catch (cause) {
-    throw new CtsError("API_TLS_FILE", "usage", `cannot read ${flag} '${file}' (${(cause as NodeJS.ErrnoException).code ?? cause}). Fix ${flag} or ${env}.`, { cause });
-  }
+/** The files of the flags (or their variables), each failure naming its flag and variable. */
+function readClientTls(opts: ApiClientOptions) {
+  return readTlsFiles({ caFile: opts.caCert, caPath: opts.caPath, cert: opts.clientCert, key: opts.clientKey }, (p) => {
+    if (p.role === "caPath") {
+      if (p.code) throw new CtsError("API_TLS_FILE", "usage", `cannot read --ca-path '${p.file}' (${p.code}). Fix --ca-path or CTS_CAPATH.`, { cause: p.cause });
+      throw new CtsError("API_TLS_FILE", "usage", `--ca-path '${p.file}' holds no PEM certificate. Point --ca-path (CTS_CAPATH) at a directory of CA certificates.`);
+    }
+    const [flag, env] = { caFile: ["--ca-cert", "CTS_CACERT"], cert: ["--client-cert", "CTS_CLIENT_CERT"], key: ["--client-key", "CTS_CLIENT_KEY"] }[p.role];
+    throw new CtsError("API_TLS_FILE", "usage", `cannot read ${flag} '${p.file}' (${p.code ?? p.cause}). Fix ${flag} or ${env}.`, { cause: p.cause });
+  });
 }
 
 /** A small client for the cts HTTP API. Non-2xx answers become CtsErrors carrying the API's message. */
@@ -86,10 +78,8 @@ export class ApiClient {
     private readonly opts: ApiClientOptions = {},
   ) {
     this.tls = {
-      ...(opts.caCert ? { ca: readPem(opts.caCert, "--ca-cert", "CTS_CACERT") } : opts.caPath ? { ca: readCaPath(opts.caPath) } : {}),
+      ...readClientTls(opts),
       ...(opts.sslVerify === false ? { rejectUnauthorized: false } : {}),
-      ...(opts.clientCert ? { cert: readPem(opts.clientCert, "--client-cert", "CTS_CLIENT_CERT") } : {}),
-      ...(opts.clientKey ? { key: readPem(opts.clientKey, "--client-key", "CTS_CLIENT_KEY") } : {}),
     };
   }
 

@@ -1,5 +1,4 @@
-import { readFileSync } from "node:fs";
-import { readCaDir } from "../ca-dir.ts";
+import { readTlsFiles, type TlsFileProblem } from "../tls-files.ts";
 import { CtsError } from "../errors.ts";
 
 /** TLS settings for talking to Consul (file paths, as in CTS's `consul { tls { … } }`). */
@@ -211,40 +210,24 @@ function truthy(v: string | undefined): boolean {
  * TLS builder every Consul call uses. An unreadable file fails naming the setting to fix.
  */
 export function httpsOptions(conn: ConsulConnection): Record<string, unknown> {
-  const read = (file: string | undefined, field: string, env: string): Buffer | undefined => {
-    if (!file) return undefined;
-    try {
-      return readFileSync(file);
-    } catch (cause) {
-      throw new CtsError("CONSUL_TLS_FILE", "usage", `Cannot read ${field} '${file}' (${(cause as NodeJS.ErrnoException).code ?? cause}). Fix consul.tls.${field} or ${env}.`, {
-        cause,
-        detail: { field: `consul.tls.${field}`, file },
-      });
-    }
-  };
-  // As in Consul's clients, a CA file wins over a CA directory.
-  const ca = read(conn.tls.caFile, "caFile", "CONSUL_CACERT") ?? caDir(conn.tls.caPath);
-  const cert = read(conn.tls.certFile, "certFile", "CONSUL_CLIENT_CERT");
-  const key = read(conn.tls.keyFile, "keyFile", "CONSUL_CLIENT_KEY");
+  const pems = readTlsFiles({ caFile: conn.tls.caFile, caPath: conn.tls.caPath, cert: conn.tls.certFile, key: conn.tls.keyFile }, consulTlsFileError);
   return {
-    ...(ca ? { ca } : {}),
-    ...(cert ? { cert } : {}),
-    ...(key ? { key } : {}),
+    ...pems,
     ...(conn.tls.serverName ? { servername: conn.tls.serverName } : {}),
     rejectUnauthorized: conn.tls.insecureSkipVerify !== true,
   };
 }
 
-/** The certificates of consul.tls.caPath (CONSUL_CAPATH); a directory that cannot be read or holds none fails naming the setting. */
-function caDir(dir: string | undefined): Buffer[] | undefined {
-  if (!dir) return undefined;
-  try {
-    return readCaDir(dir);
-  } catch (cause) {
-    const why = (cause as NodeJS.ErrnoException).code ?? (cause as Error).message;
-    throw new CtsError("CONSUL_TLS_FILE", "usage", `Cannot use caPath '${dir}' (${why}). Fix consul.tls.caPath (ca_path in a CTS config) or CONSUL_CAPATH: a directory of PEM CA certificates.`, {
-      cause,
-      detail: { field: "consul.tls.caPath", file: dir },
+/** A Consul TLS file that cannot be used, naming the setting and the variable to fix. */
+function consulTlsFileError(p: TlsFileProblem): never {
+  if (p.role === "caPath")
+    throw new CtsError("CONSUL_TLS_FILE", "usage", `Cannot use caPath '${p.file}' (${p.why}). Fix consul.tls.caPath (ca_path in a CTS config) or CONSUL_CAPATH: a directory of PEM CA certificates.`, {
+      cause: p.cause,
+      detail: { field: "consul.tls.caPath", file: p.file },
     });
-  }
+  const [field, env] = { caFile: ["caFile", "CONSUL_CACERT"], cert: ["certFile", "CONSUL_CLIENT_CERT"], key: ["keyFile", "CONSUL_CLIENT_KEY"] }[p.role];
+  throw new CtsError("CONSUL_TLS_FILE", "usage", `Cannot read ${field} '${p.file}' (${p.code ?? p.cause}). Fix consul.tls.${field} or ${env}.`, {
+    cause: p.cause,
+    detail: { field: `consul.tls.${field}`, file: p.file },
+  });
 }

@@ -1,10 +1,8 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { join } from "node:path";
 import { CtsError, messageOf } from "../errors.ts";
 import { redactSecret } from "../log.ts";
-import type { TlsFileSettings } from "../tls-files.ts";
+import { readTlsFiles, type TlsFileSettings } from "../tls-files.ts";
 
 /** Where Vault is and how cts talks to it (CTS's `vault {}` block, env fallbacks applied). */
 export interface VaultSettings {
@@ -53,30 +51,6 @@ export interface VaultClient {
   close(): void;
 }
 
-const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
-
-/**
- * CA certificates of `caCert` and of every file in `caPath` (CTS's ca_cert / ca_path). As Go reads a
- * CA folder, only certificate blocks count: a key or another file in the folder is passed over.
- */
-function caCertificates(tls: NonNullable<VaultSettings["tls"]>): string[] | undefined {
-  const out: string[] = [];
-  if (tls.caCert) out.push(readFileSync(tls.caCert, "utf8"));
-  if (tls.caPath)
-    for (const name of readdirSync(tls.caPath).sort()) {
-      const file = join(tls.caPath, name);
-      if (!statSync(file).isFile()) continue;
-      let text: string;
-      try {
-        text = readFileSync(file, "utf8");
-      } catch {
-        continue; // unreadable (a key only its owner may read): not a CA file
-      }
-      out.push(...(text.match(PEM_CERTIFICATE) ?? []));
-    }
-  return out.length ? out : undefined;
-}
-
 /** Vault's error list as one line ("1 error occurred:\n\t* permission denied" → "permission denied"). */
 function errorsText(errors: unknown[]): string {
   return errors
@@ -93,20 +67,14 @@ interface Answer {
 export function createVaultClient(settings: VaultSettings): VaultClient {
   const url = new URL(settings.address);
   const https = url.protocol === "https:";
-  let tlsOptions: Record<string, unknown> = {};
-  try {
-    const t = settings.tls ?? {};
-    const ca = caCertificates(t);
-    tlsOptions = {
-      ...(ca ? { ca } : {}),
-      ...(t.cert ? { cert: readFileSync(t.cert) } : {}),
-      ...(t.key ? { key: readFileSync(t.key) } : {}),
-      ...(t.serverName ? { servername: t.serverName } : {}),
-      rejectUnauthorized: t.verify !== false,
-    };
-  } catch (cause) {
-    throw new CtsError("CONFIG_INVALID", "usage", `vault.tls: a certificate file cannot be read: ${messageOf(cause)}.`, { cause });
-  }
+  const t = settings.tls ?? {};
+  const tlsOptions = {
+    ...readTlsFiles({ caFile: t.caCert, caPath: t.caPath, cert: t.cert, key: t.key }, (p) => {
+      throw new CtsError("CONFIG_INVALID", "usage", `vault.tls: a certificate file cannot be read: ${p.code ? messageOf(p.cause) : `ca_path '${p.file}' holds no PEM certificate`}.`, { cause: p.cause });
+    }),
+    ...(t.serverName ? { servername: t.serverName } : {}),
+    rejectUnauthorized: t.verify !== false,
+  };
   const agent = https ? new HttpsAgent({ keepAlive: true, ...tlsOptions }) : new HttpAgent({ keepAlive: true });
   let token = settings.token;
 

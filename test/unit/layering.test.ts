@@ -14,7 +14,7 @@ const SRC = fileURLToPath(new URL("../../src", import.meta.url));
 const FILE_PARTS: Record<string, readonly string[]> = {
   public: ["index.ts", "testing.ts", "assertions.ts", "register.ts"],
   log: ["log.ts", "log-syslog.ts"],
-  shared: ["errors.ts", "error-catalogue.ts", "problems.ts", "duration.ts", "data-depth.ts", "pause.ts", "clock.ts", "quote.ts", "render.ts", "version.ts", "source-loader.mjs", "user-frames.ts", "backoff.ts", "is-object.ts", "ca-dir.ts", "tls-files.ts"],
+  shared: ["errors.ts", "error-catalogue.ts", "problems.ts", "duration.ts", "data-depth.ts", "pause.ts", "clock.ts", "quote.ts", "render.ts", "version.ts", "source-loader.mjs", "user-frames.ts", "backoff.ts", "is-object.ts", "tls-files.ts"],
 };
 
 /**
