@@ -7,7 +7,8 @@ import { startReaper, type Reaper } from "./reaper.ts";
 import { createRwLock } from "./rw-lock.ts";
 import { driverSettings, type DriverSettings } from "./settings.ts";
 import type { RunOptions, TaskWorkspace, TerraformDriverOptions } from "./types.ts";
-import { binaryIdentity, terraformVersion, type BinaryIdentity, type ProbeResult, type TerraformProbe } from "./version.ts";
+import type { ProbeResult, TerraformProbe } from "./probe.ts";
+import { binaryIdentity, terraformVersion, type BinaryIdentity } from "./version.ts";
 
 /** What the runner needs besides the settings. */
 export interface CommandRunnerOptions {
