@@ -38,6 +38,7 @@ export const ERROR_CATALOGUE = {
   TASK_NOT_REPLACEABLE: { category: "usage", fix: "Change a task defined in code in the config and restart; only 'enabled' changes at run time." },
   TASK_FILE_INVALID: { category: "usage", fix: "Correct the task file at the line named (CTS task block syntax)." },
   TASK_DIR_INVALID: { category: "usage", fix: "Point the task's working dir inside driver.terraform.workingDir." },
+  WORKING_DIR_UNUSABLE: { category: "external", fix: "The message names the folder and the cause: free space on its filesystem (ENOSPC), mount it read-write (EROFS), let the user cts runs as write there (EACCES), or remove the symbolic link planted there (cts never writes or reads through one)." },
   TASK_SYNTH_FAILED: { category: "usage", fix: "Fix the exception the task's synthesize() threw at the file:line:column the message names (the first frames of the task's stack follow it); `cts synth` reproduces it." },
   TASK_SYNTH_INVALID: { category: "usage", fix: "Fix what the task built (the message names the construct); `cts synth` shows the generated JSON." },
   TASK_ID_COLLISION: { category: "usage", fix: "Give the constructs named in the message distinct ids." },

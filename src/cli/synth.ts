@@ -4,7 +4,8 @@ import type { Command } from "commander";
 import { loadConfig, type LoadedConfig } from "../config/load.ts";
 import { CtsError, messageOf, toCtsError } from "../errors.ts";
 import { readFromSnapshot, readSnapshot } from "../synth/snapshot.ts";
-import { APPLIED_HASH_FILE, taskDir, taskWorkingDir, workingRoot } from "../synth/paths.ts";
+import { taskDir, taskWorkingDir, workingRoot } from "../synth/paths.ts";
+import { keptAppliedKey } from "../state/file-state.ts";
 import { synthesizeTask, type SynthResult } from "../synth/synthesize.ts";
 import { assembleInput } from "../task/sources.ts";
 import type { Source, SourceData } from "../consul/types.ts";
@@ -107,12 +108,7 @@ async function synthOne(
     const error = toCtsError(err, "TASK_SYNTH_FAILED", task.name);
     return { task: task.name, ok: false, error: error.message, ...userCodeFields(error) };
   }
-  let applied: string | undefined;
-  try {
-    applied = (await readFile(join(taskWorkingDir(root, loaded.dir, task), APPLIED_HASH_FILE), "utf8")).trim();
-  } catch {
-    applied = undefined;
-  }
+  const applied = keptAppliedKey(root, task.name, taskWorkingDir(root, loaded.dir, task));
   // A task that reads templates stores "<hash>+<digest of their values>": the JSON is the part before '+'.
   const changed = applied === undefined ? "never applied" : applied.split("+")[0] === result.hash ? "no" : "yes";
   let file: string | undefined;

@@ -13,10 +13,16 @@ import { inProcessSynthesizer, workerSynthesizer, type Synthesizer } from "../sy
 import { workingRoot } from "../synth/paths.ts";
 import { startDaemonApi } from "./api.ts";
 import { answersAt } from "./registration.ts";
-import { HighAvailability } from "../ha/high-availability.ts";
+import { HighAvailability, type ClusterStore } from "../ha/high-availability.ts";
+import { HaKv } from "../ha/kv.ts";
+import { StateWriter } from "../ha/writer.ts";
+import { aliveKeyOf } from "../ha/shared-keys.ts";
 import { haApiOptions } from "./ha-api.ts";
 import { SharedCluster } from "../ha/shared.ts";
-import { resolveHaSettings } from "../ha/settings.ts";
+import { resolveHaSettings, type HaSettings } from "../ha/settings.ts";
+import { FileTaskState } from "../state/file-state.ts";
+import { KvTaskState, type KvAccess } from "../state/kv-state.ts";
+import type { TaskState } from "../state/task-state.ts";
 import { consulClientFor } from "../config/consul-connection.ts";
 import { watchTokenFile } from "../consul/token-file.ts";
 import { driverFor } from "./driver-setup.ts";
@@ -28,7 +34,7 @@ import { TaskRunner, type RunDriver, type RunTemplates } from "../runtime/run.ts
 import { skippedServices } from "../runtime/skipped-services.ts";
 import { TaskInputReader } from "../runtime/task-input.ts";
 import { TaskRegistry } from "../runtime/tasks.ts";
-import type { ConsulApi } from "../consul/client.ts";
+import type { ConsulApi, ConsulClient } from "../consul/client.ts";
 import { vaultUseFor } from "../config/vault-settings.ts";
 import { createVaultClient, type VaultClient } from "../vault/client.ts";
 import { startVaultSession, type VaultSession } from "../vault/session.ts";
@@ -65,6 +71,8 @@ export interface ControllerDeps {
   clock?: Clock;
   /** Whether Consul answers (watch mode): statuses turn stale while it does not. */
   consul?: ConsulReachability;
+  /** What outlives a run (src/state/): a folder per task, or Consul KV in a cluster (default: memory). */
+  state?: TaskState;
 }
 
 /**
@@ -132,6 +140,7 @@ export function createController(deps: ControllerDeps): Controller {
     log,
     metrics,
     ...(deps.templates ? { templates: deps.templates } : {}),
+    ...(deps.state ? { state: deps.state } : {}),
   });
   const controller = new Controller({
     tasks: new TaskRegistry(loaded),
@@ -184,6 +193,8 @@ export interface RuntimeOptions {
   metrics?: Metrics;
   /** The synthesizer (default: a worker synthesizer for "watch", in process otherwise). */
   synthesizer?: Synthesizer;
+  /** The task state, made on the process's Consul client (default: a folder per task under the working dir). */
+  taskState?: (consul: ConsulClient) => TaskState;
 }
 
 /** The composition root: real Consul client, watcher, Terraform driver and synthesizer. */
@@ -226,6 +237,8 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     ...(watcher ? { consul: consul.reachability } : {}),
     metrics,
     templates: templates.values,
+    // A folder per task under the working dir; the files older versions kept in the task's own folder are taken over once.
+    state: opts.taskState?.(consul) ?? new FileTaskState(root, (task) => driver.taskDir(task), (err) => log.child("ctrl").warn(`${err.task ? `task '${err.task}': ` : ""}${err.message}`, { ...(err.task ? { task: err.task } : {}), code: err.code })),
   });
   return {
     controller,
@@ -243,6 +256,15 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
       await driver.close();
     },
   };
+}
+
+/**
+ * The cluster's KV and its one state writer, on the process's Consul client: fenced with the
+ * leader lock (high availability) or, by default, this member's liveness lock (shared mode).
+ */
+function clusterStore(consul: ConsulClient, settings: HaSettings, log: Logger): ClusterStore {
+  const kv = new HaKv(consul, settings.namespace);
+  return { kv, writer: new StateWriter(kv, settings.mode === "shared" ? aliveKeyOf(settings) : settings.lockKey, log) };
 }
 
 /** How long cancelled runs may take to end when the daemon stops while Consul is unreachable. */
@@ -274,15 +296,33 @@ export interface Daemon {
  */
 export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Promise<Daemon> {
   const { log } = opts;
-  const runtime = createRuntime(loaded, { mode: "watch", ...(opts.bufferOff ? { bufferOff: true } : {}), log, ...(opts.synthesizer ? { synthesizer: opts.synthesizer } : {}) });
+  const settings = loaded.config.highAvailability ? resolveHaSettings(loaded.config) : undefined;
+  // In a cluster the task state lives in Consul KV; the member (made below, once the runtime is)
+  // says which writes it may make and fences them with its lock.
+  let store: ClusterStore | undefined;
+  let member: KvAccess | undefined;
+  const taskState = settings
+    ? (consul: ConsulClient): TaskState => {
+        store = clusterStore(consul, settings, log.child("ha"));
+        return new KvTaskState(store.writer, settings.statePrefix, { fence: (task, what) => (member ? member.fence(task, what) : null), tasksChanged: () => member?.tasksChanged?.() });
+      }
+    : undefined;
+  const runtime = createRuntime(loaded, {
+    mode: "watch",
+    ...(opts.bufferOff ? { bufferOff: true } : {}),
+    log,
+    ...(opts.synthesizer ? { synthesizer: opts.synthesizer } : {}),
+    ...(taskState ? { taskState } : {}),
+  });
   // With high availability only the leader watches and runs tasks; the rest wait for the lock.
-  // Shared mode: every healthy member runs a share of the tasks (README "Shared mode").
-  const shared = loaded.config.highAvailability ? resolveHaSettings(loaded.config).mode === "shared" : false;
-  const ha = !loaded.config.highAvailability
+  // Shared mode: every healthy member runs a share of the tasks (docs/clustering.md "Shared mode").
+  const shared = settings?.mode === "shared";
+  const ha = !settings
     ? undefined
     : shared
-      ? new SharedCluster(runtime, loaded, { answersAt: (url) => answersAt(url) })
-      : new HighAvailability(runtime, loaded, { resetStorage: opts.resetStorage === true, metrics: runtime.metrics, answersAt: (url) => answersAt(url) });
+      ? new SharedCluster(runtime, loaded, store!, { answersAt: (url) => answersAt(url) })
+      : new HighAvailability(runtime, loaded, store!, { resetStorage: opts.resetStorage === true, metrics: runtime.metrics, answersAt: (url) => answersAt(url) });
+  member = ha;
   if (shared && opts.resetStorage) log.warn("--reset-storage is not supported in shared mode (delete the KV prefix with consul kv delete -recurse instead)");
   if (!ha && opts.resetStorage) log.warn("--reset-storage does nothing without highAvailability in the config");
   const api = await startDaemonApi(runtime, loaded.config.api, {

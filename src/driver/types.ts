@@ -117,17 +117,10 @@ export interface TerraformDriver {
 /** A driver as the daemon holds it: the operations, the task's local folder, and its lifetime. */
 export interface Driver extends TerraformDriver, Partial<SavedPlans> {
   /**
-   * The task's folder on this machine, where the daemon keeps what belongs to the task beside the
-   * driver's files (the applied hash of the no-op skip). Throws TASK_NAME_INVALID for bad names.
+   * The task's folder on this machine, where the driver works (what outlives a run is the task
+   * state's, src/state/, in a folder of its own). Throws TASK_NAME_INVALID for bad names.
    */
   taskDir(task: string): string;
-  /**
-   * Makes the task's folder when it is missing, as the driver's own runs make it, and answers it.
-   * The daemon asks before an apply, so that what must outlive an apply cut short (the count of
-   * instances being applied) is kept even on the first apply in a new working dir. Drivers without
-   * a local folder of their own leave it out.
-   */
-  makeTaskDir?(task: string): Promise<string>;
   /** Keeps what the driver keeps warm between runs (provider processes) through quiet spells, or lets it time out again; drivers that keep nothing leave it out. */
   keepWarm?(on: boolean): void;
   /** Lets go of what the driver keeps warm for one task (deleted) or for all (leadership lost); drivers that keep nothing leave it out. */

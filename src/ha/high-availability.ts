@@ -6,19 +6,24 @@ import type { ConsulClient } from "../consul/client.ts";
 import { CtsError, messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { AppliedRecord, HaControl, RetryNotice, TaskChange } from "../runtime/interfaces.ts";
+import type { HaControl, RetryNotice } from "../runtime/interfaces.ts";
 import { TERRAFORM_STATE_LOCKED } from "../runtime/retry.ts";
-import type { TaskEvent } from "../runtime/events.ts";
-import type { HoldRecord } from "../runtime/holds.ts";
 import { buildClusterStatus, type ClusterStatus } from "./cluster.ts";
 import { checkIdentity, type AnswersAt } from "./identity.ts";
-import { HaKv, type KvItem, type KvRead } from "./kv.ts";
+import type { HaKv, KvItem, KvRead } from "./kv.ts";
 import { MemberReporter } from "./member.ts";
 import { StateMirror } from "./mirror.ts";
 import { LeaderSession, type SessionLoss } from "./session.ts";
 import { COMPAT_INTERVAL_MS, durationText, HA_WATCH_TIMING, joinBackoff, resolveHaSettings, type HaSettings } from "./settings.ts";
-import { parseState, stateKeys, type StoredState, type StoredTask } from "./state.ts";
-import { StateWriter } from "./writer.ts";
+import { parseState, type StoredState } from "../state/stored-state.ts";
+import type { KvAccess } from "../state/kv-state.ts";
+import type { StateWriter } from "./writer.ts";
+
+/** The cluster's Consul KV and its fenced state writer (made by the composition root, which hands the writer to the task state too). */
+export interface ClusterStore {
+  kv: HaKv;
+  writer: StateWriter;
+}
 
 /** What high availability needs from the runtime (a subset of Runtime). */
 export interface HaRuntime {
@@ -66,7 +71,7 @@ function parseLeader(value: string): LeaderInfo | undefined {
  * `<parentPath>/leader`; the holder runs tasks, the others mirror the stored state (so read API
  * calls answer the same everywhere) and wait for the lock. README "High availability" explains the timing.
  */
-export class HighAvailability {
+export class HighAvailability implements KvAccess {
   readonly settings: HaSettings;
   private readonly controller: HaControl;
   private readonly log: Logger;
@@ -84,8 +89,6 @@ export class HighAvailability {
   private compatTimer: ReturnType<typeof setInterval> | undefined;
   private lastState: StoredState | undefined;
   private election: Promise<void> | undefined;
-  /** Tasks whose applied record is in KV (or queued to be): only those need a stored void before a run. */
-  private readonly storedApplied = new Set<string>();
   private readonly stopGraceMs: number;
   private readonly mirror: StateMirror;
   private readonly member: MemberReporter;
@@ -93,6 +96,7 @@ export class HighAvailability {
   constructor(
     rt: HaRuntime,
     loaded: LoadedConfig,
+    store: ClusterStore,
     private readonly opts: HighAvailabilityOptions = {},
   ) {
     if (!loaded.config.highAvailability) throw new CtsError("CTS_INTERNAL", "internal", "HighAvailability needs highAvailability in the config");
@@ -101,9 +105,9 @@ export class HighAvailability {
     this.log = rt.log.child("ha");
     this.resetPending = opts.resetStorage === true;
     this.stopGraceMs = opts.stopGraceMs ?? 10_000;
-    // The process's one Consul client: renewals follow a rotated token file like every other call.
-    this.kv = new HaKv(rt.consul, this.settings.namespace);
-    this.writer = new StateWriter(this.kv, this.settings.lockKey, this.log);
+    // On the process's one Consul client: renewals follow a rotated token file like every other call.
+    this.kv = store.kv;
+    this.writer = store.writer;
     this.mirror = new StateMirror(this.kv, this.settings.statePrefix, this.controller, this.log, {
       applies: () => this.role === "follower" && this.controller.isPaused,
       onState: (state) => (this.lastState = state),
@@ -120,13 +124,12 @@ export class HighAvailability {
     void this.controller.pause(0);
     // Retries (a state lock left by the previous leader) run inside the runtime; a paused runtime
     // cancels them, so only the leader retries. HA only explains the lock in its own words.
-    this.controller.setHooks({
-      onEvent: (e) => this.persistEvent(e),
-      onTaskChange: (c) => this.persistChange(c),
-      onRetry: (n) => this.explainRetry(n),
-      onHold: (t, r) => this.persistHold(t, r),
-      onApplied: (t, a) => this.persistApplied(t, a),
-    });
+    this.controller.onRetry((n) => this.explainRetry(n));
+  }
+
+  /** The task state's writes (src/state/kv-state.ts): only the leader writes, fenced with the leader lock. */
+  fence(): string | undefined | null {
+    return this.role === "leader" ? undefined : null;
   }
 
   // ---- what the API and CLI ask -------------------------------------------------------------
@@ -370,12 +373,11 @@ export class HighAvailability {
       const state = parseState(s.statePrefix, read.data);
       this.lastState = state;
       for (const p of state.problems) this.log.warn(`ha: ignoring a stored entry that cannot be read: ${p}`);
-      for (const p of this.controller.restore(state.tasks.values(), state.events, state.holds)) this.log.error(`ha: ${p}`);
-      this.storedApplied.clear();
-      for (const name of state.applied.keys()) this.storedApplied.add(name);
+      // What the previous leader applied replaces what this instance knew: a task with the same inputs is a no-op.
+      for (const p of this.controller.restore(state, { applied: true })) this.log.error(`ha: ${p}`);
       void this.member.check(false);
       this.log.info(`ha: leading: running every task once (a task whose inputs equal what was applied last is a no-op), then watching`, { tasks: this.controller.taskNames().length });
-      await this.controller.resume(state.applied);
+      await this.controller.resume();
     } catch (err) {
       if (this.role !== "leader") return;
       // Leading without the stored state would silently undo API changes: give the lock back.
@@ -398,61 +400,7 @@ export class HighAvailability {
     });
   }
 
-  // ---- stored state -------------------------------------------------------------------------
-
-  private persistChange(change: TaskChange): void {
-    if (this.role !== "leader") return;
-    const p = this.settings.statePrefix;
-    const key = stateKeys.task(p, change.task);
-    if (change.kind === "deleted") {
-      const tombstone: StoredTask = { name: change.task, origin: "config", enabled: false, deleted: true, updated_at: new Date().toISOString() };
-      this.writer.set(key, change.origin === "config" ? JSON.stringify(tombstone) : null);
-      this.writer.set(stateKeys.events(p, change.task), null);
-      this.writer.set(stateKeys.hold(p, change.task), null);
-      this.writer.set(stateKeys.applied(p, change.task), null);
-      this.storedApplied.delete(change.task);
-      return;
-    }
-    const v = this.controller.view(change.task);
-    if (!v) return;
-    const record: StoredTask = { name: v.name, origin: v.origin, enabled: v.enabled, ...(v.spec ? { spec: v.spec } : {}), updated_at: new Date().toISOString() };
-    this.writer.set(key, JSON.stringify(record));
-  }
-
-  /** A held plan (its summary and reasons; never the plan itself) is stored, so a new leader still holds it. */
-  private persistHold(task: string, record: HoldRecord | undefined): void {
-    if (this.role !== "leader") return;
-    this.writer.set(stateKeys.hold(this.settings.statePrefix, task), record ? JSON.stringify(record) : null);
-  }
-
-  /**
-   * What a task applied (its no-op key) is stored, so a new leader skips a task with the same
-   * inputs. A void is stored before the run goes on: a key left in KV during an apply that is then
-   * cut short (crash, failover) would make the next leader skip inputs that were only half applied.
-   * The void keeps the count about to be applied (a record without a key): a leader after such a
-   * failover still refuses a drop to none for a task with allowEmpty: false.
-   */
-  private async persistApplied(task: string, applied: AppliedRecord | undefined): Promise<void> {
-    const key = stateKeys.applied(this.settings.statePrefix, task);
-    if (applied?.key !== undefined) {
-      if (this.role !== "leader") return;
-      this.storedApplied.add(task);
-      this.writer.set(key, JSON.stringify({ ...applied, updated_at: new Date().toISOString() }));
-      return;
-    }
-    if (!applied && !this.storedApplied.has(task)) return;
-    if (this.role !== "leader") throw new CtsError("HA_STATE_NOT_STORED", "external", "is not run: this instance stopped leading before it could clear the task's applied inputs in Consul.", { task });
-    this.writer.set(key, applied ? JSON.stringify({ count: applied.count, updated_at: new Date().toISOString() }) : null);
-    if (!(await this.writer.flush(5_000)))
-      throw new CtsError("HA_STATE_NOT_STORED", "external", "is not run: clearing its applied inputs in Consul (before Terraform may change anything) did not succeed within 5 s; the run is tried again.", { task });
-    if (applied) this.storedApplied.add(task);
-    else this.storedApplied.delete(task);
-  }
-
-  private persistEvent(event: TaskEvent): void {
-    if (this.role !== "leader") return;
-    this.writer.set(stateKeys.events(this.settings.statePrefix, event.task_name), JSON.stringify(this.controller.events.list(event.task_name)));
-  }
+  // ---- retries ------------------------------------------------------------------------------
 
   private explainRetry(notice: RetryNotice): void {
     if (this.role !== "leader" || notice.code !== TERRAFORM_STATE_LOCKED) return;

@@ -4,7 +4,7 @@ import type { Logger } from "../log.ts";
 import type { HaControl } from "../runtime/interfaces.ts";
 import type { HaKv, KvItem, KvRead } from "./kv.ts";
 import { HA_WATCH_TIMING } from "./settings.ts";
-import { parseState, taskFingerprint, type StoredState } from "./state.ts";
+import { parseState, taskFingerprint, type StoredState } from "../state/stored-state.ts";
 
 /**
  * A follower keeps its paused controller equal to the stored state (one blocking query on the
@@ -57,7 +57,7 @@ export class StateMirror implements BlockingQuery<KvRead<KvItem[]>> {
     const state = parseState(this.prefix, read.data);
     // The controller first, then the listeners: shared mode reassigns tasks from the
     // controller's task list as soon as it hears of a new state.
-    for (const problem of this.controller.restore(state.tasks.values(), state.events, state.holds)) this.log.debug(`ha: mirror: ${problem}`);
+    for (const problem of this.controller.restore(state)) this.log.debug(`ha: mirror: ${problem}`);
     this.hooks.onState(state);
     const fingerprint = [...state.tasks.values()].filter((t) => t.origin === "api").map(taskFingerprint).sort().join("\n");
     if (fingerprint !== this.apiTasks) {

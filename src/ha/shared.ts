@@ -4,9 +4,9 @@ import { atMost, pause } from "../pause.ts";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { HaControl } from "../runtime/interfaces.ts";
-import type { HaRuntime } from "./high-availability.ts";
+import type { ClusterStore, HaRuntime } from "./high-availability.ts";
 import { checkIdentity, type AnswersAt } from "./identity.ts";
-import { HaKv } from "./kv.ts";
+import type { HaKv } from "./kv.ts";
 import { MemberReporter } from "./member.ts";
 import { ClusterView } from "./membership.ts";
 import { ownerRedirect, sharedClusterStatus, storePin, type SharedClusterStatus } from "./shared-api.ts";
@@ -14,9 +14,10 @@ import { StateMirror } from "./mirror.ts";
 import { memoizedAssign } from "./rendezvous.ts";
 import { LeaderSession, type SessionLoss } from "./session.ts";
 import { durationText, joinBackoff, resolveHaSettings, type HaSettings } from "./settings.ts";
-import { aliveKeyOf, OwnedState, ownerKeyOf } from "./shared-state.ts";
-import { parseState, type StoredState } from "./state.ts";
-import { StateWriter } from "./writer.ts";
+import { aliveKeyOf, ownerKeyOf } from "./shared-keys.ts";
+import type { KvAccess } from "../state/kv-state.ts";
+import { parseState, type StoredState } from "../state/stored-state.ts";
+import type { StateWriter } from "./writer.ts";
 
 /**
  * Shared mode: every healthy member runs a share of the tasks. Each member holds one session; with
@@ -24,7 +25,7 @@ import { StateWriter } from "./writer.ts";
  * Owners follow rendezvous hashing over the healthy members (or a pin); a member runs a task only
  * while it holds that task's lock, and stops everything at once when its session may be lost.
  */
-export class SharedCluster {
+export class SharedCluster implements KvAccess {
   readonly settings: HaSettings;
   private readonly controller: HaControl;
   private readonly log: Logger;
@@ -51,14 +52,15 @@ export class SharedCluster {
   constructor(
     rt: HaRuntime,
     loaded: LoadedConfig,
+    store: ClusterStore,
     private readonly opts: { stopGraceMs?: number; /** The identity check's probe (absent: no check at start). */ answersAt?: AnswersAt } = {},
   ) {
     this.settings = resolveHaSettings(loaded.config);
     this.controller = rt.controller;
     this.log = rt.log.child("ha");
-    // The process's one Consul client: renewals follow a rotated token file like every other call.
-    this.kv = new HaKv(rt.consul, this.settings.namespace);
-    this.writer = new StateWriter(this.kv, this.aliveKey, this.log);
+    // On the process's one Consul client: renewals follow a rotated token file like every other call.
+    this.kv = store.kv;
+    this.writer = store.writer;
     this.view = new ClusterView(this.kv, this.settings, this.log, () => this.schedule());
     this.mirror = new StateMirror(this.kv, this.settings.statePrefix, this.controller, this.log, {
       applies: () => !this.stopped,
@@ -78,8 +80,21 @@ export class SharedCluster {
     this.controller.shareTasks();
     // Nothing runs until this member holds a task's lock.
     void this.controller.pause(0);
-    const store = new OwnedState(this.writer, this.settings, this.controller, () => this.schedule());
-    this.controller.setHooks({ onEvent: (e) => store.event(e), onTaskChange: (c) => store.change(c), onHold: (t, r) => store.hold(t, r) });
+  }
+
+  /**
+   * The task state's writes (src/state/kv-state.ts): what a run keeps is written by the task's
+   * owner only, fenced with its owner lock; a task changed through this member's API that it does
+   * not own (a new task nobody owns yet) is fenced with this member's liveness lock.
+   */
+  fence(task: string, what: "task" | "run"): string | null {
+    if (this.controller.mine(task)) return this.ownerKey(task);
+    return what === "task" ? this.aliveKey : null;
+  }
+
+  /** A task was created or deleted here: the assignments are computed again. */
+  tasksChanged(): void {
+    this.schedule();
   }
 
   // ---- what the API and CLI ask -------------------------------------------------------------
@@ -305,7 +320,7 @@ export class SharedCluster {
       const read = await this.kv.list(this.settings.statePrefix);
       const state = parseState(this.settings.statePrefix, read.data);
       this.lastState = state;
-      for (const p of this.controller.restore(state.tasks.values(), state.events, state.holds)) this.log.debug(`ha: ${p}`);
+      for (const p of this.controller.restore(state)) this.log.debug(`ha: ${p}`);
       return true;
     } catch (err) {
       this.log.warn(`ha: reading the stored state failed: ${messageOf(err)}; using the last one seen`);

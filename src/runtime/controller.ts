@@ -6,10 +6,12 @@ import type { Logger } from "../log.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import { userCodeFields } from "../user-frames.ts";
 import { Activity, EventStore, eventError, makeEvent, type RunActivity, type TaskEvent } from "./events.ts";
-import type { AppliedRecord, ControllerHooks, HaControl, RestoredTask, RetryNotice, RunModes, RunOutcome, TaskControl, TaskView } from "./interfaces.ts";
+import type { HaControl, RetryNotice, RunModes, RunOutcome, TaskChange, TaskControl, TaskView } from "./interfaces.ts";
+import type { StoredState } from "../state/stored-state.ts";
+import type { StoredTask } from "../state/records.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { TaskRunner } from "./run.ts";
-import type { HeldPlan, HoldRecord } from "./holds.ts";
+import type { HeldPlan } from "./holds.ts";
 import { refused, TaskRuns, type RunGate, type RunSettings } from "./runs.ts";
 import { Ownership } from "./ownership.ts";
 import { TaskChanges } from "./task-changes.ts";
@@ -18,7 +20,7 @@ import type { TaskRegistry } from "./tasks.ts";
 import { keepsSynthesizerWarm } from "./warm-policy.ts";
 import { Triggers, type TriggerGate, type TriggerSettings } from "./triggers.ts";
 
-export type { ControllerHooks, RestoredTask, RunOutcome, TaskChange, TaskView } from "./interfaces.ts";
+export type { RestoredTask, RunOutcome, TaskChange, TaskView } from "./interfaces.ts";
 
 /** The parts a controller is built from (the composition root, src/daemon/compose.ts, makes them). */
 export interface ControllerParts {
@@ -55,13 +57,11 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
   /** Shared cluster mode: the tasks this instance holds the lock of. */
   private readonly owned = new Ownership();
   private readonly changes: TaskChanges;
-  /** Observers; the composition root forwards the parts' notices here. */
-  hooks: ControllerHooks = {};
+  /** Who hears of retries (high availability explains a state lock in its own words). */
+  private readonly retryListeners = new Set<(notice: RetryNotice) => void>();
 
   constructor(private readonly parts: ControllerParts) {
     const { runner, activity, log, metrics } = parts;
-    runner.holds.observe((task, record) => this.hooks.onHold?.(task, record));
-    runner.observeApplied((task, applied) => this.hooks.onApplied?.(task, applied));
     this.events = parts.events;
     this.runs = new TaskRuns({ ...parts.runs, runner, gate: this, log, activity, metrics });
     this.triggers = new Triggers({ ...parts.triggers, runs: this.runs, gate: this, activity, log, metrics, warm: (e) => runner.warm(e) });
@@ -75,7 +75,7 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
       rewatch: (e) => {
         if (this.watching && e.enabled && this.mine(e.name)) this.triggers.start(e);
       },
-      changed: (change) => this.hooks.onTaskChange?.(change),
+      changed: (change) => runner.state.recordTask(change, this.storedRecord(change)),
       mine: (name) => this.mine(name),
     });
   }
@@ -94,15 +94,28 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     return e.enabled ? e : refused(name, "disabled");
   }
 
-  /** Records an event and tells the observers. */
+  /** Records an event; the task state keeps the task's events (a cluster stores them in Consul). */
   record(event: TaskEvent): void {
     this.events.add(event);
-    this.hooks.onEvent?.(event);
+    this.parts.runner.state.recordEvents(event.task_name, this.events.list(event.task_name));
   }
 
-  /** A failed run will be tried again after a delay: the observers are told (high availability explains lock waits). */
+  /** A failed run will be tried again after a delay: the listeners are told (high availability explains lock waits). */
   retrying(notice: RetryNotice): void {
-    this.hooks.onRetry?.(notice);
+    for (const listener of this.retryListeners) listener(notice);
+  }
+
+  /** Calls `listener` before each retry of a failed run; returns the unsubscribe function. */
+  onRetry(listener: (notice: RetryNotice) => void): () => void {
+    this.retryListeners.add(listener);
+    return () => void this.retryListeners.delete(listener);
+  }
+
+  /** The record a task change keeps (an API task's spec, an enabled flag); undefined for a deleted task. */
+  private storedRecord(change: TaskChange): StoredTask | undefined {
+    if (change.kind === "deleted") return undefined;
+    const v = this.view(change.task);
+    return v ? { name: v.name, origin: v.origin, enabled: v.enabled, ...(v.spec ? { spec: v.spec } : {}) } : undefined;
   }
 
   /** Runs waiting and running (the queue gauges). */
@@ -285,11 +298,6 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
 
   // ---- high availability --------------------------------------------------------------------
 
-  /** Sets the observers (one set; high availability installs it). */
-  setHooks(hooks: ControllerHooks): void {
-    this.hooks = hooks;
-  }
-
   /** Whether the controller is paused. */
   get isPaused(): boolean {
     return this.paused;
@@ -319,30 +327,25 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
   }
 
   /**
-   * Leaves the paused state and runs every task once, then watches. The applied keys this instance
-   * knew are forgotten (another instance may have applied since); the stored state's (`applied`,
-   * what the previous leader applied last) take their place, so a task with the same inputs is a no-op.
+   * Leaves the paused state and runs every task once, then watches. A task whose inputs equal what
+   * the task state says was applied (a new leader: what the previous one applied) is a no-op.
    */
-  async resume(applied?: ReadonlyMap<string, AppliedRecord>): Promise<void> {
+  async resume(): Promise<void> {
     if (this.stopped) return;
-    for (const e of this.parts.tasks.all()) {
-      const rec = applied?.get(e.name);
-      e.lastAppliedHash = rec?.key;
-      if (rec) e.lastAppliedCount = rec.count;
-    }
     this.paused = false;
     await this.watch();
   }
 
   /**
-   * Makes tasks and events match a stored state; runs nothing, calls no hook. A paused controller
-   * takes all of it; in shared mode the tasks this instance owns are left alone (it is their author).
+   * Makes tasks, events and held plans match a stored state; runs nothing, writes nothing. A paused
+   * controller takes all of it; in shared mode the tasks this instance owns are left alone (it is
+   * their author). With `applied` (a new leader), what the stored state says was applied replaces
+   * what this instance knew: another instance may have applied since.
    */
-  restore(tasks: Iterable<RestoredTask>, events: ReadonlyMap<string, TaskEvent[]>, holds?: ReadonlyMap<string, HoldRecord>): string[] {
+  restore(stored: StoredState, opts: { applied?: boolean } = {}): string[] {
     if (this.watching && !this.owned.shared) throw new CtsError("CTS_INTERNAL", "internal", "restore() needs a paused controller");
-    const problems = this.parts.tasks.restore(tasks, events, this.events, this.owned.set);
-    // Held plans as the cluster stored them (the tasks this instance owns in shared mode are its own).
-    if (holds) for (const name of this.taskNames()) if (!this.owned.set?.has(name)) this.parts.runner.holds.restore(name, holds.get(name));
+    const problems = this.parts.tasks.restore(stored.tasks.values(), stored.events, this.events, this.owned.set);
+    this.parts.runner.state.restore?.(stored, { ...(this.owned.set ? { except: this.owned.set } : {}), ...(opts.applied ? { applied: true } : {}) });
     return problems;
   }
 

@@ -3,32 +3,8 @@ import { knownSecrets } from "../secrets/redactor.ts";
 import { EventEmitter } from "node:events";
 import { userCodeFields } from "../user-frames.ts";
 
-/** One run of a task, in CTS's event shape (as the API returns it). */
-export interface TaskEvent {
-  id: string;
-  success: boolean;
-  start_time: string;
-  end_time: string;
-  task_name: string;
-  /** Beyond CTS: `at` and `stack` name the user's code (file:line:column, first frames) when a task's code threw. */
-  error: { message: string; at?: string; stack?: string[] } | null;
-  config: { source?: string; services?: string[]; providers?: string[] };
-  /** Beyond CTS: what the run did ("applied", "no-op" when the JSON was unchanged, "planned", "destroyed"). */
-  outcome?: "applied" | "no-op" | "planned" | "destroyed" | "failed" | "cancelled" | "drift" | "held" | "rejected" | "approved";
-  /** Beyond CTS: resource changes of the run (of a drift check: what the plan found). */
-  changes?: { add: number; change: number; destroy: number };
-  /**
-   * Beyond CTS: the resources behind `changes`, by address, with Terraform's action ("create",
-   * "update", "delete", "replace", …); at most 100. Scrubbed like the rest of the event.
-   */
-  resources?: Array<{ address: string; action: string }>;
-  /** Beyond CTS, Terraform Cloud driver: the run's page (also when the run failed, was discarded or waits for confirmation). */
-  run_url?: string;
-  /** Beyond CTS, a plan held for approval (outcome "held"): why, and since when. `changes`/`resources` say what it would change. */
-  hold?: { reasons: string[]; why: "guards" | "always"; heldAt: string };
-  /** Beyond CTS, drift checks only: whether the drift was corrected, and what that apply changed. */
-  drift?: { corrected: boolean; applied?: { add: number; change: number; destroy: number } };
-}
+export type { TaskEvent } from "../state/records.ts";
+import type { TaskEvent } from "../state/records.ts";
 
 /** A run or drift check starting or ending (live views: the dashboard's server-sent events). */
 export interface RunActivity {

@@ -7,7 +7,8 @@ import type { SynthResult } from "../synth/synthesize.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { EventStore, RunActivity, TaskEvent, TaskStatus } from "./events.ts";
 import type { DriftResult, DriftSettings } from "./drift.ts";
-import type { HeldPlan, HoldRecord } from "./holds.ts";
+import type { HeldPlan } from "./holds.ts";
+import type { StoredState } from "../state/stored-state.ts";
 import type { GuardSettings } from "../task/guards.ts";
 
 // The shapes the API, high availability and the CLI see of the runtime. They depend on nothing
@@ -56,12 +57,7 @@ export interface TaskView {
   guards?: { guards?: GuardSettings; approval: "always" | "guards" };
 }
 
-/** A change made to a task at run time (API), for whoever persists them (high availability). */
-export interface TaskChange {
-  kind: "created" | "replaced" | "enabled" | "disabled" | "deleted";
-  task: string;
-  origin: "config" | "api";
-}
+export type { TaskChange } from "../state/records.ts";
 
 /** A failed attempt that will be tried again (logged by the runtime; HA explains lock waits). */
 export interface RetryNotice {
@@ -74,36 +70,7 @@ export interface RetryNotice {
   message: string;
 }
 
-/** Observers of the runtime (high availability persists through these). Called synchronously. */
-export interface ControllerHooks {
-  /** A run (or a fatal watch error) recorded an event. */
-  onEvent?(event: TaskEvent): void;
-  /** A task was created, replaced, enabled, disabled or deleted. */
-  onTaskChange?(change: TaskChange): void;
-  /** A run failed and is retried after a delay. */
-  onRetry?(notice: RetryNotice): void;
-  /** A task's held plan changed: held, approved, rejected (a record), or cleared (undefined). */
-  onHold?(task: string, record: HoldRecord | undefined): void;
-  /**
-   * A task's applied key changed: recorded after a successful apply (a record with its key), or
-   * voided just before Terraform may change anything (undefined, or a record without a key that
-   * holds the count about to be applied). The run waits for a void's promise: a rejected one stops
-   * the run before the driver is called (a stored key must not outlive a partial apply).
-   */
-  onApplied?(task: string, applied: AppliedRecord | undefined): void | Promise<void>;
-}
-
-/**
- * What a task's last successful apply was made of: the no-op skip's key and the condition's count.
- * Without a key, an apply was started and may not have finished: only the count it was about to
- * apply is known (the infrastructure may hold those instances, so a drop to none is still checked).
- */
-export interface AppliedRecord {
-  /** The synthesized JSON's hash (with the template values' digest when the task reads templates). */
-  key?: string;
-  /** How many instances or catalog services the condition held (the empty-data check). */
-  count?: number;
-}
+export type { AppliedRecord } from "../state/records.ts";
 
 /** One task of a stored state (high availability): an enabled override, a tombstone, or an API task. */
 export interface RestoredTask {
@@ -149,10 +116,11 @@ export interface HaControl {
   readonly isPaused: boolean;
   pause(graceMs?: number): Promise<void>;
   /** Runs every task once and watches; a task whose inputs equal its `applied` record (the stored state's) is skipped as a no-op. */
-  resume(applied?: ReadonlyMap<string, AppliedRecord>): Promise<void>;
-  /** Takes a stored state: tasks, events and (when given) held plans. */
-  restore(tasks: Iterable<RestoredTask>, events: ReadonlyMap<string, TaskEvent[]>, holds?: ReadonlyMap<string, HoldRecord>): string[];
-  setHooks(hooks: ControllerHooks): void;
+  resume(): Promise<void>;
+  /** Takes a stored state: tasks, events and held plans; with `applied` (a new leader), what was applied too. */
+  restore(stored: StoredState, opts?: { applied?: boolean }): string[];
+  /** Calls `listener` before each retry of a failed run; returns the unsubscribe function. */
+  onRetry(listener: (notice: RetryNotice) => void): () => void;
   /** Shared cluster mode: only owned tasks watch and run (call before resume). */
   shareTasks(): void;
   /** Shared mode: this instance holds the task's lock now; runs it once and watches it. */

@@ -1,5 +1,3 @@
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { CtsError, isErrorCode } from "../errors.ts";
 import { effectiveGuards, guardViolations, type GuardSettings, type PlanJson } from "../task/guards.ts";
 import { Holds, planDigest, type HeldPlan } from "./holds.ts";
@@ -10,11 +8,12 @@ import type { Metrics } from "../metrics/metrics.ts";
 import type { Driver, RunResult, TaskWorkspace } from "../driver/types.ts";
 import type { SynthResult } from "../synth/synthesize.ts";
 import type { Synthesizer } from "../synth/synthesizer.ts";
-import { APPLIED_COUNT_FILE, APPLIED_HASH_FILE } from "../synth/paths.ts";
 import { secretEnv } from "../task/secrets.ts";
 import { taskTemplateDependencies, TemplateRenderError, type TemplateDependency, type TemplateLookup } from "../task/provider-templates.ts";
 import type { AnyTaskInput } from "../task/task.ts";
-import type { AppliedRecord, RunOutcome } from "./interfaces.ts";
+import type { RunOutcome } from "./interfaces.ts";
+import type { TaskState } from "../state/task-state.ts";
+import { memoryTaskState } from "../state/memory-state.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import { driftSettings } from "./drift.ts";
 import type { TaskInputSource } from "./task-input.ts";
@@ -23,7 +22,7 @@ import type { TaskInputSource } from "./task-input.ts";
 export type RunMode = "apply" | "plan" | "destroy";
 
 /** The driver as a run uses it (src/driver/types.ts): the operations, where each task works, cooling down. */
-export type RunDriver = Pick<Driver, "apply" | "plan" | "destroy" | "taskDir" | "makeTaskDir" | "coolDown" | "keepWarm" | "planToApply" | "applyPlan" | "discardPlan">;
+export type RunDriver = Pick<Driver, "apply" | "plan" | "destroy" | "taskDir" | "coolDown" | "keepWarm" | "planToApply" | "applyPlan" | "discardPlan">;
 
 /** A module task's provider values and `task_env` (CTS passes them through the environment only). */
 function taskEnvironment(e: TaskEntry, lookup?: TemplateLookup): Record<string, string> {
@@ -49,8 +48,8 @@ export interface RunDeps {
   inputs: TaskInputSource;
   log: Logger;
   metrics?: Metrics;
-  /** Held plans (plan guards, approvals); default: kept in each task's folder only. */
-  holds?: Holds;
+  /** What outlives a run: applied keys and counts, held plans (src/state/); default: kept in memory only. */
+  state?: TaskState;
   /** Values of provider templates and Vault secrets (absent: a task that uses one fails with a clear error). */
   templates?: RunTemplates;
 }
@@ -73,25 +72,19 @@ function conditionCount(e: TaskEntry, input: AnyTaskInput): number | undefined {
  * caller's (runs.ts). It also owns what runs belong to: the task's working dir, the warm
  * providers, the synthesizer's worker.
  *
- * The applied hash (the no-op skip) is voided before an apply, in memory and on disk, and written
- * only after it succeeded: an apply that failed, was cancelled or was cut short by a crash may
- * have changed part of the infrastructure, so the next run must apply even if its JSON is the same.
+ * The applied key (the no-op skip) is voided in the task state (src/state/) before an apply and
+ * recorded only after it succeeded: an apply that failed, was cancelled or was cut short by a crash
+ * may have changed part of the infrastructure, so the next run must apply even if its JSON is the same.
  */
 export class TaskRunner {
   /** Plans held for approval, by task. */
   readonly holds: Holds;
-  private appliedObserver: ((task: string, applied: AppliedRecord | undefined) => void | Promise<void>) | undefined;
+  /** What outlives a run (applied keys and counts, holds). */
+  readonly state: TaskState;
 
   constructor(private readonly deps: RunDeps) {
-    this.holds = deps.holds ?? new Holds((task) => deps.driver.taskDir(task));
-  }
-
-  /**
-   * Tells `fn` of each applied key recorded (after an apply) and voided (before one; the run waits
-   * for its promise, and a rejection fails the run before the driver is called). One observer.
-   */
-  observeApplied(fn: (task: string, applied: AppliedRecord | undefined) => void | Promise<void>): void {
-    this.appliedObserver = fn;
+    this.state = deps.state ?? memoryTaskState();
+    this.holds = new Holds(this.state);
   }
 
   /** The guards a task's plans are checked with (its own over the config's), and whether every plan waits for approval. */
@@ -105,8 +98,7 @@ export class TaskRunner {
     const { synth, ws, applied, count } = await this.prepare(e, signal);
     if (mode === "apply") this.checkEmpty(e, count);
     // CTS applies a scheduled task on every tick, whatever its data: the infrastructure may have drifted.
-    if (mode === "apply" && e.task.condition.kind !== "schedule" && applied === e.lastAppliedHash) {
-      e.lastAppliedCount = count;
+    if (mode === "apply" && e.task.condition.kind !== "schedule" && applied === this.state.applied(e.name)?.key) {
       // The inputs went back to what is applied: a hold made for other inputs no longer applies.
       if (this.holds.get(e.name).held || this.holds.get(e.name).rejected) await this.dropHold(e, "the inputs are back to what is applied");
       return { task: e.name, ok: true, outcome: "no-op", synth };
@@ -132,9 +124,10 @@ export class TaskRunner {
   async checkDrift(e: TaskEntry, signal: AbortSignal): Promise<RunOutcome> {
     const { correct } = driftSettings(this.deps.loaded.config.driftCheck, e.task.driftCheck);
     const at = () => new Date().toISOString();
-    if (!e.lastAppliedHash) return { task: e.name, ok: true, outcome: "not-applied", drift: { state: "not-applied", checkedAt: at() } };
+    const last = this.state.applied(e.name)?.key;
+    if (!last) return { task: e.name, ok: true, outcome: "not-applied", drift: { state: "not-applied", checkedAt: at() } };
     const { synth, ws, applied: key, count } = await this.prepare(e, signal);
-    if (key !== e.lastAppliedHash) return { task: e.name, ok: true, outcome: "inputs-changed", synth, drift: { state: "inputs-changed", checkedAt: at() } };
+    if (key !== last) return { task: e.name, ok: true, outcome: "inputs-changed", synth, drift: { state: "inputs-changed", checkedAt: at() } };
     const plan = await this.deps.driver.plan(ws, { signal, onOutput: this.outputLog(e) });
     if (!plan.changesPresent) return { task: e.name, ok: true, outcome: "in-sync", result: plan, synth, drift: { state: "in-sync", checkedAt: at() } };
     if (!correct) return { task: e.name, ok: true, outcome: "drift", result: plan, synth, drift: { state: "drifted", checkedAt: at(), changes: plan.summary } };
@@ -215,22 +208,13 @@ export class TaskRunner {
   }
 
   /**
-   * Forgets the applied key before Terraform may change anything: in memory, on disk and (the
-   * observer: HA's stored state) wherever else it is kept. A count of instances about to be applied
-   * is kept first: an apply cut short (the daemon stopped, Terraform killed) may already have put
-   * them in place, and a restart must still refuse a drop to none (allowEmpty: false).
+   * Forgets the applied key before Terraform may change anything, wherever the task state keeps
+   * it (a file, Consul KV). A count of instances about to be applied is kept: an apply cut short
+   * (the daemon stopped, Terraform killed) may already have put them in place, and a restart must
+   * still refuse a drop to none (allowEmpty: false). A void that cannot be kept fails the run.
    */
   private async voidAppliedHash(e: TaskEntry, count?: number): Promise<void> {
-    if (count !== undefined && count > 0) {
-      e.lastAppliedCount = count;
-      // The first apply in a new working dir comes before the driver has made the task's folder.
-      await this.deps.driver.makeTaskDir?.(e.name).catch(() => undefined); // its own run reports what is wrong with it
-      this.keepCount(e, count);
-    }
-    e.lastAppliedHash = undefined;
-    // Synchronous: a tiny local file, and a thread-pool round trip costs more CPU than the call.
-    rmSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), { force: true });
-    await this.appliedObserver?.(e.name, count !== undefined && count > 0 ? { count } : undefined);
+    await this.state.voidApplied(e.name, count);
   }
 
   /**
@@ -239,7 +223,7 @@ export class TaskRunner {
    * of Consul's (a filtered or denied read fails before this): it is what Consul says now.
    */
   private checkEmpty(e: TaskEntry, count: number | undefined): void {
-    const before = e.lastAppliedCount ?? (count === 0 ? this.storedCount(e) : undefined);
+    const before = this.state.applied(e.name)?.count;
     if (count !== 0 || before === undefined || before === 0) return;
     const what = e.task.condition.kind === "services" ? "instances" : "catalog services";
     if (e.task.allowEmpty === false) {
@@ -253,33 +237,6 @@ export class TaskRunner {
     this.deps.log.warn(`task '${e.name}': its condition dropped from ${before} ${what} to none; applying the empty data (allowEmpty, the default; set allowEmpty: false to refuse)`, { task: e.name });
   }
 
-  /**
-   * The count kept in the task's folder by the last successful apply (this process or an earlier
-   * one): a restart must not forget that the pool had instances. Undefined when none is kept.
-   */
-  private storedCount(e: TaskEntry): number | undefined {
-    try {
-      const value = JSON.parse(readFileSync(join(this.deps.driver.taskDir(e.name), APPLIED_COUNT_FILE), "utf8")) as { count?: unknown };
-      const count = value?.count;
-      if (typeof count !== "number" || !Number.isSafeInteger(count) || count < 0) return undefined;
-      e.lastAppliedCount = count;
-      return count;
-    } catch {
-      return undefined; // none kept (never applied here) or unreadable: as before the first apply
-    }
-  }
-
-  /** Keeps the applied count in the task's folder (removed for conditions without one). Best effort. */
-  private keepCount(e: TaskEntry, count: number | undefined): void {
-    const file = join(this.deps.driver.taskDir(e.name), APPLIED_COUNT_FILE);
-    try {
-      if (count === undefined) rmSync(file, { force: true });
-      else writeFileSync(file, JSON.stringify({ count }) + "\n", { mode: 0o640 });
-    } catch {
-      /* kept in memory; after a restart the first drop to none is checked against nothing */
-    }
-  }
-
   private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, applied: string, signal: AbortSignal, count?: number): Promise<RunOutcome> {
     const { guards, always } = this.guardsOf(e);
     // Without guards or approval a run applies at once: no plan first (the fast path).
@@ -289,22 +246,9 @@ export class TaskRunner {
     return this.applied(e, synth, applied, result, count);
   }
 
-  /** Records a successful apply: the applied key (the JSON's hash, with the template values' digest; memory and file), no hold left. */
+  /** Records a successful apply in the task state: the applied key (the JSON's hash, with the template values' digest) and count. */
   private applied(e: TaskEntry, synth: SynthResult, applied: string, result: RunResult, count?: number): RunOutcome {
-    e.lastAppliedHash = applied;
-    e.lastAppliedCount = count;
-    this.keepCount(e, count);
-    // Best effort: a missing file only costs one apply that could have been skipped.
-    try {
-      writeFileSync(join(this.deps.driver.taskDir(e.name), APPLIED_HASH_FILE), applied + "\n", { mode: 0o640 });
-    } catch {
-      /* kept in memory; the next start applies once more */
-    }
-    try {
-      void Promise.resolve(this.appliedObserver?.(e.name, { key: applied, ...(count !== undefined ? { count } : {}) })).catch(() => undefined);
-    } catch {
-      /* an observer's failure costs at most one apply that could have been skipped */
-    }
+    this.state.recordApplied(e.name, { key: applied, ...(count !== undefined ? { count } : {}) });
     return { task: e.name, ok: true, outcome: "applied", result, synth };
   }
 

@@ -22,7 +22,7 @@ export interface TaskChangeDeps {
   runner: TaskRunner;
   /** Starts the task's triggers if this instance watches it now (watching, enabled, owned). */
   rewatch(e: TaskEntry): void;
-  /** Tells the observers (high availability stores the change). */
+  /** Keeps the change in the task state (a cluster stores it in Consul). */
   changed(change: TaskChange): void;
   /** Whether this instance runs the task (shared mode: owns it). */
   mine(name: string): boolean;
@@ -101,6 +101,7 @@ export class TaskChanges {
     // A held plan goes with its task (and its stored copy with it).
     await this.d.runner.dropHold(name, undefined);
     this.d.changed({ kind: "deleted", task: name, origin: e.origin });
+    this.d.runner.state.forget(name);
     await this.removeDir(name);
     return outcome;
   }
@@ -109,7 +110,7 @@ export class TaskChanges {
   takeOver(name: string): void {
     const e = this.d.tasks.find(name);
     if (!e || e.deleting || !e.enabled) return;
-    e.lastAppliedHash = undefined;
+    this.d.runner.state.forgetAppliedKey(name);
     this.d.triggers.start(e);
     this.d.runs.enqueue(name);
   }

@@ -22,13 +22,6 @@ export interface TaskEntry {
   /** Where it came from: the config file, or the API. */
   origin: "config" | "api";
   enabled: boolean;
-  /** Hash of the last JSON applied successfully by this process (the no-op skip). */
-  lastAppliedHash?: string;
-  /**
-   * How many instances (or catalog services) the condition held at the last successful apply, or
-   * at an apply of some that started since (it may have put them in place before it failed).
-   */
-  lastAppliedCount?: number;
   /** Live subscriptions while watching, by input field. */
   subs: Array<{ field: "services" | "catalogServices" | "kv"; source: Source; sub: Subscription }>;
   /** Ends the task's hold on the template values its providers read (daemon mode). */

@@ -1,25 +1,12 @@
 import { MAX_WALK_DEPTH, tooDeepAt } from "../data-depth.ts";
-import type { TaskEvent } from "../runtime/events.ts";
-import type { ModuleTaskSpec } from "../synth/task-ref.ts";
-import type { KvItem } from "./kv.ts";
-import { isHoldRecord, type HoldRecord } from "../runtime/holds.ts";
-import type { AppliedRecord } from "../runtime/interfaces.ts";
+import { isAppliedRecord, isHoldRecord, type AppliedRecord, type HoldRecord, type StoredTask, type TaskEvent } from "./records.ts";
 
-/**
- * What the cluster remembers about one task beyond the config files: a task created through the
- * API (with its spec), an enabled flag changed through the API, or a config task deleted through
- * the API (a tombstone, so a new leader does not bring it back).
- */
-export interface StoredTask {
-  name: string;
-  origin: "config" | "api";
-  enabled: boolean;
-  /** The plain-data declaration of a task created through the API. */
-  spec?: ModuleTaskSpec;
-  /** A config task deleted through the API. */
-  deleted?: true;
-  /** When the leader wrote it (ISO time). */
-  updated_at?: string;
+/** One entry of a recursive KV read (the cluster's `HaKv` answers with these). */
+export interface KvEntry {
+  key: string;
+  value: string;
+  session?: string;
+  modifyIndex?: bigint;
 }
 
 /** The cluster's stored state, as read from KV. */
@@ -42,17 +29,8 @@ export const stateKeys = {
   applied: (prefix: string, name: string) => `${prefix}applied/${name}`,
 };
 
-/** A stored applied record, as KV (writable by anyone with the ACL) may hold it. */
-function isAppliedRecord(v: unknown): v is AppliedRecord {
-  if (!v || typeof v !== "object") return false;
-  const r = v as Record<string, unknown>;
-  if (r.key !== undefined && (typeof r.key !== "string" || r.key.length === 0 || r.key.length > 200)) return false;
-  if (r.count !== undefined && !(typeof r.count === "number" && Number.isSafeInteger(r.count) && r.count >= 0)) return false;
-  return r.key !== undefined || r.count !== undefined; // a keyless record is an apply under way: its count only
-}
-
 /** Parses the entries of `<parentPath>/state/` (a recursive read). */
-export function parseState(prefix: string, entries: KvItem[]): StoredState {
+export function parseState(prefix: string, entries: KvEntry[]): StoredState {
   const state: StoredState = { tasks: new Map(), events: new Map(), holds: new Map(), applied: new Map(), problems: [] };
   for (const e of entries) {
     if (!e.key.startsWith(prefix)) continue;

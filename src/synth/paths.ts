@@ -28,9 +28,3 @@ export function ownWorkingDirs(configDir: string, tasks: TaskPlace[]): Record<st
   }
   return dirs;
 }
-
-/** The file where the hash of the last successfully applied JSON is kept. */
-export const APPLIED_HASH_FILE = ".cts-applied-hash";
-
-/** The file where the condition's instance count at the last successful apply is kept (the allowEmpty check). */
-export const APPLIED_COUNT_FILE = ".cts-applied-count";

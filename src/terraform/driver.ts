@@ -109,10 +109,6 @@ export class LocalDriver implements LocalTerraformDriver {
     return this.parts.folders.taskDir(task);
   }
 
-  makeTaskDir(task: string): Promise<string> {
-    return this.parts.folders.prepare(task);
-  }
-
   /** One operation of a task, queued behind the task's previous one; what leaves is scrubbed of secrets. */
   private run(kind: ChangeKind, ws: TaskWorkspace, opts: RunOptions = {}, command?: MainCommand): Promise<RunResult> {
     try {

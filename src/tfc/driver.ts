@@ -87,7 +87,7 @@ export class TfcDriver implements Driver {
     return taskFolder(this.root, task);
   }
 
-  async makeTaskDir(task: string): Promise<string> {
+  private async makeTaskDir(task: string): Promise<string> {
     const dir = this.taskDir(task);
     mkdirSync(dir, { recursive: true, mode: 0o750 });
     return dir;

@@ -1,7 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { TaskChange } from "../../src/runtime/controller.ts";
-import type { AppliedRecord } from "../../src/runtime/interfaces.ts";
+import { KvTaskState } from "../../src/state/kv-state.ts";
+import { parseState, type StoredState } from "../../src/state/stored-state.ts";
+import type { StoredTask } from "../../src/state/records.ts";
 import { createController } from "../../src/daemon/compose.ts";
 import { CtsError } from "../../src/errors.ts";
 import { createLogger } from "../../src/log.ts";
@@ -60,12 +61,48 @@ function fakeDriver() {
   return fake;
 }
 
+/**
+ * A cluster's task state on an in-memory KV: every write recorded (with how many applies of the
+ * task the driver had seen then); `refuse` makes flushes fail, as a lost leader's would.
+ */
+function clusterState(applies: () => string[] = () => []) {
+  const kv = new Map<string, string>();
+  const writes: string[] = [];
+  const flags = { refuse: false };
+  const c = {
+    kv,
+    writes,
+    flags,
+    state: new KvTaskState(
+      {
+        set(key, value) {
+          const [, kind, task] = key.split("/").slice(1);
+          const what = value === null ? "delete" : kind === "applied" ? (JSON.parse(value).key ? "set" : "void") : "set";
+          writes.push(`${what}:${kind}:${task}:${applies().filter((x) => x.startsWith(`${task}:`)).length}`);
+          if (value === null) kv.delete(key);
+          else kv.set(key, value);
+        },
+        flush: async (): Promise<boolean> => !flags.refuse,
+      },
+      "p/state/",
+      { fence: () => undefined },
+    ),
+    stored: (): StoredState => parseState("p/state/", [...kv].map(([key, value]) => ({ key, value }))),
+  };
+  return c;
+}
+
+function stateOf(parts: Partial<StoredState>): StoredState {
+  return { tasks: new Map(), events: new Map(), holds: new Map(), applied: new Map(), problems: [], ...parts };
+}
+
 function setup(opts: { allowEmpty?: boolean } = {}) {
   const members = new MemberList("members", "/tmp/m.txt");
   if (opts.allowEmpty !== undefined) Object.assign(members, { allowEmpty: opts.allowEmpty });
   const other = new MemberList("other", "/tmp/o.txt");
   const w = fakeWatcher();
   const d = fakeDriver();
+  const cluster = clusterState(() => d.applied);
   const controller = createController({
     loaded: { config: { tasks: [members, other] }, file: "/x/cts.config.ts", dir: "/x" },
     reader: { read: async () => [] as never },
@@ -74,8 +111,9 @@ function setup(opts: { allowEmpty?: boolean } = {}) {
     log: createLogger({ write: () => {} }),
     watcher: w.watcher,
     retries: 0,
+    state: cluster.state,
   });
-  return { controller, w, d };
+  return { controller, w, d, cluster };
 }
 
 const spec = (name: string, enabled = true): ModuleTaskSpec => ({ name, module: "./modules/echo", condition: services({ names: ["web"] }), enabled, variables: { path: `/tmp/${name}` } }) as ModuleTaskSpec;
@@ -120,11 +158,10 @@ describe("Controller under high availability", () => {
 
   it("a new leader given the stored applied keys skips a task whose inputs equal them and runs the others", async () => {
     const old = setup();
-    const stored = new Map<string, AppliedRecord>();
-    old.controller.setHooks({ onApplied: (task, a) => void (a?.key ? stored.set(task, a) : stored.delete(task)) });
     old.w.set(["a"]);
     await old.controller.watch();
     await old.controller.idle();
+    const stored = old.cluster.stored().applied;
     assert.deepEqual([...stored.keys()].sort(), ["members", "other"]);
     assert.equal(stored.get("members")!.count, 1);
     await old.controller.stop(100);
@@ -133,7 +170,8 @@ describe("Controller under high availability", () => {
     await next.controller.pause(0);
     next.w.set(["a"]);
     // Only the members task's record reached the stored state.
-    await next.controller.resume(new Map([["members", stored.get("members")!]]));
+    next.controller.restore(stateOf({ applied: new Map([["members", stored.get("members")!]]) }), { applied: true });
+    await next.controller.resume();
     await next.controller.idle();
     assert.deepEqual(next.d.applied, ["other:a 10.0.0.1:80\n"], "the task whose inputs match what was applied is not handed to the driver");
     next.w.set(["b"]);
@@ -144,22 +182,22 @@ describe("Controller under high availability", () => {
 
   it("a void keeps the count about to be applied: a leader after an apply cut short still refuses a drop to none (allowEmpty: false)", async () => {
     const old = setup({ allowEmpty: false });
-    const stored = new Map<string, AppliedRecord>();
-    old.controller.setHooks({ onApplied: (task, a) => void (a ? stored.set(task, a) : stored.delete(task)) });
     old.w.set(["a", "b"]);
     const release = old.d.hold();
     await old.controller.watch();
     await old.d.held.reached(2);
-    assert.deepEqual(stored.get("members"), { count: 2 }, "stored before Terraform may change anything: no key, the count");
+    assert.deepEqual(old.cluster.stored().applied.get("members"), { count: 2 }, "stored before Terraform may change anything: no key, the count");
     await old.controller.pause(0);
     release();
     await old.controller.stop(100);
-    assert.deepEqual(stored.get("members"), { count: 2 }, "the apply was cut short: nothing recorded after it");
+    const stored = old.cluster.stored();
+    assert.deepEqual(stored.applied.get("members"), { count: 2 }, "the apply was cut short: nothing recorded after it");
 
     const next = setup({ allowEmpty: false });
     await next.controller.pause(0);
     next.w.set([]);
-    await next.controller.resume(new Map([["members", stored.get("members")!]]));
+    next.controller.restore(stored, { applied: true });
+    await next.controller.resume();
     await next.controller.idle();
     assert.deepEqual(next.d.applied.filter((x) => x.startsWith("members:")), [], "the drop to none was not applied");
     const ev = next.controller.events.list("members")[0]!;
@@ -169,20 +207,12 @@ describe("Controller under high availability", () => {
   });
 
   it("voids the applied key before the driver is called; a void that cannot be stored fails the run with nothing applied", async () => {
-    const { controller, w, d } = setup();
-    const seen: string[] = [];
-    let refuse = false;
-    controller.setHooks({
-      onApplied: async (task, a) => {
-        seen.push(`${a?.key ? "set" : "void"}:${task}:${d.applied.filter((x) => x.startsWith(`${task}:`)).length}`);
-        if (!a?.key && refuse) throw new CtsError("HA_STATE_NOT_STORED", "external", "is not run");
-      },
-    });
+    const { controller, w, d, cluster } = setup();
     w.set(["a"]);
     await controller.watch();
     await controller.idle();
-    assert.deepEqual(seen.filter((s) => s.includes(":members:")), ["void:members:0", "set:members:1"], "voided before the apply, recorded after it");
-    refuse = true;
+    assert.deepEqual(cluster.writes.filter((s) => s.startsWith("void:applied:members") || s.startsWith("set:applied:members")), ["void:applied:members:0", "set:applied:members:1"], "voided before the apply, recorded after it");
+    cluster.flags.refuse = true;
     w.set(["b"]);
     await controller.idle();
     assert.equal(d.applied.filter((x) => x.startsWith("members:")).length, 1, "the refused void stopped the run before the driver");
@@ -206,40 +236,43 @@ describe("Controller under high availability", () => {
     await controller.stop(100);
   });
 
-  it("reports events and task changes to its hooks", async () => {
-    const { controller, w } = setup();
-    const changes: TaskChange[] = [];
-    const events: TaskEvent[] = [];
-    controller.setHooks({ onEvent: (e) => events.push(e), onTaskChange: (c) => changes.push(c) });
+  it("keeps events and task changes in its task state", async () => {
+    const { controller, w, cluster } = setup();
     w.set(["a"]);
     await controller.watch();
     await controller.idle();
-    assert.deepEqual(events.map((e) => e.task_name).sort(), ["members", "other"]);
+    assert.deepEqual([...cluster.stored().events.keys()].sort(), ["members", "other"]);
+    assert.equal(cluster.stored().events.get("members")![0]!.outcome, "applied");
     await controller.setEnabled("other", false);
+    assert.deepEqual(cluster.stored().tasks.get("other"), { name: "other", origin: "config", enabled: false, updated_at: cluster.stored().tasks.get("other")!.updated_at });
     controller.addModuleTask(spec("api-task", false));
+    assert.equal(cluster.stored().tasks.get("api-task")!.spec!.variables!.path, "/tmp/api-task");
     await controller.replaceModuleTask("api-task", { ...spec("api-task", false), variables: { path: "/tmp/2" } } as ModuleTaskSpec);
+    assert.equal(cluster.stored().tasks.get("api-task")!.spec!.variables!.path, "/tmp/2");
     await controller.deleteTask("api-task");
+    assert.equal(cluster.stored().tasks.has("api-task"), false, "an API task is gone without a trace");
     await controller.deleteTask("members");
-    assert.deepEqual(
-      changes.map((c) => `${c.kind}:${c.task}:${c.origin}`),
-      ["disabled:other:config", "created:api-task:api", "replaced:api-task:api", "deleted:api-task:api", "deleted:members:config"],
-    );
+    const tombstone: StoredTask | undefined = cluster.stored().tasks.get("members");
+    assert.equal(tombstone?.deleted, true, "a deleted config task leaves a tombstone, so a new leader does not bring it back");
+    assert.equal(cluster.stored().events.has("members"), false);
+    assert.equal(cluster.stored().applied.has("members"), false);
     await controller.stop(100);
   });
 
-  it("restores a stored state without running anything or calling hooks", async () => {
-    const { controller, d } = setup();
+  it("restores a stored state without running or writing anything", async () => {
+    const { controller, d, cluster } = setup();
     await controller.pause(0);
-    const changes: TaskChange[] = [];
-    controller.setHooks({ onTaskChange: (c) => changes.push(c), onEvent: () => changes.push({ kind: "created", task: "event!", origin: "api" }) });
+    const tasks: StoredTask[] = [
+      { name: "members", origin: "config", enabled: false },
+      { name: "other", origin: "config", enabled: false, deleted: true },
+      { name: "api-task", origin: "api", enabled: true, spec: spec("api-task") },
+      { name: "broken", origin: "api", enabled: true, spec: { name: "broken", module: "./m", condition: services({ names: [] }) } as unknown as ModuleTaskSpec },
+    ];
     const problems = controller.restore(
-      [
-        { name: "members", enabled: false },
-        { name: "other", enabled: false, deleted: true },
-        { name: "api-task", enabled: true, spec: spec("api-task") },
-        { name: "broken", enabled: true, spec: { name: "broken", module: "./m", condition: services({ names: [] }) } as unknown as ModuleTaskSpec },
-      ],
-      new Map([["members", [event("members", false), event("members", true)]], ["api-task", [event("api-task", true)]]]),
+      stateOf({
+        tasks: new Map(tasks.map((t) => [t.name, t])),
+        events: new Map([["members", [event("members", false), event("members", true)]], ["api-task", [event("api-task", true)]]]),
+      }),
     );
     assert.equal(problems.length, 1);
     assert.match(problems[0]!, /task 'broken' cannot be restored/);
@@ -250,11 +283,11 @@ describe("Controller under high availability", () => {
     assert.equal(controller.events.list("api-task").length, 1);
 
     // An emptied state (--reset-storage) brings the config back as written.
-    controller.restore([], new Map());
+    controller.restore(stateOf({}));
     assert.deepEqual(controller.taskNames().sort(), ["members", "other"]);
     assert.equal(controller.view("members")!.enabled, true);
     assert.equal(controller.view("members")!.status, "unknown");
-    assert.deepEqual(changes, []);
+    assert.deepEqual(cluster.writes, []);
     assert.deepEqual(d.applied, []);
     await controller.stop(100);
   });
@@ -262,7 +295,7 @@ describe("Controller under high availability", () => {
   it("refuses to restore while it is watching", async () => {
     const { controller } = setup();
     await controller.watch();
-    assert.throws(() => controller.restore([], new Map()), /paused controller/);
+    assert.throws(() => controller.restore(stateOf({})), /paused controller/);
     await controller.stop(100);
   });
 });

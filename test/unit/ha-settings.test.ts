@@ -5,7 +5,7 @@ import { hostname } from "node:os";
 import { validateConfig } from "../../src/config/load.ts";
 import type { CtsConfig } from "../../src/config/types.ts";
 import { resolveHaSettings } from "../../src/ha/settings.ts";
-import { parseState, stateKeys } from "../../src/ha/state.ts";
+import { parseState, stateKeys } from "../../src/state/stored-state.ts";
 import { compatProblems } from "../../src/ha/compat.ts";
 import type { KvItem } from "../../src/ha/kv.ts";
 

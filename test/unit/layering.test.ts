@@ -26,6 +26,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ["daemon"],
   ["api", "ha", "doctor"],
   ["runtime"],
+  ["state"],
   ["synth", "watch"],
   ["config"],
   ["task"],

@@ -6,7 +6,8 @@ import { ModuleTask } from "../../src/task/module-task.ts";
 import { services } from "../../src/task/conditions.ts";
 import { declareTask } from "../../src/task/declaration.ts";
 import { Holds, planDigest, type HeldPlan } from "../../src/runtime/holds.ts";
-import { parseState, stateKeys } from "../../src/ha/state.ts";
+import { parseState, stateKeys } from "../../src/state/stored-state.ts";
+import { FileTaskState } from "../../src/state/file-state.ts";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -170,22 +171,19 @@ describe("held plans: where they are kept", () => {
     heldAt: "2026-01-01T00:00:00.000Z",
   });
 
-  it("survives a restart in the task's folder, tells its observer each change, and forgets a cleared hold", async () => {
+  it("survives a restart in the task's state folder, and forgets a cleared hold", async () => {
     const dir = await mkdtemp(join(tmpdir(), "cts-holds-"));
     try {
-      const seen: string[] = [];
-      const first = new Holds(() => dir);
-      first.observe((task, record) => seen.push(`${task}:${record?.held ? "held" : record?.rejected ? "rejected" : "cleared"}`));
+      const first = new Holds(new FileTaskState(dir));
       first.hold(hold("web"));
       assert.equal(first.approve("web")?.approvedAt !== undefined, true);
-      const second = new Holds(() => dir);
+      const second = new Holds(new FileTaskState(dir));
       assert.equal(second.held("web")?.digest, "d1", "read back from the folder");
       assert.ok(second.held("web")?.approvedAt);
       first.reject("web");
-      assert.equal(new Holds(() => dir).get("web").rejected?.hash, "h1");
+      assert.equal(new Holds(new FileTaskState(dir)).get("web").rejected?.hash, "h1");
       first.clear("web");
-      assert.deepEqual(new Holds(() => dir).get("web"), {});
-      assert.deepEqual(seen, ["web:held", "web:held", "web:rejected", "web:cleared"]);
+      assert.deepEqual(new Holds(new FileTaskState(dir)).get("web"), {});
       assert.equal(first.approve("web"), undefined, "nothing held, nothing approved");
     } finally {
       await rm(dir, { recursive: true, force: true });

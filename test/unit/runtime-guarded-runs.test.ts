@@ -1,9 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { APPLIED_COUNT_FILE } from "../../src/synth/paths.ts";
+import { APPLIED_FILE, FileTaskState } from "../../src/state/file-state.ts";
 import { createController } from "../../src/daemon/compose.ts";
 import { CtsError } from "../../src/errors.ts";
 import { createLogger } from "../../src/log.ts";
@@ -32,7 +32,6 @@ function fakeDriver() {
     loseKeptPlans: () => plans.clear(),
     driver: {
       taskDir: (t: string) => `/nonexistent/${t}`,
-      makeTaskDir: undefined as ((task: string) => Promise<string>) | undefined,
       async apply(ws: TaskWorkspace) {
         calls.push("apply");
         const want = desired(ws);
@@ -77,20 +76,16 @@ function fakeDriver() {
   };
 }
 
-function setup(guards: PlanGuards | false | undefined, approval?: ApprovalMode, opts: { allowEmpty?: boolean; taskDir?: string } = {}) {
+/** The count kept in the task state's folder under `root` (`<root>/.cts-state/pool/applied.json`). */
+async function keptCount(root: string): Promise<number | undefined> {
+  return (JSON.parse(await readFile(join(root, ".cts-state", "pool", APPLIED_FILE), "utf8")) as { count?: number }).count;
+}
+
+function setup(guards: PlanGuards | false | undefined, approval?: ApprovalMode, opts: { allowEmpty?: boolean; root?: string } = {}) {
   const task = new GuardedPool("pool", "/tmp/pool", guards, approval);
   if (opts.allowEmpty !== undefined) Object.assign(task, { allowEmpty: opts.allowEmpty });
   const w = fakeWatcher();
   const d = fakeDriver();
-  if (opts.taskDir) {
-    const dir = opts.taskDir;
-    d.driver.taskDir = () => dir;
-    // As the real drivers: the folder is made when missing (the first apply in a new working dir).
-    d.driver.makeTaskDir = async () => {
-      await mkdir(dir, { recursive: true });
-      return dir;
-    };
-  }
   const lines: string[] = [];
   const controller = createController({
     loaded: { config: { tasks: [task] }, file: "/x/cts.config.ts", dir: "/x" },
@@ -100,6 +95,7 @@ function setup(guards: PlanGuards | false | undefined, approval?: ApprovalMode, 
     log: createLogger({ write: (line) => lines.push(line) }),
     watcher: w.watcher,
     retries: 0,
+    ...(opts.root ? { state: new FileTaskState(opts.root) } : {}),
   });
   return { controller, w, d, lines };
 }
@@ -215,7 +211,7 @@ describe("runs behind plan guards (fake driver)", () => {
 
 /** A new process on the task's folder `dir` (nothing in memory) hears no instance: the run is refused, nothing applied. */
 async function assertRestartRefusesDrop(dir: string): Promise<void> {
-  const second = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
+  const second = setup(undefined, undefined, { allowEmpty: false, root: dir });
   second.w.set([], false);
   await second.controller.watch();
   await second.controller.idle();
@@ -228,15 +224,15 @@ async function assertRestartRefusesDrop(dir: string): Promise<void> {
 }
 
 describe("allowEmpty: false across a restart (fake driver, the task's folder on disk)", () => {
-  it("refuses a drop from N instances to none after a restart: the count is kept in the task's folder", async () => {
+  it("refuses a drop from N instances to none after a restart: the count is kept in the task's state folder", async () => {
     const dir = await mkdtemp(join(tmpdir(), "cts-count-"));
     try {
-      const first = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
+      const first = setup(undefined, undefined, { allowEmpty: false, root: dir });
       first.w.set(["a", "b"], false);
       await first.controller.watch();
       await first.controller.idle();
       assert.deepEqual(first.d.calls, ["apply"]);
-      assert.deepEqual(JSON.parse(await readFile(join(dir, APPLIED_COUNT_FILE), "utf8")), { count: 2 });
+      assert.equal(await keptCount(dir), 2);
       await first.controller.stop();
       // A new process on the same folder: nothing in memory, and Consul now answers no instance.
       await assertRestartRefusesDrop(dir);
@@ -247,10 +243,10 @@ describe("allowEmpty: false across a restart (fake driver, the task's folder on 
 
   it("an apply cut short (the daemon stopped mid-apply) still leaves the count it was applying: the restart refuses the drop", async () => {
     const root = await mkdtemp(join(tmpdir(), "cts-count-"));
-    // A new working dir: the task's folder is not there yet when the first apply keeps its count.
-    const dir = join(root, "sync-tasks", "pool");
+    // A new working dir: no folder is there yet when the first apply keeps its count.
+    const dir = join(root, "sync-tasks");
     try {
-      const first = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
+      const first = setup(undefined, undefined, { allowEmpty: false, root: dir });
       first.d.driver.apply = async () => {
         throw new CtsError("TERRAFORM_CANCELLED", "external", "cancelled", { task: "pool" });
       };
@@ -258,7 +254,7 @@ describe("allowEmpty: false across a restart (fake driver, the task's folder on 
       await first.controller.watch();
       await first.controller.idle();
       assert.equal(first.controller.events.list("pool")[0]!.success, false);
-      assert.deepEqual(JSON.parse(await readFile(join(dir, APPLIED_COUNT_FILE), "utf8")), { count: 2 }, "kept before Terraform was called");
+      assert.deepEqual(JSON.parse(await readFile(join(dir, ".cts-state", "pool", APPLIED_FILE), "utf8")), { count: 2 }, "kept before Terraform was called");
       await first.controller.stop();
       await assertRestartRefusesDrop(dir);
     } finally {
@@ -269,7 +265,7 @@ describe("allowEmpty: false across a restart (fake driver, the task's folder on 
   it("an apply of instances that fails part-way counts in the same process too: the next drop to none is refused", async () => {
     const dir = await mkdtemp(join(tmpdir(), "cts-count-"));
     try {
-      const { controller, w, d } = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
+      const { controller, w, d } = setup(undefined, undefined, { allowEmpty: false, root: dir });
       w.set([], false);
       await controller.watch();
       await controller.idle();
@@ -296,14 +292,14 @@ describe("allowEmpty: false across a restart (fake driver, the task's folder on 
   it("a kept count of zero, or none at all, lets an empty answer apply", async () => {
     const dir = await mkdtemp(join(tmpdir(), "cts-count-"));
     try {
-      const fresh = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
+      const fresh = setup(undefined, undefined, { allowEmpty: false, root: dir });
       fresh.w.set([], false);
       await fresh.controller.watch();
       await fresh.controller.idle();
       assert.deepEqual(fresh.d.calls, ["apply"], "never applied here before: nothing to drop from");
-      assert.deepEqual(JSON.parse(await readFile(join(dir, APPLIED_COUNT_FILE), "utf8")), { count: 0 });
+      assert.equal(await keptCount(dir), 0);
       await fresh.controller.stop();
-      const again = setup(undefined, undefined, { allowEmpty: false, taskDir: dir });
+      const again = setup(undefined, undefined, { allowEmpty: false, root: dir });
       again.w.set([], false);
       await again.controller.watch();
       await again.controller.idle();

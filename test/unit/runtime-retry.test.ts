@@ -47,11 +47,9 @@ function setup(fail: (attempt: number) => CtsError | undefined, opts: { retries?
   });
   let retried!: () => void;
   const firstRetry = new Promise<void>((r) => (retried = r));
-  controller.setHooks({
-    onRetry: (n) => {
-      notices.push(n);
-      retried();
-    },
+  controller.onRetry((n) => {
+    notices.push(n);
+    retried();
   });
   return { controller, attempts, notices, firstRetry, clock };
 }

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { createController } from "../../src/daemon/compose.ts";
 import { CtsError } from "../../src/errors.ts";
 import { createLogger } from "../../src/log.ts";
-import { APPLIED_HASH_FILE } from "../../src/synth/paths.ts";
+import { APPLIED_FILE, FileTaskState } from "../../src/state/file-state.ts";
 import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
 import type { ModuleTaskSpec } from "../../src/synth/task-ref.ts";
 import { services } from "../../src/task/conditions.ts";
@@ -24,11 +24,13 @@ function setup(root: string) {
   const seenDuringApply: boolean[] = [];
   const cooled: string[] = [];
   const dirOf = (t: string) => join(root, t);
+  const state = new FileTaskState(root, dirOf);
+  const appliedKey = async (t: string) => JSON.parse(await readFile(join(state.dirOf(t), APPLIED_FILE), "utf8").catch(() => "{}")).key as string | undefined;
   const driver = {
     taskDir: dirOf,
     async apply(ws: TaskWorkspace) {
       await mkdir(dirOf(ws.task), { recursive: true });
-      seenDuringApply.push(await exists(join(dirOf(ws.task), APPLIED_HASH_FILE)));
+      seenDuringApply.push((await appliedKey(ws.task)) !== undefined);
       if (fail) throw new CtsError("TERRAFORM_FAILED", "external", "apply failed", { task: ws.task });
       return ok;
     },
@@ -47,30 +49,33 @@ function setup(root: string) {
     synthesizer: inProcessSynthesizer(() => task),
     log: createLogger({ write: () => {} }),
     retries: 0,
+    state,
   });
-  return { controller, dirOf, seenDuringApply, cooled, failNext: (v: boolean) => (fail = v) };
+  return { controller, dirOf, state, appliedKey, seenDuringApply, cooled, failNext: (v: boolean) => (fail = v) };
 }
 
 describe("the applied hash (the no-op skip) survives only a finished apply", () => {
   it("is removed before an apply starts and written after it succeeds; a failed apply leaves none", async () => {
     const tmp = await tempDir();
     try {
-      const { controller, dirOf, seenDuringApply, failNext } = setup(tmp.dir);
-      const hashFile = join(dirOf("members"), APPLIED_HASH_FILE);
+      const { controller, state, appliedKey, seenDuringApply, failNext } = setup(tmp.dir);
       const [first] = await controller.once();
       assert.equal(first!.outcome, "applied");
-      assert.equal((await readFile(hashFile, "utf8")).trim(), first!.synth!.hash);
-      // A changed JSON applies: the hash of the previous apply is gone while Terraform runs.
-      await writeFile(hashFile, "stale\n");
-      await controller.restore([], new Map());
+      assert.equal(await appliedKey("members"), first!.synth!.hash, "kept in the task's state folder, not in its working dir");
+      assert.equal(await exists(join(tmp.dir, "members", ".cts-applied-hash")), false);
+      // Forgotten (a takeover): the same JSON applies again, and the key is gone while Terraform runs.
+      state.forgetAppliedKey("members");
+      await controller.pause(0);
       await controller.resume();
       await controller.idle();
-      assert.deepEqual(seenDuringApply, [false, false], "no hash on disk during either apply");
+      assert.deepEqual(seenDuringApply, [false, false], "no key on disk during either apply");
+      assert.equal(await appliedKey("members"), first!.synth!.hash);
       failNext(true);
+      state.forgetAppliedKey("members");
       await controller.pause(1_000);
       await controller.resume();
       await controller.idle();
-      assert.equal(await exists(hashFile), false, "a failed apply (or a crash during one) leaves no hash: the next start applies");
+      assert.equal(await appliedKey("members"), undefined, "a failed apply (or a crash during one) leaves no key: the next start applies");
       await controller.stop(100);
     } finally {
       await tmp.cleanup();

@@ -1,0 +1,191 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import type { CtsError } from "../errors.ts";
+import { isAppliedRecord, isHoldRecord, type AppliedRecord, type HoldRecord, type StoredTask, type TaskChange, type TaskEvent } from "./records.ts";
+import { readKept, removeKept, writeKept } from "./safe-files.ts";
+import type { StoredState } from "./stored-state.ts";
+import type { TaskState } from "./task-state.ts";
+
+/** The folder under the working dir that holds one folder of kept state per task. */
+export const STATE_FOLDER = ".cts-state";
+/** A task's applied record: `{"key": "<hash>", "count": 3}` (no key: an apply under way). */
+export const APPLIED_FILE = "applied.json";
+/** A task's held plan or rejected inputs. */
+export const HOLD_FILE = "hold.json";
+
+/** Files older versions kept in the task's working dir; read once when the new ones are missing, then removed. */
+const LEGACY = { hash: ".cts-applied-hash", count: ".cts-applied-count", hold: ".cts-hold.json" };
+
+/** `<working dir>/.cts-state/<task>` (task names start with a letter or '_', so no task works there). */
+export function taskStateDir(root: string, task: string): string {
+  return join(root, STATE_FOLDER, task);
+}
+
+interface Kept {
+  applied?: AppliedRecord;
+  hold: HoldRecord;
+}
+
+/**
+ * The task state of a single instance: one folder per task under `<working dir>/.cts-state/`,
+ * each file written at once (temp file and rename) and never through a link. A new process takes
+ * the count and the holds back, not the applied key: it applies every task once, as CTS does (the
+ * key stays on disk for `cts synth`). Events and task records live in memory only (a restart
+ * starts from the config, as CTS).
+ */
+export class FileTaskState implements TaskState {
+  private readonly kept = new Map<string, Kept>();
+
+  /**
+   * @param root the working dir (driver.terraform.workingDir)
+   * @param legacyDirOf where a task's working dir is, for the files older versions kept there
+   * @param problem told when a write that may fail without stopping a run failed (logged by the daemon)
+   */
+  constructor(
+    private readonly root: string,
+    private readonly legacyDirOf?: (task: string) => string,
+    private readonly problem: (err: CtsError) => void = () => {},
+  ) {}
+
+  /** The task's folder of kept state. */
+  dirOf(task: string): string {
+    return taskStateDir(this.root, task);
+  }
+
+  applied(task: string): AppliedRecord | undefined {
+    return this.load(task).applied;
+  }
+
+  async voidApplied(task: string, count?: number): Promise<void> {
+    const k = this.load(task);
+    if (count !== undefined && count > 0) {
+      k.applied = { count };
+      writeKept(this.dirOf(task), APPLIED_FILE, JSON.stringify({ count }) + "\n", task);
+      return;
+    }
+    k.applied = undefined;
+    removeKept(this.dirOf(task), APPLIED_FILE, task);
+  }
+
+  recordApplied(task: string, record: AppliedRecord): void {
+    this.load(task).applied = { ...record };
+    try {
+      writeKept(this.dirOf(task), APPLIED_FILE, JSON.stringify(record) + "\n", task);
+    } catch (err) {
+      this.problem(err as CtsError); // kept in memory; after a restart the count is unknown
+    }
+  }
+
+  forgetAppliedKey(task: string): void {
+    const k = this.load(task);
+    if (!k.applied?.key) return;
+    k.applied = k.applied.count !== undefined ? { count: k.applied.count } : undefined;
+    try {
+      if (k.applied) writeKept(this.dirOf(task), APPLIED_FILE, JSON.stringify(k.applied) + "\n", task);
+      else removeKept(this.dirOf(task), APPLIED_FILE, task);
+    } catch (err) {
+      this.problem(err as CtsError); // forgotten in memory, which is what a run reads
+    }
+  }
+
+  hold(task: string): HoldRecord {
+    return this.load(task).hold;
+  }
+
+  setHold(task: string, record: HoldRecord | undefined): void {
+    const k = this.load(task);
+    k.hold = record?.held || record?.rejected ? record : {};
+    try {
+      if (k.hold.held || k.hold.rejected) writeKept(this.dirOf(task), HOLD_FILE, JSON.stringify(k.hold) + "\n", task);
+      else removeKept(this.dirOf(task), HOLD_FILE, task);
+    } catch (err) {
+      this.problem(err as CtsError); // kept in memory: a restart plans the inputs again and holds them again
+    }
+  }
+
+  recordEvents(_task: string, _events: TaskEvent[]): void {
+    /* events live in memory (the runtime's EventStore) */
+  }
+
+  recordTask(_change: TaskChange, _record: StoredTask | undefined): void {
+    /* task records live in the config (a single instance starts from it) */
+  }
+
+  forget(task: string): void {
+    this.kept.delete(task);
+    try {
+      rmSync(this.dirOf(task), { recursive: true, force: true });
+    } catch {
+      /* the next task of this name starts from what is left: at most one apply that could be skipped */
+    }
+  }
+
+  restore(state: StoredState, opts: { except?: ReadonlySet<string> } = {}): void {
+    for (const [task, record] of state.holds) if (!opts.except?.has(task)) this.setHold(task, record);
+  }
+
+  /** The task's kept state, read from its folder the first time (or from an older version's files). */
+  private load(task: string): Kept {
+    let k = this.kept.get(task);
+    if (k) return k;
+    k = { hold: {} };
+    this.kept.set(task, k);
+    const dir = this.dirOf(task);
+    // The count only: a new process applies every task once, as CTS does (the key stays on disk for `cts synth`).
+    const applied = parse(readOrNothing(join(dir, APPLIED_FILE), task));
+    if (isAppliedRecord(applied) && applied.count !== undefined) k.applied = { count: applied.count };
+    const hold = parse(readOrNothing(join(dir, HOLD_FILE), task));
+    if (isHoldRecord(hold, task)) k.hold = hold;
+    this.migrate(task, k);
+    return k;
+  }
+
+  /** Takes the files an older version kept in the task's working dir, once, into the task's folder. */
+  private migrate(task: string, k: Kept): void {
+    const legacy = this.legacyDirOf?.(task);
+    if (!legacy) return;
+    let dir: string;
+    try {
+      dir = legacy;
+      const hash = readOrNothing(join(dir, LEGACY.hash), task)?.trim();
+      const count = parse(readOrNothing(join(dir, LEGACY.count), task));
+      const hold = parse(readOrNothing(join(dir, LEGACY.hold), task));
+      if (hash === undefined && count === undefined && hold === undefined) return;
+      if (!k.applied) {
+        const record = { ...(hash ? { key: hash } : {}), ...((count as { count?: unknown })?.count !== undefined ? { count: (count as { count: unknown }).count } : {}) };
+        if (isAppliedRecord(record)) {
+          this.recordApplied(task, record);
+          k.applied = record.count !== undefined ? { count: record.count } : undefined;
+        }
+      }
+      if (!k.hold.held && !k.hold.rejected && isHoldRecord(hold, task)) this.setHold(task, hold);
+      for (const name of Object.values(LEGACY)) rmSync(join(dir, name), { force: true });
+    } catch {
+      /* an unreadable old file: as if none were kept */
+    }
+  }
+}
+
+/** The applied key kept for `task` (or by an older version in `legacyDir`), read without changing anything (`cts synth`). */
+export function keptAppliedKey(root: string, task: string, legacyDir?: string): string | undefined {
+  const applied = parse(readOrNothing(join(taskStateDir(root, task), APPLIED_FILE), task));
+  if (isAppliedRecord(applied)) return applied.key;
+  return legacyDir ? readOrNothing(join(legacyDir, LEGACY.hash), task)?.trim() || undefined : undefined;
+}
+
+function readOrNothing(path: string, task: string): string | undefined {
+  try {
+    return readKept(path, task);
+  } catch {
+    return undefined; // a link or an unreadable file: as if nothing were kept (the next write says why)
+  }
+}
+
+function parse(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,32 @@
+import type { AppliedRecord, HoldRecord } from "./records.ts";
+import type { TaskState } from "./task-state.ts";
+
+/** A task state kept in memory only (unit tests, a runner without a working dir): forgotten with the process. */
+export function memoryTaskState(): TaskState {
+  const applied = new Map<string, AppliedRecord>();
+  const holds = new Map<string, HoldRecord>();
+  return {
+    applied: (task) => applied.get(task),
+    async voidApplied(task, count) {
+      if (count !== undefined && count > 0) applied.set(task, { count });
+      else applied.delete(task);
+    },
+    recordApplied: (task, record) => void applied.set(task, { ...record }),
+    forgetAppliedKey(task) {
+      const count = applied.get(task)?.count;
+      if (count !== undefined) applied.set(task, { count });
+      else applied.delete(task);
+    },
+    hold: (task) => holds.get(task) ?? {},
+    setHold(task, record) {
+      if (record?.held || record?.rejected) holds.set(task, record);
+      else holds.delete(task);
+    },
+    recordEvents() {},
+    recordTask() {},
+    forget(task) {
+      applied.delete(task);
+      holds.delete(task);
+    },
+  };
+}

@@ -1,0 +1,134 @@
+import { createHash } from "node:crypto";
+import type { ChangeSummary, ResourceChange } from "../driver/types.ts";
+import type { PlanJson } from "../task/guards.ts";
+import type { ModuleTaskSpec } from "../synth/task-ref.ts";
+
+/**
+ * What a task's last successful apply was made of: the no-op skip's key and the condition's count.
+ * Without a key, an apply was started and may not have finished: only the count it was about to
+ * apply is known (the infrastructure may hold those instances, so a drop to none is still checked).
+ */
+export interface AppliedRecord {
+  /** The synthesized JSON's hash (with the template values' digest when the task reads templates). */
+  key?: string;
+  /** How many instances or catalog services the condition held (the empty-data check). */
+  count?: number;
+}
+
+/** A stored applied record, as a file or KV (writable by others) may hold it. */
+export function isAppliedRecord(v: unknown): v is AppliedRecord {
+  if (!v || typeof v !== "object") return false;
+  const r = v as Record<string, unknown>;
+  if (r.key !== undefined && (typeof r.key !== "string" || r.key.length === 0 || r.key.length > 200)) return false;
+  if (r.count !== undefined && !(typeof r.count === "number" && Number.isSafeInteger(r.count) && r.count >= 0)) return false;
+  return r.key !== undefined || r.count !== undefined; // a keyless record is an apply under way: its count only
+}
+
+/** A change made to a task at run time (API), for the store that keeps task records. */
+export interface TaskChange {
+  kind: "created" | "replaced" | "enabled" | "disabled" | "deleted";
+  task: string;
+  origin: "config" | "api";
+}
+
+/**
+ * What the cluster remembers about one task beyond the config files: a task created through the
+ * API (with its spec), an enabled flag changed through the API, or a config task deleted through
+ * the API (a tombstone, so a new leader does not bring it back).
+ */
+export interface StoredTask {
+  name: string;
+  origin: "config" | "api";
+  enabled: boolean;
+  /** The plain-data declaration of a task created through the API. */
+  spec?: ModuleTaskSpec;
+  /** A config task deleted through the API. */
+  deleted?: true;
+  /** When it was written (ISO time). */
+  updated_at?: string;
+}
+
+/** One run of a task, in CTS's event shape (as the API returns it). */
+export interface TaskEvent {
+  id: string;
+  success: boolean;
+  start_time: string;
+  end_time: string;
+  task_name: string;
+  /** Beyond CTS: `at` and `stack` name the user's code (file:line:column, first frames) when a task's code threw. */
+  error: { message: string; at?: string; stack?: string[] } | null;
+  config: { source?: string; services?: string[]; providers?: string[] };
+  /** Beyond CTS: what the run did ("applied", "no-op" when the JSON was unchanged, "planned", "destroyed"). */
+  outcome?: "applied" | "no-op" | "planned" | "destroyed" | "failed" | "cancelled" | "drift" | "held" | "rejected" | "approved";
+  /** Beyond CTS: resource changes of the run (of a drift check: what the plan found). */
+  changes?: { add: number; change: number; destroy: number };
+  /**
+   * Beyond CTS: the resources behind `changes`, by address, with Terraform's action ("create",
+   * "update", "delete", "replace", …); at most 100. Scrubbed like the rest of the event.
+   */
+  resources?: Array<{ address: string; action: string }>;
+  /** Beyond CTS, Terraform Cloud driver: the run's page (also when the run failed, was discarded or waits for confirmation). */
+  run_url?: string;
+  /** Beyond CTS, a plan held for approval (outcome "held"): why, and since when. `changes`/`resources` say what it would change. */
+  hold?: { reasons: string[]; why: "guards" | "always"; heldAt: string };
+  /** Beyond CTS, drift checks only: whether the drift was corrected, and what that apply changed. */
+  drift?: { corrected: boolean; applied?: { add: number; change: number; destroy: number } };
+}
+
+/** A plan that waits for a person: made, checked, not applied. */
+export interface HeldPlan {
+  task: string;
+  /** Hash of the synthesized JSON the plan was made from (the inputs it applies). */
+  hash: string;
+  /** The driver's handle on the kept plan (the local driver's plan file). */
+  ref: string;
+  /** Digest of the plan's resource changes: approving applies only a plan with this digest. */
+  digest: string;
+  /** Why it is held: the guards it breaks, or the task's `approval: "always"`. */
+  reasons: string[];
+  /** "guards": a guard refused the plan; "always": the task wants every plan approved. */
+  why: "guards" | "always";
+  summary: ChangeSummary;
+  /** The resources it changes, by address (at most 100). */
+  resources: ResourceChange[];
+  /** When it was held (ISO time). */
+  heldAt: string;
+  /** Set by `cts approve`: the next run applies this plan (or, if the plan had to be made again, one with the same digest). */
+  approvedAt?: string;
+}
+
+/** Inputs whose plan was rejected: not planned again until the inputs change. */
+export interface RejectedInputs {
+  task: string;
+  hash: string;
+  rejectedAt: string;
+}
+
+/** What is stored per task: a hold, or the inputs of a rejected one. */
+export interface HoldRecord {
+  held?: HeldPlan;
+  rejected?: RejectedInputs;
+}
+
+/**
+ * The digest of a plan's resource changes (address, actions, before and after values): two plans
+ * with the same digest make the same changes. Sensitive values only enter the hash.
+ */
+export function planDigest(plan: PlanJson | Record<string, unknown>): string {
+  const list = Array.isArray((plan as PlanJson).resource_changes) ? (plan as PlanJson).resource_changes! : [];
+  const parts = list.map((rc) => ({ a: rc.address, d: rc.deposed ?? null, x: rc.change?.actions ?? [], b: rc.change?.before ?? null, f: rc.change?.after ?? null, u: rc.change?.after_unknown ?? null }));
+  parts.sort((p, q) => (p.a + "\u0000" + (p.d ?? "") < q.a + "\u0000" + (q.d ?? "") ? -1 : 1));
+  return createHash("sha256").update(JSON.stringify(parts)).digest("hex");
+}
+
+/** Whether a stored value (a file, a KV entry: both writable by others) is a hold record of `task`. */
+export function isHoldRecord(value: unknown, task: string): value is HoldRecord {
+  if (!value || typeof value !== "object") return false;
+  const { held, rejected } = value as HoldRecord;
+  if (held !== undefined) {
+    if (!held || typeof held !== "object" || held.task !== task || typeof held.hash !== "string" || typeof held.ref !== "string" || typeof held.digest !== "string") return false;
+    if (!Array.isArray(held.reasons) || !held.summary || typeof held.summary !== "object" || !Array.isArray(held.resources ?? [])) return false;
+  }
+  if (rejected !== undefined && (!rejected || typeof rejected !== "object" || rejected.task !== task || typeof rejected.hash !== "string")) return false;
+  return held !== undefined || rejected !== undefined;
+}
