@@ -19,9 +19,9 @@ export function pause(ms: number, signal?: AbortSignal, clock: Clock = systemClo
   });
 }
 
-/** Waits for `p`, but at most `ms` (a grace period); never leaves a timer behind. */
-export async function atMost(p: Promise<unknown>, ms: number): Promise<void> {
+/** Waits for `p`, but at most `ms` (a grace period, on `clock`); never leaves a timer behind. */
+export async function atMost(p: Promise<unknown>, ms: number, clock: Clock = systemClock): Promise<void> {
   const stop = new AbortController();
-  await Promise.race([p.finally(() => stop.abort()), pause(ms, stop.signal)]);
+  await Promise.race([p.finally(() => stop.abort()), pause(ms, stop.signal, clock)]);
   stop.abort();
 }

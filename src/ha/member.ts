@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from "../clock.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
@@ -42,6 +43,8 @@ export class MemberReporter {
     private readonly loaded: LoadedConfig,
     private readonly log: Logger,
     private readonly sources: MemberSources,
+    /** The record's `checked_at` reads its wall time. */
+    private readonly clock: Clock = systemClock,
   ) {
     this.compatLog = log.child("compat");
   }
@@ -100,7 +103,7 @@ export class MemberReporter {
     for (const p of problems) if (full || !before.has(p)) this.compatLog.error(`compatibility check failure: ${p}`, { id: s.id });
     if (problems.length === 0 && before.size > 0) this.compatLog.info("compatibility check passed: this instance can run every task again", { id: s.id });
     this.problems = problems;
-    const record: MemberRecord = { id: s.id, address: this.sources.address(), config_tasks: this.ownTasks(), compat: problems, checked_at: new Date().toISOString() };
+    const record: MemberRecord = { id: s.id, address: this.sources.address(), config_tasks: this.ownTasks(), compat: problems, checked_at: new Date(this.clock.wallNow()).toISOString() };
     if (this.sources.active()) await this.kv.put(this.key(), JSON.stringify(record)).catch((e) => this.log.debug(`ha: writing the member record failed: ${messageOf(e)}`));
   }
 }

@@ -1,4 +1,4 @@
-import { performance } from "node:perf_hooks";
+import { systemClock, type Clock } from "../clock.ts";
 import { followBlockingQuery } from "../consul/blocking-query.ts";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
@@ -31,15 +31,19 @@ export class ClusterView {
   private pinned = new Map<string, string>();
   private readonly abort = new AbortController();
   private membersText = "";
-  /** When the healthy member set last changed (monotonic ms). */
-  private changedAt = performance.now();
+  /** When the healthy member set last changed (the clock's ms). */
+  private changedAt: number;
 
   constructor(
     private readonly kv: HaKv,
     private readonly settings: HaSettings,
     private readonly log: Logger,
     private readonly changed: () => void,
-  ) {}
+    /** How long the membership has been stable, and the queries' pacing and backoff. */
+    private readonly clock: Clock = systemClock,
+  ) {
+    this.changedAt = clock.now();
+  }
 
   /** Starts the three blocking queries. */
   start(): void {
@@ -92,7 +96,7 @@ export class ClusterView {
 
   /** Milliseconds since the healthy member set last changed. */
   stableFor(): number {
-    return performance.now() - this.changedAt;
+    return this.clock.now() - this.changedAt;
   }
 
   /** Live members with their addresses. */
@@ -131,7 +135,7 @@ export class ClusterView {
           const text = this.healthyMembers().join(",");
           if (text !== this.membersText) {
             this.membersText = text;
-            this.changedAt = performance.now();
+            this.changedAt = this.clock.now();
           }
           this.changed();
         },
@@ -142,6 +146,8 @@ export class ClusterView {
       },
       this.abort.signal,
       HA_WATCH_TIMING,
+      Math.random,
+      this.clock,
     );
   }
 }

@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from "../clock.ts";
 import { followBlockingQuery, type AfterFailure, type BlockingQuery } from "../consul/blocking-query.ts";
 import { messageOf } from "../errors.ts";
 import type { Logger } from "../log.ts";
@@ -28,6 +29,8 @@ export class StateMirror implements BlockingQuery<KvRead<KvItem[]>> {
       /** The set of API tasks changed. */
       onApiTasksChanged: () => void;
     },
+    /** The blocking query's pacing and backoff wait on it. */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** Starts mirroring (no-op when running). */
@@ -35,7 +38,7 @@ export class StateMirror implements BlockingQuery<KvRead<KvItem[]>> {
     if (this.abort) return;
     const ac = new AbortController();
     this.abort = ac;
-    void followBlockingQuery(this, ac.signal, HA_WATCH_TIMING).finally(() => {
+    void followBlockingQuery(this, ac.signal, HA_WATCH_TIMING, Math.random, this.clock).finally(() => {
       if (this.abort === ac) this.abort = undefined;
     });
   }
