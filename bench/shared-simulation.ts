@@ -1,6 +1,6 @@
 /**
  * Shared cluster mode, simulated in process: 1,000 tasks × 10 members. It uses the real
- * rendezvous module and the same decision rule as src/ha/shared.ts (give away what is no longer
+ * rendezvous module and the same decision rule as src/ha/shared-assignment.ts (give away what is no longer
  * yours, then acquire what is yours and free), over a model of Consul: locks, sessions expiring
  * between 1× and 2× the TTL after a kill, blocking queries that report a change after a delay, and
  * every KV call taking a fixed latency. Terraform is not simulated: "converged" means every task's
@@ -103,7 +103,7 @@ class Member {
     this.dirty = true;
     if (!this.busy) this.round();
   }
-  /** One reconcile round, as SharedCluster.reconcile: releases first, then acquires; each KV call takes KV_MS. */
+  /** One reconcile round, as SharedAssignment.reconcile: releases first, then acquires; each KV call takes KV_MS. */
   private round() {
     if (!this.dirty || this.dead) return void (this.busy = false);
     this.busy = true;

@@ -13,12 +13,13 @@ import { inProcessSynthesizer, workerSynthesizer, type Synthesizer } from "../sy
 import { workingRoot } from "../synth/paths.ts";
 import { startDaemonApi } from "./api.ts";
 import { answersAt } from "./registration.ts";
-import { HighAvailability, type ClusterStore } from "../ha/high-availability.ts";
+import { ClusterMember, type ClusterStore } from "../ha/cluster-member.ts";
+import { LeaderElection } from "../ha/leader-election.ts";
+import { SharedAssignment } from "../ha/shared-assignment.ts";
 import { HaKv } from "../ha/kv.ts";
 import { StateWriter } from "../ha/writer.ts";
 import { aliveKeyOf } from "../ha/shared-keys.ts";
 import { haApiOptions } from "./ha-api.ts";
-import { SharedCluster } from "../ha/shared.ts";
 import { resolveHaSettings, type HaSettings } from "../ha/settings.ts";
 import { FileTaskState } from "../state/file-state.ts";
 import { KvTaskState, type KvAccess } from "../state/kv-state.ts";
@@ -284,7 +285,7 @@ export interface DaemonOptions {
 /** A running daemon: the runtime, its API, and high availability when configured. */
 export interface Daemon {
   runtime: Runtime;
-  ha?: HighAvailability | SharedCluster;
+  ha?: ClusterMember;
   apiUrl: string;
   /** Leader first steps down and releases the lock (a follower takes over at once), then the API, then the runtime. */
   stop(): Promise<void>;
@@ -319,9 +320,13 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
   const shared = settings?.mode === "shared";
   const ha = !settings
     ? undefined
-    : shared
-      ? new SharedCluster(runtime, loaded, store!, { answersAt: (url) => answersAt(url) })
-      : new HighAvailability(runtime, loaded, store!, { resetStorage: opts.resetStorage === true, metrics: runtime.metrics, answersAt: (url) => answersAt(url) });
+    : new ClusterMember(
+        runtime,
+        loaded,
+        store!,
+        shared ? (parts) => new SharedAssignment(parts) : (parts) => new LeaderElection(parts, { resetStorage: opts.resetStorage === true, metrics: runtime.metrics }),
+        { answersAt: (url) => answersAt(url) },
+      );
   member = ha;
   if (shared && opts.resetStorage) log.warn("--reset-storage is not supported in shared mode (delete the KV prefix with consul kv delete -recurse instead)");
   if (!ha && opts.resetStorage) log.warn("--reset-storage does nothing without highAvailability in the config");

@@ -1,7 +1,6 @@
 import type { DaemonApiOptions } from "./api.ts";
 import { clusterTag } from "../ha/cluster.ts";
-import type { HighAvailability } from "../ha/high-availability.ts";
-import type { SharedCluster } from "../ha/shared.ts";
+import type { ClusterMember } from "../ha/cluster-member.ts";
 
 /**
  * What the daemon's API needs under high availability: the cluster tag on the self-registration
@@ -9,17 +8,14 @@ import type { SharedCluster } from "../ha/shared.ts";
  * leader, or in shared mode to the task's owner), and waiting until a change is stored in Consul
  * before answering, so a client that got its answer can rely on the change surviving a failover.
  */
-export function haApiOptions(ha: HighAvailability | SharedCluster): Pick<DaemonApiOptions, "tags" | "cluster" | "beforeChange" | "afterChange" | "pin"> {
-  const common = {
+export function haApiOptions(ha: ClusterMember): Pick<DaemonApiOptions, "tags" | "cluster" | "beforeChange" | "afterChange" | "pin"> {
+  const { mode } = ha;
+  return {
     tags: [clusterTag(ha.settings.clusterName)],
     cluster: async () => ({ ...(await ha.clusterStatus()) }),
+    beforeChange: (change) => ha.beforeChange(change),
     afterChange: () => ha.flushForApi(),
-  };
-  if ("pin" in ha) return { ...common, beforeChange: (change) => ha.beforeChange(change), pin: (task, member) => ha.pin(task, member) };
-  return {
-    ...common,
-    beforeChange: () => {
-      if (!ha.isLeader()) throw ha.notLeaderError();
-    },
+    // Shared mode: `PATCH {"pin": …}` puts a task on a member.
+    ...(mode.pin ? { pin: (task: string, member: string | null) => mode.pin!(task, member) } : {}),
   };
 }
