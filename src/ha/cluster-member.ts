@@ -253,6 +253,8 @@ export class ClusterMember implements KvAccess {
           await pause(Math.max(1_000, this.settings.renewIntervalMs), this.stopping.signal, this.clock);
           continue;
         }
+        // Stopped while the mode took the session up: the stop has already ended the one it knew.
+        if (this.stopped) return void (await made.destroy());
         failures = 0;
         this.session = made;
         this.sessionEnd = new AbortController();
@@ -261,7 +263,7 @@ export class ClusterMember implements KvAccess {
       } catch (err) {
         if (this.stopped) return;
         // A session the mode could not take up renews no more (and is destroyed once Consul answers).
-        if (session && session !== this.session) session.abandon();
+        if (session?.alive && session !== this.session) session.abandon();
         this.mode.joinFailed(err, ++failures);
         await pause(backoffDelay(joinBackoff(this.settings), failures), this.stopping.signal, this.clock);
       }
