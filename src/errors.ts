@@ -64,7 +64,7 @@ const DOCTOR_CODES = new Set<string>([
   "HA_CONSUL_UNREACHABLE",
   "TERRAFORM_NOT_FOUND",
   "API_LISTEN_FAILED",
-  "TASK_DIR_INVALID",
+  "WORKING_DIR_UNUSABLE",
 ]);
 
 /** "Run `cts doctor` …" for errors whose cause doctor checks (unreachable Consul, missing permission, no binary, provider install, port), else "". */

@@ -1,7 +1,8 @@
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { loadConfig, type LoadedConfig } from "../config/load.ts";
+import { ownFolder, writeKept } from "../driver/safe-files.ts";
 import { CtsError, messageOf, toCtsError } from "../errors.ts";
 import { readFromSnapshot, readSnapshot } from "../synth/snapshot.ts";
 import { taskDir, taskWorkingDir, workingRoot } from "../synth/paths.ts";
@@ -116,13 +117,12 @@ async function synthOne(
     process.stdout.write(result.json);
   } else {
     try {
-      await mkdir(dir, { recursive: true, mode: 0o750 });
-      await chmod(dir, 0o750);
+      // As the driver writes it: never through a link, a failure naming the folder, cause and fix.
+      ownFolder(dir, task.name);
+      writeKept(dir, "main.tf.json", result.json, task.name, 0o640);
       file = join(dir, "main.tf.json");
-      await writeFile(file, result.json, { mode: 0o640 });
-      await chmod(file, 0o640);
     } catch (err) {
-      return { task: task.name, ok: false, error: `Task '${task.name}': cannot write ${dir}: ${messageOf(err)}` };
+      return { task: task.name, ok: false, error: messageOf(err) };
     }
   }
   return { task: task.name, ok: true, resources: result.resources, bytes: result.bytes, hash: result.hash, changed, ...(file ? { file } : {}) };

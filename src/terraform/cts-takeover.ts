@@ -1,5 +1,6 @@
-import { closeSync, copyFileSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync } from "node:fs";
 import { join } from "node:path";
+import { inFolder, readKeptFile, writeKept } from "../driver/safe-files.ts";
 
 /** The folder in a task's working dir where the files Consul-Terraform-Sync generated are kept. */
 export const CTS_BACKUP_DIR = "consul-terraform-sync-backup";
@@ -40,12 +41,12 @@ export interface TakeOver {
   copied: string[];
 }
 
-/** The top of a plain file, or undefined (missing, a folder, a symlink). */
+/** The top of a plain file, or undefined (missing, a folder, a symlink: never followed). */
 function head(path: string): string | undefined {
   try {
-    if (!lstatSync(path).isFile()) return undefined;
-    const fd = openSync(path, "r");
+    const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
     try {
+      if (!fstatSync(fd).isFile()) return undefined;
       const buf = Buffer.alloc(HEAD_BYTES);
       const n = readSync(fd, buf, 0, HEAD_BYTES, 0);
       return buf.subarray(0, n).toString("utf8");
@@ -78,10 +79,15 @@ export function takeOverCtsFiles(dir: string, task: string): TakeOver | undefine
   const dataDir = lstatOrUndefined(join(dir, CTS_DATA_DIR))?.isDirectory() ? [CTS_DATA_DIR] : [];
   const lock = lstatOrUndefined(join(dir, LOCK_FILE))?.isFile() ? [LOCK_FILE] : [];
   const backup = freeName(dir);
-  mkdirSync(backup, { mode: 0o750 });
-  for (const name of lock) copyFileSync(join(dir, name), join(backup, name));
-  for (const name of [...dataDir, ...files]) renameSync(join(dir, name), join(backup, name));
-  if (dataDir.length) keepLocalBackendSettings(backup, dir);
+  inFolder("make the folder", backup, task, () => mkdirSync(backup, { mode: 0o750 }));
+  // Copied as read without following a link (the lock file was a plain file just above).
+  for (const name of lock) {
+    const kept = readKeptFile(join(dir, name), task);
+    if (kept) writeKept(backup, name, kept.text, task, kept.mode);
+  }
+  // A rename moves the entry itself, a link included: nothing is followed.
+  for (const name of [...dataDir, ...files]) inFolder("move", join(dir, name), task, () => renameSync(join(dir, name), join(backup, name)));
+  if (dataDir.length) keepLocalBackendSettings(backup, dir, task);
   return { backup, moved: [...files, ...dataDir], copied: lock };
 }
 
@@ -91,23 +97,26 @@ export function takeOverCtsFiles(dir: string, task: string): TakeOver | undefine
  * of CTS's local backend go back in place, so `init` finds the backend unchanged and the state
  * files as they are. A remote backend's settings stay in the backup: its state is not in the folder.
  */
-function keepLocalBackendSettings(backup: string, dir: string): void {
+function keepLocalBackendSettings(backup: string, dir: string, task: string): void {
   const settings = join(backup, CTS_DATA_DIR, "terraform.tfstate");
+  let kept: { text: string; mode: number } | undefined;
   try {
-    const parsed = JSON.parse(readFileSync(settings, "utf8")) as { backend?: { type?: unknown } };
+    kept = readKeptFile(settings, task);
+    const parsed = JSON.parse(kept?.text ?? "") as { backend?: { type?: unknown } };
     if (parsed.backend?.type !== "local") return;
   } catch {
     return;
   }
-  mkdirSync(join(dir, CTS_DATA_DIR), { mode: 0o750 });
-  copyFileSync(settings, join(dir, CTS_DATA_DIR, "terraform.tfstate"));
+  const data = join(dir, CTS_DATA_DIR);
+  inFolder("make the folder", data, task, () => mkdirSync(data, { mode: 0o750 }));
+  writeKept(data, "terraform.tfstate", kept!.text, task, kept!.mode);
 }
 
 /** `consul-terraform-sync-backup`, or `-2`, `-3`… when a take-over before left one. */
 function freeName(dir: string): string {
   for (let n = 1; ; n++) {
     const path = join(dir, n === 1 ? CTS_BACKUP_DIR : `${CTS_BACKUP_DIR}-${n}`);
-    if (!existsSync(path)) return path;
+    if (!lstatOrUndefined(path)) return path; // a dangling link counts as taken
   }
 }
 

@@ -77,7 +77,7 @@ export class LocalDriver implements LocalTerraformDriver {
   async discardPlan(task: string, ref: string): Promise<void> {
     validateTaskName(task);
     if (!KEPT_PLAN_FILE.test(ref)) return;
-    await this.tasks.run(task, () => discardKeptPlans(this.parts.folders.taskDir(task), ref));
+    await this.tasks.run(task, () => discardKeptPlans(this.parts.folders.taskDir(task), ref, task));
   }
 
   version(): Promise<string> {

@@ -1,6 +1,7 @@
-import { closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { closeSync, constants, fchmodSync, fstatSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { DIR_MODE, FILE_MODE } from "./working-dir.ts";
+import { ownFolder } from "../driver/safe-files.ts";
+import { FILE_MODE } from "./working-dir.ts";
 
 /** Folder under the working dir where each driver records the process groups it runs. */
 export const GROUPS_DIR = ".cts-processes";
@@ -51,7 +52,8 @@ export function createGroupFile(root: string, warn?: (line: string) => void) {
   const reopen = () => {
     if (fd !== undefined) closeSync(fd);
     fd = undefined;
-    mkdirSync(dir, { recursive: true, mode: DIR_MODE });
+    // A folder that is a link is refused (the warning names it), never written through.
+    ownFolder(dir);
     // O_NOFOLLOW: a symlink planted at the name is refused, never followed.
     fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, FILE_MODE);
     fchmodSync(fd, FILE_MODE);
@@ -66,7 +68,7 @@ export function createGroupFile(root: string, warn?: (line: string) => void) {
       writeSync(fd!, buf, 0, buf.length, 0);
       length = Math.max(length, buf.length);
     } catch (err) {
-      if (!warned) warn?.(`could not record running Terraform processes in ${path}: ${String(err)}`);
+      if (!warned) warn?.(`could not record running Terraform processes in ${path}: ${err instanceof Error ? err.message : String(err)}`);
       warned = true;
     }
   };

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
-import { lstat, mkdir, readdir, readFile, readlink, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { lstat, mkdir, readdir, readlink, rm, stat, symlink } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
+import { folderError, isFolderFault, readKeptFile, writeKept } from "../driver/safe-files.ts";
 
 /**
  * What `init` left in a fresh task folder, when that is only: the lock file, the backend settings
@@ -33,16 +34,19 @@ const MAX_SNAPSHOTS = 64;
  */
 export async function captureInit(dir: string, withinDir?: string): Promise<InitSnapshot | undefined> {
   const snap: InitSnapshot = { links: [], takenAt: Date.now() };
-  const lockFile = await readKept(join(dir, LOCK_FILE));
+  const lockFile = readPlain(join(dir, LOCK_FILE));
   if (lockFile) snap.lockFile = lockFile;
   const data = join(dir, DATA_DIR);
+  // Only a real folder: init made it; a link there is nothing to copy (and the driver refuses it).
+  if (await lstat(data).then((st) => !st.isDirectory(), () => false)) return undefined;
   for (const name of await readdir(data).catch(() => [] as string[])) {
     if (name === "environment") continue; // the selected workspace: written by `workspace select`, not init
     if (name === "terraform.tfstate") {
-      const backend = await readKept(join(data, name));
+      const backend = readPlain(join(data, name));
       if (!backend) return undefined;
       snap.backend = backend;
     } else if (name === "providers") {
+      if (!(await lstat(join(data, name))).isDirectory()) return undefined;
       if (!(await collectLinks(join(data, name), "", 0, snap.links))) return undefined;
     } else return undefined;
   }
@@ -53,11 +57,10 @@ export async function captureInit(dir: string, withinDir?: string): Promise<Init
   return snap;
 }
 
-async function readKept(path: string): Promise<{ text: string; mode: number } | undefined> {
+/** A plain file's text and mode, read without following a link; undefined for anything else. */
+function readPlain(path: string): { text: string; mode: number } | undefined {
   try {
-    const st = await lstat(path);
-    if (!st.isFile()) return undefined;
-    return { text: await readFile(path, "utf8"), mode: st.mode & 0o777 };
+    return readKeptFile(path);
   } catch {
     return undefined;
   }
@@ -82,10 +85,12 @@ async function collectLinks(base: string, rel: string, depth: number, out: InitS
  * Gives a fresh task folder what `init` gave the folder of the snapshot: the same lock file
  * (versions and hashes unchanged), backend settings and links to the same provider packages.
  * Returns false, leaving nothing behind, when a package is gone or a link would not resolve to the
- * same place from here. Terraform itself still checks every package against the lock file's
- * hashes on each command.
+ * same place from here; throws WORKING_DIR_UNUSABLE when the folder cannot be written. Terraform
+ * itself still checks every package against the lock file's hashes on each command. The package
+ * links it makes are cts's own (as init's are); the files it writes are written without
+ * following links.
  */
-export async function restoreInit(dir: string, snap: InitSnapshot): Promise<boolean> {
+export async function restoreInit(dir: string, snap: InitSnapshot, task?: string): Promise<boolean> {
   const providers = join(dir, DATA_DIR, "providers");
   for (const l of snap.links) {
     const from = join(providers, l.path);
@@ -99,12 +104,14 @@ export async function restoreInit(dir: string, snap: InitSnapshot): Promise<bool
       await mkdir(dirname(from), { recursive: true, mode: 0o755 });
       await symlink(l.target, from);
     }
-    if (snap.backend) await writeFile(join(dir, DATA_DIR, "terraform.tfstate"), freshLineage(snap.backend.text), { mode: snap.backend.mode });
+    if (snap.backend) writeKept(join(dir, DATA_DIR), "terraform.tfstate", freshLineage(snap.backend.text), task, snap.backend.mode);
     // Last: a lock file next to an incomplete .terraform would make a later `init` keep it.
-    if (snap.lockFile) await writeFile(join(dir, LOCK_FILE), snap.lockFile.text, { mode: snap.lockFile.mode });
+    if (snap.lockFile) writeKept(dir, LOCK_FILE, snap.lockFile.text, task, snap.lockFile.mode);
     return true;
-  } catch {
+  } catch (err) {
     await clearInit(dir);
+    // A folder that cannot be written (space, mount, permissions, a link) is the error, not a reason to run init there.
+    if (isFolderFault(err) || (err as { code?: unknown }).code === "WORKING_DIR_UNUSABLE") throw folderError("copy another task's init into", dir, err, task);
     return false;
   }
 }
@@ -179,15 +186,16 @@ export function createInitReuse(opts: { pluginCacheDir?: string; now?: () => num
     /**
      * Initializes `dir`: by copy when a snapshot of `key` exists (or is being made), else with
      * `runInit`, keeping a snapshot of a fresh folder's result. `wait` bounds waiting for another
-     * task's init by this operation's own cancellation. Resolves "reused" or "ran".
+     * task's init by this operation's own cancellation; `task` is named in a folder's error.
+     * Resolves "reused" or "ran".
      */
-    async init(dir: string, key: string, runInit: () => Promise<void>, wait: <T>(p: Promise<T>) => Promise<T>): Promise<"reused" | "ran"> {
+    async init(dir: string, key: string, runInit: () => Promise<void>, wait: <T>(p: Promise<T>) => Promise<T>, task?: string): Promise<"reused" | "ran"> {
       if (!(await isFreshDir(dir))) {
         await runInit();
         return "ran";
       }
       const ready = fresh(key) ?? (pending.has(key) ? await wait(pending.get(key)!) : undefined);
-      if (ready && (await restoreInit(dir, ready))) return "reused";
+      if (ready && (await restoreInit(dir, ready, task))) return "reused";
       // Another task already started making this key's snapshot (checked and claimed in one step).
       if (pending.has(key)) {
         await runInit();

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
-import { mkdir, rm } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { removeKept } from "../driver/safe-files.ts";
 import type { Phase } from "./command-runner.ts";
 import { initHash } from "./init-hash.ts";
 import { reuseKey, type InitReuse } from "./init-reuse.ts";
@@ -8,7 +9,7 @@ import type { InitSteps } from "./init-steps.ts";
 import type { StateLockWaiter } from "./lock-wait.ts";
 import type { Operation } from "./operation.ts";
 import type { TaskWorkspace } from "./types.ts";
-import { INIT_MARKER, initRecordText, readInitRecord, writeFileSafely, type InitRecord } from "./working-dir.ts";
+import { INIT_MARKER, readInitRecord, writeInitRecord, type InitRecord } from "./working-dir.ts";
 
 /** What the initializer works with. */
 export interface InitializerOptions {
@@ -81,7 +82,7 @@ export class Initializer {
   private async initialize(op: Operation, ws: TaskWorkspace, force: boolean): Promise<boolean> {
     const hash = initHash(ws.json, ws.files);
     const binary = await this.o.binary?.();
-    const record = await readInitRecord(op.dir);
+    const record = await readInitRecord(op.dir, op.task);
     // existsSync: one stat of a local path, cheaper than a thread-pool round trip (see working-dir.ts).
     const reason = initReason(record, hash, binary, existsSync(join(op.dir, ".terraform")));
     if (!force && !reason) return false;
@@ -90,19 +91,19 @@ export class Initializer {
     if (this.o.pluginCacheDir) await (this.cacheReady ??= mkdir(this.o.pluginCacheDir, { recursive: true }));
     const key = this.shareKey(ws, hash);
     await this.o.phase(op.task, "init", async () => {
-      await rm(join(op.dir, INIT_MARKER), { force: true });
+      removeKept(op.dir, INIT_MARKER, op.task);
       // init asks which workspace to use when the selected one vanished from the backend (a
       // restarted dev Consul); starting from "default", which always exists, avoids the prompt.
-      await rm(join(op.dir, ".terraform", "environment"), { force: true });
+      removeKept(join(op.dir, ".terraform"), "environment", op.task);
       const reuse = this.o.reuse;
       const runInit = () => this.o.steps.runInit(op);
       if (force || !key || !reuse) await runInit();
-      else if ((await reuse.init(op.dir, key, runInit, (p) => op.until(p, op.commandName(["init"])))) === "reused") {
+      else if ((await reuse.init(op.dir, key, runInit, (p) => op.until(p, op.commandName(["init"])), op.task)) === "reused") {
         this.o.log?.(op.task, "initialized from another task's identical init (same providers, backend and environment): no `init` of its own");
       }
       await this.o.waitForLocks(op, () => this.o.steps.ensureWorkspace(op));
     });
-    await writeFileSafely(join(op.dir, INIT_MARKER), initRecordText(binary ? { hash, binary } : { hash }));
+    writeInitRecord(op.dir, binary ? { hash, binary } : { hash }, op.task);
     return true;
   }
 

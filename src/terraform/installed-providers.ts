@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { readdirSync, realpathSync, statSync } from "node:fs";
+import { readKept } from "../driver/safe-files.ts";
 import { join, sep } from "node:path";
 
 /** A provider plugin `init` installed for a task: its address in the lock file and its binary. */
@@ -40,12 +41,14 @@ export function platform(): string {
  * every warm command, so synchronously: a lock file and a folder listing, no thread-pool round trips.
  */
 export async function installedProviders(taskDir: string): Promise<InstalledProvider[]> {
-  let lock: string;
+  let lock: string | undefined;
   try {
-    lock = readFileSync(join(taskDir, ".terraform.lock.hcl"), "utf8");
+    // Never through a link (the driver refuses one before any command; this read is no exception).
+    lock = readKept(join(taskDir, ".terraform.lock.hcl"));
   } catch {
     return [];
   }
+  if (lock === undefined) return [];
   const found: InstalledProvider[] = [];
   for (const { address, version } of parseLockFile(lock)) {
     const type = address.split("/")[2]!;

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { readdir, rm, stat } from "node:fs/promises";
+import { lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { inFolder, linkRefused, refuseLinks, removeKept } from "../driver/safe-files.ts";
 import { CtsError } from "../errors.ts";
 import { commandFailure, textErrors } from "./failures.ts";
 import type { JsonResult, Operation } from "./operation.ts";
@@ -71,7 +72,7 @@ export class ChangeCommands {
       return { changesPresent: true, summary, resources: res.stream.resourceChanges, output };
     } finally {
       // The plan file can hold sensitive values.
-      await rm(join(op.dir, PLAN_FILE), { force: true });
+      removeKept(op.dir, PLAN_FILE, op.task);
     }
   }
 
@@ -80,18 +81,20 @@ export class ChangeCommands {
    * human text is the JSON stream's lines (no second `show`): guards need the JSON, people the summary.
    */
   async planToKeep(op: Operation, extraEnv?: Record<string, string>): Promise<KeptPlanOutcome> {
-    await discardKeptPlans(op.dir);
+    await discardKeptPlans(op.dir, undefined, op.task);
     const ref = `.cts-kept-${randomBytes(8).toString("hex")}.tfplan`;
-    const file = join(op.dir, ref);
+    // A new name each time, but Terraform writes it following links: none may be there.
+    refuseLinks(op.dir, [ref], op.task);
+    const drop = () => removeKept(op.dir, ref, op.task);
     const args = ["plan", "-detailed-exitcode", "-input=false", "-lock=true", this.lockArg, "-json", `-out=${ref}`];
     const res = await op.json(args, op.task, extraEnv);
     if (res.exitCode !== 0 && res.exitCode !== 2) {
-      await rm(file, { force: true });
+      drop();
       throw this.failure(op, args, res, `Fix the task's configuration and run it again.`);
     }
     const summary = res.stream.summary("plan");
     if (res.exitCode === 0) {
-      await rm(file, { force: true });
+      drop();
       return { changesPresent: false, summary, resources: [], output: NO_CHANGES, plan: {}, ref: "" };
     }
     const shown = await op.text(["show", "-json", ref], op.task, { quiet: true });
@@ -102,7 +105,7 @@ export class ChangeCommands {
       plan = undefined;
     }
     if (!plan) {
-      await rm(file, { force: true });
+      drop();
       throw new CtsError("TERRAFORM_FAILED", "external", `\`${op.commandName(["show"])} -json\` could not read the plan it just saved (exit ${shown.exitCode ?? "by signal"}). Run the task again.`, { task: op.task });
     }
     return { changesPresent: true, summary, resources: res.stream.resourceChanges, output: res.stream.lines.join("\n"), plan, ref };
@@ -113,7 +116,9 @@ export class ChangeCommands {
     // The handle may come from stored state (KV): only a kept plan's own name is ever opened.
     if (!KEPT_PLAN_FILE.test(ref)) throw new CtsError("PLAN_NOT_FOUND", "external", "has no kept plan by that name in its working directory; planning again.", { task: op.task });
     const file = join(op.dir, ref);
-    if (!(await stat(file).then(() => true, () => false)))
+    const st = inFolder("check", file, op.task, () => lstatSync(file, { throwIfNoEntry: false }));
+    if (st?.isSymbolicLink()) throw linkRefused(file, op.task);
+    if (!st)
       throw new CtsError("PLAN_NOT_FOUND", "external", "has no kept plan in its working directory (made by another instance, or discarded); planning again.", { task: op.task });
     const args = ["apply", "-auto-approve", "-input=false", "-lock=true", this.lockArg, "-json", ref];
     try {
@@ -127,7 +132,7 @@ export class ChangeCommands {
       const summary = res.stream.summary("apply", "apply", "destroy");
       return { changesPresent: summary.add + summary.change + summary.destroy > 0, summary, resources: res.stream.resourceChanges, output: res.stream.lines.join("\n") };
     } finally {
-      await rm(file, { force: true });
+      removeKept(op.dir, ref, op.task);
     }
   }
 
@@ -145,9 +150,12 @@ export class ChangeCommands {
   }
 }
 
-/** Removes the plans kept in a task's folder (a new plan replaces them; each may hold sensitive values). */
-export async function discardKeptPlans(dir: string, only?: string): Promise<void> {
-  for (const name of await readdir(dir).catch(() => [] as string[])) {
-    if (KEPT_PLAN_FILE.test(name) && (only === undefined || name === only)) await rm(join(dir, name), { force: true });
+/** Removes the plans kept in a task's folder (a new plan replaces them; each may hold sensitive values); a folder that is a link is refused. */
+export async function discardKeptPlans(dir: string, only?: string, task?: string): Promise<void> {
+  const st = lstatSync(dir, { throwIfNoEntry: false });
+  if (!st) return;
+  if (st.isSymbolicLink()) throw linkRefused(dir, task);
+  for (const name of inFolder("list", dir, task, () => readdirSync(dir))) {
+    if (KEPT_PLAN_FILE.test(name) && (only === undefined || name === only)) removeKept(dir, name, task);
   }
 }

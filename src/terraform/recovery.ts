@@ -1,5 +1,7 @@
+import { lstatSync } from "node:fs";
 import { readdir, readFile, readlink, rm } from "node:fs/promises";
 import { join, sep } from "node:path";
+import { readKept } from "../driver/safe-files.ts";
 import { GROUPS_DIR, parseGroupFile, processStart, type GroupRecord } from "./group-file.ts";
 import { PLAN_FILE } from "./working-dir.ts";
 import { signalGroup } from "./process.ts";
@@ -22,6 +24,19 @@ async function membersUnder(pgid: number, roots: string[]): Promise<number[]> {
   return found;
 }
 
+/** True when `path` is a symbolic link. */
+function isLink(path: string): boolean {
+  return lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() ?? false;
+}
+
+/** A record's text, read without following a link; "" for anything unreadable. */
+function readOrEmpty(path: string): string {
+  try {
+    return readKept(path) ?? "";
+  } catch {
+    return "";
+  }
+}
 
 const alive = (owner: { pid: number; start: string }) => owner.start !== "" && processStart(owner.pid) === owner.start;
 
@@ -35,11 +50,12 @@ const alive = (owner: { pid: number; start: string }) => owner.start !== "" && p
 export async function recoverWorkingDir(root: string, graceMs: number, log: (line: string) => void, ownDirs: Record<string, string> = {}): Promise<void> {
   const roots = [root, ...Object.values(ownDirs)];
   const dir = join(root, GROUPS_DIR);
-  const names = await readdir(dir).catch(() => [] as string[]);
+  // Nothing is read or removed through a link: a folder or record that is one is left alone.
+  const names = isLink(dir) ? [] : await readdir(dir).catch(() => [] as string[]);
   let otherOwnerLive = false;
   const stale: GroupRecord[] = [];
   for (const name of names.filter((n) => n.endsWith(".json"))) {
-    const file = parseGroupFile(await readFile(join(dir, name), "utf8").catch(() => ""));
+    const file = parseGroupFile(readOrEmpty(join(dir, name)));
     if (file && alive(file.owner)) {
       // A running driver that is running nothing right now keeps an empty record.
       if (file.groups.length > 0) otherOwnerLive = true;
@@ -71,6 +87,7 @@ export async function recoverWorkingDir(root: string, graceMs: number, log: (lin
   if (otherOwnerLive) return;
   const folders: Array<[string, string]> = (await readdir(root).catch(() => [] as string[])).filter((t) => !t.startsWith(".")).map((t) => [t, join(root, t)]);
   for (const [task, folder] of [...folders, ...Object.entries(ownDirs)]) {
+    if (isLink(folder)) continue;
     const plan = join(folder, PLAN_FILE);
     try {
       await rm(plan);

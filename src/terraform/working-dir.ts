@@ -1,7 +1,6 @@
-import { randomBytes } from "node:crypto";
-import { chmodSync, closeSync, fchmodSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { CtsError } from "../errors.ts";
+import { chmodSync, lstatSync, mkdirSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { inFolder, linkRefused, notAFolder, readKept, refuseLinks, removeKept, writeKept } from "../driver/safe-files.ts";
 import { childPath, nameProblem, validateTaskName } from "../driver/task-name.ts";
 import { validateFileName } from "./names.ts";
 
@@ -27,39 +26,24 @@ export const KEPT_PLAN_FILE = /^\.cts-kept-[0-9a-f]{16}\.tfplan$/;
 // read with synchronous calls. Each promise-based fs call costs the daemon 40-180 µs of CPU (a
 // thread-pool hand-off and two thread wake-ups) against 2-10 µs for the call itself; a run makes
 // dozens of them, which was a measurable share of the daemon's CPU per event (bench/lean-daemon.ts).
-// The functions stay async so callers need not care.
+// The functions stay async so callers need not care. Every file is written and read through
+// driver/safe-files.ts: never through a link, every failure a WORKING_DIR_UNUSABLE error.
+
+/** The lock file `init` writes (or init-reuse copies) in a task's folder. */
+export const LOCK_FILE = ".terraform.lock.hcl";
 
 /**
- * Writes a file atomically with an explicit mode: a temp file then a rename, so Terraform never
- * reads half a file and a symlink planted at the name is replaced rather than followed.
+ * What Terraform itself writes or reads in a task's folder and cts expects to be a file or a
+ * folder of its own, never a link: Terraform follows links, so each is checked before it runs and
+ * a link there is named (a planted lock-file link made every later `init` fail with an error that
+ * did not mention it). The provider package links deep under `.terraform/providers` are init's
+ * (or init-reuse's) own and are not looked at.
  */
-export async function writeFileSafely(path: string, content: string): Promise<void> {
-  writeFileSafelySync(path, content);
-}
-
-/** writeFileSafely, synchronously. */
-export function writeFileSafelySync(path: string, content: string): void {
-  const tmp = `${path}.${randomBytes(6).toString("hex")}.tmp`;
-  const fd = openSync(tmp, "wx", FILE_MODE);
-  try {
-    const buf = Buffer.from(content, "utf8");
-    for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off, buf.length - off);
-    // umask may have narrowed or (in odd setups) the mode must be forced: chmod explicitly.
-    fchmodSync(fd, FILE_MODE);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    renameSync(tmp, path);
-  } catch (err) {
-    rmSync(tmp, { force: true });
-    throw err;
-  }
-}
+export const TERRAFORM_PATHS = [LOCK_FILE, ".terraform", ".terraform/terraform.tfstate", ".terraform/environment", ".terraform/providers", ".terraform/modules", PLAN_FILE];
 
 /**
  * Creates `<root>/<task>` (0750) after validating the name, or the task's own folder `own` (with
- * its parents) when it has one; refuses a symlinked task folder.
+ * its parents) when it has one; refuses a task folder that is a link or a file (WORKING_DIR_UNUSABLE).
  */
 export async function ensureTaskDir(root: string, task: string, own?: string): Promise<string> {
   validateTaskName(task);
@@ -67,20 +51,21 @@ export async function ensureTaskDir(root: string, task: string, own?: string): P
   // The usual case, every run after the first: the folder is there, a plain folder, mode 0750.
   const seen = lstatOrUndefined(dir);
   if (seen?.isDirectory() && (seen.mode & 0o7777) === DIR_MODE) return dir;
-  mkdirSync(own ? dirname(own) : root, { recursive: true, mode: DIR_MODE });
-  try {
-    mkdirSync(dir, { mode: DIR_MODE });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-  }
+  if (seen?.isSymbolicLink()) throw linkRefused(dir, task);
+  if (seen && !seen.isDirectory()) throw notAFolder(dir, task);
+  const parent = own ? dirname(own) : root;
+  inFolder("make the folder", parent, task, () => mkdirSync(parent, { recursive: true, mode: DIR_MODE }));
+  inFolder("make the folder", dir, task, () => {
+    try {
+      mkdirSync(dir, { mode: DIR_MODE });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+  });
   const st = lstatSync(dir);
-  if (!st.isDirectory()) {
-    throw new CtsError("TASK_DIR_INVALID", "usage", `working directory '${dir}' is not a plain folder (a symlink or a file). Remove it and run the task again.`, {
-      task,
-      detail: { dir },
-    });
-  }
-  chmodSync(dir, DIR_MODE);
+  if (st.isSymbolicLink()) throw linkRefused(dir, task);
+  if (!st.isDirectory()) throw notAFolder(dir, task);
+  inFolder("set the mode of", dir, task, () => chmodSync(dir, DIR_MODE));
   return dir;
 }
 
@@ -95,25 +80,29 @@ function lstatOrUndefined(path: string) {
 /**
  * Writes main.tf.json and the extra files into the task folder, and removes extra files written
  * by an earlier run that are no longer given (a stale `*.auto.tfvars.json` or `*.tf.json` would
- * still be loaded by Terraform).
+ * still be loaded by Terraform). Then checks that nothing Terraform writes or reads there is a
+ * link (TERRAFORM_PATHS), so a planted one is named before Terraform runs.
  */
 export async function writeTaskFiles(dir: string, task: string, json: string, files: Record<string, string> = {}): Promise<void> {
   const names = Object.keys(files).sort();
   for (const name of names) validateFileName(task, name, [MAIN_FILE]);
-  writeFileSafelySync(join(dir, MAIN_FILE), json);
-  for (const name of names) writeFileSafelySync(childPath(dir, name, task), files[name]!);
-  const previous = readManifest(dir);
+  writeKept(dir, MAIN_FILE, json, task, FILE_MODE);
+  for (const name of names) writeKept(dir, basename(childPath(dir, name, task)), files[name]!, task, FILE_MODE);
+  const previous = readManifest(dir, task);
   for (const old of previous) {
-    if (!names.includes(old)) rmSync(childPath(dir, old, task), { force: true });
+    if (!names.includes(old)) removeKept(dir, basename(childPath(dir, old, task)), task);
   }
   if (previous.length !== names.length || previous.some((n, i) => n !== names[i])) {
-    writeFileSafelySync(join(dir, MANIFEST), JSON.stringify(names));
+    writeKept(dir, MANIFEST, JSON.stringify(names), task, FILE_MODE);
   }
+  refuseLinks(dir, TERRAFORM_PATHS, task);
 }
 
-function readManifest(dir: string): string[] {
+function readManifest(dir: string, task: string): string[] {
+  const text = readKept(join(dir, MANIFEST), task);
+  if (text === undefined) return [];
   try {
-    const parsed: unknown = JSON.parse(readFileSync(join(dir, MANIFEST), "utf8"));
+    const parsed: unknown = JSON.parse(text);
     // A hand-edited manifest must not make us delete outside the folder: keep plain names only.
     return Array.isArray(parsed) ? parsed.filter((n): n is string => typeof n === "string" && !nameProblem(n)).sort() : [];
   } catch {
@@ -135,22 +124,23 @@ export function initRecordText(r: InitRecord): string {
   return r.binary ? `${r.hash}\nbinary ${r.binary}\n` : `${r.hash}\n`;
 }
 
-/** The init record of a task folder, or undefined when none is there. */
-export async function readInitRecord(dir: string): Promise<InitRecord | undefined> {
-  return readInitRecordSync(dir);
+/** The init record of a task folder, or undefined when none is there (a link there is refused). */
+export async function readInitRecord(dir: string, task?: string): Promise<InitRecord | undefined> {
+  return readInitRecordSync(dir, task);
 }
 
 /** readInitRecord, synchronously. */
-export function readInitRecordSync(dir: string): InitRecord | undefined {
-  let text: string;
-  try {
-    text = readFileSync(join(dir, INIT_MARKER), "utf8");
-  } catch {
-    return undefined;
-  }
+export function readInitRecordSync(dir: string, task?: string): InitRecord | undefined {
+  const text = readKept(join(dir, INIT_MARKER), task);
+  if (text === undefined) return undefined;
   const [first, ...rest] = text.split("\n");
   const hash = first?.trim();
   if (!hash) return undefined;
   const binary = rest.map((l) => /^binary (\S+ \S+)\s*$/.exec(l)?.[1]).find(Boolean);
   return binary ? { hash, binary } : { hash };
+}
+
+/** Records the init in a task folder (the hash of its inputs, the binary), written safely. */
+export function writeInitRecord(dir: string, record: InitRecord, task?: string): void {
+  writeKept(dir, INIT_MARKER, initRecordText(record), task, FILE_MODE);
 }

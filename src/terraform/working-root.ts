@@ -1,4 +1,5 @@
 import { CtsError, messageOf } from "../errors.ts";
+import { folderError } from "../driver/safe-files.ts";
 import { childPath, validateTaskName } from "../driver/task-name.ts";
 import { takeOverCtsFiles, takeOverLine } from "./cts-takeover.ts";
 import { recoverWorkingDir } from "./recovery.ts";
@@ -7,7 +8,8 @@ import { ensureTaskDir, writeTaskFiles } from "./working-dir.ts";
 
 /**
  * The driver's working dir: one folder per task under `root`. Before the first task uses it, what
- * a crashed daemon left there is cleaned up (recovery.ts); a file-system failure says where.
+ * a crashed daemon left there is cleaned up (recovery.ts); a file-system failure is a
+ * WORKING_DIR_UNUSABLE error naming the folder, the cause and the fix.
  */
 export class WorkingRoot {
   private recovered: Promise<void> | undefined;
@@ -63,18 +65,16 @@ export class WorkingRoot {
     return Object.hasOwn(this.own, task) ? this.own[task] : undefined;
   }
 
-  /** Turns a file-system failure while preparing the task folder into an error that says where. */
+  /**
+   * Turns a file-system failure while preparing the task folder into WORKING_DIR_UNUSABLE: the
+   * folder, the cause and the fix (the safe writes already say which file).
+   */
   private async filesStep<T>(task: string, step: () => Promise<T>): Promise<T> {
     try {
       return await step();
     } catch (err) {
       if (err instanceof CtsError) throw err;
-      throw new CtsError(
-        "TASK_FILES_FAILED",
-        "external",
-        `could not prepare the working directory under '${this.root}': ${messageOf(err)}. Check that cts may create and write files there.`,
-        { task, cause: err, detail: { root: this.root } },
-      );
+      throw folderError("prepare the working directory", this.folderOf(task), err, task);
     }
   }
 }

@@ -1,5 +1,5 @@
-import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
+import { ownFolder } from "../driver/safe-files.ts";
 import { createKeyedSerializer } from "../driver/serial.ts";
 import { taskFolder } from "../driver/task-name.ts";
 import type { Driver, RunOptions, RunResult, TaskWorkspace } from "../driver/types.ts";
@@ -89,7 +89,7 @@ export class TfcDriver implements Driver {
 
   private async makeTaskDir(task: string): Promise<string> {
     const dir = this.taskDir(task);
-    mkdirSync(dir, { recursive: true, mode: 0o750 });
+    ownFolder(dir, task);
     return dir;
   }
 

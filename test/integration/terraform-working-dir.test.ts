@@ -1,6 +1,6 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readFile, rm, stat, symlink } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureTaskDir, writeTaskFiles } from "../../src/terraform/working-dir.ts";
@@ -23,21 +23,21 @@ describe("task working directories", () => {
     await assert.rejects(stat(join(dir, "b.tf.json")), { code: "ENOENT" });
   });
 
-  it("replaces a symlink planted at a file name instead of writing through it", async () => {
+  it("refuses a symlink planted at a file name, naming it, and writes nothing through it", async () => {
     const dir = await ensureTaskDir(root, "api");
     const victim = join(root, "victim.txt");
+    await writeFile(victim, "untouched");
     await writeTaskFiles(dir, "api", "{}");
     await rm(join(dir, "main.tf.json"));
     await symlink(victim, join(dir, "main.tf.json"));
-    await writeTaskFiles(dir, "api", "{}");
-    await assert.rejects(stat(victim), { code: "ENOENT" });
-    assert.ok((await stat(join(dir, "main.tf.json"))).isFile());
+    await assert.rejects(writeTaskFiles(dir, "api", "{}"), (err: any) => err.code === "WORKING_DIR_UNUSABLE" && err.message.includes(join(dir, "main.tf.json")));
+    assert.equal(await readFile(victim, "utf8"), "untouched");
   });
 
   it("refuses a task folder that is a symlink", async () => {
     await mkdir(join(root, "elsewhere"));
     await symlink(join(root, "elsewhere"), join(root, "linked"));
-    await assert.rejects(ensureTaskDir(root, "linked"), (err: any) => err.code === "TASK_DIR_INVALID");
+    await assert.rejects(ensureTaskDir(root, "linked"), (err: any) => err.code === "WORKING_DIR_UNUSABLE" && err.message.includes(join(root, "linked")));
   });
 
   it("refuses extra file names that leave the task folder", async () => {
