@@ -41,6 +41,9 @@ export const LOCK_FILE = ".terraform.lock.hcl";
  */
 export const TERRAFORM_PATHS = [LOCK_FILE, ".terraform", ".terraform/terraform.tfstate", ".terraform/environment", ".terraform/providers", ".terraform/modules", PLAN_FILE];
 
+/** Every path of a task's folder cts writes or reads by a fixed name (the extra files a task gives are named by the task). */
+export const TASK_DIR_PATHS = [MAIN_FILE, MANIFEST, INIT_MARKER, ...TERRAFORM_PATHS];
+
 /**
  * Creates `<root>/<task>` (0750) after validating the name, or the task's own folder `own` (with
  * its parents) when it has one; refuses a task folder that is a link or a file (WORKING_DIR_UNUSABLE).
@@ -80,8 +83,8 @@ function lstatOrUndefined(path: string) {
 /**
  * Writes main.tf.json and the extra files into the task folder, and removes extra files written
  * by an earlier run that are no longer given (a stale `*.auto.tfvars.json` or `*.tf.json` would
- * still be loaded by Terraform). Then checks that nothing Terraform writes or reads there is a
- * link (TERRAFORM_PATHS), so a planted one is named before Terraform runs.
+ * still be loaded by Terraform). Then checks that neither the init record nor anything Terraform
+ * writes or reads there is a link (TERRAFORM_PATHS), so a planted one is named before Terraform runs.
  */
 export async function writeTaskFiles(dir: string, task: string, json: string, files: Record<string, string> = {}): Promise<void> {
   const names = Object.keys(files).sort();
@@ -95,7 +98,7 @@ export async function writeTaskFiles(dir: string, task: string, json: string, fi
   if (previous.length !== names.length || previous.some((n, i) => n !== names[i])) {
     writeKept(dir, MANIFEST, JSON.stringify(names), task, FILE_MODE);
   }
-  refuseLinks(dir, TERRAFORM_PATHS, task);
+  refuseLinks(dir, [INIT_MARKER, ...TERRAFORM_PATHS], task);
 }
 
 function readManifest(dir: string, task: string): string[] {
