@@ -128,11 +128,12 @@ export function registerTask(program: Command): void {
   apiOptions(task.command("run"))
     .description("Run an enabled task now and wait for the result")
     .argument("<name>", "task name")
-    .action(async (name: string, flags: TaskFlags) => {
+    .option("--force", "apply even when the task's inputs equal what it applied last (after a lost Terraform state, or a change made by hand)")
+    .action(async (name: string, flags: TaskFlags & { force?: boolean }) => {
       const api = client(flags);
       const current = (await api.call("GET", ApiClient.taskPath(name))).task as ApiBody;
       if (!current.enabled) throw new CtsError("TASK_DISABLED", "usage", `Task '${name}' is disabled. Enable it with \`cts task enable ${name}\`.`);
-      const res = await api.call("PATCH", ApiClient.taskPath(name), { body: { enabled: true }, query: { run: "now" } });
+      const res = await api.call("PATCH", ApiClient.taskPath(name), { body: { enabled: true }, query: { run: "now", ...(flags.force ? { force: "true" } : {}) } });
       if (flags.json) return printJson(res);
       process.stdout.write(`Task '${name}' ran: ${runSummary(res.run)}.\n`);
     });

@@ -42,6 +42,8 @@ export interface BlockingQuery<A extends IndexedAnswer> {
   sameIndexDiffers?(answer: A): boolean;
   /** The index went back to 0 (Consul's index went backwards, or a read failed). */
   indexReset?(): void;
+  /** Consul answered with a lower index than the one held: a restarted agent or a snapshot restore (its data may be gone). */
+  indexWentBack?(): void;
 }
 
 /** Pacing of the loop. */
@@ -80,6 +82,8 @@ export async function followBlockingQuery<A extends IndexedAnswer>(
   clock: Clock = systemClock,
 ): Promise<void> {
   let index = 0n;
+  /** The index held before a failed read sent the loop back to 0: the first answer after it tells whether Consul went back. */
+  let beforeFailure = 0n;
   let failures = 0;
   while (!signal.aborted) {
     const started = clock.now();
@@ -99,6 +103,10 @@ export async function followBlockingQuery<A extends IndexedAnswer>(
       if (signal.aborted) break;
       failures = 0;
       let after: AfterAnswer = undefined;
+      // A restarted agent answers below what it answered before, also when reads failed in between.
+      const wentBack = (index > 0n && answer.index < index) || (index === 0n && beforeFailure > 0n && answer.index < beforeFailure);
+      beforeFailure = 0n;
+      if (wentBack) query.indexWentBack?.();
       if (index > 0n && answer.index < index) {
         index = 0n;
         query.indexReset?.();
@@ -126,6 +134,7 @@ export async function followBlockingQuery<A extends IndexedAnswer>(
       failures++;
       // After any failure, re-read from index 0: the agent may have restarted with a new index.
       if (index > 0n) query.indexReset?.();
+      if (index > beforeFailure) beforeFailure = index;
       index = 0n;
       const decision = query.failed(err, failures);
       if (decision === "stop") break;

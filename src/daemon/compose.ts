@@ -24,6 +24,8 @@ import { resolveHaSettings, type HaSettings } from "../ha/settings.ts";
 import { FileTaskState } from "../state/file-state.ts";
 import { KvTaskState, type KvAccess } from "../state/kv-state.ts";
 import type { TaskState } from "../state/task-state.ts";
+import { terraformStates, type TerraformStates } from "../state/terraform-states.ts";
+import { DEFAULT_BACKEND } from "../synth/backend.ts";
 import { consulClientFor } from "../config/consul-connection.ts";
 import { watchTokenFile } from "../consul/token-file.ts";
 import { driverFor } from "./driver-setup.ts";
@@ -74,6 +76,8 @@ export interface ControllerDeps {
   consul?: ConsulReachability;
   /** What outlives a run (src/state/): a folder per task, or Consul KV in a cluster (default: memory). */
   state?: TaskState;
+  /** Where each task's Terraform state is, looked at without Terraform (the no-op skip checks it is still there). */
+  states?: TerraformStates;
 }
 
 /**
@@ -142,6 +146,7 @@ export function createController(deps: ControllerDeps): Controller {
     metrics,
     ...(deps.templates ? { templates: deps.templates } : {}),
     ...(deps.state ? { state: deps.state } : {}),
+    ...(deps.states ? { states: deps.states } : {}),
   });
   const controller = new Controller({
     tasks: new TaskRegistry(loaded),
@@ -213,12 +218,15 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
   const root = workingRoot(loaded.dir, tf.workingDir);
   const tfLog = log.child(config.driver?.terraformCloud ? "tfc" : "terraform");
   const driver = driverFor(loaded, { root, env: terraformEnv, log: tfLog, metrics, lockRetryMs: opts.lockWaitMs ?? DEFAULT_RETRY_POLICY.lockWaitMs });
+  // A restarted Consul (its index went backwards) may have come back empty: every task's state is looked at.
+  let restarted: (() => void) | undefined;
   const watcher =
     opts.mode === "watch"
       ? createWatcher(consul, {
           ...(opts.watchTiming ? { timing: opts.watchTiming } : {}),
           warn: (m) => log.child("watch").warn(m),
           metrics,
+          onConsulRestart: () => restarted?.(),
         })
       : undefined;
   const templates = templateValuesFor(loaded, consul, opts.mode === "watch", log.child("vault"));
@@ -238,9 +246,19 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     ...(watcher ? { consul: consul.reachability } : {}),
     metrics,
     templates: templates.values,
+    // The local driver's backend (Terraform Cloud keeps states out of reach): looked at before a skip.
+    ...(config.driver?.terraformCloud
+      ? {}
+      : {
+          states: terraformStates(tf.backend ?? DEFAULT_BACKEND, {
+            kv: async (key) => (await consul.kv({ path: key })).data[0]?.Value ?? null,
+            taskDir: (task) => driver.taskDir(task),
+          }),
+        }),
     // A folder per task under the working dir; the files older versions kept in the task's own folder are taken over once.
     state: opts.taskState?.(consul) ?? new FileTaskState(root, (task) => driver.taskDir(task), (err) => log.child("ctrl").warn(`${err.task ? `task '${err.task}': ` : ""}${err.message}`, { ...(err.task ? { task: err.task } : {}), code: err.code })),
   });
+  restarted = () => void controller.checkStates("Consul restarted");
   return {
     controller,
     metrics,

@@ -78,6 +78,43 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
       changed: (change) => runner.state.recordTask(change, this.storedRecord(change)),
       mine: (name) => this.mine(name),
     });
+    // A Consul that comes back may have come back empty (a dev agent, a lost data dir): every task's
+    // Terraform state is looked at, and a task whose state is gone or replaced runs again.
+    parts.consul?.onChange((reachable) => {
+      if (reachable) void this.checkStates("Consul came back");
+    });
+  }
+
+  /** A state check in progress, and whether another was asked for meanwhile (many views see one restart). */
+  private stateCheck: Promise<string[]> | undefined;
+  private stateCheckAgain: string | undefined;
+
+  /**
+   * Looks at the Terraform state of every task this instance runs and has applied: a task whose
+   * state is gone or was replaced is queued (its run says why and applies again, or holds the plan
+   * when guards are set). Calls while one runs are folded into one more. Returns the tasks queued.
+   */
+  checkStates(why = "asked"): Promise<string[]> {
+    if (this.stateCheck) {
+      this.stateCheckAgain = why;
+      return this.stateCheck;
+    }
+    this.stateCheck = (async () => {
+      const queued: string[] = [];
+      for (let reason: string | undefined = why; reason !== undefined; reason = this.stateCheckAgain) {
+        this.stateCheckAgain = undefined;
+        for (const e of this.parts.tasks.enabled()) {
+          if (!this.active || !this.mine(e.name) || queued.includes(e.name)) continue;
+          const lost = await this.parts.runner.stateLost(e.name).catch(() => undefined);
+          if (!lost || !this.active) continue;
+          this.parts.log.warn(`task '${e.name}': its Terraform state ${lost} (looked at after ${reason}); running it again`, { task: e.name });
+          this.runs.enqueue(e.name);
+          queued.push(e.name);
+        }
+      }
+      return queued;
+    })().finally(() => (this.stateCheck = undefined));
+    return this.stateCheck;
   }
 
   /** Whether triggers may fire and queued runs may start. */
@@ -227,9 +264,17 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
 
   // ---- operations (API) ---------------------------------------------------------------------
 
-  /** Queues a run of a task now (skips the buffer). */
-  runNow(name: string): Promise<RunOutcome> {
+  /**
+   * Queues a run of a task now (skips the buffer). With `force`, the run applies even when its inputs
+   * equal what was applied last (the applied key is forgotten first): after a state was lost or the
+   * infrastructure was changed by hand.
+   */
+  runNow(name: string, opts: { force?: boolean } = {}): Promise<RunOutcome> {
     this.parts.tasks.get(name);
+    if (opts.force) {
+      this.parts.runner.state.forgetAppliedKey(name);
+      this.parts.log.info(`task '${name}': a forced run: it applies whatever the no-op skip would say`, { task: name });
+    }
     return this.runs.request(name);
   }
 

@@ -27,6 +27,8 @@ export interface RunOutcome {
   error?: CtsError;
   /** A plan held for approval (outcome "held"). */
   hold?: HeldPlan;
+  /** The Terraform state the task had applied to was gone or replaced (so the run was not skipped): why. */
+  stateLost?: string;
 }
 
 /** A task as the API and CLI see it. */
@@ -88,7 +90,8 @@ export interface TaskControl {
   view(name: string): TaskView | undefined;
   readonly events: EventStore;
   /** Queues a run now (skips the buffer); resolves with the outcome of a run that started after the call. */
-  runNow(name: string): Promise<RunOutcome>;
+  /** `force`: applies even when the inputs equal what was applied last. */
+  runNow(name: string, opts?: { force?: boolean }): Promise<RunOutcome>;
   setEnabled(name: string, enabled: boolean, opts?: { run?: boolean }): Promise<void>;
   planTask(name: string): Promise<RunOutcome>;
   /** Queues a drift check (takes the task's queue slot like a run); resolves with its outcome. */

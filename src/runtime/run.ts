@@ -14,6 +14,7 @@ import type { AnyTaskInput } from "../task/task.ts";
 import type { RunOutcome } from "./interfaces.ts";
 import type { TaskState } from "../state/task-state.ts";
 import { memoryTaskState } from "../state/memory-state.ts";
+import type { TerraformStates } from "../state/terraform-states.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import { driftSettings } from "./drift.ts";
 import type { TaskInputSource } from "./task-input.ts";
@@ -50,6 +51,8 @@ export interface RunDeps {
   metrics?: Metrics;
   /** What outlives a run: applied keys and counts, held plans (src/state/); default: kept in memory only. */
   state?: TaskState;
+  /** Where each task's Terraform state is kept, looked at without Terraform (absent: the skip keys on the JSON alone). */
+  states?: TerraformStates;
   /** Values of provider templates and Vault secrets (absent: a task that uses one fails with a clear error). */
   templates?: RunTemplates;
 }
@@ -97,11 +100,20 @@ export class TaskRunner {
   async attempt(e: TaskEntry, mode: RunMode, signal: AbortSignal): Promise<RunOutcome> {
     const { synth, ws, applied, count } = await this.prepare(e, signal);
     if (mode === "apply") this.checkEmpty(e, count);
+    let stateLost: string | undefined;
     // CTS applies a scheduled task on every tick, whatever its data: the infrastructure may have drifted.
     if (mode === "apply" && e.task.condition.kind !== "schedule" && applied === this.state.applied(e.name)?.key) {
-      // The inputs went back to what is applied: a hold made for other inputs no longer applies.
-      if (this.holds.get(e.name).held || this.holds.get(e.name).rejected) await this.dropHold(e, "the inputs are back to what is applied");
-      return { task: e.name, ok: true, outcome: "no-op", synth };
+      // The same inputs: skipped, unless the Terraform state they were applied to is gone or replaced.
+      stateLost = await this.stateLost(e.name);
+      if (!stateLost) {
+        // The inputs went back to what is applied: a hold made for other inputs no longer applies.
+        if (this.holds.get(e.name).held || this.holds.get(e.name).rejected) await this.dropHold(e, "the inputs are back to what is applied");
+        return { task: e.name, ok: true, outcome: "no-op", synth };
+      }
+      this.deps.log.warn(
+        `task '${e.name}': the Terraform state it applied to ${stateLost}; running it again instead of skipping it (what it created may still exist outside any state: check the plan, or import it)`,
+        { task: e.name },
+      );
     }
     const { driver } = this.deps;
     const onOutput = this.outputLog(e);
@@ -114,7 +126,21 @@ export class TaskRunner {
       const result = await driver.destroy(ws, { signal, onOutput });
       return { task: e.name, ok: true, outcome: "destroyed", result, synth };
     }
-    return this.apply(e, synth, ws, applied, signal, count);
+    const outcome = await this.apply(e, synth, ws, applied, signal, count, stateLost);
+    return stateLost ? { ...outcome, stateLost } : outcome;
+  }
+
+  /**
+   * Whether the Terraform state the task's last apply wrote is still where it was: undefined when it
+   * is (or when that cannot be told: another backend, Consul not answering), else what happened to
+   * it ("is gone", "was replaced").
+   */
+  async stateLost(task: string): Promise<string | undefined> {
+    const was = this.state.applied(task)?.state;
+    if (was === undefined || !this.deps.states) return undefined;
+    const now = await this.deps.states.fingerprint(task);
+    if (now === undefined || now === was) return undefined;
+    return now === null ? "is gone (no state where the backend keeps it)" : "was replaced (another state is where the backend keeps it)";
   }
 
   /**
@@ -128,13 +154,17 @@ export class TaskRunner {
     if (!last) return { task: e.name, ok: true, outcome: "not-applied", drift: { state: "not-applied", checkedAt: at() } };
     const { synth, ws, applied: key, count } = await this.prepare(e, signal);
     if (key !== last) return { task: e.name, ok: true, outcome: "inputs-changed", synth, drift: { state: "inputs-changed", checkedAt: at() } };
+    // A lost state shows as drift (the plan creates everything again); the event says why.
+    const stateLost = await this.stateLost(e.name);
+    if (stateLost) this.deps.log.warn(`task '${e.name}': the Terraform state it applied to ${stateLost}; the drift check plans against what is there now`, { task: e.name });
+    const lost = stateLost ? { stateLost } : {};
     const plan = await this.deps.driver.plan(ws, { signal, onOutput: this.outputLog(e) });
-    if (!plan.changesPresent) return { task: e.name, ok: true, outcome: "in-sync", result: plan, synth, drift: { state: "in-sync", checkedAt: at() } };
-    if (!correct) return { task: e.name, ok: true, outcome: "drift", result: plan, synth, drift: { state: "drifted", checkedAt: at(), changes: plan.summary } };
-    const applied = await this.apply(e, synth, ws, key, signal, count);
+    if (!plan.changesPresent) return { task: e.name, ok: true, outcome: "in-sync", result: plan, synth, drift: { state: "in-sync", checkedAt: at() }, ...lost };
+    if (!correct) return { task: e.name, ok: true, outcome: "drift", result: plan, synth, drift: { state: "drifted", checkedAt: at(), changes: plan.summary }, ...lost };
+    const applied = await this.apply(e, synth, ws, key, signal, count, stateLost);
     // Plan guards held the correction: the drift stays, waiting for `cts approve`.
-    if (applied.outcome !== "applied") return { ...applied, outcome: "drift", drift: { state: "drifted", checkedAt: at(), changes: plan.summary } };
-    return { ...applied, outcome: "drift", result: plan, drift: { state: "corrected", checkedAt: at(), changes: plan.summary, applied: applied.result!.summary } };
+    if (applied.outcome !== "applied") return { ...applied, outcome: "drift", drift: { state: "drifted", checkedAt: at(), changes: plan.summary }, ...lost };
+    return { ...applied, outcome: "drift", result: plan, drift: { state: "corrected", checkedAt: at(), changes: plan.summary, applied: applied.result!.summary }, ...lost };
   }
 
   /** Where a task works (removed with the task). */
@@ -237,18 +267,22 @@ export class TaskRunner {
     this.deps.log.warn(`task '${e.name}': its condition dropped from ${before} ${what} to none; applying the empty data (allowEmpty, the default; set allowEmpty: false to refuse)`, { task: e.name });
   }
 
-  private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, applied: string, signal: AbortSignal, count?: number): Promise<RunOutcome> {
+  private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, applied: string, signal: AbortSignal, count?: number, stateLost?: string): Promise<RunOutcome> {
     const { guards, always } = this.guardsOf(e);
     // Without guards or approval a run applies at once: no plan first (the fast path).
-    if (guards || always || this.holds.get(e.name).held) return this.guardedApply(e, synth, ws, applied, signal, guards, always, count);
+    if (guards || always || this.holds.get(e.name).held) return this.guardedApply(e, synth, ws, applied, signal, guards, always, count, stateLost);
     await this.voidAppliedHash(e, count);
     const result = await this.deps.driver.apply(ws, { signal, onOutput: this.outputLog(e) });
     return this.applied(e, synth, applied, result, count);
   }
 
-  /** Records a successful apply in the task state: the applied key (the JSON's hash, with the template values' digest) and count. */
-  private applied(e: TaskEntry, synth: SynthResult, applied: string, result: RunResult, count?: number): RunOutcome {
-    this.state.recordApplied(e.name, { key: applied, ...(count !== undefined ? { count } : {}) });
+  /**
+   * Records a successful apply in the task state: the applied key (the JSON's hash, with the
+   * template values' digest), the count, and the fingerprint of the state it wrote.
+   */
+  private async applied(e: TaskEntry, synth: SynthResult, applied: string, result: RunResult, count?: number): Promise<RunOutcome> {
+    const state = await this.deps.states?.fingerprint(e.name);
+    this.state.recordApplied(e.name, { key: applied, ...(count !== undefined ? { count } : {}), ...(typeof state === "string" ? { state } : {}) });
     return { task: e.name, ok: true, outcome: "applied", result, synth };
   }
 
@@ -259,7 +293,17 @@ export class TaskRunner {
    * gone or stale (restart on another machine, the state moved), the new plan is applied only if it
    * makes the same changes (same digest), else it is checked again.
    */
-  private async guardedApply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, key: string, signal: AbortSignal, guards: GuardSettings | undefined, always: boolean, count?: number): Promise<RunOutcome> {
+  private async guardedApply(
+    e: TaskEntry,
+    synth: SynthResult,
+    ws: TaskWorkspace,
+    key: string,
+    signal: AbortSignal,
+    guards: GuardSettings | undefined,
+    always: boolean,
+    count?: number,
+    stateLost?: string,
+  ): Promise<RunOutcome> {
     const { driver } = this.deps;
     if (!driver.planToApply || !driver.applyPlan)
       throw new CtsError("PLAN_UNSUPPORTED", "usage", "has plan guards or approval, but the driver cannot keep a plan to apply later.", { task: e.name });
@@ -301,6 +345,8 @@ export class TaskRunner {
         const reason = await this.deps.synthesizer.checkPlan?.(e.ref, plan.plan as PlanJson);
         if (reason) reasons.push(reason);
       }
+      // A lost state with guards set: a person decides whether to create it all again (or import it first).
+      if (stateLost && guards) reasons.push(`the Terraform state this task applied to ${stateLost}: this plan creates again what may still exist; approve it, or import the resources first`);
       if (reasons.length === 0 && always) {
         reasons.push('the task\'s approval is "always": every plan waits for `cts approve`');
         why = "always";

@@ -273,6 +273,7 @@ function eventOf(e: TaskEntry, start: Date, outcome: RunOutcome): TaskEvent {
     ...(outcome.result?.resources?.length ? { resources: outcome.result.resources } : {}),
     ...runUrl(outcome),
     ...(outcome.hold ? { hold: { reasons: outcome.hold.reasons, why: outcome.hold.why, heldAt: outcome.hold.heldAt } } : {}),
+    ...(outcome.stateLost ? { state_lost: outcome.stateLost } : {}),
   });
 }
 

@@ -13,6 +13,11 @@ export interface AppliedRecord {
   key?: string;
   /** How many instances or catalog services the condition held (the empty-data check). */
   count?: number;
+  /**
+   * The fingerprint of the Terraform state right after that apply (state/terraform-states.ts): a
+   * skip checks it is still there, so a state that is gone or was replaced is never skipped.
+   */
+  state?: string;
 }
 
 /** A stored applied record, as a file or KV (writable by others) may hold it. */
@@ -21,6 +26,7 @@ export function isAppliedRecord(v: unknown): v is AppliedRecord {
   const r = v as Record<string, unknown>;
   if (r.key !== undefined && (typeof r.key !== "string" || r.key.length === 0 || r.key.length > 200)) return false;
   if (r.count !== undefined && !(typeof r.count === "number" && Number.isSafeInteger(r.count) && r.count >= 0)) return false;
+  if (r.state !== undefined && (typeof r.state !== "string" || r.state.length === 0 || r.state.length > 300)) return false;
   return r.key !== undefined || r.count !== undefined; // a keyless record is an apply under way: its count only
 }
 
@@ -71,6 +77,8 @@ export interface TaskEvent {
   run_url?: string;
   /** Beyond CTS, a plan held for approval (outcome "held"): why, and since when. `changes`/`resources` say what it would change. */
   hold?: { reasons: string[]; why: "guards" | "always"; heldAt: string };
+  /** Beyond CTS: the Terraform state this task had applied to was gone or replaced when the run started (why it was not skipped). */
+  state_lost?: string;
   /** Beyond CTS, drift checks only: whether the drift was corrected, and what that apply changed. */
   drift?: { corrected: boolean; applied?: { add: number; change: number; destroy: number } };
 }

@@ -55,7 +55,7 @@ export function parseState(prefix: string, entries: KvEntry[]): StoredState {
         state.holds.set(name, value);
       } else if (kind === "applied") {
         if (!isAppliedRecord(value)) throw new Error("not an applied record");
-        state.applied.set(name, { ...(value.key !== undefined ? { key: value.key } : {}), ...(value.count !== undefined ? { count: value.count } : {}) });
+        state.applied.set(name, { ...(value.key !== undefined ? { key: value.key } : {}), ...(value.count !== undefined ? { count: value.count } : {}), ...(value.state !== undefined ? { state: value.state } : {}) });
       } else if (kind === "events") {
         if (!Array.isArray(value)) throw new Error("not a list of events");
         state.events.set(name, (value as TaskEvent[]).filter((ev) => ev && typeof ev === "object" && ev.task_name === name));

@@ -19,13 +19,16 @@ export class ViewPool {
   private readonly metrics: Metrics | undefined;
   private readonly clock: Clock | undefined;
 
-  constructor(opts: { timing?: Partial<ViewTiming>; random?: () => number; onGrow?: (count: number) => void; metrics?: Metrics; clock?: Clock } = {}) {
+  private readonly onIndexBack: (() => void) | undefined;
+
+  constructor(opts: { timing?: Partial<ViewTiming>; random?: () => number; onGrow?: (count: number) => void; metrics?: Metrics; clock?: Clock; onIndexBack?: () => void } = {}) {
     // Completed once here, so every view shares one timing object.
     this.timing = opts.timing ? { ...DEFAULT_VIEW_TIMING, ...opts.timing } : undefined;
     this.metrics = opts.metrics;
     this.random = opts.random;
     this.onGrow = opts.onGrow;
     this.clock = opts.clock;
+    this.onIndexBack = opts.onIndexBack;
   }
 
   /** Number of open views. */
@@ -47,6 +50,7 @@ export class ViewPool {
         ...(this.random ? { random: this.random } : {}),
         ...(this.metrics ? { metrics: this.metrics } : {}),
         ...(this.clock ? { clock: this.clock } : {}),
+        ...(this.onIndexBack ? { onIndexBack: this.onIndexBack } : {}),
       });
       entry = { view: view as View<unknown>, refs: 0 };
       this.entries.set(key, entry);

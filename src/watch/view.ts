@@ -72,7 +72,13 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
   private readonly metrics: Metrics;
   private readonly kind: string;
 
-  constructor(key: string, fetch: ViewFetch<T>, opts: { timing?: Partial<ViewTiming>; random?: () => number; metrics?: Metrics; clock?: Clock } = {}) {
+  private readonly wentBack: (() => void) | undefined;
+
+  constructor(
+    key: string,
+    fetch: ViewFetch<T>,
+    opts: { timing?: Partial<ViewTiming>; random?: () => number; metrics?: Metrics; clock?: Clock; /** Consul's index went backwards (a restart). */ onIndexBack?: () => void } = {},
+  ) {
     this.key = key;
     this.metrics = opts.metrics ?? noMetrics;
     this.kind = viewKind(key);
@@ -81,6 +87,7 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
     this.timing = !opts.timing ? DEFAULT_VIEW_TIMING : isComplete(opts.timing) ? opts.timing : { ...DEFAULT_VIEW_TIMING, ...opts.timing };
     this.random = opts.random ?? Math.random;
     this.clock = opts.clock ?? systemClock;
+    this.wentBack = opts.onIndexBack;
   }
 
   /** The latest data, or undefined before the first answer. */
@@ -196,6 +203,11 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
   /** Consul's index went backwards or a fetch failed: the next fetch is a full read. */
   indexReset(): void {
     this.metrics.viewIndexReset(this.kind);
+  }
+
+  /** Consul answered below the index held: a restarted agent (or a snapshot restore), whose KV may be empty now. */
+  indexWentBack(): void {
+    this.wentBack?.();
   }
 
   private accept(data: T, given: string | undefined, source: string | undefined): void {

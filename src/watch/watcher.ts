@@ -35,6 +35,8 @@ export interface WatcherOptions {
   metrics?: Metrics;
   /** Time for the views' pauses and backoff (tests pass a fake clock). */
   clock?: Clock;
+  /** A view saw Consul's index go backwards: the agent restarted (or a snapshot was restored), and what it kept may be gone. */
+  onConsulRestart?: () => void;
 }
 
 /** A Watcher with introspection for tests and the API. */
@@ -53,6 +55,7 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
     ...(opts.random ? { random: opts.random } : {}),
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),
+    ...(opts.onConsulRestart ? { onIndexBack: opts.onConsulRestart } : {}),
     onGrow: (count) => {
       if (count > MANY_VIEWS && !warned && opts.warn) {
         warned = true;

@@ -11,6 +11,7 @@ class Script implements BlockingQuery<{ index: bigint; data?: string }> {
   readonly told: string[] = [];
   readonly failures: number[] = [];
   resets = 0;
+  wentBack = 0;
   constructor(
     private readonly steps: Step[],
     private readonly onAnswer: (data: string | undefined) => AfterAnswer | Promise<AfterAnswer> = () => undefined,
@@ -38,6 +39,9 @@ class Script implements BlockingQuery<{ index: bigint; data?: string }> {
   indexReset(): void {
     this.resets++;
   }
+  indexWentBack(): void {
+    this.wentBack++;
+  }
 }
 
 /**
@@ -52,6 +56,15 @@ async function run(make: (done: () => void) => Script): Promise<Script> {
 }
 
 describe("the blocking-query loop", () => {
+  it("tells its owner when Consul answers below the index it held (a restarted agent), also across failed reads, and not after a blip", async () => {
+    const direct = await run((done) => new Script([{ index: 50n, data: "a" }, { index: 7n, data: "a" }], undefined, undefined, done));
+    assert.equal(direct.wentBack, 1);
+    const acrossFailure = await run((done) => new Script([{ index: 50n, data: "a" }, { error: new Error("ECONNRESET") }, { error: new Error("ECONNREFUSED") }, { index: 7n, data: "a" }], undefined, undefined, done));
+    assert.equal(acrossFailure.wentBack, 1, "the agent restarted while reads failed: its index is lower than before");
+    const blip = await run((done) => new Script([{ index: 50n, data: "a" }, { error: new Error("ECONNRESET") }, { index: 50n, data: "a" }, { index: 51n, data: "b" }], undefined, undefined, done));
+    assert.equal(blip.wentBack, 0, "the same agent after a failed read: nothing went back");
+  });
+
   it("reads at index 0 first, then blocks on the last index; the same index is not an answer", async () => {
     const s = await run((done) => new Script([{ index: 5n, data: "a" }, { index: 5n, data: "a" }, { index: 6n, data: "b" }], undefined, undefined, done));
     assert.deepEqual(s.reads, [0n, 5n, 5n, 6n]);

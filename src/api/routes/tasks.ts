@@ -67,10 +67,12 @@ export function taskRoutes(app: ApiApp, { deps, guard, locks, bodyLimit }: Route
 
   // A pin request skips the change hooks, so with pinning the body is read before them.
   const beforePatch = deps.pin ? [jsonBody(bodyLimit), pinRequest(ctrl, deps.pin), changeHooks(deps)] : [changeHooks(deps), jsonBody(bodyLimit)];
-  app.patch("/v1/tasks/:name{.*}", queryParams(RUN), ...guard(), ...beforePatch, patchBody, async (c) => {
+  // Beyond CTS: `force=true` with `run=now` applies even when the inputs equal what was applied last.
+  app.patch("/v1/tasks/:name{.*}", queryParams({ ...RUN, force: ["true", "false"] }), ...guard(), ...beforePatch, patchBody, async (c) => {
     const name = c.get("task");
     const patch = c.get("patch");
-    const { run } = c.get("query");
+    const { run, force } = c.get("query");
+    if (force === "true" && run !== "now") throw new ApiError(400, `force=true needs run=now: a forced run is a run (PATCH /v1/tasks/${name}?run=now&force=true).`);
     const [{ parseTask }, { patchedTask }] = await Promise.all([requestSchemas(), patchSchemas()]);
     return locks.run(name, async () => {
       const v = existingTask(ctrl, name);
@@ -93,7 +95,7 @@ export function taskRoutes(app: ApiApp, { deps, guard, locks, bodyLimit }: Route
       }
       const body: Record<string, unknown> = {};
       if (run === "now" && existingTask(ctrl, name).enabled) {
-        const outcome = await ctrl.runNow(name);
+        const outcome = await ctrl.runNow(name, { force: force === "true" });
         if (!outcome.ok) throw failed(outcome, `running task '${name}' failed`);
         body.run = runOf(outcome);
       }
