@@ -19,6 +19,7 @@ import { fail, pass, type CheckResult } from "./check.ts";
 import { checkConsulReachable, checkSession, checkStateWrite, checkTaskReads } from "./consul-checks.ts";
 import { binaryIdentity, identityText } from "../terraform/version.ts";
 import { checkApiPort, checkProviders, checkTerraformBinary, checkWorkingDir, checkWorkingDirBinaries } from "./local-checks.ts";
+import { checkTaskFolders } from "./task-folders.ts";
 import { checkTerraformCloud } from "./tfc-checks.ts";
 import { checkVault } from "./vault-checks.ts";
 import { vaultUseFor } from "../config/vault-settings.ts";
@@ -87,6 +88,7 @@ export async function runDoctor(
   const root = workingRoot(loaded.dir, tf.workingDir);
   const dirCheck = await checkWorkingDir(root);
   add(dirCheck);
+  for (const r of checkTaskFolders(taskDirs(loaded, root))) add(r);
 
   const pluginCacheDir = tf.pluginCacheDir ?? join(root, ".plugin-cache");
   const cacheUsable = dirCheck.ok && (await mkdir(pluginCacheDir, { recursive: true }).then(() => true, () => false));

@@ -107,7 +107,12 @@ export function checkWorkingDirBinaries(dirs: Array<{ task: string; dir: string 
   const unrecorded: string[] = [];
   let same = 0;
   for (const { task, dir } of dirs) {
-    const record = readInitRecordSync(dir);
+    let record;
+    try {
+      record = readInitRecordSync(dir, task);
+    } catch {
+      continue; // a link or an unreadable folder: the task-dir check names it
+    }
     if (!record) continue;
     if (!record.binary) unrecorded.push(task);
     else if (record.binary !== binary) {

@@ -24,7 +24,7 @@ export function isFolderFault(err: unknown): boolean {
 }
 
 /** The fix for a failed file operation in `dir`, by the system's error code. */
-function fixFor(code: string | undefined, dir: string): string {
+export function folderFix(code: string | undefined, dir: string): string {
   switch (code) {
     case "ENOSPC":
     case "EDQUOT":
@@ -35,8 +35,9 @@ function fixFor(code: string | undefined, dir: string): string {
     case "EPERM":
       return `let the user cts runs as write there (chown or chmod ${dir}), or point the working dir elsewhere`;
     case "ELOOP":
-    case "ENOTDIR":
       return `remove the symbolic link (cts never writes through one); cts makes the file again`;
+    case "ENOTDIR":
+      return `a file is where a folder belongs on the path to ${dir}: remove or move it`;
     default:
       return `check that cts may create and write files in ${dir}`;
   }
@@ -48,7 +49,7 @@ export function folderError(what: string, path: string, err: unknown, task?: str
   const code = (err as NodeJS.ErrnoException)?.code;
   const cause = err instanceof Error ? err.message : String(err);
   const dir = dirname(path);
-  return new CtsError("WORKING_DIR_UNUSABLE", "external", `cannot ${what} ${path} (${cause}): ${fixFor(code, dir)}.`, {
+  return new CtsError("WORKING_DIR_UNUSABLE", "external", `cannot ${what} ${path} (${cause}): ${folderFix(code, dir)}.`, {
     ...(task ? { task } : {}),
     cause: err,
     detail: { path, ...(code ? { errno: code } : {}) },

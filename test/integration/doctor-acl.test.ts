@@ -60,7 +60,7 @@ describe("cts doctor with Consul ACLs", () => {
     const r = await doctor(tokens.full!);
     const failed = [...r.values()].filter((c) => !c.ok);
     assert.deepEqual(failed, []);
-    assert.deepEqual([...r.keys()], ["consul", "reads:members", "state", "session", "working-dir", "terraform", "providers", "working-dirs", "api-port"]);
+    assert.deepEqual([...r.keys()], ["consul", "reads:members", "state", "session", "working-dir", "task-dir:members", "terraform", "providers", "working-dirs", "api-port"]);
   });
 
   it("names key_prefix write and session write for a read-only token", async () => {
