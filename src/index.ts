@@ -20,9 +20,9 @@ export {
 export { constructId } from "./task/ids.ts";
 export { secret, type SecretSource } from "./task/secrets.ts";
 export { vaultSecret, consulKey, type TemplateValue } from "./task/provider-templates.ts";
-export { toCtsServices, ctsServiceKey, type CtsService } from "./task/cts-protocol.ts";
+export { toCtsServices, ctsServiceKey, type CtsService } from "./cts/task/protocol.ts";
 export type { ServiceInstance, CatalogServices, KvPairs, ServicesQuery, CatalogServicesQuery, KvQuery } from "./consul/types.ts";
-export { fromCtsConfig, readCtsConfig } from "./config/cts-load.ts";
+export { fromCtsConfig, readCtsConfig } from "./cts/config/load.ts";
 export { defineConfig, type CtsConfig, type ConsulConfig, type ConsulTlsConfig, type ServiceRegistrationConfig, type TerraformDriverConfig, type ApiConfig, type VaultConfig } from "./config/types.ts";
 export { render, TEMPLATES_DIR } from "./render.ts";
 export { expression, raw, untrusted } from "./task/catalog-text.ts";

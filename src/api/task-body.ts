@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { decodeCreateRequest, decodePatchRequest } from "./cts-decode.ts";
+import { decodeCreateRequest, decodePatchRequest } from "../cts/api/decode.ts";
 import type { ApiEnv } from "./env.ts";
 import { parseJsonBody, readLimitedBody } from "./request-body.ts";
 

@@ -5,7 +5,7 @@ import { taskProblems } from "../task/validate.ts";
 import type { BufferPeriodOption, TerraformCloudWorkspaceOption } from "../task/task.ts";
 import { terraformCloudWorkspaceProblems } from "../config/terraform-cloud.ts";
 import { TFC_TERRAFORM_CONSTRAINT } from "../tfc/supported-versions.ts";
-import { CREATE_SHAPE, foldKeys } from "./cts-decode.ts";
+import { CREATE_SHAPE, foldKeys } from "../cts/api/decode.ts";
 import { ApiError } from "./http-error.ts";
 import { isObject, problemsOf, show } from "./schema-messages.ts";
 import type { ApprovalMode, PlanGuards } from "../task/guards.ts";

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { parseDuration } from "../duration.ts";
 import { taskNameProblem } from "../task/validate.ts";
-import { foldKeys, TASK_SHAPE } from "./cts-decode.ts";
+import { foldKeys, TASK_SHAPE } from "../cts/api/decode.ts";
 import { fields, flag, isObject, listOf, objectErrors, refusedKeys, show, stringMap, text, whenObject } from "./schema-messages.ts";
 
 /**
@@ -12,8 +12,8 @@ import { fields, flag, isObject, listOf, objectErrors, refusedKeys, show, string
 
 /**
  * Decodes what clients send before it is validated: JSON keys match case-insensitively, as in
- * CTS's server (cts-decode.ts), so the schemas below see our canonical keys. Idempotent. The
- * HCL-encoded `variables` are decoded at the request boundary (cts-variables.ts), which is async.
+ * CTS's server (src/cts/api/decode.ts), so the schemas below see our canonical keys. Idempotent. The
+ * HCL-encoded `variables` are decoded at the request boundary (src/cts/api/variables.ts), which is async.
  */
 export function decodeCtsJson(raw: unknown, at = "task"): unknown {
   return foldKeys(raw, TASK_SHAPE, at);

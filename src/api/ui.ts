@@ -5,7 +5,7 @@ import { streamSSE } from "hono/streaming";
 import { knownSecrets } from "../secrets/redactor.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import type { TaskView } from "../runtime/interfaces.ts";
-import { classModuleLabel, driftToCts, heldToApi } from "./cts-shape.ts";
+import { classModuleLabel, driftToCts, heldToApi } from "../cts/api/shape.ts";
 import type { ApiController, ConsulState } from "./deps.ts";
 import type { ApiApp, ApiEnv } from "./env.ts";
 import { ApiError } from "./http-error.ts";

@@ -4,7 +4,7 @@ import "./early-start.ts";
 import { Command, CommanderError } from "commander";
 import { CtsError, doctorHint } from "../errors.ts";
 import { userStackText } from "../user-frames.ts";
-import { ctsStartExitCode, ctsTaskArgv, ctsTaskExitCode } from "./cts-flags.ts";
+import { ctsStartExitCode, ctsTaskArgv, ctsTaskExitCode } from "../cts/cli/flags.ts";
 import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";
 import { registerDrift } from "./drift.ts";
@@ -48,7 +48,7 @@ registerStatus(program);
 registerDrift(program);
 registerApprovals(program);
 
-// `cts task …` takes CTS's flag spellings and exits with CTS's codes (cts-flags.ts).
+// `cts task …` takes CTS's flag spellings and exits with CTS's codes (src/cts/cli/flags.ts).
 const ctsTask = process.argv[2] === "task";
 // `cts start` is CTS's own command line: it exits with CTS's codes as well.
 const ctsStart = process.argv[2] === "start";

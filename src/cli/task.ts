@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { extname } from "node:path";
-import { encodeVariables } from "../api/cts-variables.ts";
+import { encodeVariables } from "../cts/api/variables.ts";
 import { CtsError } from "../errors.ts";
 import { ApiClient, clientOptionsFrom, resolveHttpAddr, type ApiBody, type ApiClientOptions } from "./api-client.ts";
 import { confirm } from "./confirm.ts";
@@ -20,7 +20,7 @@ interface TaskFlags extends ApiClientOptions {
 }
 
 /**
- * Adds --http-addr and the TLS flags (CTS's names; one or two dashes, see cts-flags.ts) and --json
+ * Adds --http-addr and the TLS flags (CTS's names; one or two dashes, see src/cts/cli/flags.ts) and --json
  * to an API command.
  */
 export function apiOptions(cmd: Command): Command {

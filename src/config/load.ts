@@ -16,7 +16,7 @@ import type { CtsConfig } from "./types.ts";
 import { parseDuration } from "../duration.ts";
 import { haProblems } from "./ha-problems.ts";
 import type { ModuleTask } from "../task/module-task.ts";
-import { isCtsConfigPath } from "./cts-files.ts";
+import { isCtsConfigPath } from "../cts/config/files.ts";
 import { workingDirProblems, workingRoot } from "./working-dirs.ts";
 import { terraformCloudDriverProblems, terraformCloudWorkspaceProblems } from "./terraform-cloud.ts";
 import { serviceRegistrationProblems } from "./service-registration.ts";
@@ -59,13 +59,13 @@ export function findConfigFile(path: string | undefined, cwd = process.cwd()): s
 
 /**
  * Loads `cts.config.ts` (TypeScript, no build step) and validates it. A `.hcl` or `.json` file, a
- * directory, or several paths are read as a CTS configuration (src/config/cts-load.ts).
+ * directory, or several paths are read as a CTS configuration (src/cts/config/load.ts).
  */
 export async function loadConfig(path?: string | string[], cwd = process.cwd()): Promise<LoadedConfig> {
   const paths = Array.isArray(path) ? path : path ? [path] : [];
   if (paths.length > 1 || (paths[0] !== undefined && isCtsConfigPath(paths[0]))) {
     // The HCL reader (and its WebAssembly parser) loads only for a CTS config.
-    const { readCtsConfig } = await import("./cts-load.ts");
+    const { readCtsConfig } = await import("../cts/config/load.ts");
     const cts = await readCtsConfig(paths, cwd);
     validateConfig(cts.config, cts.files[0]!, cwd);
     return { config: cts.config, file: cts.files[0]!, dir: cwd, ctsFiles: cts.files, warnings: cts.warnings, ...(cts.logLevel ? { logLevel: cts.logLevel } : {}) };
@@ -140,7 +140,7 @@ async function readModuleVariableFiles(config: CtsConfig, dir: string): Promise<
   for (const task of config.tasks) {
     const t = task as Partial<ModuleTask>;
     if (!t.variableFiles?.length || t.fileVariables !== undefined) continue;
-    const { readVariableFiles } = await import("./cts-tasks.ts");
+    const { readVariableFiles } = await import("../cts/config/tasks.ts");
     t.fileVariables = await readVariableFiles(t.variableFiles.map((f) => resolve(dir, f)));
   }
 }

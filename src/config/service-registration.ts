@@ -1,5 +1,5 @@
-import type { ReadBlock } from "./cts-schema.ts";
-import { configError } from "./cts-schema.ts";
+import type { ReadBlock } from "../cts/config/schema.ts";
+import { configError } from "../cts/config/schema.ts";
 import type { Problem } from "../problems.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { CtsError, messageOf } from "../errors.ts";
 import { folderError } from "../driver/safe-files.ts";
 import { childPath, validateTaskName } from "../driver/task-name.ts";
-import { takeOverCtsFiles, takeOverLine } from "./cts-takeover.ts";
+import { takeOverCtsFiles, takeOverLine } from "../cts/terraform/takeover.ts";
 import { recoverWorkingDir } from "./recovery.ts";
 import type { TaskWorkspace } from "./types.ts";
 import { ensureTaskDir, writeTaskFiles } from "./working-dir.ts";
@@ -27,7 +27,7 @@ export class WorkingRoot {
 
   /**
    * On the first operation of a task in this driver: when its folder holds the root module
-   * Consul-Terraform-Sync generated, moves CTS's files aside (cts-takeover.ts), logged once.
+   * Consul-Terraform-Sync generated, moves CTS's files aside (src/cts/terraform/takeover.ts), logged once.
    */
   takeOver(dir: string, task: string): Promise<void> {
     if (this.checked.has(dir)) return Promise.resolve();

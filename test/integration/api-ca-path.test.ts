@@ -8,7 +8,7 @@ import { tempDir } from "../support/cts.ts";
 import { tools } from "../support/tools.ts";
 import { createApiServer, type ApiServer } from "../../src/api/server.ts";
 import type { ApiController } from "../../src/api/deps.ts";
-import { readCtsConfig } from "../../src/config/cts-load.ts";
+import { readCtsConfig } from "../../src/cts/config/load.ts";
 import { createLogger } from "../../src/log.ts";
 import { CtsError } from "../../src/errors.ts";
 

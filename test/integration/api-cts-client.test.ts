@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startDaemonApi } from "../../src/daemon/api.ts";
-import { decodeVariables } from "../../src/api/cts-variables.ts";
+import { decodeVariables } from "../../src/cts/api/variables.ts";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { startRuntime, tempDir, waitFor, writeConfig, type TestRuntime } from "../support/cts.ts";
 import { writeEchoModule } from "../support/api.ts";

@@ -8,7 +8,7 @@ import { tempDir, waitFor } from "../support/cts.ts";
 import { startCtsProcess } from "../support/cts-process.ts";
 import { createConsulClient, type ConsulClient } from "../../src/consul/client.ts";
 import { registerSelf } from "../../src/daemon/registration.ts";
-import { readCtsConfig } from "../../src/config/cts-load.ts";
+import { readCtsConfig } from "../../src/cts/config/load.ts";
 import { createLogger } from "../../src/log.ts";
 
 type AgentService = { ID: string; Service: string; Tags: string[]; Address: string; Port: number };

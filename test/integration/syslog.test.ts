@@ -8,7 +8,7 @@ import { tempDir, writeConfig } from "../support/cts.ts";
 import { startSyslogListener, type SyslogListener } from "../support/syslog-listener.ts";
 import { openSyslog } from "../../src/log-syslog.ts";
 import { createLogger, redactSecret } from "../../src/log.ts";
-import { readCtsConfig } from "../../src/config/cts-load.ts";
+import { readCtsConfig } from "../../src/cts/config/load.ts";
 import { CtsError } from "../../src/errors.ts";
 
 // go-syslog's local format: <PRI>Mmm dd hh:mm:ss name[pid]: message (time.Stamp, no hostname).

@@ -10,7 +10,7 @@ import { services } from "../../src/task/conditions.ts";
 import { http } from "../support/api.ts";
 import { parseCreateBody, parseTask } from "../../src/api/task-request.ts";
 import { parsePatchBody, patchedTask } from "../../src/api/task-patch.ts";
-import { specToCts } from "../../src/api/cts-shape.ts";
+import { specToCts } from "../../src/cts/api/shape.ts";
 
 function apiError(fn: () => unknown, status: number, message: RegExp): void {
   assert.throws(fn, (err: unknown) => {

@@ -5,7 +5,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { clientOptionsFrom, resolveHttpAddr } from "../../src/cli/api-client.ts";
-import { CTS_EXIT, ctsTaskArgv } from "../../src/cli/cts-flags.ts";
+import { CTS_EXIT, ctsTaskArgv } from "../../src/cts/cli/flags.ts";
 import { taskFromHcl } from "../../src/cli/task-file.ts";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";

@@ -2,7 +2,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { writeFile } from "node:fs/promises";
-import { fromCtsConfig, readCtsConfig } from "../../src/config/cts-load.ts";
+import { fromCtsConfig, readCtsConfig } from "../../src/cts/config/load.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { knownSecrets } from "../../src/secrets/redactor.ts";
 import { tempDir } from "../support/cts.ts";

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { writeFile } from "node:fs/promises";
-import { readCtsConfig, fromCtsConfig } from "../../src/config/cts-load.ts";
+import { readCtsConfig, fromCtsConfig } from "../../src/cts/config/load.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { Testing } from "../../src/testing.ts";
 import { tempDir } from "../support/cts.ts";

@@ -2,7 +2,7 @@ import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { readCtsConfig } from "../../src/config/cts-load.ts";
+import { readCtsConfig } from "../../src/cts/config/load.ts";
 import type { CtsConfig } from "../../src/config/types.ts";
 import { serviceRegistrationProblems } from "../../src/config/service-registration.ts";
 import { consulTransportProblems } from "../../src/config/consul-transport.ts";

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { normalizeStartArgs } from "../../src/cli/start-args.ts";
-import { unquoteHcl1Names } from "../../src/config/cts-files.ts";
+import { unquoteHcl1Names } from "../../src/cts/config/files.ts";
 
 const argv = (...a: string[]) => ["node", "cts", ...a];
 

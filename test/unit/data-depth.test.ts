@@ -10,7 +10,7 @@ import { stableStringify } from "../../src/synth/stable-json.ts";
 import { initHash } from "../../src/terraform/init-hash.ts";
 import { redactedError } from "../../src/terraform/redaction.ts";
 import { parseHcl } from "../../src/config/hcl.ts";
-import { readCtsFiles } from "../../src/config/cts-files.ts";
+import { readCtsFiles } from "../../src/cts/config/files.ts";
 import { parseState } from "../../src/state/stored-state.ts";
 import { moduleEntry } from "../../src/runtime/task-entry.ts";
 import { ModuleTask, Task, Testing, services, type TaskScope } from "../../src/index.ts";

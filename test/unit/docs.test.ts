@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import { anchors, inlineCode, linkTargets, pageLines } from "../support/markdown.ts";
 import { normalizeStartArgs } from "../../src/cli/start-args.ts";
-import { ctsTaskArgv } from "../../src/cli/cts-flags.ts";
+import { ctsTaskArgv } from "../../src/cts/cli/flags.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const read = (path: string) => readFileSync(join(ROOT, path), "utf8");

@@ -77,6 +77,8 @@ function importGraph(): Map<string, string[]> {
 }
 
 function partOf(path: string): string | undefined {
+  // src/cts/<part>/: CTS compatibility kept in one place, each file in the layer of the part it serves.
+  if (path.startsWith("cts/")) return path.split("/")[1];
   const slash = path.indexOf("/");
   if (slash >= 0) return path.slice(0, slash);
   return Object.entries(FILE_PARTS).find(([, files]) => files.includes(path))?.[0];

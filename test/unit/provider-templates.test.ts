@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { writeFile } from "node:fs/promises";
-import { readCtsConfig } from "../../src/config/cts-load.ts";
+import { readCtsConfig } from "../../src/cts/config/load.ts";
 import { vaultUseFor } from "../../src/config/vault-settings.ts";
 import { ModuleTask } from "../../src/task/module-task.ts";
 import { services } from "../../src/task/conditions.ts";

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { jsonAnswer, jsonWithRequestId } from "../answer.ts";
-import { overallStatus, taskStatus, type CtsTaskStatus } from "../cts-shape.ts";
+import { overallStatus, taskStatus, type CtsTaskStatus } from "../../cts/api/shape.ts";
 import type { ApiApp, ApiEnv } from "../env.ts";
 import { ApiError } from "../http-error.ts";
 import { allow, queryParams, taskName } from "../request-target.ts";

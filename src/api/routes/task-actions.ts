@@ -1,6 +1,6 @@
 import { jsonWithRequestId } from "../answer.ts";
 import { changeHooks } from "../change-hooks.ts";
-import { heldToApi } from "../cts-shape.ts";
+import { heldToApi } from "../../cts/api/shape.ts";
 import type { ApiApp } from "../env.ts";
 import { allow, queryParams, taskName } from "../request-target.ts";
 import { failed, runOf } from "../run-answers.ts";

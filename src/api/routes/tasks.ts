@@ -1,8 +1,8 @@
 import { CtsError } from "../../errors.ts";
 import { jsonWithRequestId } from "../answer.ts";
 import { changeHooks } from "../change-hooks.ts";
-import { heldToApi, specToCts, taskToCts } from "../cts-shape.ts";
-import { encodeVariables } from "../cts-variables.ts";
+import { heldToApi, specToCts, taskToCts } from "../../cts/api/shape.ts";
+import { encodeVariables } from "../../cts/api/variables.ts";
 import type { ApiApp } from "../env.ts";
 import { ApiError, apiErrorOf } from "../http-error.ts";
 import { allow, queryParams, taskName } from "../request-target.ts";

@@ -1,11 +1,11 @@
-import type { TerraformCloudDriverConfig, TerraformDriverConfig } from "./types.ts";
-import { configError, TERRAFORM_DRIVER_KEYS, TFC_DRIVER_KEYS, type ReadBlock } from "./cts-schema.ts";
-import { isObject } from "../is-object.ts";
-import type { HclValue } from "./hcl.ts";
-import { redactSecret } from "../log.ts";
-import { backendSecretEnv } from "./backend-secrets.ts";
-import { terraformCloudDriverProblems } from "./terraform-cloud.ts";
-import { tlsFileSettings } from "./cts-tls.ts";
+import type { TerraformCloudDriverConfig, TerraformDriverConfig } from "../../config/types.ts";
+import { configError, TERRAFORM_DRIVER_KEYS, TFC_DRIVER_KEYS, type ReadBlock } from "./schema.ts";
+import { isObject } from "../../is-object.ts";
+import type { HclValue } from "../../config/hcl.ts";
+import { redactSecret } from "../../log.ts";
+import { backendSecretEnv } from "../../config/backend-secrets.ts";
+import { terraformCloudDriverProblems } from "../../config/terraform-cloud.ts";
+import { tlsFileSettings } from "./tls.ts";
 
 /** The two drivers CTS knows, by their HCL label. */
 export type CtsDriverLabel = "terraform" | "terraform-cloud";

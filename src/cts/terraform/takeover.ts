@@ -1,6 +1,6 @@
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync } from "node:fs";
 import { join } from "node:path";
-import { inFolder, readKeptFile, writeKept } from "../driver/safe-files.ts";
+import { inFolder, readKeptFile, writeKept } from "../../driver/safe-files.ts";
 
 /** The folder in a task's working dir where the files Consul-Terraform-Sync generated are kept. */
 export const CTS_BACKUP_DIR = "consul-terraform-sync-backup";

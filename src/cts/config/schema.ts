@@ -1,6 +1,6 @@
-import { CtsError } from "../errors.ts";
-import type { HclBlock, HclBody, HclValue } from "./hcl.ts";
-import { isObject } from "../is-object.ts";
+import { CtsError } from "../../errors.ts";
+import type { HclBlock, HclBody, HclValue } from "../../config/hcl.ts";
+import { isObject } from "../../is-object.ts";
 
 /**
  * The keys of a CTS v0.9.0 configuration file, block by block (CTS-SOURCE-NOTES §1). Reading a
@@ -60,7 +60,7 @@ export const CTS_SCHEMA: BlockSchema = {
         transport: { attrs: ["dial_keep_alive", "dial_timeout", "disable_keep_alives", "idle_conn_timeout", "max_idle_conns", "max_idle_conns_per_host", "tls_handshake_timeout"] },
       },
     },
-    // Both drivers' keys; cts-drivers.ts refuses the other driver's keys under each label.
+    // Both drivers' keys; drivers.ts refuses the other driver's keys under each label.
     driver: {
       labels: 1,
       repeat: true,

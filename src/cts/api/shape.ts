@@ -1,12 +1,12 @@
-import { formatDuration, parseDuration } from "../duration.ts";
-import type { TaskView } from "../runtime/controller.ts";
-import type { TaskEvent, TaskStatus } from "../runtime/events.ts";
-import type { DriftState } from "../runtime/drift.ts";
-import type { HeldPlan } from "../runtime/holds.ts";
-import type { ModuleTaskSpec } from "../synth/task-ref.ts";
-import type { Condition, TaskInputs } from "../task/conditions.ts";
-import type { TerraformCloudWorkspaceOption } from "../task/task.ts";
-import { encodeVariables } from "./cts-variables.ts";
+import { formatDuration, parseDuration } from "../../duration.ts";
+import type { TaskView } from "../../runtime/controller.ts";
+import type { TaskEvent, TaskStatus } from "../../runtime/events.ts";
+import type { DriftState } from "../../runtime/drift.ts";
+import type { HeldPlan } from "../../runtime/holds.ts";
+import type { ModuleTaskSpec } from "../../synth/task-ref.ts";
+import type { Condition, TaskInputs } from "../../task/conditions.ts";
+import type { TerraformCloudWorkspaceOption } from "../../task/task.ts";
+import { encodeVariables } from "./variables.ts";
 
 /** A task in CTS's API JSON shape (plus `origin`, which says where the task was defined). */
 export interface CtsTask {
@@ -17,7 +17,7 @@ export interface CtsTask {
   module: string;
   /** The module version; "" when none (CTS always answers the key). */
   version: string;
-  /** CTS's shape: each value HCL-encoded text (cts-variables.ts). */
+  /** CTS's shape: each value HCL-encoded text (variables.ts). */
   variables: Record<string, string>;
   providers: string[];
   condition: Record<string, unknown>;

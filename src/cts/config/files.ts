@@ -1,10 +1,10 @@
 import { readFile, readdir, stat } from "node:fs/promises";
 import { extname, join, resolve } from "node:path";
-import { CtsError, messageOf } from "../errors.ts";
-import { MAX_WALK_DEPTH, tooDeepAt } from "../data-depth.ts";
-import { parseHcl, type HclBody, type HclValue } from "./hcl.ts";
-import { hcl1Strings } from "./hcl1-strings.ts";
-import { CTS_SCHEMA, configError, readBlock, type BlockSchema, type ReadBlock } from "./cts-schema.ts";
+import { CtsError, messageOf } from "../../errors.ts";
+import { MAX_WALK_DEPTH, tooDeepAt } from "../../data-depth.ts";
+import { parseHcl, type HclBody, type HclValue } from "../../config/hcl.ts";
+import { hcl1Strings } from "../../config/hcl1-strings.ts";
+import { CTS_SCHEMA, configError, readBlock, type BlockSchema, type ReadBlock } from "./schema.ts";
 
 /** Whether a path is a CTS config (an .hcl or .json file, or a directory of them) rather than a TypeScript config. */
 export function isCtsConfigPath(path: string): boolean {

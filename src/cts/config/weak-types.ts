@@ -1,5 +1,5 @@
-import { configError, type ReadBlock } from "./cts-schema.ts";
-import type { HclValue } from "./hcl.ts";
+import { configError, type ReadBlock } from "./schema.ts";
+import type { HclValue } from "../../config/hcl.ts";
 
 // CTS decodes its config with mapstructure's weak typing (config/config.go: WeaklyTypedInput):
 // `enabled = "true"`, `port = "8558"` or `id = 7` load as if written with their types. cts reads

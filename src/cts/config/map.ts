@@ -1,16 +1,16 @@
-import type { CtsConfig, HighAvailabilityConfig, VaultConfig } from "./types.ts";
-import { configError, type ReadBlock } from "./cts-schema.ts";
-import { isObject } from "../is-object.ts";
-import type { HclValue } from "./hcl.ts";
-import { workingRoot } from "./working-dirs.ts";
-import { bufferPeriod, ctsTasks, guardsOf } from "./cts-tasks.ts";
-import { ctsDrivers } from "./cts-drivers.ts";
-import { ctsServiceRegistration } from "./service-registration.ts";
-import { ctsConsulTransport } from "./consul-transport.ts";
-import { weaklyTyped } from "./cts-weak-types.ts";
-import { SYSLOG_FACILITIES, syslogPriority } from "../log-syslog.ts";
-import { guardSettings } from "../task/guards.ts";
-import { tlsFileSettings } from "./cts-tls.ts";
+import type { CtsConfig, HighAvailabilityConfig, VaultConfig } from "../../config/types.ts";
+import { configError, type ReadBlock } from "./schema.ts";
+import { isObject } from "../../is-object.ts";
+import type { HclValue } from "../../config/hcl.ts";
+import { workingRoot } from "../../config/working-dirs.ts";
+import { bufferPeriod, ctsTasks, guardsOf } from "./tasks.ts";
+import { ctsDrivers } from "./drivers.ts";
+import { ctsServiceRegistration } from "../../config/service-registration.ts";
+import { ctsConsulTransport } from "../../config/consul-transport.ts";
+import { weaklyTyped } from "./weak-types.ts";
+import { SYSLOG_FACILITIES, syslogPriority } from "../../log-syslog.ts";
+import { guardSettings } from "../../task/guards.ts";
+import { tlsFileSettings } from "./tls.ts";
 
 /** A CTS config mapped onto ours, with what was accepted but has no effect here. */
 export interface MappedCtsConfig {
@@ -198,7 +198,7 @@ function ctsSyslog(b: ReadBlock | undefined): CtsConfig["syslog"] {
 /** CTS: "dynamic configuration using template syntax is only supported for terraform_provider blocks". */
 function noTemplates(b: ReadBlock, inProvider = false, isTfcDriver = false): void {
   const scan = (v: HclValue, key: string): void => {
-    // A Terraform Cloud token may be {{ env "NAME" }} (cts-drivers.ts reads it; CTS allows templates there).
+    // A Terraform Cloud token may be {{ env "NAME" }} (drivers.ts reads it; CTS allows templates there).
     if (typeof v === "string" && v.includes("{{") && !inProvider && !(isTfcDriver && key === "token"))
       throw configError(b.file, b.lines[key] ?? b.line, `'${key}' uses template syntax ({{ … }}), which CTS and cts only support in terraform_provider blocks.`);
     if (Array.isArray(v)) v.forEach((x) => scan(x, key));

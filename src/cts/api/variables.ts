@@ -1,9 +1,9 @@
-import { attributesOf, parseHcl } from "../config/hcl.ts";
-import { MAX_DATA_DEPTH } from "../data-depth.ts";
-import { messageOf } from "../errors.ts";
-import { knownSecrets } from "../secrets/redactor.ts";
-import { ApiError } from "./http-error.ts";
-import { isObject } from "../is-object.ts";
+import { attributesOf, parseHcl } from "../../config/hcl.ts";
+import { MAX_DATA_DEPTH } from "../../data-depth.ts";
+import { messageOf } from "../../errors.ts";
+import { knownSecrets } from "../../secrets/redactor.ts";
+import { ApiError } from "../../api/http-error.ts";
+import { isObject } from "../../is-object.ts";
 
 /**
  * Task `variables` in both forms clients send. CTS's API types them as a map of strings, each an

@@ -1,5 +1,5 @@
-import type { TlsFileSettings } from "../tls-files.ts";
-import type { HclValue } from "./hcl.ts";
+import type { TlsFileSettings } from "../../tls-files.ts";
+import type { HclValue } from "../../config/hcl.ts";
 
 /**
  * A CTS `tls {}` block's file keys (`ca_cert`, `ca_path`, `cert`, `key`, `server_name`) as

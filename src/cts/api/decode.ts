@@ -1,7 +1,7 @@
-import { ApiError } from "./http-error.ts";
-import { checkBodyDepth } from "./request-body.ts";
-import { decodeVariables } from "./cts-variables.ts";
-import { isObject } from "../is-object.ts";
+import { ApiError } from "../../api/http-error.ts";
+import { checkBodyDepth } from "../../api/request-body.ts";
+import { decodeVariables } from "./variables.ts";
+import { isObject } from "../../is-object.ts";
 
 /**
  * CTS's server decodes request JSON with Go's encoding/json (and mapstructure for PATCH), which
@@ -70,7 +70,7 @@ export function foldKeys(value: unknown, shape: Shape, at: string): unknown {
 
 /**
  * `POST /v1/tasks`'s body with keys folded and the task's variables decoded (both forms, see
- * cts-variables.ts). A decoded HCL value may nest deeper than its text did: the depth limit holds for it too.
+ * variables.ts). A decoded HCL value may nest deeper than its text did: the depth limit holds for it too.
  */
 export async function decodeCreateRequest(raw: unknown): Promise<unknown> {
   const body = foldKeys(raw, CREATE_SHAPE, "");

@@ -1,7 +1,7 @@
-import { services, type ServicesCondition } from "../task/conditions.ts";
-import { isObject } from "../is-object.ts";
-import { configError, type ReadBlock } from "./cts-schema.ts";
-import type { HclValue } from "./hcl.ts";
+import { services, type ServicesCondition } from "../../task/conditions.ts";
+import { isObject } from "../../is-object.ts";
+import { configError, type ReadBlock } from "./schema.ts";
+import type { HclValue } from "../../config/hcl.ts";
 
 // CTS 0.5 renamed some task options and kept the old spellings working, with a warning at start
 // (CTS-SOURCE-NOTES §1.5). cts reads them with the same meaning and warns the same way.

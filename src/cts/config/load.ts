@@ -1,10 +1,10 @@
 import { readdir } from "node:fs/promises";
 import { basename, dirname, resolve } from "node:path";
-import { CtsError } from "../errors.ts";
-import type { Condition, TaskInputs } from "../task/conditions.ts";
-import type { ModuleTask } from "../task/module-task.ts";
-import { ctsConfigFiles, mergeCtsFiles, readCtsFiles } from "./cts-files.ts";
-import { mapCtsConfig, type MappedCtsConfig } from "./cts-map.ts";
+import { CtsError } from "../../errors.ts";
+import type { Condition, TaskInputs } from "../../task/conditions.ts";
+import type { ModuleTask } from "../../task/module-task.ts";
+import { ctsConfigFiles, mergeCtsFiles, readCtsFiles } from "./files.ts";
+import { mapCtsConfig, type MappedCtsConfig } from "./map.ts";
 
 /** A CTS configuration read from `-config-file` / `-config-dir` paths and mapped onto ours. */
 export interface LoadedCtsConfig extends MappedCtsConfig {
