@@ -194,6 +194,10 @@ async function main() {
   const dn = NOFLUSH ? await daemonLane(consul, join(root, "daemon-noflush"), "daemon-noflush", ["--no-flush-bytecode"]) : undefined;
   const tofu = await tofuLane(consul, join(root, "tofu"));
   let n = 0;
+  // Stopped early (SIGINT/SIGTERM): the daemons and the agent end with it, and the summary is printed.
+  let stopping = false;
+  const stop = () => (stopping = true);
+  process.once("SIGINT", stop).once("SIGTERM", stop);
   const probe = async (p: Probe, kind: "back" | "quiet", cycle: number, order: number) => {
     if (p === "daemon" || p === "daemon-noflush") {
       const r = await (p === "daemon" ? d : dn!).change();
@@ -205,17 +209,19 @@ async function main() {
     else emit({ probe: p, kind, cycle, order, ms: await spawnProbe() });
   };
   try {
-    for (let c = 0; c < CYCLES; c++) {
+    for (let c = 0; c < CYCLES && !stopping; c++) {
       for (let i = 0; i < BACK; i++)
         for (const p of PROBES) {
           await probe(p, "back", c, -1);
           await sleep(200);
         }
-      await sleep(QUIET_S * 1000);
+      for (let waited = 0; waited < QUIET_S && !stopping; waited++) await sleep(1000);
+      if (stopping) break;
       const order = [...PROBES.slice(c % PROBES.length), ...PROBES.slice(0, c % PROBES.length)];
       for (const [i, p] of order.entries()) await probe(p, "quiet", c, i);
     }
   } finally {
+    if (OUT) await writeFile(OUT.replace(/(\.\w+)?$/, ".daemon.log"), [...d.daemon.lines(), "--- noflush", ...(dn?.daemon.lines() ?? [])].join("\n") + "\n");
     await d.daemon.stop();
     await dn?.daemon.stop();
     await consul.stop();
