@@ -8,7 +8,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { loadConfig } from "../src/config/load.ts";
 import { createRuntime } from "../src/daemon/compose.ts";
-import { createLogger } from "../src/log.ts";
+import { createLogger } from "../src/log/logger.ts";
 import type { TaskEvent } from "../src/runtime/events.ts";
 import { startConsul } from "../test/support/consul.ts";
 import { startTfcServer, type TfcTestServer } from "../test/support/tfc-server/index.ts";

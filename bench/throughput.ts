@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { startConsul } from "../test/support/consul.ts";
 import { runTofu } from "../test/support/tofu.ts";
 import { loadConfig } from "../src/config/load.ts";
-import { createLogger } from "../src/log.ts";
+import { createLogger } from "../src/log/logger.ts";
 import { createRuntime } from "../src/daemon/compose.ts";
 import { registerInstances, type CatalogInstance } from "./lib/catalog.ts";
 import { lit, writeBenchConfig } from "./lib/config.ts";

@@ -1,8 +1,8 @@
-// The error table of docs/errors.md, made from src/error-catalogue.ts.
+// The error table of docs/errors.md, made from src/errors/catalogue.ts.
 // `node --import tsx scripts/error-table.ts` prints it; `… scripts/error-table.ts --write` puts it into docs/errors.md.
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { ERROR_CATALOGUE } from "../src/error-catalogue.ts";
+import { ERROR_CATALOGUE } from "../src/errors/catalogue.ts";
 
 /** The page that holds the error table (test/unit/error-catalogue.test.ts compares it with errorTable()). */
 export const ERRORS_PAGE = fileURLToPath(new URL("../docs/errors.md", import.meta.url));

@@ -22,7 +22,7 @@ import { waitFor } from "../../test/support/cts.ts";
 import { http } from "../../test/support/api.ts";
 import { encodings } from "../../test/fixtures/secret-encodings.ts";
 import { leaks, PROBE_PATHS, probeSecrets, REDACTED, writeSecretProbe } from "../../test/fixtures/secret-probe.ts";
-import { quote } from "../../src/quote.ts";
+import { quote } from "../../src/values/quote.ts";
 import { lit } from "../lib/config.ts";
 import { writeChaosConfig } from "./lib/config.ts";
 import { errorSamples, mbRange, rssSampler, secs } from "./lib/observe.ts";

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { loadConfig, type LoadedConfig } from "../../src/config/load.ts";
 import { createConsulClient } from "../../src/consul/client.ts";
 import { consulEnvForTerraform } from "../../src/consul/connection.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { consulConnectionFor } from "../../src/config/consul-connection.ts";
 import type { Controller } from "../../src/runtime/controller.ts";
 import { createController } from "../../src/daemon/compose.ts";

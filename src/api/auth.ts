@@ -1,7 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import { readFileSync } from "node:fs";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { CHANGING_METHODS } from "./browser-guard.ts";
 import type { ApiEnv } from "./env.ts";
 import { ApiError } from "./http-error.ts";

@@ -1,4 +1,4 @@
-import type { Logger } from "../log.ts";
+import type { Logger } from "../log/logger.ts";
 import type { TaskControl } from "../runtime/interfaces.ts";
 
 /** The controller operations the API uses: the runtime's TaskControl (a fake can stand in for unit tests). */

@@ -1,4 +1,4 @@
-import { MAX_DATA_DEPTH, tooDeepAt } from "../data-depth.ts";
+import { MAX_DATA_DEPTH, tooDeepAt } from "../values/data-depth.ts";
 import { ApiError } from "./http-error.ts";
 
 /** Largest request body the API reads (a task definition is a few KB). */

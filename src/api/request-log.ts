@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../log/logger.ts";
 import type { ApiEnv } from "./env.ts";
 
 /** One debug line per request: method, path as sent, status and time taken. */

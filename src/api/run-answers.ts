@@ -1,4 +1,4 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import type { RunOutcome } from "../runtime/interfaces.ts";
 import { ApiError, apiErrorOf } from "./http-error.ts";
 

@@ -7,7 +7,7 @@ import { z } from "zod";
  */
 
 /** Whether a JSON value is an object (not null, not a list). */
-import { isObject } from "../is-object.ts";
+import { isObject } from "../values/is-object.ts";
 
 export { isObject };
 /** A short description of a JSON value for messages. */

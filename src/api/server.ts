@@ -2,7 +2,7 @@ import { createAdaptorServer } from "@hono/node-server";
 import { maxHeaderSize, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { readTlsFiles } from "../tls-files.ts";
 import { createApiApp } from "./app.ts";
 import { answerClientErrors } from "./client-errors.ts";

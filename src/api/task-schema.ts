@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseDuration } from "../duration.ts";
+import { parseDuration } from "../time/duration.ts";
 import { taskNameProblem } from "../task/validate.ts";
 import { foldKeys, TASK_SHAPE } from "../cts/api/decode.ts";
 import { fields, flag, isObject, listOf, objectErrors, refusedKeys, show, stringMap, text, whenObject } from "./schema-messages.ts";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
 import type * as Cdktf from "cdktf";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { CDK_PACKAGES, type CdkName } from "./cdk-library.ts";
 import { LiteralTable } from "./literal-text.ts";
 

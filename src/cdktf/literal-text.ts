@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 
 /**
  * Literal text in Terraform JSON. Every string in Terraform JSON is a template: `${…}` and `%{…}`

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { execa } from "execa";
 import { extract } from "tar";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 
 /** A project's files at a git ref, unpacked in a temporary folder (`cts diff --base`). */
 export interface BaseTree {

@@ -1,5 +1,5 @@
 import { createInterface } from "node:readline";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 
 /** Where the question is asked (stdin/stderr by default; tests pass their own streams). */
 export interface ConfirmIo {

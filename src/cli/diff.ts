@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { loadConfig, type LoadedConfig } from "../config/load.ts";
-import { CtsError, doctorHint, toCtsError } from "../errors.ts";
+import { CtsError, doctorHint, toCtsError } from "../errors/cts-error.ts";
 import { readFromSnapshot, readSnapshot } from "../synth/snapshot.ts";
 import { taskWorkingDir, workingRoot } from "../synth/paths.ts";
 import { synthesizeTask } from "../synth/synthesize.ts";
@@ -91,7 +91,7 @@ async function planChanged(report: DiffReport, flags: DiffFlags): Promise<void> 
   if (!wanted.length) return;
   const loaded = await loadConfig(flags.config);
   const { createRuntime } = await import("../daemon/compose.ts");
-  const { createLogger } = await import("../log.ts");
+  const { createLogger } = await import("../log/logger.ts");
   const rt = createRuntime(loaded, { mode: "inspect", log: createLogger({ level: "warn" }) });
   try {
     const outcomes = await rt.controller.inspect(wanted.map((t) => t.task));

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { loadConfig } from "../config/load.ts";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { formatCheck } from "../doctor/check.ts";
 import { runDoctor } from "../doctor/doctor.ts";
 import { printJson } from "./output.ts";

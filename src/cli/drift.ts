@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { messageOf } from "../errors.ts";
+import { messageOf } from "../errors/cts-error.ts";
 import { ApiClient, type ApiBody } from "./api-client.ts";
 import { printJson, say, table } from "./output.ts";
 import { apiOptions, clientFor } from "./task.ts";

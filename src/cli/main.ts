@@ -2,8 +2,8 @@
 // First: the daemon's synthesis worker starts while the rest of the CLI loads (early-start.ts).
 import "./early-start.ts";
 import { Command, CommanderError } from "commander";
-import { CtsError, doctorHint } from "../errors.ts";
-import { userStackText } from "../user-frames.ts";
+import { CtsError, doctorHint } from "../errors/cts-error.ts";
+import { userStackText } from "../errors/user-frames.ts";
 import { ctsStartExitCode, ctsTaskArgv, ctsTaskExitCode } from "../cts/cli/flags.ts";
 import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";

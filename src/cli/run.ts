@@ -1,14 +1,14 @@
 import type { Command } from "commander";
 import { loadConfig, type LoadedConfig } from "../config/load.ts";
 import type { CtsConfig, LogFormat } from "../config/types.ts";
-import { CtsError, doctorHint } from "../errors.ts";
-import { createLogger, type LogLevel } from "../log.ts";
-import { openSyslog, type SyslogWriter } from "../log-syslog.ts";
+import { CtsError, doctorHint } from "../errors/cts-error.ts";
+import { createLogger, type LogLevel } from "../log/logger.ts";
+import { openSyslog, type SyslogWriter } from "../log/syslog.ts";
 import { loadDaemonConfig, type DaemonConfig } from "../synth/daemon-config.ts";
 import type { Synthesizer } from "../synth/synthesizer.ts";
 import type { RunOutcome } from "../runtime/interfaces.ts";
 import { printJson, say, table } from "./output.ts";
-import { userCodeFields, userStackText } from "../user-frames.ts";
+import { userCodeFields, userStackText } from "../errors/user-frames.ts";
 
 /** Flags shared by the run commands. */
 export interface RunFlags {

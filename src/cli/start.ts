@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { loadConfig } from "../config/load.ts";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { daemonConfig, runInspect, runOnce, runWatch, type RunFlags } from "./run.ts";
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];

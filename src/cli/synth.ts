@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { loadConfig, type LoadedConfig } from "../config/load.ts";
 import { ownFolder, writeKept } from "../driver/safe-files.ts";
-import { CtsError, messageOf, toCtsError } from "../errors.ts";
+import { CtsError, messageOf, toCtsError } from "../errors/cts-error.ts";
 import { readFromSnapshot, readSnapshot } from "../synth/snapshot.ts";
 import { taskDir, taskWorkingDir, workingRoot } from "../synth/paths.ts";
 import { keptAppliedKey } from "../state/file-state.ts";
@@ -15,7 +15,7 @@ import type { Task } from "../task/task.ts";
 import { createConsulReader, warnSkipped } from "../daemon/consul-setup.ts";
 import type { SkippedServiceListener } from "../consul/types.ts";
 import { printJson, table } from "./output.ts";
-import { userCodeFields, userStackText } from "../user-frames.ts";
+import { userCodeFields, userStackText } from "../errors/user-frames.ts";
 
 interface SynthFlags {
   config?: string;

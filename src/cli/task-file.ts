@@ -1,9 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { extname } from "node:path";
-import { CtsError, messageOf } from "../errors.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
 import { attributesOf, parseHcl, type HclBlock, type HclBody, type HclValue } from "../config/hcl.ts";
 import { readVariableFiles } from "./tfvars.ts";
-import { isObject } from "../is-object.ts";
+import { isObject } from "../values/is-object.ts";
 
 type Json = Record<string, unknown>;
 

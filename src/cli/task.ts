@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { extname } from "node:path";
 import { encodeVariables } from "../cts/api/variables.ts";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { ApiClient, clientOptionsFrom, resolveHttpAddr, type ApiBody, type ApiClientOptions } from "./api-client.ts";
 import { confirm } from "./confirm.ts";
 import { printJson, table } from "./output.ts";

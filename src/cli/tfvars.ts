@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
-import { MAX_DATA_DEPTH } from "../data-depth.ts";
-import { CtsError, messageOf } from "../errors.ts";
+import { MAX_DATA_DEPTH } from "../values/data-depth.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
 import { attributesOf, parseHcl, type HclValue } from "../config/hcl.ts";
 
 /**

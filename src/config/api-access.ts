@@ -1,4 +1,4 @@
-import type { Problem } from "../problems.ts";
+import type { Problem } from "../errors/problems.ts";
 import type { ApiConfig } from "./types.ts";
 
 // What `api.allowedHosts` and `api.allowedOrigins` may hold: the config checks them at load with

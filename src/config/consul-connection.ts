@@ -1,7 +1,7 @@
 import { createConsulClient, type ConsulClient } from "../consul/client.ts";
 import { resolveConsulConnection, type ConsulConnection } from "../consul/connection.ts";
 import { readTokenFile } from "../consul/token-file.ts";
-import { redactSecret, type Logger } from "../log.ts";
+import { redactSecret, type Logger } from "../log/logger.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { CtsConfig } from "./types.ts";
 

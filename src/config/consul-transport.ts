@@ -1,4 +1,4 @@
-import { parseDuration } from "../duration.ts";
+import { parseDuration } from "../time/duration.ts";
 import { configError, type ReadBlock } from "../cts/config/schema.ts";
 import type { ConsulTransportOptions } from "../consul/connection.ts";
 

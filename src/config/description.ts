@@ -1,4 +1,4 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { declareTask, taskFromDeclaration, type TaskDeclaration } from "../task/declaration.ts";
 import type { LoadedConfig } from "./load.ts";
 import type { CtsConfig } from "./types.ts";

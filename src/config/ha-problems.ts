@@ -1,5 +1,5 @@
-import { parseDuration } from "../duration.ts";
-import type { Problem } from "../problems.ts";
+import { parseDuration } from "../time/duration.ts";
+import type { Problem } from "../errors/problems.ts";
 import type { CtsConfig, HighAvailabilityConfig } from "./types.ts";
 
 // Checked at load, like every other block, so a bad highAvailability block fails before the

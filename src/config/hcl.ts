@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import { Language, Parser, type Node } from "web-tree-sitter";
-import { MAX_WALK_DEPTH } from "../data-depth.ts";
-import { CtsError, type ErrorCode } from "../errors.ts";
+import { MAX_WALK_DEPTH } from "../values/data-depth.ts";
+import { CtsError, type ErrorCode } from "../errors/cts-error.ts";
 
 /** A literal HCL value (no expressions: task files hold data, not code). */
 export type HclValue = string | number | boolean | null | HclValue[] | { [key: string]: HclValue };

@@ -4,16 +4,16 @@ import { register as registerHook } from "node:module";
 import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { apiAccessProblems } from "./api-access.ts";
-import { CtsError, isErrorCode, messageOf } from "../errors.ts";
-import { userCode } from "../user-frames.ts";
+import { CtsError, isErrorCode, messageOf } from "../errors/cts-error.ts";
+import { userCode } from "../errors/user-frames.ts";
 import type { Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { className, duplicateNameProblems, shapeProblems } from "../task/shape.ts";
-import { throwProblems, type Problem } from "../problems.ts";
+import { throwProblems, type Problem } from "../errors/problems.ts";
 import { bufferProblems, driftCheckProblems, taskProblems } from "../task/validate.ts";
 import { guardProblems } from "../task/guards.ts";
 import type { CtsConfig } from "./types.ts";
-import { parseDuration } from "../duration.ts";
+import { parseDuration } from "../time/duration.ts";
 import { haProblems } from "./ha-problems.ts";
 import type { ModuleTask } from "../task/module-task.ts";
 import { isCtsConfigPath } from "../cts/config/files.ts";
@@ -22,7 +22,7 @@ import { terraformCloudDriverProblems, terraformCloudWorkspaceProblems } from ".
 import { serviceRegistrationProblems } from "./service-registration.ts";
 import { consulTransportProblems } from "./consul-transport.ts";
 import { consulAuthProblems } from "./consul-auth.ts";
-import { SYSLOG_FACILITIES, syslogPriority } from "../log-syslog.ts";
+import { SYSLOG_FACILITIES, syslogPriority } from "../log/syslog.ts";
 import { registerLazyBindings } from "../cdktf/lazy-bindings.ts";
 
 /** The config file names tried in order when none is given. */

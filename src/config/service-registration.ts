@@ -1,6 +1,6 @@
 import type { ReadBlock } from "../cts/config/schema.ts";
 import { configError } from "../cts/config/schema.ts";
-import type { Problem } from "../problems.ts";
+import type { Problem } from "../errors/problems.ts";
 
 /**
  * How this instance registers itself in Consul (CTS's `consul { service_registration { … } }`).

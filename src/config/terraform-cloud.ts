@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
-import { parseDuration } from "../duration.ts";
-import { CtsError } from "../errors.ts";
-import { redactSecret } from "../log.ts";
-import type { Problem } from "../problems.ts";
+import { parseDuration } from "../time/duration.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import { redactSecret } from "../log/logger.ts";
+import type { Problem } from "../errors/problems.ts";
 import type { TerraformCloudWorkspaceOption } from "../task/task.ts";
 import { terraformVersionProblem } from "../tfc/supported-versions.ts";
 import type { CtsConfig, TerraformCloudDriverConfig } from "./types.ts";

@@ -5,7 +5,7 @@ import type { Condition, TaskInputs } from "../task/conditions.ts";
 import type { ServiceRegistrationConfig } from "./service-registration.ts";
 
 import type { ConsulTransportConfig } from "./consul-transport.ts";
-import type { SyslogOptions } from "../log-syslog.ts";
+import type { SyslogOptions } from "../log/syslog.ts";
 
 export type { ServiceRegistrationConfig } from "./service-registration.ts";
 export type { ConsulTransportConfig } from "./consul-transport.ts";

@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { CtsError, messageOf } from "../errors.ts";
-import { redactSecret } from "../log.ts";
-import { parseDuration } from "../duration.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
+import { redactSecret } from "../log/logger.ts";
+import { parseDuration } from "../time/duration.ts";
 import type { VaultSettings } from "../vault/client.ts";
 import type { CtsConfig } from "./types.ts";
 

@@ -1,5 +1,5 @@
 import { dirname, isAbsolute, relative, resolve } from "node:path";
-import type { Problem } from "../problems.ts";
+import type { Problem } from "../errors/problems.ts";
 
 /** Default root of the per-task working dirs, as in CTS. */
 export const DEFAULT_WORKING_DIR = "sync-tasks";

@@ -1,5 +1,5 @@
-import { CtsError } from "../errors.ts";
-import { quote, UNPRINTABLE } from "../quote.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import { quote, UNPRINTABLE } from "../values/quote.ts";
 
 /** What a failed Consul call was doing, for error messages that teach. */
 export interface CallDescription {

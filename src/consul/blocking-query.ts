@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
-import { backoffDelay } from "../backoff.ts";
-import { systemClock, type Clock } from "../clock.ts";
-import { pause } from "../pause.ts";
+import { backoffDelay } from "../time/backoff.ts";
+import { systemClock, type Clock } from "../time/clock.ts";
+import { pause } from "../time/pause.ts";
 
 /** What one read of a blocking query answers: at least Consul's X-Consul-Index. */
 export interface IndexedAnswer {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { CtsError } from "../errors.ts";
-import { quote } from "../quote.ts";
-import { redactSecret, type Logger } from "../log.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import { quote } from "../values/quote.ts";
+import { redactSecret, type Logger } from "../log/logger.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { consulEnvForTerraform, resolveConsulConnection, type ConsulConnection, type ConsulConnectionConfig } from "./connection.ts";
 import { refusedServiceName, type CallDescription } from "./api-error.ts";

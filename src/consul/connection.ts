@@ -1,5 +1,5 @@
 import { readTlsFiles, type TlsFileProblem } from "../tls-files.ts";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 
 /** TLS settings for talking to Consul (file paths, as in CTS's `consul { tls { … } }`). */
 export interface ConsulTlsOptions {

@@ -1,4 +1,4 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 
 /**
  * The parser of Consul's filter language: a recursive descent over go-bexpr's grammar that

@@ -1,4 +1,4 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import type { CatalogServicesRequest, HealthServiceRequest, KvRequest } from "./client.ts";
 import type { CatalogServicesQuery, KvQuery, ServicesQuery } from "./types.ts";
 

@@ -1,6 +1,6 @@
-import { systemClock, type Clock } from "../clock.ts";
-import { CtsError } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import { systemClock, type Clock } from "../time/clock.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import type { Logger } from "../log/logger.ts";
 
 /** Codes of a call that never reached Consul (as opposed to an answer Consul gave). */
 const UNREACHABLE = new Set(["CONSUL_UNREACHABLE", "CONSUL_TIMEOUT", "CONSUL_TLS_FAILED"]);

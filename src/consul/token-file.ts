@@ -1,5 +1,5 @@
 import { readFileSync, unwatchFile, watchFile } from "node:fs";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 
 /** Reads an ACL token file (trimmed); a missing or empty file is a usage error naming it. */
 export function readTokenFile(path: string): string {

@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { noMetrics, type Metrics } from "../metrics/metrics.ts";
 import { abortError, toConsulError, type CallDescription } from "./api-error.ts";
 import { basicAuthHeader, httpsOptions, type ConsulConnection } from "./connection.ts";

@@ -1,4 +1,4 @@
-import type { CtsError } from "../errors.ts";
+import type { CtsError } from "../errors/cts-error.ts";
 
 /**
  * The data tasks receive, in the words of CTS's services protocol v0 (camelCased). Everything in

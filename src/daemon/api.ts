@@ -1,11 +1,11 @@
 import type { ApiConfig } from "../config/types.ts";
 import type { ServiceRegistrationConfig } from "../config/service-registration.ts";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import type { Runtime } from "../runtime/interfaces.ts";
 import { consulProblem, liveInstanceWithId, registerSelf } from "./registration.ts";
 import type { ApiDeps } from "../api/deps.ts";
 import { apiToken } from "../api/auth.ts";
-import { redactSecret } from "../log.ts";
+import { redactSecret } from "../log/logger.ts";
 import { createApiServer, DEFAULT_API_ADDRESS, DEFAULT_API_PORT } from "../api/server.ts";
 
 /** Where the daemon's API listens: flags win over the config. */

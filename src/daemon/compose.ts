@@ -1,12 +1,12 @@
 import type { ConsulReachability } from "../consul/reachability.ts";
 import { hostname } from "node:os";
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../time/clock.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import { createCatalogReader } from "../consul/reader.ts";
 import { createWatcher } from "../watch/watcher.ts";
 import type { CatalogReader } from "../consul/types.ts";
 import type { Watcher } from "../watch/types.ts";
-import { createLogger, type Logger } from "../log.ts";
+import { createLogger, type Logger } from "../log/logger.ts";
 import { noMetrics, type Metrics } from "../metrics/metrics.ts";
 import { createPrometheusMetrics } from "../metrics/prometheus.ts";
 import { inProcessSynthesizer, workerSynthesizer, type Synthesizer } from "../synth/synthesizer.ts";

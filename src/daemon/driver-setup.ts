@@ -1,9 +1,9 @@
 import { isAbsolute, join, resolve } from "node:path";
 import type { LoadedConfig } from "../config/load.ts";
-import { parseDuration } from "../duration.ts";
+import { parseDuration } from "../time/duration.ts";
 import type { TerraformDriverConfig } from "../config/types.ts";
 import { defaultTerraformBinary } from "../terraform/executable.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../log/logger.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { backendSecretEnv } from "../config/backend-secrets.ts";

@@ -4,8 +4,8 @@ import type { CallDescription } from "../consul/api-error.ts";
 import type { ConsulClient } from "../consul/client.ts";
 import type { Answer, CommonCallOptions, PackageClient } from "../consul/package.ts";
 import { replyOf, statusOf } from "../consul/transport.ts";
-import { CtsError, messageOf, type ErrorCode } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import { CtsError, messageOf, type ErrorCode } from "../errors/cts-error.ts";
+import type { Logger } from "../log/logger.ts";
 import { VERSION } from "../version.ts";
 import type { ServiceRegistrationConfig } from "../config/service-registration.ts";
 

@@ -19,4 +19,4 @@ export function formatCheck(r: CheckResult): string {
   return r.ok ? `✓ ${r.name}: ${r.detail}` : `✗ ${r.name}: ${r.detail.replace(/\.$/, "")}. Fix: ${r.fix ?? "see the detail"}`;
 }
 
-export { doctorHint } from "../errors.ts";
+export { doctorHint } from "../errors/cts-error.ts";

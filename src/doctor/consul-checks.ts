@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { ConsulProbe } from "./consul-probe.ts";
 import type { Source } from "../consul/types.ts";
-import { messageOf } from "../errors.ts";
-import { quote } from "../quote.ts";
+import { messageOf } from "../errors/cts-error.ts";
+import { quote } from "../values/quote.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { allSources } from "../task/sources.ts";
 import type { Task } from "../task/task.ts";

@@ -2,7 +2,7 @@ import type { CallDescription } from "../consul/api-error.ts";
 import type { ConsulClient } from "../consul/client.ts";
 import type { Answer, CommonCallOptions, PackageClient } from "../consul/package.ts";
 import { replyOf, statusOf } from "../consul/transport.ts";
-import { CtsError, messageOf } from "../errors.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
 
 /** What Consul answered to one probe: its HTTP status and body as text. */
 export interface ProbeAnswer {

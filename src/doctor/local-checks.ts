@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { messageOf } from "../errors.ts";
+import { messageOf } from "../errors/cts-error.ts";
 import type { TerraformProbe } from "../terraform/probe.ts";
 import { terraformVersion } from "../terraform/version.ts";
 import { readInitRecordSync } from "../terraform/working-dir.ts";

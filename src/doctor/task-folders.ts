@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { lstatSync, statfsSync } from "node:fs";
 import { dirname } from "node:path";
 import { folderFix, refuseLinks, removeKept, writeKept } from "../driver/safe-files.ts";
-import { CtsError, messageOf } from "../errors.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
 import { TASK_DIR_PATHS } from "../terraform/working-dir.ts";
 import { fail, pass, type CheckResult } from "./check.ts";
 

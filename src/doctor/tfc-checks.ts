@@ -1,6 +1,6 @@
 import { resolveTerraformCloudToken, terraformCloudSettings } from "../config/terraform-cloud.ts";
 import type { TerraformCloudDriverConfig } from "../config/types.ts";
-import { messageOf } from "../errors.ts";
+import { messageOf } from "../errors/cts-error.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import type { TerraformCloudWorkspaceOption } from "../task/task.ts";
 import { TfcClient } from "../tfc/client.ts";

@@ -1,5 +1,5 @@
 import type { VaultUse } from "../config/vault-settings.ts";
-import { messageOf } from "../errors.ts";
+import { messageOf } from "../errors/cts-error.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { createVaultClient, type VaultClient } from "../vault/client.ts";
 import { fail, pass, type CheckResult } from "./check.ts";

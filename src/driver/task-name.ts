@@ -1,5 +1,5 @@
 import { resolve, sep } from "node:path";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 
 // Terraform accepts a workspace name only when url.PathEscape leaves it unchanged: these are the
 // characters Go does not escape in a path segment. Anything else would fail later inside tofu.

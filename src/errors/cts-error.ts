@@ -1,6 +1,6 @@
-import { ERROR_CATALOGUE, type ErrorCode } from "./error-catalogue.ts";
+import { ERROR_CATALOGUE, type ErrorCode } from "./catalogue.ts";
 
-export { ERROR_CATALOGUE, isErrorCode, type ErrorCode } from "./error-catalogue.ts";
+export { ERROR_CATALOGUE, isErrorCode, type ErrorCode } from "./catalogue.ts";
 
 /** How a failure should be treated: usage → exit 2, external → exit 1, internal → exit 70. */
 export type ErrorCategory = "usage" | "external" | "internal";

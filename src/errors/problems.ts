@@ -1,4 +1,4 @@
-import { CtsError, type ErrorCode } from "./errors.ts";
+import { CtsError, type ErrorCode } from "./cts-error.ts";
 
 // Config, task and API-setting checks all report the same way: every problem at once, each naming
 // its field and the fix, so one load shows the whole list instead of the first mistake.

@@ -1,10 +1,10 @@
-import { backoffDelay } from "../backoff.ts";
-import { systemClock, type Clock } from "../clock.ts";
+import { backoffDelay } from "../time/backoff.ts";
+import { systemClock, type Clock } from "../time/clock.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import type { ConsulClient } from "../consul/client.ts";
-import { CtsError } from "../errors.ts";
-import type { Logger } from "../log.ts";
-import { atMost, pause } from "../pause.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import type { Logger } from "../log/logger.ts";
+import { atMost, pause } from "../time/pause.ts";
 import type { HaControl } from "../runtime/interfaces.ts";
 import type { KvAccess } from "../state/kv-state.ts";
 import { parseState, type StoredState } from "../state/stored-state.ts";

@@ -1,5 +1,5 @@
-import type { Clock } from "../clock.ts";
-import type { Logger } from "../log.ts";
+import type { Clock } from "../time/clock.ts";
+import type { Logger } from "../log/logger.ts";
 import type { HaControl } from "../runtime/interfaces.ts";
 import type { KvAccess } from "../state/kv-state.ts";
 import type { StoredState } from "../state/stored-state.ts";

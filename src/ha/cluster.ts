@@ -1,4 +1,4 @@
-import { messageOf } from "../errors.ts";
+import { messageOf } from "../errors/cts-error.ts";
 import type { HaKv } from "./kv.ts";
 import type { HaSettings } from "./settings.ts";
 

@@ -1,5 +1,5 @@
-import { CtsError, messageOf } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
+import type { Logger } from "../log/logger.ts";
 import type { HaKv } from "./kv.ts";
 import type { MemberRecord } from "./member.ts";
 import { sessionName } from "./session.ts";

@@ -1,4 +1,4 @@
-import { CtsError, messageOf } from "../errors.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
 import type { CallDescription } from "../consul/api-error.ts";
 import type { ConsulClient } from "../consul/client.ts";
 import type { TxnOperation } from "../consul/package.ts";

@@ -1,6 +1,6 @@
-import { every } from "../clock.ts";
+import { every } from "../time/clock.ts";
 import { followBlockingQuery, type AfterAnswer } from "../consul/blocking-query.ts";
-import { CtsError, messageOf } from "../errors.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { RetryNotice } from "../runtime/interfaces.ts";
 import { TERRAFORM_STATE_LOCKED } from "../runtime/retry.ts";

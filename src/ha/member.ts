@@ -1,7 +1,7 @@
-import { systemClock, type Clock } from "../clock.ts";
+import { systemClock, type Clock } from "../time/clock.ts";
 import type { LoadedConfig } from "../config/load.ts";
-import { messageOf } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import { messageOf } from "../errors/cts-error.ts";
+import type { Logger } from "../log/logger.ts";
 import { compatProblems, type MemberTask } from "./compat.ts";
 import type { HaKv } from "./kv.ts";
 import type { HaSettings } from "./settings.ts";

@@ -1,7 +1,7 @@
-import { systemClock, type Clock } from "../clock.ts";
+import { systemClock, type Clock } from "../time/clock.ts";
 import { followBlockingQuery } from "../consul/blocking-query.ts";
-import { messageOf } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import { messageOf } from "../errors/cts-error.ts";
+import type { Logger } from "../log/logger.ts";
 import { CTS_SERVICE_NAME, clusterTag } from "./cluster.ts";
 import type { HaKv, KvRead } from "./kv.ts";
 import { HA_WATCH_TIMING, type HaSettings } from "./settings.ts";

@@ -1,7 +1,7 @@
-import { systemClock, type Clock } from "../clock.ts";
+import { systemClock, type Clock } from "../time/clock.ts";
 import { followBlockingQuery, type AfterFailure, type BlockingQuery } from "../consul/blocking-query.ts";
-import { messageOf } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import { messageOf } from "../errors/cts-error.ts";
+import type { Logger } from "../log/logger.ts";
 import type { HaControl } from "../runtime/interfaces.ts";
 import type { HaKv, KvItem, KvRead } from "./kv.ts";
 import { HA_WATCH_TIMING } from "./settings.ts";

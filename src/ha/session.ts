@@ -1,6 +1,6 @@
-import { systemClock, unrefTimer, type Clock } from "../clock.ts";
-import { messageOf } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import { systemClock, unrefTimer, type Clock } from "../time/clock.ts";
+import { messageOf } from "../errors/cts-error.ts";
+import type { Logger } from "../log/logger.ts";
 import type { HaKv } from "./kv.ts";
 import { durationText, type HaSettings } from "./settings.ts";
 

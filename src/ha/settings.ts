@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
-import { AROUND_JITTER, type Backoff } from "../backoff.ts";
+import { AROUND_JITTER, type Backoff } from "../time/backoff.ts";
 import type { BlockingTiming } from "../consul/blocking-query.ts";
-import { Duration, parseDuration } from "../duration.ts";
+import { Duration, parseDuration } from "../time/duration.ts";
 import type { CtsConfig } from "../config/types.ts";
 
 /** CTS's default session TTL. */

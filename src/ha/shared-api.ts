@@ -1,5 +1,5 @@
-import { CtsError } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import type { Logger } from "../log/logger.ts";
 import type { HaControl } from "../runtime/interfaces.ts";
 import { buildClusterStatus, type ClusterStatus } from "./cluster.ts";
 import type { HaKv } from "./kv.ts";

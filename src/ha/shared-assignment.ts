@@ -1,6 +1,6 @@
-import { unrefTimer } from "../clock.ts";
-import { messageOf } from "../errors.ts";
-import { pause } from "../pause.ts";
+import { unrefTimer } from "../time/clock.ts";
+import { messageOf } from "../errors/cts-error.ts";
+import { pause } from "../time/pause.ts";
 import type { ClusterStatus } from "./cluster.ts";
 import type { ApiChange, ClusterMode, Leaving, MemberParts } from "./cluster-mode.ts";
 import { ClusterView } from "./membership.ts";

@@ -1,8 +1,8 @@
-import { backoffDelay, NO_JITTER } from "../backoff.ts";
-import { systemClock, type Clock } from "../clock.ts";
-import { pause } from "../pause.ts";
-import { messageOf } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import { backoffDelay, NO_JITTER } from "../time/backoff.ts";
+import { systemClock, type Clock } from "../time/clock.ts";
+import { pause } from "../time/pause.ts";
+import { messageOf } from "../errors/cts-error.ts";
+import type { Logger } from "../log/logger.ts";
 import { TXN_MAX_OPS, type HaKv, type TxnOp } from "./kv.ts";
 
 /** Retries of a failed state write: 250 ms doubling to 5 s (one writer per instance: no jitter needed). */

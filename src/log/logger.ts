@@ -1,4 +1,4 @@
-import { knownSecrets } from "./secrets/redactor.ts";
+import { knownSecrets } from "../secrets/redactor.ts";
 import { pino, type DestinationStream, type Logger as PinoLogger } from "pino";
 
 /** Log levels, quietest last. */

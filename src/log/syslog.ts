@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { statSync } from "node:fs";
-import { CtsError } from "./errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 
 /**
  * Log lines to the local syslog daemon, as CTS's `syslog {}` does (hashicorp/go-syslog): each line,

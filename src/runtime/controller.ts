@@ -1,10 +1,10 @@
 import type { ConsulReachability } from "../consul/reachability.ts";
 import { once } from "node:events";
-import { atMost } from "../pause.ts";
-import { CtsError, messageOf, doctorHint } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import { atMost } from "../time/pause.ts";
+import { CtsError, messageOf, doctorHint } from "../errors/cts-error.ts";
+import type { Logger } from "../log/logger.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
-import { userCodeFields } from "../user-frames.ts";
+import { userCodeFields } from "../errors/user-frames.ts";
 import { Activity, EventStore, eventError, makeEvent, type RunActivity, type TaskEvent } from "./events.ts";
 import type { HaControl, RetryNotice, RunModes, RunOutcome, TaskChange, TaskControl, TaskView } from "./interfaces.ts";
 import type { StoredState } from "../state/stored-state.ts";

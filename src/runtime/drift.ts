@@ -1,4 +1,4 @@
-import { parseDuration } from "../duration.ts";
+import { parseDuration } from "../time/duration.ts";
 import type { DriftCheckOption } from "../task/task.ts";
 import type { ChangeSummary } from "../driver/types.ts";
 

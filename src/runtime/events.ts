@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { EventEmitter } from "node:events";
-import { userCodeFields } from "../user-frames.ts";
+import { userCodeFields } from "../errors/user-frames.ts";
 
 export type { TaskEvent } from "../state/records.ts";
 import type { TaskEvent } from "../state/records.ts";

@@ -1,5 +1,5 @@
-import type { CtsError } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import type { CtsError } from "../errors/cts-error.ts";
+import type { Logger } from "../log/logger.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { ConsulClient } from "../consul/client.ts";
 import type { Driver, RunResult } from "../driver/types.ts";

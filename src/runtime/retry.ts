@@ -1,7 +1,7 @@
-import { AROUND_JITTER, backoffDelay, jittered, NO_JITTER } from "../backoff.ts";
-import { systemClock, type Clock } from "../clock.ts";
-import type { CtsError } from "../errors.ts";
-import { pause } from "../pause.ts";
+import { AROUND_JITTER, backoffDelay, jittered, NO_JITTER } from "../time/backoff.ts";
+import { systemClock, type Clock } from "../time/clock.ts";
+import type { CtsError } from "../errors/cts-error.ts";
+import { pause } from "../time/pause.ts";
 import { TERRAFORM_HUNG, TERRAFORM_STATE_LOCKED } from "../terraform/failures.ts";
 
 // The driver's codes for "another Terraform holds this task's state lock" and "a Terraform that

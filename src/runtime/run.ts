@@ -1,9 +1,9 @@
-import { CtsError, isErrorCode } from "../errors.ts";
+import { CtsError, isErrorCode } from "../errors/cts-error.ts";
 import { effectiveGuards, guardViolations, type GuardSettings, type PlanJson } from "../task/guards.ts";
 import { Holds, planDigest, type HeldPlan } from "./holds.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import type { LoadedConfig } from "../config/load.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../log/logger.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { Driver, RunResult, TaskWorkspace } from "../driver/types.ts";
 import type { SynthResult } from "../synth/synthesize.ts";

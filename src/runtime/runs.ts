@@ -1,8 +1,8 @@
-import { CtsError, messageOf, toCtsError, doctorHint } from "../errors.ts";
-import { systemClock, type Clock } from "../clock.ts";
-import type { Logger } from "../log.ts";
+import { CtsError, messageOf, toCtsError, doctorHint } from "../errors/cts-error.ts";
+import { systemClock, type Clock } from "../time/clock.ts";
+import type { Logger } from "../log/logger.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import { userCodeFields } from "../user-frames.ts";
+import { userCodeFields } from "../errors/user-frames.ts";
 import { eventError, makeEvent, type Activity, type TaskEvent } from "./events.ts";
 import type { RetryNotice, RunOutcome } from "./interfaces.ts";
 import { nextDelay, withRetries, type RetryHistory, type RetryPolicy } from "./retry.ts";

@@ -1,7 +1,7 @@
-import type { CtsError } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import type { CtsError } from "../errors/cts-error.ts";
+import type { Logger } from "../log/logger.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import { quote } from "../quote.ts";
+import { quote } from "../values/quote.ts";
 
 /**
  * Where a task's reads tell that a service Consul cannot serve was left out of its input (a name

@@ -1,7 +1,7 @@
 import { rm } from "node:fs/promises";
-import { CtsError, messageOf } from "../errors.ts";
-import { atMost } from "../pause.ts";
-import type { Logger } from "../log.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
+import { atMost } from "../time/pause.ts";
+import type { Logger } from "../log/logger.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { EventStore } from "./events.ts";
 import type { RunOutcome, TaskChange } from "./interfaces.ts";

@@ -1,10 +1,10 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { ModuleTask } from "../task/module-task.ts";
 import { isPlainModuleTask, moduleTaskData } from "../task/declaration.ts";
 import type { Task } from "../task/task.ts";
-import { throwProblems } from "../problems.ts";
+import { throwProblems } from "../errors/problems.ts";
 import { taskProblems } from "../task/validate.ts";
 import type { ModuleTaskSpec, TaskRef } from "../synth/task-ref.ts";
 import type { Subscription } from "../watch/types.ts";

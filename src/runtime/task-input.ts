@@ -1,4 +1,4 @@
-import type { CtsError } from "../errors.ts";
+import type { CtsError } from "../errors/cts-error.ts";
 import type { AnyTaskInput } from "../task/task.ts";
 import { allSources, fieldOf } from "../task/sources.ts";
 import type { CatalogReader } from "../consul/types.ts";

@@ -1,5 +1,5 @@
 import type { LoadedConfig } from "../config/load.ts";
-import { CtsError, messageOf } from "../errors.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
 import type { ModuleTask } from "../task/module-task.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { EventStore, TaskEvent } from "./events.ts";

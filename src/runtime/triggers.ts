@@ -1,7 +1,7 @@
 import { isUnreachable } from "../consul/reachability.ts";
-import { every, systemClock, type Clock } from "../clock.ts";
-import type { CtsError } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import { every, systemClock, type Clock } from "../time/clock.ts";
+import type { CtsError } from "../errors/cts-error.ts";
+import type { Logger } from "../log/logger.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { allSources, fieldOf } from "../task/sources.ts";
 import { BufferPeriod, DEFAULT_BUFFER_PERIOD, normalizeBufferPeriod, type BufferPeriodConfig, type BufferPeriodSettings } from "../watch/buffer.ts";

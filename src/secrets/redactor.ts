@@ -1,4 +1,4 @@
-import { dataTooDeep, MAX_WALK_DEPTH } from "../data-depth.ts";
+import { dataTooDeep, MAX_WALK_DEPTH } from "../values/data-depth.ts";
 import { base64Forms, secretPattern } from "./forms.ts";
 
 /** What a known secret value is replaced with, wherever it would have been shown. */

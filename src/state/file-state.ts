@@ -1,6 +1,6 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import type { CtsError } from "../errors.ts";
+import type { CtsError } from "../errors/cts-error.ts";
 import { isAppliedRecord, isHoldRecord, type AppliedRecord, type HoldRecord, type StoredTask, type TaskChange, type TaskEvent } from "./records.ts";
 import { readKept, removeKept, writeKept } from "./safe-files.ts";
 import type { StoredState } from "./stored-state.ts";

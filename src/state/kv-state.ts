@@ -1,4 +1,4 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import type { AppliedRecord, HoldRecord, StoredTask, TaskChange, TaskEvent } from "./records.ts";
 import { stateKeys, type StoredState } from "./stored-state.ts";
 import type { TaskState } from "./task-state.ts";

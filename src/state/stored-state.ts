@@ -1,4 +1,4 @@
-import { MAX_WALK_DEPTH, tooDeepAt } from "../data-depth.ts";
+import { MAX_WALK_DEPTH, tooDeepAt } from "../values/data-depth.ts";
 import { isAppliedRecord, isHoldRecord, type AppliedRecord, type HoldRecord, type StoredTask, type TaskEvent } from "./records.ts";
 
 /** One entry of a recursive KV read (the cluster's `HaKv` answers with these). */

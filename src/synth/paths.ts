@@ -1,6 +1,6 @@
 import { resolve, sep } from "node:path";
 import { ownWorkingDir, type TaskPlace } from "../config/working-dirs.ts";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { taskNameProblem } from "../task/validate.ts";
 
 export { DEFAULT_WORKING_DIR, workingRoot } from "../config/working-dirs.ts";

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { CatalogServices, KvPairs, ServiceInstance, Source, SourceData } from "../consul/types.ts";
-import { CtsError, messageOf } from "../errors.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
 import { applyFilter, type FilterEntry } from "../consul/filter.ts";
 import { normalizeServicesQuery } from "../consul/query.ts";
 import { sortKeys } from "./stable-json.ts";

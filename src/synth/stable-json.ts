@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { dataTooDeep, MAX_WALK_DEPTH } from "../data-depth.ts";
+import { dataTooDeep, MAX_WALK_DEPTH } from "../values/data-depth.ts";
 
 /**
  * Copies plain data with object keys sorted at every level, so equal data serializes identically.

@@ -2,8 +2,8 @@ import type * as Cdktf from "cdktf";
 import type { TerraformModule, TerraformStack } from "cdktf";
 import type { IConstruct } from "constructs";
 import { tmpdir } from "node:os";
-import { dataTooDeep } from "../data-depth.ts";
-import { CtsError, messageOf } from "../errors.ts";
+import { dataTooDeep } from "../values/data-depth.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
 import type { AnyTaskInput, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { isModuleTask } from "../task/module-task.ts";
@@ -14,7 +14,7 @@ import { withLiteralTable } from "../cdktf/cdktf-literals.ts";
 import { cdk } from "../cdktf/load.ts";
 import { CDK_PACKAGES, cdksIn, defaultCdk, type CdkName } from "../cdktf/cdk-library.ts";
 import { sha256, stableStringify } from "./stable-json.ts";
-import { userCode } from "../user-frames.ts";
+import { userCode } from "../errors/user-frames.ts";
 
 
 /** Where a synthesis happens: backend and paths ModuleTask needs to point at local modules. */

@@ -1,6 +1,6 @@
 import type { Worker } from "node:worker_threads";
-import { systemClock, unrefTimer, type Clock } from "../clock.ts";
-import { CtsError, isErrorCode } from "../errors.ts";
+import { systemClock, unrefTimer, type Clock } from "../time/clock.ts";
+import { CtsError, isErrorCode } from "../errors/cts-error.ts";
 import type { AnyTaskInput, Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { ModuleTask } from "../task/module-task.ts";
@@ -11,7 +11,7 @@ import { withTokenScope } from "./token-scope.ts";
 import { isTaskClassRef, type TaskRef } from "./task-ref.ts";
 import { newSynthWorker, takeEarlyWorker } from "./worker-start.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
-import { userCode } from "../user-frames.ts";
+import { userCode } from "../errors/user-frames.ts";
 import { runPredicate, type PlanGuards, type PlanJson } from "../task/guards.ts";
 
 /** A task's own guard predicate, if it has one. */

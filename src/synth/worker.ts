@@ -1,7 +1,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { loadConfig, type LoadedConfig } from "../config/load.ts";
 import { describeConfig } from "../config/description.ts";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { ModuleTask } from "../task/module-task.ts";
 import type { AnyTaskInput } from "../task/task.ts";
 import { synthesizeTask, type SynthContext } from "./synthesize.ts";

@@ -1,5 +1,5 @@
 import { Cron as Croner } from "croner";
-import { unrefTimer, type Clock } from "../clock.ts";
+import { unrefTimer, type Clock } from "../time/clock.ts";
 
 /**
  * Cron expressions as CTS accepts them (hashicorp/cronexpr): 5 fields (minute hour day month

@@ -1,4 +1,4 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import type { Condition, TaskInputs } from "./conditions.ts";
 import { isModuleTask, ModuleTask, type ModuleTaskOptions } from "./module-task.ts";
 import { guardSettings } from "./guards.ts";

@@ -1,4 +1,4 @@
-import type { Problem } from "../problems.ts";
+import type { Problem } from "../errors/problems.ts";
 
 // Plan guards: what a task declares about the plans it may apply without a person looking, and
 // the check of one plan against them. The check reads Terraform's JSON plan representation

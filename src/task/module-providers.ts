@@ -1,6 +1,6 @@
-import { checkWalkDepth } from "../data-depth.ts";
-import { redactSecret } from "../log.ts";
-import { isObject } from "../is-object.ts";
+import { checkWalkDepth } from "../values/data-depth.ts";
+import { redactSecret } from "../log/logger.ts";
+import { isObject } from "../values/is-object.ts";
 import { isTemplateValue, renderTemplates, type TemplateLookup, type TemplateValue } from "./provider-templates.ts";
 
 /** A provider block of a module task's root module (CTS's `terraform_provider "<name>"`). */

@@ -1,4 +1,4 @@
-import { isObject } from "../is-object.ts";
+import { isObject } from "../values/is-object.ts";
 
 /**
  * A value read at run time from Vault or Consul KV, never written anywhere: CTS's templates in

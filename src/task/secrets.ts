@@ -3,8 +3,8 @@ import type { TerraformVariable } from "cdktf";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Construct } from "constructs";
-import { CtsError } from "../errors.ts";
-import { redactSecret } from "../log.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import { redactSecret } from "../log/logger.ts";
 import { isTemplateValue, renderTemplate, TemplateRenderError, type TemplateLookup, type TemplateValue } from "./provider-templates.ts";
 
 /** Where a provider secret comes from at run time: an environment variable of the daemon, a file, or Vault (`vaultSecret()`). */

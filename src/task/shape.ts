@@ -1,5 +1,5 @@
-import { CtsError } from "../errors.ts";
-import type { Problem } from "../problems.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import type { Problem } from "../errors/problems.ts";
 
 // Task classes are written by users and loaded without a type-check (tsx strips types), so the
 // mistakes tsc would catch arrive here at run time: each one gets a message naming the class and

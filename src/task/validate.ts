@@ -1,8 +1,8 @@
-import { MAX_DATA_DEPTH, tooDeepAt } from "../data-depth.ts";
+import { MAX_DATA_DEPTH, tooDeepAt } from "../values/data-depth.ts";
 import { approvalProblems, guardProblems } from "./guards.ts";
-import type { Problem } from "../problems.ts";
+import type { Problem } from "../errors/problems.ts";
 import { parseCron } from "./cron.ts";
-import { parseDuration } from "../duration.ts";
+import { parseDuration } from "../time/duration.ts";
 import type { Condition, TaskInputs } from "./conditions.ts";
 import type { Task } from "./task.ts";
 import { SECRET_NAME } from "./secrets.ts";

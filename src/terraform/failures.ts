@@ -1,4 +1,4 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 
 /** Why an operation's signal fired. */
 export type AbortReason = "cancel" | "timeout";

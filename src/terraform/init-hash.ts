@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { MAX_WALK_DEPTH, tooDeepAt } from "../data-depth.ts";
+import { MAX_WALK_DEPTH, tooDeepAt } from "../values/data-depth.ts";
 
 /** JSON with object keys sorted, so equal content always gives equal text. */
 function stable(value: unknown): string {

@@ -1,4 +1,4 @@
-import type { CtsError } from "../errors.ts";
+import type { CtsError } from "../errors/cts-error.ts";
 import { commandFailure, textErrors } from "./failures.ts";
 import type { Operation, TextResult } from "./operation.ts";
 import { lockTimeoutArg } from "./settings.ts";

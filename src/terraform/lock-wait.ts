@@ -1,4 +1,4 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { formatDuration, TERRAFORM_STATE_LOCKED, type LockInfo } from "./failures.ts";
 
 /** A command that found the task's state locked by someone else, as it starts waiting for the lock. */

@@ -1,4 +1,4 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { nameProblem } from "../driver/task-name.ts";
 
 /** Throws FILE_NAME_INVALID unless an extra task file name stays a plain file in the task folder. */

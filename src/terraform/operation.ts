@@ -1,6 +1,6 @@
-import { pause } from "../pause.ts";
+import { pause } from "../time/pause.ts";
 import { basename } from "node:path";
-import type { CtsError } from "../errors.ts";
+import type { CtsError } from "../errors/cts-error.ts";
 import { abortedError, formatDuration, hungError, notStartedError, type AbortReason } from "./failures.ts";
 import { UiStream } from "./json-ui.ts";
 import { runProcess } from "./process.ts";

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { inFolder, linkRefused, refuseLinks, removeKept } from "../driver/safe-files.ts";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { commandFailure, textErrors } from "./failures.ts";
 import type { JsonResult, Operation } from "./operation.ts";
 import { lockTimeoutArg } from "./settings.ts";

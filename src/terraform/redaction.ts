@@ -1,5 +1,5 @@
-import { MAX_WALK_DEPTH } from "../data-depth.ts";
-import { CtsError } from "../errors.ts";
+import { MAX_WALK_DEPTH } from "../values/data-depth.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import type { RunResult } from "./types.ts";
 
 type Redact = (text: string) => string;

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { CtsError, messageOf } from "../errors.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
 import { installedProviders, type InstalledProvider } from "./installed-providers.ts";
 import type { Lease, ReattachConfig, WarmPool, WarmProcessInfo } from "./warm-pool.ts";
 

@@ -1,4 +1,4 @@
-import { CtsError, messageOf } from "../errors.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
 import { folderError } from "../driver/safe-files.ts";
 import { childPath, validateTaskName } from "../driver/task-name.ts";
 import { takeOverCtsFiles, takeOverLine } from "../cts/terraform/takeover.ts";

@@ -1,4 +1,4 @@
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../time/clock.ts";
 import { Account } from "./account.ts";
 import { ConfigurationVersions } from "./configuration-versions.ts";
 import { many, nextPage, one, toAgentPool, toOrganization, toStateOutput } from "./jsonapi.ts";

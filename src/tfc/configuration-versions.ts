@@ -1,5 +1,5 @@
-import { CtsError } from "../errors.ts";
-import { pause } from "../pause.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import { pause } from "../time/pause.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { packDirectory } from "./archive.ts";
 import { cancelledError } from "./errors.ts";

@@ -1,4 +1,4 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 
 /** The request an error is about (method and path only: no headers, no body). */

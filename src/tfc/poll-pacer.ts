@@ -1,5 +1,5 @@
-import { systemClock, type Clock } from "../clock.ts";
-import { pause } from "../pause.ts";
+import { systemClock, type Clock } from "../time/clock.ts";
+import { pause } from "../time/pause.ts";
 
 /** Polls per second a client's followers make in all, by default: two thirds of TFC's 30 requests/s per token. */
 export const DEFAULT_POLLS_PER_SECOND = 20;

@@ -1,4 +1,4 @@
-import { backoffDelay } from "../backoff.ts";
+import { backoffDelay } from "../time/backoff.ts";
 
 /** How the client retries (every wait is bounded; tests shorten them). */
 export interface RetryPolicy {

@@ -1,7 +1,7 @@
 import { cp, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, isAbsolute, join, resolve } from "node:path";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 
 /** `required_providers` entries added to every uploaded root module (driver.terraformCloud.requiredProviders). */
 export type RequiredProviders = Record<string, { source?: string; version?: string }>;

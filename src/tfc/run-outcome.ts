@@ -1,5 +1,5 @@
 import type { ResourceChange, RunResult } from "../driver/types.ts";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import type { TfcClient } from "./client.ts";
 import { awaitsPerson } from "./runs.ts";

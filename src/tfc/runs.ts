@@ -1,6 +1,6 @@
-import { systemClock, type Clock } from "../clock.ts";
-import { CtsError } from "../errors.ts";
-import { pause } from "../pause.ts";
+import { systemClock, type Clock } from "../time/clock.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import { pause } from "../time/pause.ts";
 import { PollPacer } from "./poll-pacer.ts";
 import { cancelledError } from "./errors.ts";
 import { included, many, one, toRun } from "./jsonapi.ts";

@@ -1,4 +1,4 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import type { TaskWorkspace } from "../driver/types.ts";
 import type { TfcClient } from "./client.ts";
 import type { Workspace, WorkspaceSettings } from "./types.ts";

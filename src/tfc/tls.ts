@@ -1,5 +1,5 @@
 import type { AgentOptions } from "node:https";
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { readTlsFiles, type TlsFileProblem, type TlsFileSettings } from "../tls-files.ts";
 
 /** TLS settings for Terraform Enterprise behind a private CA (CTS's driver `tls` block). */

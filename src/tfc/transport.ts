@@ -1,8 +1,8 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { systemClock, type Clock } from "../clock.ts";
-import { CtsError } from "../errors.ts";
-import { pause } from "../pause.ts";
+import { systemClock, type Clock } from "../time/clock.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import { pause } from "../time/pause.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { answerError, badAnswer, cancelledError, type CallSite, networkError } from "./errors.ts";
 import { backoffMs, DEFAULT_RETRY, rateLimitWaitMs, type RetryPolicy } from "./retry.ts";

@@ -1,4 +1,4 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { many, one, toVariable } from "./jsonapi.ts";
 import type { Transport } from "./transport.ts";
 import type { Variable, VariableInput } from "./types.ts";

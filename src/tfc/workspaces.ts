@@ -1,4 +1,4 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import { many, nextPage, one, toWorkspace } from "./jsonapi.ts";
 import type { Transport } from "./transport.ts";
 import type { Workspace, WorkspaceSettings } from "./types.ts";

@@ -1,4 +1,4 @@
-import { CtsError } from "./errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 
 // Go's time.ParseDuration units, in ms.
 const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };

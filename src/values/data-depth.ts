@@ -1,4 +1,4 @@
-import { CtsError } from "./errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 
 /**
  * How deeply task data may nest, counting objects and lists (`{"a":[1]}` is 2 levels): API request

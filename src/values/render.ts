@@ -2,7 +2,7 @@ import Handlebars from "handlebars";
 import { readFileSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CtsError } from "./errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 
 /** Shared templates shipped with cts (`templates/`). */
 export const TEMPLATES_DIR = fileURLToPath(new URL("../templates/", import.meta.url));

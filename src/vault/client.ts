@@ -1,7 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { CtsError, messageOf } from "../errors.ts";
-import { redactSecret } from "../log.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
+import { redactSecret } from "../log/logger.ts";
 import { readTlsFiles, type TlsFileSettings } from "../tls-files.ts";
 
 /** Where Vault is and how cts talks to it (CTS's `vault {}` block, env fallbacks applied). */

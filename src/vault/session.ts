@@ -1,5 +1,5 @@
-import { backoffDelay } from "../backoff.ts";
-import { messageOf } from "../errors.ts";
+import { backoffDelay } from "../time/backoff.ts";
+import { messageOf } from "../errors/cts-error.ts";
 import type { VaultClient } from "./client.ts";
 
 /** What the session logs (the token never: only what happened to it). */

@@ -1,6 +1,6 @@
-import { Duration } from "../duration.ts";
-import { CtsError } from "../errors.ts";
-import { systemClock, type Clock } from "../clock.ts";
+import { Duration } from "../time/duration.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import { systemClock, type Clock } from "../time/clock.ts";
 
 /** A resolved buffer period, in ms. */
 export interface BufferPeriodSettings {

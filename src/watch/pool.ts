@@ -1,4 +1,4 @@
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../time/clock.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { View, ViewFetch, ViewTiming } from "./view.ts";
 import { DEFAULT_VIEW_TIMING, View as ViewClass } from "./view.ts";

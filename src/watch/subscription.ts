@@ -1,4 +1,4 @@
-import type { CtsError } from "../errors.ts";
+import type { CtsError } from "../errors/cts-error.ts";
 import type { Source, SourceData } from "../consul/types.ts";
 import type { ViewHandle } from "./pool.ts";
 import type { View } from "./view.ts";

@@ -1,10 +1,10 @@
 import { createHmac, randomBytes } from "node:crypto";
-import { backoffDelay } from "../backoff.ts";
-import { systemClock, unrefTimer, type Clock } from "../clock.ts";
+import { backoffDelay } from "../time/backoff.ts";
+import { systemClock, unrefTimer, type Clock } from "../time/clock.ts";
 import { followBlockingQuery } from "../consul/blocking-query.ts";
 import type { ConsulApi } from "../consul/client.ts";
-import { CtsError, messageOf } from "../errors.ts";
-import { redactSecret } from "../log.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
+import { redactSecret } from "../log/logger.ts";
 import { dependencyId, type TemplateDependency, type TemplateLookup } from "../task/provider-templates.ts";
 import type { VaultClient } from "../vault/client.ts";
 import type { VaultSession } from "../vault/session.ts";

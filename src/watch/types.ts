@@ -1,4 +1,4 @@
-import type { CtsError } from "../errors.ts";
+import type { CtsError } from "../errors/cts-error.ts";
 import type { SkippedServiceListener, Source, SourceData } from "../consul/types.ts";
 
 /** A task's hold on the shared view(s) behind one source. */

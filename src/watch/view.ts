@@ -1,7 +1,7 @@
-import { backoffDelay, jittered, type Jitter } from "../backoff.ts";
+import { backoffDelay, jittered, type Jitter } from "../time/backoff.ts";
 import { isUnreachable } from "../consul/reachability.ts";
-import { systemClock, type Clock } from "../clock.ts";
-import { CtsError, toCtsError } from "../errors.ts";
+import { systemClock, type Clock } from "../time/clock.ts";
+import { CtsError, toCtsError } from "../errors/cts-error.ts";
 import { isFatalConsulError, isRefusedServiceName } from "../consul/api-error.ts";
 import { CTS_BLOCKING_TIMING, followBlockingQuery, type AfterFailure, type BlockingQuery, type BlockingTiming } from "../consul/blocking-query.ts";
 import { DEFAULT_WAIT_MS } from "../consul/client.ts";

@@ -1,10 +1,10 @@
-import { CtsError } from "../errors.ts";
+import { CtsError } from "../errors/cts-error.ts";
 import type { CatalogServicesRequest, ConsulApi, HealthServiceRequest, KvRequest } from "../consul/client.ts";
 import { sortInstances, toCatalogServices, toKvPairs, toServiceInstances, withUserMeta } from "../consul/convert.ts";
 import { catalogRequestFor, kvRequestFor, matchingNames, normalizeServicesQuery } from "../consul/query.ts";
 import { compileCatalogRegexp, filterCatalog } from "../consul/reader.ts";
 import type { CatalogServices, CatalogServicesQuery, KvPairs, KvQuery, ServiceInstance, ServicesQuery, Source } from "../consul/types.ts";
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../time/clock.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { ViewPool, type ViewHandle } from "./pool.ts";
 import { DerivedSubscription } from "./subscription.ts";

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { createPrometheusMetrics } from "../../src/metrics/prometheus.ts";
 import { createTerraformDriver, TERRAFORM_HUNG } from "../../src/terraform/index.ts";
 import type { LocalTerraformDriver } from "../../src/terraform/types.ts";

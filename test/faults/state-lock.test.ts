@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { createTerraformDriver, TERRAFORM_STATE_LOCKED, type StateLockWait } from "../../src/terraform/index.ts";
 import { stateLockWaitLine } from "../../src/daemon/driver-setup.ts";
 import type { LocalTerraformDriver, TerraformDriverOptions } from "../../src/terraform/types.ts";

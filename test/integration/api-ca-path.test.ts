@@ -9,8 +9,8 @@ import { tools } from "../support/tools.ts";
 import { createApiServer, type ApiServer } from "../../src/api/server.ts";
 import type { ApiController } from "../../src/api/deps.ts";
 import { readCtsConfig } from "../../src/cts/config/load.ts";
-import { createLogger } from "../../src/log.ts";
-import { CtsError } from "../../src/errors.ts";
+import { createLogger } from "../../src/log/logger.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 
 /** A CA (made with `consul tls`, as the other TLS tests) and a client certificate it signed, in `dir`. */
 function makeCa(dir: string, domain: string) {

@@ -7,8 +7,8 @@ import { createConsulClient, type ConsulClient } from "../../src/consul/client.t
 import { isAbortError } from "../../src/consul/api-error.ts";
 import { HaKv } from "../../src/ha/kv.ts";
 import { consulProblem, registerSelf } from "../../src/daemon/registration.ts";
-import { createLogger } from "../../src/log.ts";
-import { CtsError } from "../../src/errors.ts";
+import { createLogger } from "../../src/log/logger.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 
 const ACL = `acl {\n  enabled = true\n  default_policy = "deny"\n  tokens { initial_management = "root-token-for-tests" }\n}\n`;
 

@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { runsOf, startRuntime, tempDir, waitFor, writeConfig } from "../support/cts.ts";
 import { createPrometheusMetrics } from "../../src/metrics/prometheus.ts";
-import { quote, UNPRINTABLE } from "../../src/quote.ts";
+import { quote, UNPRINTABLE } from "../../src/values/quote.ts";
 
 const CTS = fileURLToPath(new URL("../../bin/cts.js", import.meta.url));
 const MODULE = fileURLToPath(new URL("../../modules/cts-echo", import.meta.url));

@@ -9,7 +9,7 @@ import { startCtsProcess } from "../support/cts-process.ts";
 import { createConsulClient, type ConsulClient } from "../../src/consul/client.ts";
 import { registerSelf } from "../../src/daemon/registration.ts";
 import { readCtsConfig } from "../../src/cts/config/load.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 
 type AgentService = { ID: string; Service: string; Tags: string[]; Address: string; Port: number };
 type AgentCheck = { CheckID: string; Name: string; Notes: string; ServiceID: string; Status: string; Definition?: { HTTP?: string } };

@@ -6,10 +6,10 @@ import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { startCtsProcess } from "../support/cts-process.ts";
 import { tempDir, writeConfig } from "../support/cts.ts";
 import { startSyslogListener, type SyslogListener } from "../support/syslog-listener.ts";
-import { openSyslog } from "../../src/log-syslog.ts";
-import { createLogger, redactSecret } from "../../src/log.ts";
+import { openSyslog } from "../../src/log/syslog.ts";
+import { createLogger, redactSecret } from "../../src/log/logger.ts";
 import { readCtsConfig } from "../../src/cts/config/load.ts";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 
 // go-syslog's local format: <PRI>Mmm dd hh:mm:ss name[pid]: message (time.Stamp, no hostname).
 const HEADER = /^<(\d+)>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d ([^[]+)\[(\d+)\]: (.*)$/s;

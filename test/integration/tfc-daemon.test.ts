@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/config/load.ts";
 import { startDaemonApi } from "../../src/daemon/api.ts";
 import { createRuntime, type Runtime } from "../../src/daemon/compose.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { TfcClient } from "../../src/tfc/client.ts";
 import { http } from "../support/api.ts";
 import { writeEchoModule } from "../support/api.ts";

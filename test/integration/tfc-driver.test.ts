@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ERROR_CATALOGUE, type ErrorCode } from "../../src/error-catalogue.ts";
+import { ERROR_CATALOGUE, type ErrorCode } from "../../src/errors/catalogue.ts";
 import { TfcDriver } from "../../src/tfc/driver.ts";
 import { TfcClient } from "../../src/tfc/client.ts";
 import { startTfcServer, type TfcTestServer } from "../support/tfc-server/index.ts";

@@ -6,7 +6,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/load.ts";
 import { createRuntime } from "../../src/daemon/compose.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { TfcClient } from "../../src/tfc/client.ts";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { tempDir } from "../support/cts.ts";

@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { TfcClient } from "../../src/tfc/client.ts";
 import { rootModule } from "../support/tfc-server/fixtures.ts";
 import { startTfcServer, type TfcTestServer } from "../support/tfc-server/index.ts";

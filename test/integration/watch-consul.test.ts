@@ -4,7 +4,7 @@ import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { startCountingProxy, type CountingProxy } from "../support/counting-proxy.ts";
 import { createConsulClient, type ConsulApi } from "../../src/consul/client.ts";
 import { createCatalogReader, createWatcher, type ConsulWatcher } from "../../src/watch/watcher.ts";
-import type { CtsError } from "../../src/errors.ts";
+import type { CtsError } from "../../src/errors/cts-error.ts";
 import type { ServiceInstance } from "../../src/consul/types.ts";
 
 /** Short waits so blocking queries cycle quickly and recovery after a restart is fast. */

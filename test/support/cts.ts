@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../src/config/load.ts";
-import { createLogger, type Logger } from "../../src/log.ts";
+import { createLogger, type Logger } from "../../src/log/logger.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../../src/daemon/compose.ts";
 import { tools } from "./tools.ts";
 

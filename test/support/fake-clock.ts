@@ -1,4 +1,4 @@
-import type { Clock } from "../../src/clock.ts";
+import type { Clock } from "../../src/time/clock.ts";
 import { settled } from "./waits.ts";
 
 /** A clock that only moves when the test moves it: timers fire in due order, time jumps to each. */

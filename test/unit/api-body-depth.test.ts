@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { createApiApp } from "../../src/api/app.ts";
 import type { ApiController } from "../../src/api/deps.ts";
 import { MAX_BODY_DEPTH } from "../../src/api/request-body.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { EventStore } from "../../src/runtime/events.ts";
 import type { RunOutcome, TaskView } from "../../src/runtime/controller.ts";
 import type { ModuleTaskSpec } from "../../src/synth/task-ref.ts";

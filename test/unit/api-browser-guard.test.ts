@@ -4,7 +4,7 @@ import { contentTypeProblem, hostProblem, originProblem } from "../../src/api/br
 import { apiAccessProblems, parseHost } from "../../src/config/api-access.ts";
 import { createApiServer, type ApiServer } from "../../src/api/server.ts";
 import type { ApiController } from "../../src/api/deps.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { EventStore } from "../../src/runtime/events.ts";
 import type { TaskView } from "../../src/runtime/controller.ts";
 import type { ModuleTaskSpec } from "../../src/synth/task-ref.ts";

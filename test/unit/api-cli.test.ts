@@ -7,7 +7,7 @@ import { confirm } from "../../src/cli/confirm.ts";
 import { resolveHttpAddr, DEFAULT_HTTP_ADDR } from "../../src/cli/api-client.ts";
 import { parseTask } from "../../src/api/task-request.ts";
 import { selfServiceDefinition } from "../../src/daemon/registration.ts";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 
 const isUsage = (message: RegExp) => (err: unknown) => err instanceof CtsError && err.category === "usage" && message.test(err.message);
 const usage = (fn: () => unknown, message: RegExp) => assert.throws(fn, isUsage(message));

@@ -7,7 +7,7 @@ import { foldKeys, TASK_SHAPE } from "../../src/cts/api/decode.ts";
 import { decodeVariables, encodeValue, encodeVariables } from "../../src/cts/api/variables.ts";
 import { ApiError } from "../../src/api/http-error.ts";
 import { knownSecrets, REDACTED } from "../../src/secrets/redactor.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { EventStore, makeEvent } from "../../src/runtime/events.ts";
 import type { RunOutcome, TaskView } from "../../src/runtime/controller.ts";
 import type { ModuleTaskSpec } from "../../src/synth/task-ref.ts";

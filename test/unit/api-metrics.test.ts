@@ -2,7 +2,7 @@ import { describe, it, after } from "node:test";
 import assert from "node:assert/strict";
 import { createApiServer, type ApiServer } from "../../src/api/server.ts";
 import { apiAccessProblems } from "../../src/config/api-access.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { createPrometheusMetrics } from "../../src/metrics/prometheus.ts";
 import { logFormatOf } from "../../src/cli/run.ts";
 import { http } from "../support/api.ts";

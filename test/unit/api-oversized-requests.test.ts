@@ -4,7 +4,7 @@ import { connect } from "node:net";
 import { maxHeaderSize } from "node:http";
 import { createApiServer, type ApiServer } from "../../src/api/server.ts";
 import type { ApiController } from "../../src/api/deps.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { EventStore } from "../../src/runtime/events.ts";
 
 /** A controller with no tasks: these requests never reach a handler that needs more. */

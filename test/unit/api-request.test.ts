@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import type { ApiController } from "../../src/api/deps.ts";
 import { ApiError } from "../../src/api/http-error.ts";
 import { createApiServer } from "../../src/api/server.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { EventStore } from "../../src/runtime/events.ts";
 import type { TaskView } from "../../src/runtime/interfaces.ts";
 import { services } from "../../src/task/conditions.ts";

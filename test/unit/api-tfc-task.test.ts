@@ -6,7 +6,7 @@ import type { ApiController } from "../../src/api/deps.ts";
 import { specToCts } from "../../src/cts/api/shape.ts";
 import { decodeCreateRequest } from "../../src/cts/api/decode.ts";
 import { parseCreateBody } from "../../src/api/task-request.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { EventStore } from "../../src/runtime/events.ts";
 import type { TaskView } from "../../src/runtime/controller.ts";
 import type { ModuleTaskSpec } from "../../src/synth/task-ref.ts";

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { AROUND_JITTER, backoffDelay, jittered, NO_JITTER } from "../../src/backoff.ts";
+import { AROUND_JITTER, backoffDelay, jittered, NO_JITTER } from "../../src/time/backoff.ts";
 
 describe("backoff", () => {
   const low = () => 0;

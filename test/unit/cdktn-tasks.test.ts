@@ -5,7 +5,7 @@ import * as cdktf from "cdktf";
 import { DataResource, Fn, TerraformIterator, TerraformOutput, TerraformVariable, Token, type TerraformMetaArguments } from "cdktn";
 import { id, provider as randomProvider } from "@cdktn/provider-random";
 import { file, provider as localProvider } from "@cdktf/provider-local";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { ModuleTask, Task, Testing, expression, services, type ServicesCondition, type TaskInput, type TaskScope } from "../../src/index.ts";
 import { CDKTN } from "../fixtures/cdk-kits.ts";
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createConsulClient } from "../../src/consul/client.ts";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 
 /**
  * A stand-in for Consul's answers to ACL-limited reads (the real agent's are pinned in

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createConsulClient, type ConsulClient } from "../../src/consul/client.ts";
 import { HaKv } from "../../src/ha/kv.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 
 /** What the stand-in agent saw of one request. */
 interface Seen {

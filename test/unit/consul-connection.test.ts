@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { consulEnvForTerraform, resolveConsulConnection } from "../../src/consul/connection.ts";
 import { isFatalConsulError, toConsulError } from "../../src/consul/api-error.ts";
 

@@ -6,9 +6,9 @@ import { Agent } from "node:http";
 import { getEventListeners } from "node:events";
 import { createConsulClient } from "../../src/consul/client.ts";
 import { rawGet } from "../../src/consul/raw-get.ts";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { isRefusedServiceName } from "../../src/consul/api-error.ts";
-import { quote } from "../../src/quote.ts";
+import { quote } from "../../src/values/quote.ts";
 import { deferred } from "../support/waits.ts";
 
 /** A stand-in for the agent's health endpoint (unit level: the real agent is in the integration tests). */

@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createReachabilityTracker, REMINDER_EVERY_MS } from "../../src/consul/reachability.ts";
-import { CtsError } from "../../src/errors.ts";
-import { createLogger } from "../../src/log.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { fakeClock } from "../support/fake-clock.ts";
 
 const unreachable = () => new CtsError("CONSUL_UNREACHABLE", "external", "Cannot reach Consul at http://127.0.0.1:1 while reading: ECONNREFUSED.");

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import type { ConsulApi, HealthEntry, HealthServiceRequest } from "../../src/consul/client.ts";
 import { createCatalogReader } from "../../src/consul/reader.ts";
 import { isRefusedServiceName, refusedServiceName } from "../../src/consul/api-error.ts";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 
 function entry(name: string, id: string, node: string): HealthEntry {
   return { Node: { Node: node, Address: "10.0.0.1" }, Service: { ID: id, Service: name, Port: 1 }, Checks: [] };

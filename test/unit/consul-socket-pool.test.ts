@@ -7,7 +7,7 @@ import { createServer as createTcpServer, type AddressInfo, type Socket } from "
 import { createSocketPool } from "../../src/consul/socket-pool.ts";
 import { consulEnvForTerraform, resolveConsulConnection } from "../../src/consul/connection.ts";
 import { consulConnectionFor } from "../../src/config/consul-connection.ts";
-import { redact } from "../../src/log.ts";
+import { redact } from "../../src/log/logger.ts";
 
 /** A local HTTP server that numbers its connections; `/hold` waits until released. */
 async function server() {

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { every } from "../../src/clock.ts";
+import { every } from "../../src/time/clock.ts";
 import { followCron, parseCron } from "../../src/task/cron.ts";
 import { fakeClock } from "../support/fake-clock.ts";
 

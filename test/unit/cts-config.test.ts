@@ -10,7 +10,7 @@ import { tempDir } from "../support/cts.ts";
 import { backendSecretEnv } from "../../src/config/backend-secrets.ts";
 import { backendBlock } from "../../src/synth/backend.ts";
 import { commandEnv } from "../../src/terraform/env.ts";
-import { redact } from "../../src/log.ts";
+import { redact } from "../../src/log/logger.ts";
 
 const DIR = fileURLToPath(new URL("../fixtures/cts-configs/", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));

@@ -12,7 +12,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
-import { redact, redactSecret } from "../../src/log.ts";
+import { redact, redactSecret } from "../../src/log/logger.ts";
 import { REDACTED } from "../../src/secrets/redactor.ts";
 import { deferred } from "../support/waits.ts";
 import { encodings, secretArbitrary, wellFormed } from "../fixtures/secret-encodings.ts";

@@ -5,7 +5,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ProbeAnswer as ConsulAnswer, ConsulProbe as ConsulHttp } from "../../src/doctor/consul-probe.ts";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { consulKv, services, schedule, Task, type TaskScope } from "../../src/index.ts";
 import type { Condition, TaskInputs } from "../../src/task/conditions.ts";
 import { doctorHint, formatCheck } from "../../src/doctor/check.ts";

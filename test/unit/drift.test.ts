@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { createController } from "../../src/daemon/compose.ts";
 import { driftSettings } from "../../src/runtime/drift.ts";
 import { driftCheckProblems } from "../../src/task/validate.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
 import { fakeWatcher } from "../support/fake-watcher.ts";
 import type { RunResult, TaskWorkspace } from "../../src/terraform/types.ts";

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { Duration, formatDuration, parseDuration } from "../../src/duration.ts";
-import { CtsError } from "../../src/errors.ts";
+import { Duration, formatDuration, parseDuration } from "../../src/time/duration.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 
 describe("durations", () => {
   it("parses Go-style text and ms numbers", () => {

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CtsError, ERROR_CATALOGUE, isErrorCode } from "../../src/errors.ts";
+import { CtsError, ERROR_CATALOGUE, isErrorCode } from "../../src/errors/cts-error.ts";
 import { ERRORS_PAGE, errorTable, tableIn } from "../../scripts/error-table.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -33,7 +33,7 @@ describe("the error catalogue", () => {
     const found = await constructions();
     assert.ok(found.length > 50, "the scan finds the constructions");
     for (const c of found) {
-      assert.ok(isErrorCode(c.code), `${c.file}: ${c.code} is not in src/error-catalogue.ts`);
+      assert.ok(isErrorCode(c.code), `${c.file}: ${c.code} is not in src/errors/catalogue.ts`);
       assert.equal(c.category, ERROR_CATALOGUE[c.code as keyof typeof ERROR_CATALOGUE].category, `${c.file}: ${c.code} is "${c.category}" here but "${ERROR_CATALOGUE[c.code as keyof typeof ERROR_CATALOGUE].category}" in the catalogue`);
     }
   });

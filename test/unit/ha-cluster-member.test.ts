@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { LoadedConfig } from "../../src/config/load.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import type { HaControl, TaskView } from "../../src/runtime/interfaces.ts";
 import { ClusterMember } from "../../src/ha/cluster-member.ts";
 import type { HaKv, KvItem, TxnOp } from "../../src/ha/kv.ts";

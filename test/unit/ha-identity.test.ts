@@ -1,10 +1,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { checkIdentity } from "../../src/ha/identity.ts";
 import type { HaKv } from "../../src/ha/kv.ts";
 import { resolveHaSettings } from "../../src/ha/settings.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 
 const settings = resolveHaSettings({ id: "cts-a", highAvailability: { cluster: { name: "c" } } });
 const OURS = "http://127.0.0.1:8558";

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createLogger } from "../../src/log.ts";
-import { CtsError } from "../../src/errors.ts";
+import { createLogger } from "../../src/log/logger.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import type { HaKv, TxnOp } from "../../src/ha/kv.ts";
 import { LeaderSession, type SessionLoss } from "../../src/ha/session.ts";
 import { resolveHaSettings } from "../../src/ha/settings.ts";

@@ -13,8 +13,7 @@ const SRC = fileURLToPath(new URL("../../src", import.meta.url));
 /** Top-level files of src/ grouped into parts; every other part is a folder of src/. */
 const FILE_PARTS: Record<string, readonly string[]> = {
   public: ["index.ts", "testing.ts", "assertions.ts", "register.ts"],
-  log: ["log.ts", "log-syslog.ts"],
-  shared: ["errors.ts", "error-catalogue.ts", "problems.ts", "duration.ts", "data-depth.ts", "pause.ts", "clock.ts", "quote.ts", "render.ts", "version.ts", "source-loader.mjs", "user-frames.ts", "backoff.ts", "is-object.ts", "tls-files.ts"],
+  shared: ["version.ts", "source-loader.mjs", "tls-files.ts"],
 };
 
 /**
@@ -35,7 +34,8 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ["driver"],
   ["log"],
   ["secrets", "metrics"],
-  ["shared"],
+  ["time", "values"],
+  ["errors", "shared"],
 ];
 
 /** Imports allowed to run against the layers, each with its reason (ARCHITECTURE.md lists them too). */

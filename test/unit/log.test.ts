@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createLogger, redactSecret } from "../../src/log.ts";
+import { createLogger, redactSecret } from "../../src/log/logger.ts";
 
 const capture = (json: boolean, level: "debug" | "info" = "info") => {
   const lines: string[] = [];

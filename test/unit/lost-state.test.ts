@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createController } from "../../src/daemon/compose.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import type { ConsulReachability } from "../../src/consul/reachability.ts";
 import { fingerprintOf, terraformStates } from "../../src/state/terraform-states.ts";
 import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createController } from "../../src/daemon/compose.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { noMetrics, processLabel, viewKind } from "../../src/metrics/metrics.ts";
 import { createPrometheusMetrics } from "../../src/metrics/prometheus.ts";
 import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";

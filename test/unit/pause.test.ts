@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { pause } from "../../src/pause.ts";
+import { pause } from "../../src/time/pause.ts";
 import { fakeClock } from "../support/fake-clock.ts";
 import { settled } from "../support/waits.ts";
 

@@ -15,7 +15,7 @@ import {
   vaultSecret,
   type TemplateLookup,
 } from "../../src/task/provider-templates.ts";
-import { redact } from "../../src/log.ts";
+import { redact } from "../../src/log/logger.ts";
 import { TemplateValues } from "../../src/watch/template-values.ts";
 import type { VaultClient, VaultSecret } from "../../src/vault/client.ts";
 import type { VaultSession } from "../../src/vault/session.ts";

@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createController } from "../../src/daemon/compose.ts";
-import { CtsError } from "../../src/errors.ts";
-import { createLogger } from "../../src/log.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
 import { MemberList } from "../fixtures/tasks.ts";
 

@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createController } from "../../src/daemon/compose.ts";
-import { CtsError } from "../../src/errors.ts";
-import { createLogger } from "../../src/log.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
 import { DEFAULT_RETRY_POLICY, nextDelay, TERRAFORM_HUNG, TERRAFORM_STATE_LOCKED, type RetryHistory } from "../../src/runtime/retry.ts";
 import type { RetryNotice } from "../../src/runtime/interfaces.ts";

@@ -1,10 +1,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { refusedServiceName } from "../../src/consul/api-error.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { createPrometheusMetrics } from "../../src/metrics/prometheus.ts";
-import { quote } from "../../src/quote.ts";
+import { quote } from "../../src/values/quote.ts";
 import { skippedServices } from "../../src/runtime/skipped-services.ts";
 import { TaskInputReader } from "../../src/runtime/task-input.ts";
 import type { TaskEntry } from "../../src/runtime/task-entry.ts";

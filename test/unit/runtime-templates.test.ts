@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createController } from "../../src/daemon/compose.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
 import { services } from "../../src/task/conditions.ts";
 import { ModuleTask } from "../../src/task/module-task.ts";

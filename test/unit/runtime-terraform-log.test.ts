@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { terraformOutputLog } from "../../src/daemon/driver-setup.ts";
 
 describe("Terraform's own output in the daemon's log", () => {

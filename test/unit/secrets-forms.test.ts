@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { REDACTED, Redactor } from "../../src/secrets/redactor.ts";
-import { createLogger, redactSecret } from "../../src/log.ts";
+import { createLogger, redactSecret } from "../../src/log/logger.ts";
 import { encodings, goJson, secretArbitrary } from "../fixtures/secret-encodings.ts";
 
 /** Text around a secret: ordinary words or generated characters. */

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { MIN_SECRET_LENGTH, REDACTED, Redactor } from "../../src/secrets/redactor.ts";
 import { redactedError, redactedResult } from "../../src/terraform/redaction.ts";
 import { EventStore, makeEvent } from "../../src/runtime/events.ts";

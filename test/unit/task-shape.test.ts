@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Task, services, type ServicesCondition, type TaskScope } from "../../src/index.ts";
 import { loadConfig, validateConfig } from "../../src/config/load.ts";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import type { CtsConfig } from "../../src/config/types.ts";
 import { PUBLIC_API } from "../support/cts.ts";
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { APPLIED_FILE, FileTaskState, HOLD_FILE, keptAppliedKey, STATE_FOLDER } from "../../src/state/file-state.ts";
 import { KvTaskState, type KvAccess } from "../../src/state/kv-state.ts";
 import type { HeldPlan } from "../../src/state/records.ts";

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { LocalDriver, type LocalDriverParts } from "../../src/terraform/driver.ts";
 import { failedError } from "../../src/terraform/failures.ts";
 import type { ChangeKind } from "../../src/terraform/plan-apply.ts";

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { createInitSteps } from "../../src/terraform/init-steps.ts";
 import type { Operation, TextResult } from "../../src/terraform/operation.ts";
 

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { commandFailure } from "../../src/terraform/failures.ts";
 import { waitOutStateLocks, type StateLockWait } from "../../src/terraform/lock-wait.ts";
 import { stateLockWaitLine } from "../../src/daemon/driver-setup.ts";

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { LocalDriver, type LocalDriverParts } from "../../src/terraform/driver.ts";
 import { captureInit, restoreInit } from "../../src/terraform/init-reuse.ts";
 import { Initializer } from "../../src/terraform/initializer.ts";

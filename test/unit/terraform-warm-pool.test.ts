@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { createWarmPool, type LaunchSpec, type ProviderLauncher, type ProviderServer, type WarmLimits } from "../../src/terraform/warm-pool.ts";
 import { createWarmProviders, isTransportFailure } from "../../src/terraform/warm-providers.ts";
 import { parseLockFile } from "../../src/terraform/installed-providers.ts";

@@ -5,7 +5,7 @@ import { syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { folderError } from "../../src/driver/safe-files.ts";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { Initializer } from "../../src/terraform/initializer.ts";
 import type { Operation } from "../../src/terraform/operation.ts";
 import { ensureTaskDir, writeTaskFiles } from "../../src/terraform/working-dir.ts";

@@ -3,9 +3,9 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 import { Testing } from "../../src/testing.ts";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { serializeError } from "../../src/synth/synthesizer.ts";
-import { userCode, userCodeFields, userStackText } from "../../src/user-frames.ts";
+import { userCode, userCodeFields, userStackText } from "../../src/errors/user-frames.ts";
 import { ThrowsInSynth } from "../fixtures/throwing-tasks.ts";
 
 const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))));

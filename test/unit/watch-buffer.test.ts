@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { CtsError } from "../../src/errors.ts";
-import { Duration } from "../../src/duration.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
+import { Duration } from "../../src/time/duration.ts";
 import { BufferPeriod, normalizeBufferPeriod } from "../../src/watch/buffer.ts";
 import { fakeClock } from "../support/fake-clock.ts";
 

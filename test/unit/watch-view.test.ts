@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { refusedServiceName } from "../../src/consul/api-error.ts";
 import { createPrometheusMetrics } from "../../src/metrics/prometheus.ts";
 import { View, stableStringify, type ViewFetch } from "../../src/watch/view.ts";

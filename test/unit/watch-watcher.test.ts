@@ -1,6 +1,6 @@
 import { describe, it, afterEach } from "node:test";
 import assert from "node:assert/strict";
-import { CtsError } from "../../src/errors.ts";
+import { CtsError } from "../../src/errors/cts-error.ts";
 import { refusedServiceName } from "../../src/consul/api-error.ts";
 import type { ConsulApi, HealthEntry, KvEntry, QueryOptions, QueryResult } from "../../src/consul/client.ts";
 import type { ServiceInstance } from "../../src/consul/types.ts";

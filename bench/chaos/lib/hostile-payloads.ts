@@ -6,7 +6,7 @@
  */
 import fc from "fast-check";
 import { catalogString } from "../../../test/fixtures/untrusted-arbitraries.ts";
-import { UNPRINTABLE } from "../../../src/quote.ts";
+import { UNPRINTABLE } from "../../../src/values/quote.ts";
 import type { HOSTILE_WAYS } from "../tasks.ts";
 
 /** Prefix of every hostile service name (the tasks' regexp is `^hostile-`). */

@@ -1,4 +1,4 @@
-import { CtsError } from "../../errors.ts";
+import { CtsError } from "../../errors/cts-error.ts";
 import { jsonWithRequestId } from "../answer.ts";
 import { changeHooks } from "../change-hooks.ts";
 import { heldToApi, specToCts, taskToCts } from "../../cts/api/shape.ts";

@@ -1,7 +1,7 @@
 import { ApiError } from "../../api/http-error.ts";
 import { checkBodyDepth } from "../../api/request-body.ts";
 import { decodeVariables } from "./variables.ts";
-import { isObject } from "../../is-object.ts";
+import { isObject } from "../../values/is-object.ts";
 
 /**
  * CTS's server decodes request JSON with Go's encoding/json (and mapstructure for PATCH), which

@@ -1,4 +1,4 @@
-import { formatDuration, parseDuration } from "../../duration.ts";
+import { formatDuration, parseDuration } from "../../time/duration.ts";
 import type { TaskView } from "../../runtime/controller.ts";
 import type { TaskEvent, TaskStatus } from "../../runtime/events.ts";
 import type { DriftState } from "../../runtime/drift.ts";

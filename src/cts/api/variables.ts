@@ -1,9 +1,9 @@
 import { attributesOf, parseHcl } from "../../config/hcl.ts";
-import { MAX_DATA_DEPTH } from "../../data-depth.ts";
-import { messageOf } from "../../errors.ts";
+import { MAX_DATA_DEPTH } from "../../values/data-depth.ts";
+import { messageOf } from "../../errors/cts-error.ts";
 import { knownSecrets } from "../../secrets/redactor.ts";
 import { ApiError } from "../../api/http-error.ts";
-import { isObject } from "../../is-object.ts";
+import { isObject } from "../../values/is-object.ts";
 
 /**
  * Task `variables` in both forms clients send. CTS's API types them as a map of strings, each an

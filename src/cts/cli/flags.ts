@@ -1,5 +1,5 @@
 import { CommanderError } from "commander";
-import { CtsError } from "../../errors.ts";
+import { CtsError } from "../../errors/cts-error.ts";
 
 /**
  * CTS's CLI habits for `cts task …`. CTS parses flags with Go's `flag` package: one or two dashes

@@ -1,5 +1,5 @@
 import { services, type ServicesCondition } from "../../task/conditions.ts";
-import { isObject } from "../../is-object.ts";
+import { isObject } from "../../values/is-object.ts";
 import { configError, type ReadBlock } from "./schema.ts";
 import type { HclValue } from "../../config/hcl.ts";
 

@@ -1,8 +1,8 @@
 import type { TerraformCloudDriverConfig, TerraformDriverConfig } from "../../config/types.ts";
 import { configError, TERRAFORM_DRIVER_KEYS, TFC_DRIVER_KEYS, type ReadBlock } from "./schema.ts";
-import { isObject } from "../../is-object.ts";
+import { isObject } from "../../values/is-object.ts";
 import type { HclValue } from "../../config/hcl.ts";
-import { redactSecret } from "../../log.ts";
+import { redactSecret } from "../../log/logger.ts";
 import { backendSecretEnv } from "../../config/backend-secrets.ts";
 import { terraformCloudDriverProblems } from "../../config/terraform-cloud.ts";
 import { tlsFileSettings } from "./tls.ts";

@@ -1,7 +1,7 @@
 import { readFile, readdir, stat } from "node:fs/promises";
 import { extname, join, resolve } from "node:path";
-import { CtsError, messageOf } from "../../errors.ts";
-import { MAX_WALK_DEPTH, tooDeepAt } from "../../data-depth.ts";
+import { CtsError, messageOf } from "../../errors/cts-error.ts";
+import { MAX_WALK_DEPTH, tooDeepAt } from "../../values/data-depth.ts";
 import { parseHcl, type HclBody, type HclValue } from "../../config/hcl.ts";
 import { hcl1Strings } from "../../config/hcl1-strings.ts";
 import { CTS_SCHEMA, configError, readBlock, type BlockSchema, type ReadBlock } from "./schema.ts";

@@ -1,6 +1,6 @@
 import { readdir } from "node:fs/promises";
 import { basename, dirname, resolve } from "node:path";
-import { CtsError } from "../../errors.ts";
+import { CtsError } from "../../errors/cts-error.ts";
 import type { Condition, TaskInputs } from "../../task/conditions.ts";
 import type { ModuleTask } from "../../task/module-task.ts";
 import { ctsConfigFiles, mergeCtsFiles, readCtsFiles } from "./files.ts";

@@ -1,6 +1,6 @@
 import type { CtsConfig, HighAvailabilityConfig, VaultConfig } from "../../config/types.ts";
 import { configError, type ReadBlock } from "./schema.ts";
-import { isObject } from "../../is-object.ts";
+import { isObject } from "../../values/is-object.ts";
 import type { HclValue } from "../../config/hcl.ts";
 import { workingRoot } from "../../config/working-dirs.ts";
 import { bufferPeriod, ctsTasks, guardsOf } from "./tasks.ts";
@@ -8,7 +8,7 @@ import { ctsDrivers } from "./drivers.ts";
 import { ctsServiceRegistration } from "../../config/service-registration.ts";
 import { ctsConsulTransport } from "../../config/consul-transport.ts";
 import { weaklyTyped } from "./weak-types.ts";
-import { SYSLOG_FACILITIES, syslogPriority } from "../../log-syslog.ts";
+import { SYSLOG_FACILITIES, syslogPriority } from "../../log/syslog.ts";
 import { guardSettings } from "../../task/guards.ts";
 import { tlsFileSettings } from "./tls.ts";
 
