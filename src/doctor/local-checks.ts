@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { messageOf } from "../errors/cts-error.ts";
+import { folderFix, removeKept, writeKept } from "../driver/safe-files.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
 import type { TerraformProbe } from "../terraform/probe.ts";
 import { terraformVersion } from "../terraform/version.ts";
 import { readInitRecordSync } from "../terraform/working-dir.ts";
@@ -47,8 +48,7 @@ export async function checkProviders(
   if (names.length === 0) return pass("providers", "the tasks use no providers");
   const dir = join(opts.scratchRoot, `.cts-doctor-${randomBytes(4).toString("hex")}`);
   try {
-    await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, "main.tf.json"), JSON.stringify({ terraform: { required_providers: providers } }));
+    writeKept(dir, "main.tf.json", JSON.stringify({ terraform: { required_providers: providers } }));
     const timeoutMs = opts.timeoutMs ?? 300_000;
     const res = await runner.probe(binary, ["init", "-backend=false", "-input=false", "-no-color"], { cwd: dir, timeoutMs });
     const cliConfig = runner.env().TF_CLI_CONFIG_FILE;
@@ -65,16 +65,19 @@ export async function checkProviders(
   }
 }
 
-/** The working dir can be created and written. */
+/** The working dir can be created and written (as cts writes there: no link followed). */
 export async function checkWorkingDir(root: string): Promise<CheckResult> {
-  const probe = join(root, `.cts-doctor-${randomBytes(4).toString("hex")}`);
+  const probe = `.cts-doctor-${randomBytes(4).toString("hex")}`;
   try {
     await mkdir(root, { recursive: true });
-    await writeFile(probe, "cts doctor probe");
-    await rm(probe, { force: true });
+    writeKept(root, probe, "cts doctor probe");
+    removeKept(root, probe);
     return pass("working-dir", `${root} is writable`);
   } catch (err) {
-    return fail("working-dir", `cannot write in ${root}: ${messageOf(err)}`, "set driver.terraform.workingDir to a directory this user may write, or fix its owner/permissions");
+    const cause = err instanceof CtsError && err.cause instanceof Error ? err.cause : err;
+    const code = (cause as NodeJS.ErrnoException).code;
+    const byCause = code && code !== "ENOENT" ? `; ${folderFix(code, root)}` : ", or fix its owner/permissions";
+    return fail("working-dir", `cannot write in ${root}: ${messageOf(cause)}`, `set driver.terraform.workingDir to a directory this user may write${byCause}`);
   }
 }
 
