@@ -5,7 +5,7 @@ import { abortError, toConsulError, type CallDescription } from "./api-error.ts"
 import { basicAuthHeader, httpsOptions, type ConsulConnection } from "./connection.ts";
 import { openPackageClient, type Answer, type CommonCallOptions, type PackageClient } from "./package.ts";
 import { rawGet, type RawGetTarget } from "./raw-get.ts";
-import type { ReachabilityTracker } from "./reachability.ts";
+import type { AnswerKind, ReachabilityTracker } from "./reachability.ts";
 import { createSocketPool } from "./socket-pool.ts";
 
 /** Where a call goes: Consul's datacenter, namespace and admin partition (all optional). */
@@ -25,6 +25,12 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Hard limit of a non-blocking exchange (default 60 s). */
   timeoutMs?: number;
+  /**
+   * What an answer says about Consul (reachability.ts): default `servers`, a real answer. The
+   * agent's own endpoints say `agent` (it answers them without a leader); `/v1/status/leader`
+   * says `no-leader` for an empty answer.
+   */
+  answeredBy?: (body: unknown) => AnswerKind;
 }
 
 /** One answer: its body (absent on a 404 KV read), X-Consul-Index and the ACL-filtered flag. */
@@ -146,20 +152,18 @@ export function createConsulTransport(conn: ConsulConnection, metrics: Metrics =
       signal?.addEventListener("abort", onAbort, { once: true });
       const common: CommonCallOptions = { ctx, timeout, ...(token ? { token } : {}), ...params };
       const started = performance.now();
+      const sent = reach?.sent();
       let ok = false;
       try {
         const [res, body] = await run(clientFor(scope.namespace), common);
         ok = true;
-        reach?.answered();
+        reach?.answered(opts.answeredBy ? opts.answeredBy(body) : "servers", sent);
         return toReply(res, body);
       } catch (err) {
         if (signal?.aborted) throw abortError(signal);
         // Reachability is judged on Consul's own error mapping (a caller's mapper words it its way).
         const consulError = toConsulError(err, { ...desc, url: conn.url });
-        if (reach) {
-          if (consulError.detail.status !== undefined) reach.answered();
-          else reach.failed(consulError);
-        }
+        reach?.failed(consulError, sent, opts.answeredBy ? "agent" : "servers");
         throw mapError === toConsulError ? consulError : mapError(err, { ...desc, url: conn.url });
       } finally {
         signal?.removeEventListener("abort", onAbort);
@@ -174,11 +178,12 @@ export function createConsulTransport(conn: ConsulConnection, metrics: Metrics =
       const { blocking, timeout, params } = exchange(opts, scope);
       const search = new URLSearchParams({ ...query, ...params }).toString();
       const started = performance.now();
+      const sent = reach?.sent();
       // No async frame: a waiting query holds this one step, not a suspended function per layer.
       return rawGet(targetFor(scope.namespace), search ? `/v1${path}?${search}` : `/v1${path}`, timeout, signal).then(
         ([res, body]) => {
           metrics.consulRequest({ ok: true, blocking, seconds: (performance.now() - started) / 1000 });
-          reach?.answered();
+          reach?.answered("servers", sent);
           return toReply(res, body);
         },
         (err: unknown) => {
@@ -186,8 +191,7 @@ export function createConsulTransport(conn: ConsulConnection, metrics: Metrics =
           if (signal?.aborted) throw abortError(signal);
           metrics.consulRequest({ ok: false, blocking, seconds: (performance.now() - started) / 1000 });
           const consulError = toConsulError(err, { ...describe(), url: conn.url });
-          if (consulError.detail.status !== undefined) reach?.answered();
-          else reach?.failed(consulError);
+          reach?.failed(consulError, sent);
           throw consulError;
         },
       );

@@ -3,7 +3,7 @@ import { request as httpsRequest } from "node:https";
 import type { CallDescription } from "../consul/api-error.ts";
 import type { ConsulClient } from "../consul/client.ts";
 import type { Answer, CommonCallOptions, PackageClient } from "../consul/package.ts";
-import { replyOf, statusOf } from "../consul/transport.ts";
+import { replyOf, statusOf, type CallOptions } from "../consul/transport.ts";
 import { CtsError, messageOf, type ErrorCode } from "../errors/cts-error.ts";
 import type { Logger } from "../log/logger.ts";
 import { VERSION } from "../version.ts";
@@ -24,15 +24,31 @@ function agentError(code: ErrorCode) {
   };
 }
 
+/**
+ * The agent answers its own endpoints without the servers (a registration, its services): such an
+ * answer says nothing of whether Consul works, so it never marks Consul back (reachability.ts).
+ */
+const AGENT_ONLY = { answeredBy: () => "agent" as const };
+
+/** `/v1/status/leader`: an empty answer is an agent that knows no leader (Consul unavailable). */
+const LEADER_ANSWER = { answeredBy: (body: unknown) => (typeof body === "string" && body !== "" ? ("agent" as const) : ("no-leader" as const)) };
+
 /** One plain agent call on the process's Consul client, with a hard timeout. */
-function agentCall<T>(consul: ConsulClient, what: string, code: ErrorCode, timeoutMs: number, run: (c: PackageClient, common: CommonCallOptions) => Promise<Answer<T>>) {
-  return consul.call({ what, permission: `service:write on "${SELF_SERVICE_NAME}"` }, {}, { timeoutMs }, run, agentError(code));
+function agentCall<T>(
+  consul: ConsulClient,
+  what: string,
+  code: ErrorCode,
+  timeoutMs: number,
+  run: (c: PackageClient, common: CommonCallOptions) => Promise<Answer<T>>,
+  answers: Pick<CallOptions, "answeredBy"> = AGENT_ONLY,
+) {
+  return consul.call({ what, permission: `service:write on "${SELF_SERVICE_NAME}"` }, {}, { timeoutMs, ...answers }, run, agentError(code));
 }
 
 /** Why Consul cannot be used right now, or undefined when it has a leader. Never throws. */
 export async function consulProblem(consul: ConsulClient, timeoutMs = 2_000): Promise<string | undefined> {
   try {
-    const res = await agentCall(consul, "reading /v1/status/leader", "CONSUL_UNREACHABLE", timeoutMs, (c, common) => c.status.leader(common));
+    const res = await agentCall(consul, "reading /v1/status/leader", "CONSUL_UNREACHABLE", timeoutMs, (c, common) => c.status.leader(common), LEADER_ANSWER);
     return typeof res.data === "string" && res.data !== "" ? undefined : `Consul at ${consul.url()} has no leader`;
   } catch (err) {
     const status = err instanceof CtsError ? err.detail.status : undefined;
@@ -192,7 +208,7 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
     consul.call(
       { what, permission: `service:write on "${name}"` },
       scope,
-      { timeoutMs: 5_000 },
+      { timeoutMs: 5_000, ...AGENT_ONLY },
       (c, common) => c.agent.service.register({ ...body, ...common } as Parameters<PackageClient["agent"]["service"]["register"]>[0]),
       agentError("CONSUL_REGISTER_FAILED"),
     );
@@ -226,7 +242,7 @@ export async function registerSelf(consul: ConsulClient, opts: SelfRegistrationO
     if (checking || (consul.reachability && !consul.reachability.reachable)) return;
     checking = true;
     consul
-      .call({ what: "reading the agent's services", permission: `service:read on "${name}"` }, scope, { timeoutMs: 5_000 }, (c, common) => c.agent.service.list(common), agentError("CONSUL_REGISTER_FAILED"))
+      .call({ what: "reading the agent's services", permission: `service:read on "${name}"` }, scope, { timeoutMs: 5_000, ...AGENT_ONLY }, (c, common) => c.agent.service.list(common), agentError("CONSUL_REGISTER_FAILED"))
       .then((res) => (res.data && !(opts.id in res.data) ? restore("the agent no longer had it") : undefined))
       .catch(() => undefined) // unreachable: the reachability tracker says so, and restores when back
       .finally(() => (checking = false));

@@ -1,4 +1,4 @@
-import { isUnreachable } from "../consul/reachability.ts";
+import { isUnavailable } from "../consul/reachability.ts";
 import { every, systemClock, type Clock } from "../time/clock.ts";
 import type { CtsError } from "../errors/cts-error.ts";
 import type { Logger } from "../log/logger.ts";
@@ -13,6 +13,7 @@ import type { SkippedServices } from "./skipped-services.ts";
 import type { Activity } from "./events.ts";
 import type { TaskRuns } from "./runs.ts";
 import type { TaskEntry } from "./task-entry.ts";
+import type { WatchedData, WatchedSource } from "./watched-data.ts";
 import { taskTemplateDependencies, type TemplateDependency } from "../task/provider-templates.ts";
 
 /** What the triggers ask of the controller (Controller implements it). */
@@ -39,6 +40,17 @@ export interface TriggerSettings {
   templates?: { subscribe(deps: Iterable<TemplateDependency>, onChange: () => void): () => void };
   /** The clock of buffer periods, cron schedules and drift check timers (default: the real one; tests pass a fake). */
   clock?: Clock;
+  /** Where the watched tasks' subscriptions are kept for their runs to read (task-input.ts). */
+  watched?: WatchedData;
+}
+
+/** What the triggers hold for one watched task: its schedule, buffer period, drift timer and template subscription. */
+interface TaskTriggers {
+  subs: WatchedSource[];
+  templateSub?: () => void;
+  buffer?: BufferPeriod;
+  cronTimer?: () => void;
+  driftTimer?: () => void;
 }
 
 /** What the triggers feed and ask. */
@@ -67,6 +79,8 @@ export class Triggers {
   /** When each task's running buffer period started (for the buffer-wait metric). */
   private readonly bufferSince = new Map<string, number>();
   private readonly clock: Clock;
+  /** What each watched task's triggers hold (one owner: this class). */
+  private readonly held = new Map<string, TaskTriggers>();
 
   constructor(private readonly deps: TriggerDeps) {
     this.clock = deps.clock ?? systemClock;
@@ -86,10 +100,19 @@ export class Triggers {
     return driftSettings(this.deps.globalDrift, e.task.driftCheck);
   }
 
+  /** Whether any task's buffer period is waiting to fire. */
+  buffering(): boolean {
+    for (const t of this.held.values()) if (t.buffer?.pending) return true;
+    return false;
+  }
+
   /** Starts watching a task's sources (no-op when watching already). */
   start(e: TaskEntry): void {
     const watcher = this.deps.watcher;
-    if (!watcher || e.subs.length > 0) return;
+    if (!watcher || this.held.has(e.name)) return;
+    const subs: WatchedSource[] = [];
+    const t: TaskTriggers = { subs };
+    this.held.set(e.name, t);
     const cond = e.task.condition;
     allSources(e.task).forEach((source, i) => {
       const triggers = i === 0 && cond.kind !== "schedule";
@@ -99,39 +122,40 @@ export class Triggers {
         },
         onError: (err, fatal) => {
           if (fatal) this.deps.gate.watchFailed(e.name, err);
-          // Consul unreachable: the one client logs it once (and reminds); per task it is debug.
-          else if (isUnreachable(err)) this.deps.log.debug(`task '${e.name}': watching Consul: ${err.message}`, { task: e.name });
+          // Consul unavailable (unreachable, no leader): the one client logs it once (and reminds); per task it is debug.
+          else if (isUnavailable(err)) this.deps.log.debug(`task '${e.name}': watching Consul: ${err.message}`, { task: e.name });
           else this.deps.log.warn(`task '${e.name}': watching Consul: ${err.message}`, { task: e.name });
         },
         onSkipped: (service, err) => this.deps.skipped?.report(e.name, service, err),
       });
-      e.subs.push({ field: fieldOf(source), source, sub });
+      subs.push({ field: fieldOf(source), source, sub });
     });
+    this.deps.watched?.set(e.name, subs);
     if (cond.kind === "schedule")
-      e.cronTimer = followCron(parseCron(cond.cron), this.clock, () => {
+      t.cronTimer = followCron(parseCron(cond.cron), this.clock, () => {
         if (!this.deps.gate.active || !e.enabled) return false;
         this.deps.runs.enqueue(e.name);
         return true;
       });
     // CTS re-renders a provider block whose secret or key changed and runs the tasks using it.
     const deps = taskTemplateDependencies(e.task as { secrets?: unknown; providers?: unknown });
-    if (deps.size && this.deps.templates && !e.templateSub)
-      e.templateSub = this.deps.templates.subscribe(deps.values(), () => {
+    if (deps.size && this.deps.templates)
+      t.templateSub = this.deps.templates.subscribe(deps.values(), () => {
         this.deps.log.info(`task '${e.name}': a secret or key its providers use changed`, { task: e.name });
         this.fire(e);
       });
     const b = this.bufferFor(e);
     if (b.enabled)
-      e.buffer = new BufferPeriod(b, () => {
+      t.buffer = new BufferPeriod(b, () => {
         const since = this.bufferSince.get(e.name);
         this.bufferSince.delete(e.name);
         if (since !== undefined) this.deps.metrics?.bufferWaited(e.name, (performance.now() - since) / 1000);
         this.deps.runs.enqueue(e.name);
       }, this.deps.clock);
     const drift = this.driftFor(e);
-    if (drift.enabled && !e.driftTimer) {
+    if (drift.enabled) {
       // A plain interval: a check that is still queued when the next tick comes collapses with it.
-      e.driftTimer = every(this.clock, Math.min(drift.everyMs, 2 ** 31 - 1), () => {
+      t.driftTimer = every(this.clock, Math.min(drift.everyMs, 2 ** 31 - 1), () => {
         if (e.enabled && !e.deleting && this.deps.gate.active) void this.deps.runs.requestDrift(e.name);
       });
     }
@@ -139,17 +163,16 @@ export class Triggers {
 
   /** Stops a task's subscriptions, buffer and schedule. */
   stop(e: TaskEntry): void {
-    for (const s of e.subs) s.sub.close();
-    e.subs = [];
-    e.templateSub?.();
-    e.templateSub = undefined;
-    e.buffer?.cancel();
-    e.buffer = undefined;
+    const t = this.held.get(e.name);
+    this.held.delete(e.name);
     this.bufferSince.delete(e.name);
-    e.cronTimer?.();
-    e.cronTimer = undefined;
-    e.driftTimer?.();
-    e.driftTimer = undefined;
+    if (!t) return;
+    this.deps.watched?.set(e.name, []);
+    for (const s of t.subs) s.sub.close();
+    t.templateSub?.();
+    t.buffer?.cancel();
+    t.cronTimer?.();
+    t.driftTimer?.();
   }
 
   private fire(e: TaskEntry): void {
@@ -158,9 +181,10 @@ export class Triggers {
     this.deps.metrics?.taskChanged(e.name);
     this.deps.log.debug(`task '${e.name}': watched data changed`, { task: e.name });
     this.deps.warm?.(e);
-    if (e.buffer) {
-      if (!e.buffer.pending) this.bufferSince.set(e.name, performance.now());
-      e.buffer.trigger();
+    const buffer = this.held.get(e.name)?.buffer;
+    if (buffer) {
+      if (!buffer.pending) this.bufferSince.set(e.name, performance.now());
+      buffer.trigger();
     } else this.deps.runs.enqueue(e.name);
   }
 }

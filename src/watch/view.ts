@@ -1,5 +1,5 @@
 import { backoffDelay, jittered, type Jitter } from "../time/backoff.ts";
-import { isUnreachable } from "../consul/reachability.ts";
+import { isUnavailable } from "../consul/reachability.ts";
 import { systemClock, type Clock } from "../time/clock.ts";
 import { CtsError, toCtsError } from "../errors/cts-error.ts";
 import { isFatalConsulError, isRefusedServiceName } from "../consul/api-error.ts";
@@ -40,7 +40,7 @@ export interface ViewTiming extends BlockingTiming {
   waitMs: number;
   /** Retry delay after a fatal (4xx) error: slow, so a fixed ACL heals without a restart (default 30 s). */
   fatalRetryMs: number;
-  /** Cap of the backoff while Consul cannot be reached at all (default 1 s): a returning Consul is read again at once. */
+  /** Cap of the backoff while Consul is unavailable (unreachable, or no leader; default 1 s): a returning Consul is read again at once. */
   unreachableMaxMs: number;
 }
 
@@ -176,9 +176,10 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
     this.failure = { error, fatal };
     this.emitError(error, fatal);
     if (fatal) return jittered(this.timing.fatalRetryMs, FATAL_JITTER, this.random);
-    // A refused connection costs Consul nothing: the read is tried again within a second, so
-    // the first answer after an outage comes at most that long after Consul is back.
-    if (isUnreachable(error)) return backoffDelay({ baseMs: this.timing.backoffBaseMs, maxMs: Math.min(this.timing.unreachableMaxMs, this.timing.backoffMaxMs) }, failures, this.random);
+    // A refused connection costs Consul nothing, and a server without a leader holds each read
+    // (rpc_hold_timeout, 7 s) before it says so: the read is tried again within a second, so the
+    // first answer after an outage or a quorum loss comes at most that long after Consul is back.
+    if (isUnavailable(error)) return backoffDelay({ baseMs: this.timing.backoffBaseMs, maxMs: Math.min(this.timing.unreachableMaxMs, this.timing.backoffMaxMs) }, failures, this.random);
     return undefined;
   }
 
