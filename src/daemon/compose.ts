@@ -36,6 +36,7 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../runtime/retry.ts";
 import { TaskRunner, type RunDriver, type RunTemplates } from "../runtime/run.ts";
 import { skippedServices } from "../runtime/skipped-services.ts";
 import { TaskInputReader } from "../runtime/task-input.ts";
+import { WatchedData } from "../runtime/watched-data.ts";
 import { TaskRegistry } from "../runtime/tasks.ts";
 import type { ConsulApi, ConsulClient } from "../consul/client.ts";
 import { vaultUseFor } from "../config/vault-settings.ts";
@@ -137,11 +138,13 @@ export function createController(deps: ControllerDeps): Controller {
   };
   // One record of skipped services for watched and one-off reads: a task is warned once per name.
   const skipped = skippedServices(log, metrics);
+  // The watched tasks' subscriptions: opened by the triggers, read by each run's input.
+  const watched = new WatchedData();
   const runner = new TaskRunner({
     loaded,
     driver: deps.driver,
     synthesizer: deps.synthesizer,
-    inputs: new TaskInputReader(deps.reader, skipped),
+    inputs: new TaskInputReader(deps.reader, skipped, watched),
     log,
     metrics,
     ...(deps.templates ? { templates: deps.templates } : {}),
@@ -160,6 +163,7 @@ export function createController(deps: ControllerDeps): Controller {
       ...(deps.bufferOff ? { bufferOff: true } : {}),
       globalDrift: loaded.config.driftCheck,
       skipped,
+      watched,
       ...(deps.templates ? { templates: deps.templates } : {}),
       ...(deps.clock ? { clock: deps.clock } : {}),
     },

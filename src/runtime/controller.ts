@@ -178,7 +178,8 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     const e = this.parts.tasks.find(name);
     if (!e) return undefined;
     const d = this.triggers.driftFor(e);
-    const drift = d.enabled || e.lastDrift ? { drift: { ...d, ...(e.lastDrift ? { last: e.lastDrift } : {}) } } : {};
+    const last = this.parts.runner.state.drift(name);
+    const drift = d.enabled || last ? { drift: { ...d, ...(last ? { last } : {}) } } : {};
     const { guards, always } = this.parts.runner.guardsOf(e);
     const held = this.parts.runner.holds.held(name);
     const status = this.events.status(name);
@@ -236,7 +237,7 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
   async whenIdle(): Promise<void> {
     for (;;) {
       await this.runs.queue.idle();
-      if (!this.active || !this.parts.tasks.all().some((e) => e.buffer?.pending)) return;
+      if (!this.active || !this.triggers.buffering()) return;
       await once(this.parts.activity, "run");
     }
   }
@@ -257,7 +258,7 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     this.stopped = true;
     this.runs.queue.close();
     for (const e of this.parts.tasks.all()) this.triggers.stop(e);
-    for (const e of this.parts.tasks.all()) e.abort?.abort();
+    this.runs.cancelAll();
     await atMost(this.runs.queue.idle(), graceMs);
     await this.parts.runner.close();
   }
@@ -361,7 +362,7 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
       this.triggers.stop(e);
       this.runs.drop(e.name);
     }
-    for (const e of this.parts.tasks.all()) e.abort?.abort();
+    this.runs.cancelAll();
     // A run in progress took its own waiters when it started; the rest wait for dropped runs.
     for (const name of this.runs.waiting()) this.runs.answer(name, refused(name, "paused"));
     await atMost(this.runs.queue.idle(), graceMs);

@@ -60,8 +60,21 @@ export class TaskRuns {
   /** Tasks whose queue slot is wanted for a drift check, with the callers waiting for it. */
   private readonly driftWanted = new Map<string, Array<(o: RunOutcome) => void>>();
 
+  /** Cancels each task's run in progress (and its retry waits). */
+  private readonly inProgress = new Map<string, AbortController>();
+
   constructor(private readonly deps: RunsDeps) {
     this.queue = new WorkQueue((name) => this.runQueued(name), deps.concurrency);
+  }
+
+  /** Cancels the task's run in progress, if any (Terraform gets SIGINT; its retry waits end). */
+  cancel(name: string): void {
+    this.inProgress.get(name)?.abort();
+  }
+
+  /** Cancels every run in progress. */
+  cancelAll(): void {
+    for (const a of this.inProgress.values()) a.abort();
   }
 
   /** Asks for a run of a task, as a data change does (collapses with one already queued). */
@@ -125,7 +138,7 @@ export class TaskRuns {
     const start = new Date();
     this.deps.activity.report({ type: "start", task: e.name, kind: "run" });
     const abort = new AbortController();
-    if (mode !== "plan") e.abort = abort;
+    if (mode !== "plan") this.inProgress.set(e.name, abort);
     // Callers waiting for an apply get the outcome of this run: it started after they asked.
     const waiters = mode === "apply" ? (this.waiters.get(e.name) ?? []) : [];
     if (mode === "apply") this.waiters.delete(e.name);
@@ -134,9 +147,9 @@ export class TaskRuns {
     const outcome = await this.attempts(e, mode, abort.signal);
     this.deps.metrics?.runFinished(e.name, outcome.outcome, (performance.now() - started) / 1000);
     if (mode !== "plan") {
-      if (e.abort === abort) e.abort = undefined;
+      if (this.inProgress.get(e.name) === abort) this.inProgress.delete(e.name);
       // An apply makes the infrastructure match again: the last drift finding no longer holds.
-      if (outcome.ok && outcome.outcome === "applied") e.lastDrift = undefined;
+      if (outcome.ok && outcome.outcome === "applied") this.deps.runner.state.recordDrift(e.name, undefined);
       this.deps.gate.record(eventOf(e, start, outcome));
       if (outcome.ok) this.deps.log.info(`task '${e.name}': ${outcome.outcome}`, { task: e.name, ...(outcome.result?.summary ?? {}), ...runUrl(outcome) });
       else if (outcome.outcome === "held" || outcome.outcome === "rejected")
@@ -156,12 +169,12 @@ export class TaskRuns {
   private async checkDrift(e: TaskEntry, waiters: Array<(o: RunOutcome) => void>): Promise<void> {
     const start = new Date();
     const abort = new AbortController();
-    e.abort = abort;
+    this.inProgress.set(e.name, abort);
     this.deps.activity.report({ type: "start", task: e.name, kind: "drift" });
     const outcome = await this.attempts(e, "plan", abort.signal, (signal) => this.deps.runner.checkDrift(e, signal));
-    if (e.abort === abort) e.abort = undefined;
+    if (this.inProgress.get(e.name) === abort) this.inProgress.delete(e.name);
     const drift = outcome.drift ?? { state: "failed" as const, checkedAt: new Date().toISOString(), error: outcome.error?.message ?? outcome.outcome };
-    e.lastDrift = drift;
+    this.deps.runner.state.recordDrift(e.name, drift);
     // cts_task_drift_detected_total counts checks that found the infrastructure changed out of band.
     if (drift.state === "drifted" || drift.state === "corrected") this.deps.metrics?.driftDetected(e.name);
     if (driftIsNews(drift)) {

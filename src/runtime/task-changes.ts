@@ -121,7 +121,7 @@ export class TaskChanges {
     if (!e) return;
     this.d.triggers.stop(e);
     this.d.runs.drop(name);
-    e.abort?.abort();
+    this.d.runs.cancel(name);
     await atMost(this.d.runs.queue.settled(name), graceMs);
   }
 

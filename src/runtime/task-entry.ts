@@ -7,12 +7,13 @@ import type { Task } from "../task/task.ts";
 import { throwProblems } from "../errors/problems.ts";
 import { taskProblems } from "../task/validate.ts";
 import type { ModuleTaskSpec, TaskRef } from "../synth/task-ref.ts";
-import type { Subscription } from "../watch/types.ts";
-import type { BufferPeriod } from "../watch/buffer.ts";
-import type { Source } from "../consul/types.ts";
-import type { DriftResult } from "./drift.ts";
 
-/** The runtime's record of one task. */
+/**
+ * The registry's record of one task: what it is and whether it is on. What else the runtime keeps
+ * of a task has its own owner: its subscriptions, buffer period and timers the triggers
+ * (triggers.ts, watched-data.ts), its run in progress the runs (runs.ts), and what outlives a run
+ * (applied key and count, holds, events, drift findings) the task state (src/state/).
+ */
 export interface TaskEntry {
   name: string;
   /** The declaration (condition, inputs, buffer period, description). */
@@ -22,19 +23,6 @@ export interface TaskEntry {
   /** Where it came from: the config file, or the API. */
   origin: "config" | "api";
   enabled: boolean;
-  /** Live subscriptions while watching, by input field. */
-  subs: Array<{ field: "services" | "catalogServices" | "kv"; source: Source; sub: Subscription }>;
-  /** Ends the task's hold on the template values its providers read (daemon mode). */
-  templateSub?: () => void;
-  buffer?: BufferPeriod;
-  /** Stops the cron schedule (while watching). */
-  cronTimer?: () => void;
-  /** Stops the drift check timer (while watching). */
-  driftTimer?: () => void;
-  /** The last drift check's finding. */
-  lastDrift?: DriftResult;
-  /** Cancels the run in progress (and its retry waits). */
-  abort?: AbortController;
   /** Set while the task is being deleted. */
   deleting?: boolean;
 }
@@ -48,14 +36,14 @@ export function configEntry(loaded: LoadedConfig, task: Task<Condition, TaskInpu
     ...(loaded.ctsFiles ? { configFiles: loaded.ctsFiles } : {}),
     ...(isPlainModuleTask(task) ? { module: moduleTaskData(task) } : {}),
   };
-  return { name: task.name, task, ref, origin: "config", enabled: task.enabled, subs: [] };
+  return { name: task.name, task, ref, origin: "config", enabled: task.enabled };
 }
 
 /** The entry of a module task from the API (or a stored state); throws TASK_INVALID with every problem. */
 export function moduleEntry(spec: ModuleTaskSpec, enabled?: boolean): TaskEntry {
   const task = new ModuleTask(spec);
   throwProblems(`task '${spec.name}'`, taskProblems(task), "TASK_INVALID");
-  return { name: spec.name, task, ref: { kind: "module", spec }, origin: "api", enabled: enabled ?? task.enabled, subs: [] };
+  return { name: spec.name, task, ref: { kind: "module", spec }, origin: "api", enabled: enabled ?? task.enabled };
 }
 
 /** TASK_NOT_FOUND, with the command that lists tasks. */

@@ -4,6 +4,7 @@ import { allSources, fieldOf } from "../task/sources.ts";
 import type { CatalogReader } from "../consul/types.ts";
 import type { SkippedServices } from "./skipped-services.ts";
 import type { TaskEntry } from "./task-entry.ts";
+import type { WatchedData } from "./watched-data.ts";
 
 /** Where a run's input comes from: one interface, whether the task is watched or read once. */
 export interface TaskInputSource {
@@ -19,13 +20,16 @@ export class TaskInputReader implements TaskInputSource {
   constructor(
     private readonly reader: CatalogReader,
     private readonly skipped: SkippedServices,
+    /** The subscriptions of watched tasks (the triggers keep them). */
+    private readonly watched?: WatchedData,
   ) {}
 
   /** The task's input as of now, one field per source (services, catalogServices, kv). */
   async inputOf(e: TaskEntry, signal: AbortSignal): Promise<AnyTaskInput> {
     const input: Record<string, unknown> = {};
-    if (e.subs.length > 0) {
-      for (const s of e.subs) {
+    const subs = this.watched?.of(e.name) ?? [];
+    if (subs.length > 0) {
+      for (const s of subs) {
         await s.sub.ready;
         input[s.field] = s.sub.current();
       }

@@ -1,8 +1,8 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import type { CtsError } from "../errors/cts-error.ts";
-import { isAppliedRecord, isHoldRecord, type AppliedRecord, type HoldRecord, type StoredTask, type TaskChange, type TaskEvent } from "./records.ts";
-import { readKept, removeKept, writeKept } from "./safe-files.ts";
+import { isAppliedRecord, isHoldRecord, type AppliedRecord, type DriftResult, type HoldRecord, type StoredTask, type TaskChange, type TaskEvent } from "./records.ts";
+import { readKept, removeKept, writeKept } from "../driver/safe-files.ts";
 import type { StoredState } from "./stored-state.ts";
 import type { TaskState } from "./task-state.ts";
 
@@ -35,6 +35,8 @@ interface Kept {
  */
 export class FileTaskState implements TaskState {
   private readonly kept = new Map<string, Kept>();
+  /** Drift findings live in memory (as before: a restart checks again). */
+  private readonly drifts = new Map<string, DriftResult>();
 
   /**
    * @param root the working dir (driver.terraform.workingDir)
@@ -103,6 +105,15 @@ export class FileTaskState implements TaskState {
     }
   }
 
+  drift(task: string): DriftResult | undefined {
+    return this.drifts.get(task);
+  }
+
+  recordDrift(task: string, result: DriftResult | undefined): void {
+    if (result) this.drifts.set(task, result);
+    else this.drifts.delete(task);
+  }
+
   recordEvents(_task: string, _events: TaskEvent[]): void {
     /* events live in memory (the runtime's EventStore) */
   }
@@ -113,6 +124,7 @@ export class FileTaskState implements TaskState {
 
   forget(task: string): void {
     this.kept.delete(task);
+    this.drifts.delete(task);
     try {
       rmSync(this.dirOf(task), { recursive: true, force: true });
     } catch {

@@ -1,5 +1,5 @@
 import { CtsError } from "../errors/cts-error.ts";
-import type { AppliedRecord, HoldRecord, StoredTask, TaskChange, TaskEvent } from "./records.ts";
+import type { AppliedRecord, DriftResult, HoldRecord, StoredTask, TaskChange, TaskEvent } from "./records.ts";
 import { stateKeys, type StoredState } from "./stored-state.ts";
 import type { TaskState } from "./task-state.ts";
 
@@ -32,6 +32,8 @@ export interface KvAccess {
 export class KvTaskState implements TaskState {
   private readonly appliedOf = new Map<string, AppliedRecord>();
   private readonly holds = new Map<string, HoldRecord>();
+  /** Drift findings live in memory (a new leader checks again). */
+  private readonly drifts = new Map<string, DriftResult>();
   /** Tasks whose applied record is in KV (or queued to be): only those need a stored void before a run. */
   private readonly stored = new Set<string>();
 
@@ -88,6 +90,15 @@ export class KvTaskState implements TaskState {
     this.writes.set(stateKeys.hold(this.prefix, task), this.holds.has(task) ? JSON.stringify(record) : null, fence);
   }
 
+  drift(task: string): DriftResult | undefined {
+    return this.drifts.get(task);
+  }
+
+  recordDrift(task: string, result: DriftResult | undefined): void {
+    if (result) this.drifts.set(task, result);
+    else this.drifts.delete(task);
+  }
+
   recordEvents(task: string, events: TaskEvent[]): void {
     const fence = this.access.fence(task, "run");
     if (fence === null) return;
@@ -116,6 +127,7 @@ export class KvTaskState implements TaskState {
   forget(task: string): void {
     this.appliedOf.delete(task);
     this.holds.delete(task);
+    this.drifts.delete(task);
   }
 
   /**

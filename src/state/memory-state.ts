@@ -1,11 +1,14 @@
-import type { AppliedRecord, HoldRecord } from "./records.ts";
+import type { AppliedRecord, DriftResult, HoldRecord } from "./records.ts";
 import type { TaskState } from "./task-state.ts";
 
 /** A task state kept in memory only (unit tests, a runner without a working dir): forgotten with the process. */
 export function memoryTaskState(): TaskState {
   const applied = new Map<string, AppliedRecord>();
   const holds = new Map<string, HoldRecord>();
+  const drift = new Map<string, DriftResult>();
   return {
+    drift: (task) => drift.get(task),
+    recordDrift: (task, result) => void (result ? drift.set(task, result) : drift.delete(task)),
     applied: (task) => applied.get(task),
     async voidApplied(task, count) {
       if (count !== undefined && count > 0) applied.set(task, { count });
@@ -27,6 +30,7 @@ export function memoryTaskState(): TaskState {
     forget(task) {
       applied.delete(task);
       holds.delete(task);
+      drift.delete(task);
     },
   };
 }

@@ -140,3 +140,28 @@ export function isHoldRecord(value: unknown, task: string): value is HoldRecord 
   if (rejected !== undefined && (!rejected || typeof rejected !== "object" || rejected.task !== task || typeof rejected.hash !== "string")) return false;
   return held !== undefined || rejected !== undefined;
 }
+
+/**
+ * What a drift check found:
+ * - `in-sync`: the plan against the last applied JSON changes nothing;
+ * - `drifted`: it would change something while the inputs are unchanged (changed out of band);
+ * - `corrected`: drifted, and `correct: true` applied the last applied JSON again;
+ * - `inputs-changed`: the inputs differ from the last apply, so a plan cannot tell drift from a
+ *   pending change (the task's next run applies it);
+ * - `not-applied`: this process has not applied the task yet, so there is nothing to compare with;
+ * - `failed`: the check itself failed (see `error`).
+ */
+export type DriftState = "in-sync" | "drifted" | "corrected" | "inputs-changed" | "not-applied" | "failed";
+
+/** The last drift check of a task. */
+export interface DriftResult {
+  state: DriftState;
+  /** When the check ended (ISO time). */
+  checkedAt: string;
+  /** What the plan would change (drifted, corrected). */
+  changes?: ChangeSummary;
+  /** What the correcting apply changed. */
+  applied?: ChangeSummary;
+  /** Why the check failed. */
+  error?: string;
+}

@@ -1,4 +1,4 @@
-import type { AppliedRecord, HoldRecord, StoredTask, TaskChange, TaskEvent } from "./records.ts";
+import type { AppliedRecord, DriftResult, HoldRecord, StoredTask, TaskChange, TaskEvent } from "./records.ts";
 import type { StoredState } from "./stored-state.ts";
 
 /**
@@ -32,6 +32,10 @@ export interface TaskState {
   hold(task: string): HoldRecord;
   /** Keeps a hold record (undefined clears it). */
   setHold(task: string, record: HoldRecord | undefined): void;
+  /** The last drift check's finding (undefined: none, or an apply since made it moot). Kept in memory. */
+  drift(task: string): DriftResult | undefined;
+  /** Keeps a drift check's finding (undefined clears it). */
+  recordDrift(task: string, result: DriftResult | undefined): void;
   /** The task's events changed: keeps the list (newest first). */
   recordEvents(task: string, events: TaskEvent[]): void;
   /** A task was created, replaced, enabled, disabled or deleted at run time: keeps its record (`record`, or a tombstone). */

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import type { BackendConfig } from "../config/types.ts";
-import { readKept } from "./safe-files.ts";
+import { readKept } from "../driver/safe-files.ts";
 
 /**
  * Where a task's Terraform state is kept, looked at without running Terraform: enough to tell that

@@ -47,7 +47,7 @@ describe("skipped services (names Consul cannot serve)", () => {
         return [] as never;
       },
     };
-    const e = { name: "members", task: new MemberList("members", "/tmp/unused.txt"), subs: [] } as unknown as TaskEntry;
+    const e = { name: "members", task: new MemberList("members", "/tmp/unused.txt") } as unknown as TaskEntry;
     const input = await new TaskInputReader(reader, { report: (task, service) => reported.push(`${task}/${service}`) }).inputOf(e, new AbortController().signal);
     assert.deepEqual(input, { services: [] });
     assert.deepEqual(reported, ["members/odd\ttab"]);

@@ -7,7 +7,7 @@ import { CtsError } from "../../src/errors/cts-error.ts";
 import { APPLIED_FILE, FileTaskState, HOLD_FILE, keptAppliedKey, STATE_FOLDER } from "../../src/state/file-state.ts";
 import { KvTaskState, type KvAccess } from "../../src/state/kv-state.ts";
 import type { HeldPlan } from "../../src/state/records.ts";
-import { folderError } from "../../src/state/safe-files.ts";
+import { folderError } from "../../src/driver/safe-files.ts";
 import { parseState } from "../../src/state/stored-state.ts";
 
 function scratch(): { root: string; done(): void } {
