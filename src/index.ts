@@ -20,7 +20,7 @@ export {
 export { constructId } from "./task/ids.ts";
 export { secret, type SecretSource } from "./task/secrets.ts";
 export { vaultSecret, consulKey, type TemplateValue } from "./task/provider-templates.ts";
-export { toCtsServices, ctsServiceKey, type CtsService } from "./cts/task/protocol.ts";
+export { toCtsServices, ctsServiceKey, type CtsService } from "./task/module-protocol.ts";
 export type { ServiceInstance, CatalogServices, KvPairs, ServicesQuery, CatalogServicesQuery, KvQuery } from "./consul/types.ts";
 export { fromCtsConfig, readCtsConfig } from "./cts/config/load.ts";
 export { defineConfig, type CtsConfig, type ConsulConfig, type ConsulTlsConfig, type ServiceRegistrationConfig, type TerraformDriverConfig, type ApiConfig, type VaultConfig } from "./config/types.ts";

@@ -1,5 +1,5 @@
 import { parseDuration } from "../time/duration.ts";
-import { configError, type ReadBlock } from "../cts/config/schema.ts";
+import { configError, type ReadBlock } from "./hcl-schema.ts";
 import type { ConsulTransportOptions } from "../consul/connection.ts";
 
 /**

@@ -1,4 +1,4 @@
-import { configError } from "../cts/config/schema.ts";
+import { configError } from "./hcl-schema.ts";
 
 /**
  * CTS reads its config files with HCL 1 (hashicorp/hcl v1: its scanner's scanString/scanHeredoc,

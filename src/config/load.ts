@@ -16,7 +16,7 @@ import type { CtsConfig } from "./types.ts";
 import { parseDuration } from "../time/duration.ts";
 import { haProblems } from "./ha-problems.ts";
 import type { ModuleTask } from "../task/module-task.ts";
-import { isCtsConfigPath } from "../cts/config/files.ts";
+import { isCtsConfigPath } from "./config-path.ts";
 import { workingDirProblems, workingRoot } from "./working-dirs.ts";
 import { terraformCloudDriverProblems, terraformCloudWorkspaceProblems } from "./terraform-cloud.ts";
 import { serviceRegistrationProblems } from "./service-registration.ts";

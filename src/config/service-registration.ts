@@ -1,5 +1,5 @@
-import type { ReadBlock } from "../cts/config/schema.ts";
-import { configError } from "../cts/config/schema.ts";
+import type { ReadBlock } from "./hcl-schema.ts";
+import { configError } from "./hcl-schema.ts";
 import type { Problem } from "../errors/problems.ts";
 
 /**

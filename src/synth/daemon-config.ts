@@ -1,5 +1,5 @@
 import { restoreConfig } from "../config/description.ts";
-import { isCtsConfigPath } from "../cts/config/files.ts";
+import { isCtsConfigPath } from "../config/config-path.ts";
 import { resolve } from "node:path";
 import { findConfigFile, type LoadedConfig } from "../config/load.ts";
 import { DeclaredTask } from "../task/declaration.ts";

@@ -2,7 +2,7 @@ import { isAbsolute, relative, resolve } from "node:path";
 import { CONTEXT_CONFIG_DIR, CONTEXT_TASK_DIR } from "../cdktf/context.ts";
 import { literalData } from "../cdktf/literal-text.ts";
 import type { Condition, TaskInputs } from "./conditions.ts";
-import { toCtsServices } from "../cts/task/protocol.ts";
+import { toCtsServices } from "./module-protocol.ts";
 import { providerEnvironment, providerJson, type ModuleProvider } from "./module-providers.ts";
 import type { TemplateLookup } from "./provider-templates.ts";
 import { verbatim } from "../cdktf/cdktf-literals.ts";

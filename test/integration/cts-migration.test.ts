@@ -8,7 +8,7 @@ import { runTofu } from "../support/tofu.ts";
 import { startRuntime, tempDir, writeConfig } from "../support/cts.ts";
 import { createConsulClient } from "../../src/consul/client.ts";
 import { createCatalogReader } from "../../src/consul/reader.ts";
-import { toCtsServices } from "../../src/cts/task/protocol.ts";
+import { toCtsServices } from "../../src/task/module-protocol.ts";
 
 const MODULE = fileURLToPath(new URL("../../modules/cts-echo", import.meta.url));
 

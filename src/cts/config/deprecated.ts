@@ -1,6 +1,6 @@
 import { services, type ServicesCondition } from "../../task/conditions.ts";
 import { isObject } from "../../values/is-object.ts";
-import { configError, type ReadBlock } from "./schema.ts";
+import { configError, type ReadBlock } from "../../config/hcl-schema.ts";
 import type { HclValue } from "../../config/hcl.ts";
 
 // CTS 0.5 renamed some task options and kept the old spellings working, with a warning at start

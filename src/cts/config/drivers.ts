@@ -1,5 +1,5 @@
 import type { TerraformCloudDriverConfig, TerraformDriverConfig } from "../../config/types.ts";
-import { configError, TERRAFORM_DRIVER_KEYS, TFC_DRIVER_KEYS, type ReadBlock } from "./schema.ts";
+import { configError, TERRAFORM_DRIVER_KEYS, TFC_DRIVER_KEYS, type ReadBlock } from "../../config/hcl-schema.ts";
 import { isObject } from "../../values/is-object.ts";
 import type { HclValue } from "../../config/hcl.ts";
 import { redactSecret } from "../../log/logger.ts";

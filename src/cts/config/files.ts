@@ -4,13 +4,8 @@ import { CtsError, messageOf } from "../../errors/cts-error.ts";
 import { MAX_WALK_DEPTH, tooDeepAt } from "../../values/data-depth.ts";
 import { parseHcl, type HclBody, type HclValue } from "../../config/hcl.ts";
 import { hcl1Strings } from "../../config/hcl1-strings.ts";
-import { CTS_SCHEMA, configError, readBlock, type BlockSchema, type ReadBlock } from "./schema.ts";
+import { CTS_SCHEMA, configError, readBlock, type BlockSchema, type ReadBlock } from "../../config/hcl-schema.ts";
 
-/** Whether a path is a CTS config (an .hcl or .json file, or a directory of them) rather than a TypeScript config. */
-export function isCtsConfigPath(path: string): boolean {
-  const ext = extname(path).toLowerCase();
-  return ext === ".hcl" || ext === ".json" || (ext === "" && !path.endsWith(".ts"));
-}
 
 /**
  * The files of `-config-file` and `-config-dir` flags, in CTS's order: each flag in the order given,

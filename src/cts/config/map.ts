@@ -1,5 +1,5 @@
 import type { CtsConfig, HighAvailabilityConfig, VaultConfig } from "../../config/types.ts";
-import { configError, type ReadBlock } from "./schema.ts";
+import { configError, type ReadBlock } from "../../config/hcl-schema.ts";
 import { isObject } from "../../values/is-object.ts";
 import type { HclValue } from "../../config/hcl.ts";
 import { workingRoot } from "../../config/working-dirs.ts";

@@ -8,7 +8,7 @@ import type { BufferPeriodOption, TerraformCloudWorkspaceOption } from "../../ta
 import type { CtsDriverLabel } from "./drivers.ts";
 import { TFC_TERRAFORM_CONSTRAINT } from "../../tfc/supported-versions.ts";
 import { terraformCloudWorkspaceProblems } from "../../config/terraform-cloud.ts";
-import { configError, type ReadBlock } from "./schema.ts";
+import { configError, type ReadBlock } from "../../config/hcl-schema.ts";
 import { guardProblems, type ApprovalMode, type PlanGuards } from "../../task/guards.ts";
 import { isObject } from "../../values/is-object.ts";
 import { taskNameProblem, taskProblems } from "../../task/validate.ts";

@@ -1,4 +1,4 @@
-import { configError, type ReadBlock } from "./schema.ts";
+import { configError, type ReadBlock } from "../../config/hcl-schema.ts";
 import type { HclValue } from "../../config/hcl.ts";
 
 // CTS decodes its config with mapstructure's weak typing (config/config.go: WeaklyTypedInput):

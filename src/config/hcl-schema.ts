@@ -1,6 +1,6 @@
-import { CtsError } from "../../errors/cts-error.ts";
-import type { HclBlock, HclBody, HclValue } from "../../config/hcl.ts";
-import { isObject } from "../../values/is-object.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import type { HclBlock, HclBody, HclValue } from "./hcl.ts";
+import { isObject } from "../values/is-object.ts";
 
 /**
  * The keys of a CTS v0.9.0 configuration file, block by block (CTS-SOURCE-NOTES §1). Reading a

@@ -1,4 +1,4 @@
-import type { ServiceInstance } from "../../consul/types.ts";
+import type { ServiceInstance } from "../consul/types.ts";
 
 /** One instance in CTS's protocol-v0 shape (the `services` variable CTS modules declare). */
 export interface CtsService {
