@@ -263,6 +263,9 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     state: opts.taskState?.(consul) ?? new FileTaskState(root, (task) => driver.taskDir(task), (err) => log.child("ctrl").warn(`${err.task ? `task '${err.task}': ` : ""}${err.message}`, { ...(err.task ? { task: err.task } : {}), code: err.code })),
   });
   restarted = () => void controller.checkStates("Consul restarted");
+  // Consul lost or back (unreachable, or no leader): every view ends the read it holds and reads
+  // again, so the first answer after a quorum loss is not waiting on a read held across it.
+  const stopRereads = watcher ? consul.reachability.onChange(() => watcher.rereadAll()) : undefined;
   return {
     controller,
     metrics,
@@ -272,6 +275,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     id: config.id ?? `cts-${hostname()}`,
     async close(closeOpts = {}) {
       await controller.stop(closeOpts.graceMs);
+      stopRereads?.();
       watcher?.close();
       templates.close();
       consul.close();

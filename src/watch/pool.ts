@@ -41,6 +41,11 @@ export class ViewPool {
     return [...this.entries.keys()].sort();
   }
 
+  /** Every open view ends its read in flight and reads again from index 0 (View.reread). */
+  rereadAll(): void {
+    for (const { view } of this.entries.values()) view.reread();
+  }
+
   /** Holds the view for key, opening (and starting) it with fetch when it is not open yet. */
   acquire<T>(key: string, fetch: () => ViewFetch<T>): ViewHandle<T> {
     let entry = this.entries.get(key);

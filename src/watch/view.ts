@@ -2,7 +2,7 @@ import { backoffDelay, jittered, type Jitter } from "../time/backoff.ts";
 import { isUnavailable } from "../consul/reachability.ts";
 import { systemClock, type Clock } from "../time/clock.ts";
 import { CtsError, toCtsError } from "../errors/cts-error.ts";
-import { isFatalConsulError, isRefusedServiceName } from "../consul/api-error.ts";
+import { isAbortError, isFatalConsulError, isRefusedServiceName } from "../consul/api-error.ts";
 import { CTS_BLOCKING_TIMING, followBlockingQuery, type AfterFailure, type BlockingQuery, type BlockingTiming } from "../consul/blocking-query.ts";
 import { DEFAULT_WAIT_MS } from "../consul/client.ts";
 import { noMetrics, viewKind, type Metrics } from "../metrics/metrics.ts";
@@ -73,6 +73,10 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
   private readonly kind: string;
 
   private readonly wentBack: (() => void) | undefined;
+  /** Cuts the read in flight short (reread), with the loop's signal; made anew after each cut. */
+  private cut: { controller: AbortController; signal: AbortSignal } | undefined;
+  private inFlight = false;
+  private wasCut = false;
 
   constructor(
     key: string,
@@ -143,6 +147,19 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
     this.controller.abort();
   }
 
+  /**
+   * Ends the read in flight and reads again from index 0 at once (no-op while none is in flight:
+   * the next read is due within a second). Consul was lost or is back: a blocking read sent before
+   * may be held by a server that lost its leader until its wait ends (minutes), while a new one
+   * answers as soon as Consul can.
+   */
+  reread(): void {
+    if (this.closed || !this.inFlight || !this.cut) return;
+    this.wasCut = true;
+    this.cut.controller.abort();
+    this.cut = undefined;
+  }
+
   /** Resolves when the loop has ended (after close()). */
   async done(): Promise<void> {
     await this.loop;
@@ -151,20 +168,32 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
   // ---- the loop's owner (followBlockingQuery calls these) ---------------------------------------
 
   /** One fetch at `index`; the last accepted raw answer goes along as `sameAs`. */
-  read(index: bigint, signal: AbortSignal): Promise<ViewAnswer<T>> {
+  read(index: bigint, loop: AbortSignal): Promise<ViewAnswer<T>> {
     this.fetches++;
+    this.inFlight = true;
+    if (!this.cut) {
+      const controller = new AbortController();
+      this.cut = { controller, signal: AbortSignal.any([loop, controller.signal]) };
+    }
+    const { signal } = this.cut;
     const sameAs = this.latest?.source;
     return this.fetch(sameAs === undefined ? { index, wait: this.timing.waitMs, signal } : { index, wait: this.timing.waitMs, signal, sameAs });
   }
 
   /** An answer at a new index: new data is kept and told (an `unchanged` answer keeps the data). */
   answered(res: ViewAnswer<T>): void {
+    this.wasCut = false;
     this.failure = undefined;
     if (!("unchanged" in res)) this.accept(res.data, res.digest, res.source);
   }
 
   /** A failed fetch: told to the listeners; a refused query ends the loop, a fatal error retries slowly. */
   failed(err: unknown, failures = 1): AfterFailure {
+    // The read this view cut short (reread): no failure, read again from index 0 now.
+    if (this.wasCut) {
+      this.wasCut = false;
+      if (isAbortError(err)) return 0;
+    }
     const error = err instanceof CtsError ? err : toCtsError(err, "CONSUL_WATCH_FAILED");
     if (isRefusedServiceName(error)) {
       // The same question gets the same 400 forever: no retry, and no query left open.
@@ -197,6 +226,7 @@ export class View<T> implements BlockingQuery<ViewAnswer<T>> {
 
   /** A fetch ended (a cancelled one is not a fetch). */
   readEnded(ok: boolean, blocking: boolean, seconds: number): void {
+    this.inFlight = false;
     if (blocking) this.metrics.blockingQuery(this.kind, -1);
     if (!this.closed) this.metrics.viewFetched(this.kind, { ok, blocking, seconds });
   }

@@ -43,6 +43,11 @@ export interface WatcherOptions {
 export interface ConsulWatcher extends Watcher {
   /** Keys of the open views (normalized queries). */
   viewKeys(): string[];
+  /**
+   * Every view ends its read in flight and reads again from index 0: Consul was lost or is back
+   * (a read held across a quorum loss may not answer for minutes; a new one answers at once).
+   */
+  rereadAll(): void;
 }
 
 type AnySubscription = DerivedSubscription<Source, unknown>;
@@ -255,6 +260,7 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
     },
     viewCount: () => pool.size,
     viewKeys: () => pool.keys(),
+    rereadAll: () => pool.rereadAll(),
     close() {
       closed = true;
       for (const sub of [...live]) sub.close();

@@ -330,6 +330,30 @@ describe("View (one blocking-query loop)", () => {
   });
 });
 
+describe("View.reread (Consul lost or back)", () => {
+  it("ends the read in flight and reads again from index 0 at once, without telling an error; a no-op while no read is in flight", async () => {
+    const clock = fakeClock();
+    // The first read answers; the blocking read after it is held (a server without a leader).
+    const s = scripted([{ data: ["a"], index: 7n }, "block", { data: ["b"], index: 9n }], clock);
+    const view = new View("k", s.fetch, { timing: fast, clock });
+    const seen = collect(view);
+    view.start();
+    await clock.runUntil(() => s.calls.length === 2, "the blocking read");
+    const at = clock.now();
+    view.reread();
+    await clock.runUntil(() => s.calls.length === 4, "the read again and the blocking read after it");
+    assert.deepEqual(s.calls.map((c) => c.index), [0n, 7n, 0n, 9n]);
+    assert.equal(s.calls[2]!.at, at, "read again at once");
+    assert.equal(s.aborted(), 1);
+    assert.deepEqual(seen.errors, [], "a cut read is no failure");
+    assert.deepEqual(seen.data, [["a"], ["b"]]);
+    view.close();
+    await view.done();
+    view.reread();
+    assert.equal(s.calls.length, 4, "a closed view reads no more");
+  });
+});
+
 describe("stableStringify", () => {
   it("sorts object keys at every depth and keeps array order", () => {
     assert.equal(stableStringify({ b: 1, a: { d: [2, 1], c: null } }), '{"a":{"c":null,"d":[2,1]},"b":1}');
