@@ -29,7 +29,10 @@ export interface ConsulCluster {
   api(server: ClusterServer, method: string, path: string, body?: unknown): Promise<any>;
   /** The server the running servers agree leads (undefined: none answers with one). */
   leader(): Promise<ClusterServer | undefined>;
-  /** Waits until `via` answers /v1/status/leader with a leader, and that leader's Raft peers are 3. */
+  /**
+   * Waits until `via` names a leader, counts 3 Raft peers and answers a read that needs the leader
+   * (right after the leader is killed, a follower still names it for a second or two).
+   */
   waitForLeader(via: ClusterServer, timeoutMs?: number): Promise<ClusterServer>;
   /** Everything the servers printed (for failure messages). */
   logs(): string;
@@ -139,7 +142,8 @@ ports {
         const l = await leaderVia(via);
         if (l) {
           const peers = (await api(via, "GET", "/v1/status/peers").catch(() => [])) as string[];
-          if (peers.length === 3) return l;
+          const read = peers.length === 3 && (await api(via, "GET", "/v1/catalog/nodes").then(() => true, () => false));
+          if (read) return l;
         }
         if (Date.now() > deadline) throw new Error(`no leader seen by ${via.name} within ${timeoutMs} ms:\n${output.slice(-4000)}`);
         await new Promise((r) => setTimeout(r, 100));
