@@ -26,6 +26,6 @@ export { fromCtsConfig, readCtsConfig } from "./cts/config/load.ts";
 export { defineConfig, type CtsConfig, type ConsulConfig, type ConsulTlsConfig, type ServiceRegistrationConfig, type TerraformDriverConfig, type ApiConfig, type VaultConfig } from "./config/types.ts";
 export { render, TEMPLATES_DIR } from "./values/render.ts";
 export { expression, raw, untrusted } from "./task/catalog-text.ts";
-export { Testing, type TestInput } from "./testing.ts";
+export { Testing, type TestInput, type InstanceInput, type CheckInput } from "./testing.ts";
 export type { ExpectedProperties, FoundResource, SynthesizedJson } from "./assertions.ts";
 export { CtsError } from "./errors/cts-error.ts";

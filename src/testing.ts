@@ -2,14 +2,21 @@ import type { CatalogServices, KvPairs, ServiceInstance } from "./consul/types.t
 import type { Condition, TaskInputs } from "./task/conditions.ts";
 import type { AnyTaskInput, Task } from "./task/task.ts";
 import { allSources } from "./task/sources.ts";
-import { readFromSnapshot } from "./synth/snapshot.ts";
+import { readFromSnapshot, type InstanceInput } from "./synth/snapshot.ts";
 import { synthesizeTask, type SynthContext, type SynthResult } from "./synth/synthesize.ts";
 import { assertions } from "./assertions.ts";
 
+export type { InstanceInput, CheckInput } from "./synth/snapshot.ts";
+
 /** Input for tests: instances may leave out any field but `name` (CTS defaults fill the rest). */
 export interface TestInput {
-  /** Service instances as they are in the catalog; the task sees those its condition selects. */
-  services?: Array<Partial<ServiceInstance> & { name: string }>;
+  /**
+   * Service instances as they are in the catalog; the task sees those its condition selects. Each
+   * has the checks Consul would give it: its service's (`status`, or several in `checks`;
+   * `maintenance`) and its node's (a passing `serfHealth` unless `nodeStatus`/`nodeChecks` say
+   * otherwise; `nodeMaintenance`). The `status` the task sees is derived from all of them.
+   */
+  services?: InstanceInput[];
   /** Catalog services (name → tags); the task sees those its catalog-services regexp matches. */
   catalogServices?: CatalogServices;
   /** KV pairs; the task sees the key (or the keys under the prefix) its condition or input reads. */

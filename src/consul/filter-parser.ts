@@ -40,6 +40,8 @@ const SELECTORS: Record<string, Kind> = {
   "Service.Port": "int",
   Checks: "checks",
   "Checks.Node": "string",
+  "Checks.CheckID": "string",
+  "Checks.Name": "string",
   "Checks.Status": "string",
   "Checks.ServiceID": "string",
   "Checks.ServiceName": "string",

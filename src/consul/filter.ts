@@ -16,7 +16,8 @@ import { parseExpression, type FilterNode, type MatchNode } from "./filter-parse
 export interface FilterEntry {
   Node: { ID: string; Node: string; Address: string; Datacenter: string; TaggedAddresses: Record<string, string>; Meta: Record<string, string> };
   Service: { Kind: string; ID: string; Service: string; Tags: string[]; Address: string; Meta: Record<string, string>; Port: number };
-  Checks: Array<{ Node: string; Status: string; ServiceID: string; ServiceName: string }>;
+  /** The node's checks (ServiceID "") and the service's, as `/v1/health/service` gives them. */
+  Checks: Array<{ Node: string; CheckID: string; Name: string; Status: string; ServiceID: string; ServiceName: string }>;
 }
 
 /** A parsed filter: evaluate it on entries. */

@@ -3,6 +3,7 @@ import type { CatalogServices, KvPairs, ServiceInstance, Source, SourceData } fr
 import { CtsError, messageOf } from "../errors/cts-error.ts";
 import { applyFilter, type FilterEntry } from "../consul/filter.ts";
 import { normalizeServicesQuery } from "../consul/query.ts";
+import { aggregateStatus } from "../consul/convert.ts";
 import { sortKeys } from "./stable-json.ts";
 
 /**
@@ -12,7 +13,7 @@ import { sortKeys } from "./stable-json.ts";
  * datacenter, namespace and the Consul filter expression (src/consul/filter.ts).
  */
 export interface Snapshot {
-  services?: Array<Partial<ServiceInstance> & { name: string }>;
+  services?: InstanceInput[];
   kv?: KvPairs;
   /**
    * What Consul answered to each source, as `cts snapshot` saved it: a task whose source is here
@@ -62,11 +63,144 @@ export function readSnapshot(file: string): Snapshot {
     throw new CtsError("INPUT_INVALID", "usage", `${file}: answers must be an array of {source, data} as \`cts snapshot\` writes them.`);
   snap.services?.forEach((s, i) => {
     if (!s || typeof s.name !== "string") throw new CtsError("INPUT_INVALID", "usage", `${file}: services[${i}].name must be a string.`);
+    for (const field of ["checks", "nodeChecks"] as const) {
+      const list = s[field];
+      if (list !== undefined && (!Array.isArray(list) || list.some((c) => !c || !["passing", "warning", "critical"].includes(c.status))))
+        throw new CtsError("INPUT_INVALID", "usage", `${file}: services[${i}].${field} must be an array of checks, each {"id"?, "name"?, "status": "passing" | "warning" | "critical"}.`);
+    }
   });
   return snap;
 }
 
-function complete(s: Partial<ServiceInstance> & { name: string }): ServiceInstance {
+/** A health check as a test or a snapshot states it. */
+export interface CheckInput {
+  /**
+   * Consul's CheckID. Service checks default to the agent's names: `service:<id>` for one,
+   * `service:<id>:1`, `service:<id>:2`, … for several; a node check defaults to `node-check:<n>` (from 1).
+   */
+  id?: string;
+  /** The check's name (default: `Service '<name>' check` for a service check, the id for a node check). */
+  name?: string;
+  status: "passing" | "warning" | "critical";
+}
+
+/**
+ * A service instance as a test or `cts synth --input` gives it: any field of the instance but
+ * `name` may be left out, and its health is stated as Consul keeps it, in checks. Consul gives
+ * each instance its service checks and its node's checks, and a filter's `Checks` is both.
+ */
+export type InstanceInput = Partial<ServiceInstance> & {
+  name: string;
+  /**
+   * The service's checks (default: one check, `service:<id>`, whose status is `status`, passing
+   * when not given; `[]`: none). With `checks`, leave `status` out: it is derived from the checks.
+   */
+  checks?: CheckInput[];
+  /**
+   * The node's checks (default: Consul's `serfHealth`, passing). Every instance on one named node
+   * has the node's checks: give them on one instance of the node (or the same on several).
+   */
+  nodeChecks?: CheckInput[];
+  /** Short for `nodeChecks: [{ id: "serfHealth", status }]`: the node's Serf health. */
+  nodeStatus?: CheckInput["status"];
+  /** The service in maintenance mode: Consul adds a critical `_service_maintenance:<id>` check. */
+  maintenance?: boolean;
+  /** The node in maintenance mode: Consul adds a critical `_node_maintenance` check to the node (every instance on it). */
+  nodeMaintenance?: boolean;
+};
+
+/** One check of a health entry, as the filter sees it. */
+type EntryCheck = FilterEntry["Checks"][number];
+
+function invalid(message: string): CtsError {
+  return new CtsError("INPUT_INVALID", "usage", message);
+}
+
+/** The node's own checks an instance states, if it states any. */
+function statedNodeChecks(s: InstanceInput): EntryCheck[] | undefined {
+  const node = s.node ?? "";
+  if (s.nodeChecks && s.nodeStatus) throw invalid(`service instance ${s.id ?? s.name}: give nodeChecks or nodeStatus, not both.`);
+  if (s.nodeStatus) return [nodeCheck(node, { id: "serfHealth", name: "Serf Health Status", status: s.nodeStatus }, 0)];
+  return s.nodeChecks?.map((c, k) => nodeCheck(node, c, k));
+}
+
+function nodeCheck(node: string, c: CheckInput, k: number): EntryCheck {
+  const id = c.id ?? `node-check:${k + 1}`;
+  return { Node: node, CheckID: id, Name: c.name ?? (id === "serfHealth" ? "Serf Health Status" : id), Status: c.status, ServiceID: "", ServiceName: "" };
+}
+
+/** Consul's default node check: the agent's Serf health, passing. */
+const serfHealth = (node: string): EntryCheck => nodeCheck(node, { id: "serfHealth", status: "passing" }, 0);
+
+/** The node's checks of every instance: those stated for the node, else a passing `serfHealth`; maintenance adds `_node_maintenance`. */
+export type NodeChecks = (s: InstanceInput) => EntryCheck[];
+
+/**
+ * The checks of each node of `services`, as Consul keeps them: one set per named node (per
+ * datacenter), stated on any of its instances; an instance without a node name stands alone.
+ * Two instances stating different checks (or maintenance) for one node are an error.
+ */
+export function nodeChecksOf(services: InstanceInput[]): NodeChecks {
+  const nodes = new Map<string, { checks?: EntryCheck[]; maintenance?: boolean; by?: string; mby?: string }>();
+  const keyOf = (s: InstanceInput) => JSON.stringify([s.nodeDatacenter ?? "", s.node]);
+  for (const s of services) {
+    if (!s.node) continue;
+    const node = nodes.get(keyOf(s)) ?? {};
+    nodes.set(keyOf(s), node);
+    const who = s.id ?? s.name;
+    const checks = statedNodeChecks(s);
+    if (checks) {
+      if (node.checks && JSON.stringify(node.checks) !== JSON.stringify(checks))
+        throw invalid(`node ${s.node}: instances ${node.by} and ${who} give it different checks (a node's checks are the same for every instance on it; give them once).`);
+      node.checks = checks;
+      node.by = who;
+    }
+    if (s.nodeMaintenance !== undefined) {
+      if (node.maintenance !== undefined && node.maintenance !== s.nodeMaintenance)
+        throw invalid(`node ${s.node}: instances ${node.mby} and ${who} disagree on nodeMaintenance (it is the node's).`);
+      node.maintenance = s.nodeMaintenance;
+      node.mby = who;
+    }
+  }
+  return (s) => {
+    const node = s.node ?? "";
+    const stated = s.node ? nodes.get(keyOf(s))! : { checks: statedNodeChecks(s), maintenance: s.nodeMaintenance };
+    const checks = stated.checks ?? [serfHealth(node)];
+    return stated.maintenance
+      ? [{ Node: node, CheckID: "_node_maintenance", Name: "Node Maintenance Mode", Status: "critical", ServiceID: "", ServiceName: "" }, ...checks]
+      : checks;
+  };
+}
+
+/** The service's own checks (maintenance as Consul's critical `_service_maintenance:<id>` check). */
+function serviceChecksOf(s: InstanceInput): EntryCheck[] {
+  const id = s.id ?? s.name;
+  const node = s.node ?? "";
+  if (s.checks && s.status !== undefined) throw invalid(`service instance ${id}: give status or checks, not both (its status is derived from its checks and its node's).`);
+  const maintenance = s.maintenance || s.status === "maintenance";
+  const given: CheckInput[] = s.checks ?? [{ status: s.status === undefined || s.status === "maintenance" ? "passing" : (s.status as CheckInput["status"]) }];
+  const checks: EntryCheck[] = given.map((c, k) => ({
+    Node: node,
+    CheckID: c.id ?? (given.length === 1 ? `service:${id}` : `service:${id}:${k + 1}`),
+    Name: c.name ?? `Service '${s.name}' check`,
+    Status: c.status,
+    ServiceID: id,
+    ServiceName: s.name,
+  }));
+  return maintenance ? [{ Node: node, CheckID: `_service_maintenance:${id}`, Name: "Service Maintenance Mode", Status: "critical", ServiceID: id, ServiceName: s.name }, ...checks] : checks;
+}
+
+/** Every check of the instance's health entry: its node's, then its service's (Consul's order). */
+function checksOf(s: InstanceInput, nodeChecks: NodeChecks): EntryCheck[] {
+  return [...nodeChecks(s), ...serviceChecksOf(s)];
+}
+
+/** The instance's aggregated status from all its checks, as the daemon derives it (src/consul/convert.ts). */
+function statusOf(s: InstanceInput, nodeChecks: NodeChecks): string {
+  return aggregateStatus(checksOf(s, nodeChecks));
+}
+
+function complete(s: InstanceInput, nodeChecks: NodeChecks): ServiceInstance {
   return {
     id: s.id ?? s.name,
     name: s.name,
@@ -76,7 +210,7 @@ function complete(s: Partial<ServiceInstance> & { name: string }): ServiceInstan
     meta: s.meta ?? {},
     tags: [...(s.tags ?? [])].sort(),
     namespace: s.namespace ?? "",
-    status: s.status ?? "passing",
+    status: statusOf(s, nodeChecks),
     node: s.node ?? "",
     nodeId: s.nodeId ?? "",
     nodeAddress: s.nodeAddress ?? "",
@@ -89,17 +223,17 @@ function complete(s: Partial<ServiceInstance> & { name: string }): ServiceInstan
 
 /**
  * An instance as the health entry Consul would filter: `Service.Address` is the instance's own
- * `address` as given (Consul falls back to the node's only in what it returns), and the instance's
- * status is one service check (maintenance is Consul's critical maintenance check).
+ * `address` as given (Consul falls back to the node's only in what it returns), and `Checks` are
+ * its node's checks (`nodeChecks`: of the snapshot it is in; default: the instance alone) and its
+ * service's checks, maintenance as Consul's critical maintenance checks.
  */
-export function filterEntryOf(s: Partial<ServiceInstance> & { name: string }): FilterEntry {
+export function filterEntryOf(s: InstanceInput, nodeChecks: NodeChecks = nodeChecksOf([s])): FilterEntry {
   const id = s.id ?? s.name;
   const node = s.node ?? "";
-  const status = s.status ?? "passing";
   return {
     Node: { ID: s.nodeId ?? "", Node: node, Address: s.nodeAddress ?? "", Datacenter: s.nodeDatacenter ?? "", TaggedAddresses: { ...s.nodeTaggedAddresses }, Meta: { ...s.nodeMeta } },
     Service: { Kind: s.kind ?? "", ID: id, Service: s.name, Tags: [...(s.tags ?? [])], Address: s.address ?? "", Meta: { ...s.meta }, Port: s.port ?? 0 },
-    Checks: [{ Node: node, Status: status === "maintenance" ? "critical" : status, ServiceID: id, ServiceName: s.name }],
+    Checks: checksOf(s, nodeChecks),
   };
 }
 
@@ -108,7 +242,8 @@ export function readFromSnapshot(snap: Snapshot, source: Source): SourceData {
   const key = sourceKey(source);
   const answer = snap.answers?.find((a) => sourceKey(a.source) === key);
   if (answer) return structuredClone(answer.data);
-  const all = (snap.services ?? []).map(complete);
+  const nodeChecks = nodeChecksOf(snap.services ?? []);
+  const all = (snap.services ?? []).map((s) => complete(s, nodeChecks));
   switch (source.kind) {
     case "services": {
       const q = source.query;
@@ -116,12 +251,13 @@ export function readFromSnapshot(snap: Snapshot, source: Source): SourceData {
       const given = (snap.services ?? []).filter(
         (s) =>
           (query.regexp ? query.regexp.test(s.name) : query.names!.includes(s.name)) &&
-          (!query.health.passing || (s.status ?? "passing") === "passing") &&
+          // ?passing keeps an entry only when every check passes, its node's included.
+          (!query.health.passing || statusOf(s, nodeChecks) === "passing") &&
           (!q.datacenter || !s.nodeDatacenter || s.nodeDatacenter === q.datacenter) &&
           (!q.namespace || !s.namespace || s.namespace === q.namespace),
       );
-      return applyFilter(given, q.filter, filterEntryOf)
-        .map(complete)
+      return applyFilter(given, q.filter, (s) => filterEntryOf(s, nodeChecks))
+        .map((s) => complete(s, nodeChecks))
         .map((s) => ({ ...s, ctsUserDefinedMeta: { ...(q.userMeta ?? {}) } }))
         .sort((a, b) => (a.node === b.node ? cmp(a.id, b.id) : cmp(a.node, b.node)));
     }

@@ -29,6 +29,55 @@ class Names extends Task<CatalogServicesCondition> {
 const web = (id: string, extra: Record<string, unknown> = {}) => ({ name: "web", id, node: "n1", address: "10.0.0.1", port: 80, ...extra });
 const idsIn = (json: Record<string, any>) => Object.keys(json.resource?.local_file ?? {}).sort();
 
+describe("Testing gives each instance the checks Consul would: its service's and its node's", () => {
+  const statusOf = (given: { services: any[] }, id: string) => Testing.taskInput(new PerInstance({ names: ["web"], passingOnly: false }), given).services!.find((s) => s.id === id)!.status;
+  const select = (filter: string, given: { services: any[] }, passingOnly = false) => idsIn(Testing.synthTask(new PerInstance({ names: ["web"], filter, passingOnly }), given));
+
+  it("keeps a critical instance for Checks.Status == passing, since its node's serfHealth passes (issue #37)", () => {
+    const given = { services: [web("ok"), web("down", { status: "critical" })] };
+    assert.deepEqual(select('Checks.Status == "passing"', given), ["down", "ok"]);
+    assert.deepEqual(select('Checks.Status == "passing" and Checks.Status != "critical"', given), ["down", "ok"]);
+    assert.deepEqual(select('Checks.CheckID == "serfHealth"', given), ["down", "ok"]);
+    assert.deepEqual(select('Checks.Name == "Serf Health Status"', given), ["down", "ok"]);
+    // "no check is critical" is `not Checks.Status == critical`.
+    assert.deepEqual(select('not Checks.Status == "critical"', given), ["ok"]);
+  });
+
+  it("gives every instance on a node the node's checks, stated once", () => {
+    const given = { services: [web("a", { nodeStatus: "critical" }), web("b"), web("c", { node: "n2" })] };
+    assert.equal(statusOf(given, "b"), "critical");
+    assert.equal(statusOf(given, "c"), "passing");
+    assert.deepEqual(idsIn(Testing.synthTask(new PerInstance({ names: ["web"] }), given)), ["c"]);
+    assert.deepEqual(select('Checks.CheckID == "serfHealth" and Checks.Status == "critical"', given), ["a", "b"]);
+    assert.throws(() => Testing.taskInput(new PerInstance({ names: ["web"] }), { services: [web("a", { nodeStatus: "critical" }), web("b", { nodeStatus: "passing" })] }), /node n1: instances a and b give it different checks/);
+  });
+
+  it("models several service checks and node checks; the status is the worst of them all", () => {
+    const given = {
+      services: [
+        web("a", { checks: [{ status: "passing" }, { id: "http", name: "HTTP", status: "warning" }] }),
+        web("b", { node: "n2", checks: [], nodeChecks: [{ id: "serfHealth", status: "passing" }, { id: "disk", status: "critical" }] }),
+        web("c", { node: "n3", checks: [{ status: "passing" }, { status: "passing" }] }),
+      ],
+    };
+    assert.deepEqual([statusOf(given, "a"), statusOf(given, "b"), statusOf(given, "c")], ["warning", "critical", "passing"]);
+    assert.deepEqual(select('Checks.CheckID == "service:a:1"', given), ["a"]);
+    assert.deepEqual(select('Checks.CheckID == "service:c:2" or Checks.Name == HTTP', given), ["a", "c"]);
+    assert.deepEqual(select('Checks.ServiceID == "" and Checks.Status == critical', given), ["b"]);
+    assert.deepEqual(idsIn(Testing.synthTask(new PerInstance({ names: ["web"] }), given)), ["c"]);
+    assert.throws(() => Testing.taskInput(new PerInstance({ names: ["web"] }), { services: [web("a", { status: "passing", checks: [] })] }), /give status or checks, not both/);
+  });
+
+  it("models service and node maintenance as Consul's critical maintenance checks", () => {
+    const given = { services: [web("m", { maintenance: true }), web("legacy", { node: "n2", status: "maintenance" }), web("x", { node: "n3", nodeMaintenance: true }), web("y", { node: "n3" })] };
+    assert.deepEqual(["m", "legacy", "x", "y"].map((id) => statusOf(given, id)), ["maintenance", "maintenance", "maintenance", "maintenance"]);
+    assert.deepEqual(select('Checks.CheckID == "_service_maintenance:m"', given), ["m"]);
+    assert.deepEqual(select('Checks.CheckID == "_node_maintenance"', given), ["x", "y"]);
+    assert.deepEqual(select('Checks.Status == "critical"', given), ["legacy", "m", "x", "y"]);
+    assert.deepEqual(idsIn(Testing.synthTask(new PerInstance({ names: ["web"] }), given)), []);
+  });
+});
+
 describe("Testing.synthTask gives the task what Consul would give it", () => {
   it("leaves out instances the condition's Consul filter excludes", () => {
     const task = new PerInstance({ names: ["web"], filter: 'Service.Tags contains "prod"' });
