@@ -2,8 +2,8 @@ import { systemClock, type Clock } from "../time/clock.ts";
 import { CtsError } from "../errors/cts-error.ts";
 import type { Logger } from "../log/logger.ts";
 
-/** Codes of a call that never reached Consul (as opposed to an answer Consul gave). */
-const UNREACHABLE = new Set(["CONSUL_UNREACHABLE", "CONSUL_TIMEOUT", "CONSUL_TLS_FAILED"]);
+/** Codes of a call that never reached Consul (as opposed to an answer Consul gave); high availability's own too. */
+const UNREACHABLE = new Set(["CONSUL_UNREACHABLE", "CONSUL_TIMEOUT", "CONSUL_TLS_FAILED", "HA_CONSUL_UNREACHABLE", "HA_CONSUL_TIMEOUT"]);
 
 /** True when `err` means "Consul could not be reached", not "Consul answered no". */
 export function isUnreachable(err: unknown): boolean {

@@ -15,7 +15,8 @@ import type { HaKv } from "./kv.ts";
 import { MemberReporter } from "./member.ts";
 import { StateMirror } from "./mirror.ts";
 import { LeaderSession, type SessionLoss } from "./session.ts";
-import { joinBackoff, resolveHaSettings, type HaSettings } from "./settings.ts";
+import { joinBackoff, resolveHaSettings, UNAVAILABLE_RETRY_MS, type HaSettings } from "./settings.ts";
+import { isUnavailable } from "../consul/reachability.ts";
 import type { StateWriter } from "./writer.ts";
 
 /** The cluster's Consul KV and its fenced state writer (made by the composition root, which hands the writer to the task state too). */
@@ -265,7 +266,9 @@ export class ClusterMember implements KvAccess {
         // A session the mode could not take up renews no more (and is destroyed once Consul answers).
         if (session?.alive && session !== this.session) session.abandon();
         this.mode.joinFailed(err, ++failures);
-        await pause(backoffDelay(joinBackoff(this.settings), failures), this.stopping.signal, this.clock);
+        // Consul unreachable or without a leader: tried again within a second, so a session is made as soon as quorum returns.
+        const backoff = joinBackoff(this.settings);
+        await pause(backoffDelay(isUnavailable(err) ? { ...backoff, maxMs: Math.min(backoff.maxMs, UNAVAILABLE_RETRY_MS) } : backoff, failures), this.stopping.signal, this.clock);
       }
     }
   }

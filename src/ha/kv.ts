@@ -51,7 +51,8 @@ function haError(timeoutMs: number) {
       const permission = status === 403 ? " The token needs key:write on the HA prefix and session:write on this node (docs/clustering.md 'High availability')." : "";
       return new CtsError("HA_CONSUL_FAILED", "external", `Consul at ${call.url} answered ${status} to ${call.what}${reply ? `: ${reply}` : ""}.${permission}`, {
         cause: err,
-        detail: { status },
+        // The reply tells "no leader" apart (isUnavailable in consul/reachability.ts).
+        detail: { status, ...(reply ? { reply } : {}) },
       });
     }
     if ((err as { isTimeout?: boolean }).isTimeout)

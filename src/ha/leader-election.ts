@@ -8,7 +8,9 @@ import { buildClusterStatus, type ClusterStatus } from "./cluster.ts";
 import type { ClusterMode, Leaving, MemberParts } from "./cluster-mode.ts";
 import type { KvItem, KvRead } from "./kv.ts";
 import type { LeaderSession, SessionLoss } from "./session.ts";
-import { COMPAT_INTERVAL_MS, durationText, HA_WATCH_TIMING } from "./settings.ts";
+import { COMPAT_INTERVAL_MS, durationText, HA_WATCH_TIMING, UNAVAILABLE_RETRY_MS } from "./settings.ts";
+import { isUnavailable } from "../consul/reachability.ts";
+import { backoffDelay } from "../time/backoff.ts";
 
 /** Options of leader election (`cts watch` flags, tests). */
 export interface LeaderElectionOptions {
@@ -129,7 +131,9 @@ export class LeaderElection implements ClusterMode {
         failed: (err, n) => {
           if (this.m.stopping.aborted) return "stop";
           this.joinFailed(err, n);
-          return undefined;
+          // Consul unreachable or without a leader: asked again within a second (a server holds a
+          // read while it has no leader), so a lock freed when quorum returns is seen at once.
+          return isUnavailable(err) ? backoffDelay({ baseMs: HA_WATCH_TIMING.backoffBaseMs, maxMs: UNAVAILABLE_RETRY_MS }, n) : undefined;
         },
       },
       ended,

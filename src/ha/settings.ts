@@ -11,6 +11,9 @@ export const DEFAULT_PARENT_PREFIX = "consul-terraform-sync";
 /** How often the compatibility check runs (CTS: every 5 minutes). */
 export const COMPAT_INTERVAL_MS = 5 * 60_000;
 
+/** Longest wait between two attempts while Consul is unavailable (unreachable, or no leader): its return is seen within a second. */
+export const UNAVAILABLE_RETRY_MS = 1_000;
+
 /**
  * Pacing of every high-availability and shared-mode watcher (the one blocking-query loop): CTS's
  * 100 ms + 0–20 ms between reads; after a failed read 0.25–0.5 s, doubling up to 2.5–5 s, so a

@@ -4,7 +4,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startConsulCluster, type ClusterServer, type ConsulCluster } from "../support/consul-cluster.ts";
 import { tempDir, waitFor, writeConfig } from "../support/cts.ts";
-import { startCtsProcess, type CtsProcess } from "../support/cts-process.ts";
+import { firstToPrint, startCtsProcess, writeHaConfig, type CtsProcess } from "../support/cts-process.ts";
 
 const read = (p: string) => readFile(p, "utf8").catch(() => "");
 const getJson = async (url: string) => (await fetch(url, { signal: AbortSignal.timeout(10_000) })).json() as Promise<any>;
@@ -30,6 +30,7 @@ describe("Quorum loss: 2 of 3 Consul servers gone (real 3-server cluster, real c
   let via: ClusterServer;
   let tmp: { dir: string; cleanup(): Promise<void> };
   let cts: CtsProcess;
+  let ha: CtsProcess[] = [];
   let web: string;
   let url = "";
 
@@ -64,6 +65,7 @@ describe("Quorum loss: 2 of 3 Consul servers gone (real 3-server cluster, real c
   });
   after(async () => {
     await cts?.terminate(15_000);
+    await Promise.all(ha.map((p) => p.terminate(15_000)));
     await cluster?.stop();
     await tmp?.cleanup();
   });
@@ -113,7 +115,7 @@ describe("Quorum loss: 2 of 3 Consul servers gone (real 3-server cluster, real c
     const lines = cts.linesSince(mark);
     const at = (re: RegExp) => lines.findIndex((l) => re.test(l));
     const count = (re: RegExp) => lines.filter((l) => re.test(l)).length;
-    t.diagnostic(`the daemon's lines since the loss:\n${lines.filter((l) => /consul:|regist|task 'web'|\[WARN\]|\[ERROR\]/.test(l)).join("\n")}`);
+    t.diagnostic(`the change registered at ${new Date(changedAt).toISOString()}; the daemon's lines since the loss:\n${lines.filter((l) => /consul:|regist|task 'web'|\[WARN\]|\[ERROR\]/.test(l)).join("\n")}`);
     assert.equal(count(/lost contact with Consul/), 1, `one warn line when Consul is lost:\n${lines.join("\n")}`);
     assert.equal(count(/answers again/), 1, "one line when it is back: no flapping");
     assert.ok(count(/still unavailable/) <= Math.floor((backLine.at - lost.at) / 60_000), "at most one reminder a minute");
@@ -121,5 +123,57 @@ describe("Quorum loss: 2 of 3 Consul servers gone (real 3-server cluster, real c
     assert.deepEqual(during.filter((l) => /regist/i.test(l)), [], "no registration attempt while Consul is unavailable");
     assert.deepEqual(lines.filter((l) => /could not register/.test(l)), [], "no failed re-registration");
     assert.deepEqual(during.filter((l) => /\[WARN\].*watching Consul/.test(l)), [], "no warn line per task or per read");
+  });
+  it("with high availability (2 instances): the same on both instances, without flapping; the leader fenced itself during the loss, and a change is applied within 5 s of quorum's return", async (t) => {
+    await cts.terminate(15_000);
+    const file = join(tmp.dir, "ha-web.txt");
+    for (const id of ["q-a", "q-b"]) {
+      const config = await writeHaConfig(join(tmp.dir, id), { consulAddress: via.address, id, cluster: "quorum", sessionTtl: "15s", tasks: [`new MemberList("web", ${JSON.stringify(file)})`] });
+      ha.push(startCtsProcess(config, { name: id }));
+    }
+    const urls = await Promise.all(ha.map(async (p) => (await p.waitForLine(/api: listening on (\S+)/, 120_000)).line.match(/listening on (\S+)/)![1]!));
+    const first = await firstToPrint(ha, /ha: acquired leadership lock/, 120_000);
+    await waitFor(async () => (await read(file)).includes("web-2"), 120_000, "the leader's first apply");
+    const leaderUrl = urls[ha.indexOf(first.p)]!;
+    await waitFor(async () => (await getJson(`${leaderUrl}/v1/status/tasks`)).web?.status === "successful", 60_000, "the task successful on the leader");
+    const marks = ha.map((p) => p.mark());
+
+    const others = cluster.servers.filter((s) => s !== via);
+    const lossStart = Date.now();
+    await Promise.all(others.map((s) => s.halt()));
+    const lost = await Promise.all(ha.map((p, i) => p.waitForLine(/lost contact with Consul/, LOSS_MS, marks[i])));
+    t.diagnostic(`'lost contact' ${lost.map((l) => l.at - lossStart).join(" / ")} ms after the kill`);
+    const samples: string[] = [];
+    while (Date.now() - lossStart < LOSS_MS || samples.length < 3) {
+      const reach = await Promise.all(urls.map(async (u) => (await getJson(`${u}/v1/status`)).consul?.reachable));
+      const task = (await getJson(`${leaderUrl}/v1/status/tasks`)).web?.status;
+      samples.push(`reachable=${reach.join(",")} leader's task=${task}`);
+      await sleep(1_000);
+    }
+    t.diagnostic(`${samples.length} samples during the loss; the first: ${samples[0]}`);
+    for (const s of samples) assert.match(s, /^reachable=false,false leader's task=(unknown|undefined)$/, s);
+
+    for (const s of others) s.resume();
+    await cluster.waitForLeader(via, 60_000);
+    const quorumAt = Date.now();
+    await register("web-3", "10.0.0.3");
+    const changedAt = Date.now();
+    await waitFor(async () => (await read(file)).includes("web-3"), 90_000, "the change applied by a leader");
+    const appliedAt = Date.now();
+    t.diagnostic(`HA: leader back → change registered: ${changedAt - quorumAt} ms; change registered → applied: ${appliedAt - changedAt} ms`);
+    assert.ok(appliedAt - changedAt <= 5_000, `applied ${appliedAt - changedAt} ms after the change (at most 5 s)`);
+
+    for (const [i, p] of ha.entries()) {
+      await p.waitForLine(/answers again/, 30_000, marks[i]);
+      const lines = p.linesSince(marks[i]!);
+      t.diagnostic(`${p.name}'s lines since the loss:\n${lines.filter((l) => /consul:|regist|ha:|task 'web'|\[WARN\]|\[ERROR\]/.test(l)).join("\n")}`);
+      const count = (re: RegExp) => lines.filter((l) => re.test(l)).length;
+      assert.equal(count(/lost contact with Consul/), 1, `${p.name}: one lost line`);
+      assert.equal(count(/answers again/), 1, `${p.name}: one back line, no flapping`);
+      const at = (re: RegExp) => lines.findIndex((l) => re.test(l));
+      const during = lines.slice(at(/lost contact with Consul/), at(/answers again/));
+      assert.deepEqual(during.filter((l) => /regist/i.test(l)), [], `${p.name}: no registration attempt while Consul is unavailable`);
+      assert.deepEqual(lines.filter((l) => /could not register/.test(l)), [], `${p.name}: no failed re-registration`);
+    }
   });
 });

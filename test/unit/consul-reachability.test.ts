@@ -56,6 +56,11 @@ describe("whether Consul answers (one tracker per client)", () => {
     assert.equal(isUnavailable(unreachable()), true);
     for (const e of [answer(403, "Permission denied"), answer(404, ""), answer(500, "some other failure"), answer(429, "")]) assert.equal(isUnavailable(e), false, e.message);
     assert.match(noLeader().message, /HTTP 500.*No cluster leader/);
+    // High availability's own errors (src/ha/kv.ts) keep Consul's reply: the same rule applies.
+    assert.equal(isUnavailable(new CtsError("HA_CONSUL_FAILED", "external", "x", { detail: { status: 500, reply: "No cluster leader" } })), true);
+    assert.equal(isUnavailable(new CtsError("HA_CONSUL_TIMEOUT", "external", "x")), true);
+    assert.equal(isUnavailable(new CtsError("HA_CONSUL_UNREACHABLE", "external", "x")), true);
+    assert.equal(isUnavailable(new CtsError("HA_CONSUL_FAILED", "external", "x", { detail: { status: 403 } })), false);
   });
 
   it("an agent without a leader is Consul unavailable, as an unreachable one is: one warn line, stale, one back line", () => {
