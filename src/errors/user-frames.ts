@@ -9,8 +9,8 @@ export interface UserCode {
   frames: string[];
 }
 
-// cts's own code: src/ when run from source, dist/ when installed (this file sits directly in either).
-const OWN_ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
+// cts's own code: src/ when run from source, dist/ when installed (this file sits in src/errors/ or dist/errors/).
+const OWN_ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const OWN_DIRS = [`${OWN_ROOT}${sep}src${sep}`, `${OWN_ROOT}${sep}dist${sep}`];
 
 // "    at name (location)" or "    at location"; `location` ends in ":line:column".

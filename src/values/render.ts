@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { CtsError } from "../errors/cts-error.ts";
 
 /** Shared templates shipped with cts (`templates/`). */
-export const TEMPLATES_DIR = fileURLToPath(new URL("../templates/", import.meta.url));
+export const TEMPLATES_DIR = fileURLToPath(new URL("../../templates/", import.meta.url));
 
 const hb = Handlebars.create();
 hb.registerHelper("json", (v: unknown) => JSON.stringify(v));
