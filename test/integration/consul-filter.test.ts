@@ -135,6 +135,7 @@ function atom(r: Random, instances: Instance[]): string {
     () => `Service.Address ${r.pick(["==", "!="])} ${q(r.pick(ADDRESSES))}`,
     () => r.pick([`Service.ID == ${q(r.pick(instances).id)}`, `Service.ID matches "^i[0-2]$"`, `"1" in Service.ID`]),
     () => `Node.Node == ${q(r.pick(instances).node)}`,
+    () => r.pick([`Node.ID == ""`, `Node.ID != ""`, `Node.ID matches "-"`]),
     () => `Node.Meta.${r.pick(NODE_META)} ${r.pick(["==", "!="])} ${q(r.pick(NODE_META_VALUES))}`,
     () => r.pick([`Node.TaggedAddresses is empty`, `lan in Node.TaggedAddresses`, `Node.TaggedAddresses.wan contains ".9."`]),
     () => `Service.Kind ${r.pick(["==", "!="])} ${q(r.pick(KINDS))}`,

@@ -59,6 +59,21 @@ describe("the Consul filter evaluator", () => {
     assert.deepEqual(ids("Checks.ServiceID == a"), ["a"]);
   });
 
+  it("gives an instance its node's checks (a passing serfHealth by default) and its service's, as Consul lists them", () => {
+    assert.deepEqual(filterEntryOf({ name: "web", id: "w", node: "n" }).Checks, [
+      { Node: "n", CheckID: "serfHealth", Name: "Serf Health Status", Status: "passing", ServiceID: "", ServiceName: "" },
+      { Node: "n", CheckID: "service:w", Name: "Service 'web' check", Status: "passing", ServiceID: "w", ServiceName: "web" },
+    ]);
+    const e = filterEntryOf({ name: "web", id: "w", node: "n", nodeMaintenance: true, maintenance: true, checks: [{ status: "warning" }, { name: "HTTP", status: "passing" }] });
+    assert.deepEqual(
+      e.Checks.map((c) => `${c.CheckID}/${c.Name}/${c.Status}`),
+      ["_node_maintenance/Node Maintenance Mode/critical", "serfHealth/Serf Health Status/passing", "_service_maintenance:w/Service Maintenance Mode/critical", "service:w:1/Service 'web' check/warning", "service:w:2/HTTP/passing"],
+    );
+    assert.deepEqual(ids('Checks.CheckID == "serfHealth"'), ["a", "b"]);
+    assert.deepEqual(ids('Checks.Status == "passing"'), ["a", "b"]);
+    assert.deepEqual(ids('Checks.Name == "Serf Health Status" and Checks.ServiceID == ""'), ["a", "b"]);
+  });
+
   it("reads a maintenance instance as Consul's critical maintenance check", () => {
     const m = filterEntryOf({ name: "web", id: "m", status: "maintenance" });
     assert.deepEqual(ids('Checks.Status == "critical"', [m]), ["m"]);
