@@ -124,7 +124,16 @@ function statedNodeChecks(s: InstanceInput): EntryCheck[] | undefined {
   return s.nodeChecks?.map((c, k) => nodeCheck(node, c, k));
 }
 
+const CHECK_STATUSES: readonly string[] = ["passing", "warning", "critical"];
+
+/** A check's status must be one Consul gives a check (maintenance is a check of its own). */
+function checkStatus(c: CheckInput | undefined, where: string): CheckInput["status"] {
+  if (!c || !CHECK_STATUSES.includes(c.status)) throw invalid(`${where}: a check's status is "passing", "warning" or "critical" (got ${JSON.stringify(c?.status)}); maintenance is maintenance: true / nodeMaintenance: true.`);
+  return c.status;
+}
+
 function nodeCheck(node: string, c: CheckInput, k: number): EntryCheck {
+  checkStatus(c, `node ${node || "(unnamed)"}`);
   const id = c.id ?? `node-check:${k + 1}`;
   return { Node: node, CheckID: id, Name: c.name ?? (id === "serfHealth" ? "Serf Health Status" : id), Status: c.status, ServiceID: "", ServiceName: "" };
 }
@@ -183,7 +192,7 @@ function serviceChecksOf(s: InstanceInput): EntryCheck[] {
     Node: node,
     CheckID: c.id ?? (given.length === 1 ? `service:${id}` : `service:${id}:${k + 1}`),
     Name: c.name ?? `Service '${s.name}' check`,
-    Status: c.status,
+    Status: checkStatus(c, `service instance ${id}`),
     ServiceID: id,
     ServiceName: s.name,
   }));

@@ -66,6 +66,7 @@ describe("Testing gives each instance the checks Consul would: its service's and
     assert.deepEqual(select('Checks.ServiceID == "" and Checks.Status == critical', given), ["b"]);
     assert.deepEqual(idsIn(Testing.synthTask(new PerInstance({ names: ["web"] }), given)), ["c"]);
     assert.throws(() => Testing.taskInput(new PerInstance({ names: ["web"] }), { services: [web("a", { status: "passing", checks: [] })] }), /give status or checks, not both/);
+    assert.throws(() => Testing.taskInput(new PerInstance({ names: ["web"] }), { services: [web("a", { checks: [{ status: "ok" }] })] }), /a check's status is "passing", "warning" or "critical" \(got "ok"\)/);
   });
 
   it("models service and node maintenance as Consul's critical maintenance checks", () => {
