@@ -7,7 +7,9 @@ import { parseExpression, type FilterNode, type MatchNode } from "./filter-parse
  * selector and operator outside the table of filter-parser.ts throws FILTER_UNSUPPORTED naming it.
  *
  * Semantics kept from Consul (checked by test/integration/consul-filter.test.ts against an agent):
- * a selector through `Checks` holds when any check holds; a missing map key makes `==`, `in` and
+ * `Checks` are the node's checks and the service's (src/synth/snapshot.ts builds them as Consul
+ * does: a passing `serfHealth` by default, maintenance as its critical check); a selector through
+ * `Checks` holds when any check holds; a missing map key makes `==`, `in` and
  * `is not empty` false and every other operator true; `contains`/`in` on a string is a substring
  * test, on a list membership, on a map a key test; `Service.Port` compares as an integer.
  */
