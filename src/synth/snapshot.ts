@@ -173,7 +173,7 @@ export function nodeChecksOf(services: InstanceInput[]): NodeChecks {
   }
   return (s) => {
     const node = s.node ?? "";
-    const stated = s.node ? nodes.get(keyOf(s))! : { checks: statedNodeChecks(s), maintenance: s.nodeMaintenance };
+    const stated = (s.node ? nodes.get(keyOf(s)) : undefined) ?? { checks: statedNodeChecks(s), maintenance: s.nodeMaintenance };
     const checks = stated.checks ?? [serfHealth(node)];
     return stated.maintenance
       ? [{ Node: node, CheckID: "_node_maintenance", Name: "Node Maintenance Mode", Status: "critical", ServiceID: "", ServiceName: "" }, ...checks]
