@@ -1,5 +1,5 @@
 import { backoffDelay } from "../time/backoff.ts";
-import { systemClock, type Clock } from "../time/clock.ts";
+import { every, systemClock, type Clock } from "../time/clock.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import type { ConsulClient } from "../consul/client.ts";
 import { CtsError } from "../errors/cts-error.ts";
@@ -15,7 +15,7 @@ import type { HaKv } from "./kv.ts";
 import { MemberReporter } from "./member.ts";
 import { StateMirror } from "./mirror.ts";
 import { LeaderSession, type SessionLoss } from "./session.ts";
-import { joinBackoff, resolveHaSettings, UNAVAILABLE_RETRY_MS, type HaSettings } from "./settings.ts";
+import { COMPAT_INTERVAL_MS, joinBackoff, resolveHaSettings, UNAVAILABLE_RETRY_MS, type HaSettings } from "./settings.ts";
 import { isUnavailable } from "../consul/reachability.ts";
 import type { StateWriter } from "./writer.ts";
 
@@ -41,6 +41,8 @@ export interface ClusterMemberOptions {
   answersAt?: AnswersAt;
   /** Every timer and wait of the cluster (default: the real clock). */
   clock?: Clock;
+  /** Period of the compatibility check, in both modes (default 5 minutes). */
+  compatIntervalMs?: number;
 }
 
 /**
@@ -73,6 +75,8 @@ export class ClusterMember implements KvAccess {
   private loop: Promise<void> | undefined;
   private started = false;
   private stopped = false;
+  /** Ends the repeating compatibility check. */
+  private stopCompat: (() => void) | undefined;
 
   constructor(rt: HaRuntime, loaded: LoadedConfig, store: ClusterStore, mode: (parts: MemberParts) => ClusterMode, private readonly opts: ClusterMemberOptions = {}) {
     if (!loaded.config.highAvailability) throw new CtsError("CTS_INTERNAL", "internal", "a cluster member needs highAvailability in the config");
@@ -196,6 +200,8 @@ export class ClusterMember implements KvAccess {
     this.mode.join();
     this.mirror.start();
     void this.record.check(true);
+    // Every member, whatever its mode, checks again every 5 minutes (docs/clustering.md).
+    this.stopCompat = every(this.clock, this.opts.compatIntervalMs ?? COMPAT_INTERVAL_MS, () => void this.record.check(true));
     this.loop = this.joinLoop();
   }
 
@@ -211,6 +217,7 @@ export class ClusterMember implements KvAccess {
     const offline = opts.consulUnreachable === true;
     const skipped: string[] = [];
     this.stopping.abort();
+    this.stopCompat?.();
     this.mirror.stop();
     const leaving = await this.mode.leave();
     if (leaving.ranTasks) {

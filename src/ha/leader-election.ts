@@ -1,4 +1,3 @@
-import { every } from "../time/clock.ts";
 import { followBlockingQuery, type AfterAnswer } from "../consul/blocking-query.ts";
 import { CtsError, messageOf } from "../errors/cts-error.ts";
 import type { Metrics } from "../metrics/metrics.ts";
@@ -8,7 +7,7 @@ import { buildClusterStatus, type ClusterStatus } from "./cluster.ts";
 import type { ClusterMode, Leaving, MemberParts } from "./cluster-mode.ts";
 import type { KvItem, KvRead } from "./kv.ts";
 import type { LeaderSession, SessionLoss } from "./session.ts";
-import { COMPAT_INTERVAL_MS, durationText, HA_WATCH_TIMING, UNAVAILABLE_RETRY_MS } from "./settings.ts";
+import { durationText, HA_WATCH_TIMING, UNAVAILABLE_RETRY_MS } from "./settings.ts";
 import { isUnavailable } from "../consul/reachability.ts";
 import { backoffDelay } from "../time/backoff.ts";
 
@@ -16,8 +15,6 @@ import { backoffDelay } from "../time/backoff.ts";
 export interface LeaderElectionOptions {
   /** Clear the stored state when this instance first becomes leader (`cts watch --reset-storage`). */
   resetStorage?: boolean;
-  /** Period of the compatibility check (default 5 minutes). */
-  compatIntervalMs?: number;
   /** Where the leader gauge and leadership changes are recorded. */
   metrics?: Metrics;
 }
@@ -52,7 +49,6 @@ export class LeaderElection implements ClusterMode {
   private leaderInfo: LeaderInfo | undefined;
   private leaderSince: string | undefined;
   private resetPending: boolean;
-  private stopCompat: (() => void) | undefined;
 
   constructor(
     private readonly m: MemberParts,
@@ -119,7 +115,6 @@ export class LeaderElection implements ClusterMode {
   join(): void {
     const s = this.m.settings;
     this.m.log.info(`ha: joining cluster '${s.clusterName}' as '${s.id}'`, { parent_path: s.parentPath, session_ttl: durationText(s.sessionTtlMs), lock_delay: durationText(s.lockDelayMs) });
-    this.stopCompat = every(this.m.clock, this.opts.compatIntervalMs ?? COMPAT_INTERVAL_MS, () => void this.m.record.check(true));
   }
 
   /** Follows the leader lock with the one blocking-query loop while the session lives: a free lock is tried for, a lost one steps down. */
@@ -169,7 +164,6 @@ export class LeaderElection implements ClusterMode {
     const wasLeader = this.role === "leader";
     this.role = "stopped";
     if (wasLeader) this.opts.metrics?.leadership(false);
-    this.stopCompat?.();
     if (!wasLeader) return { ranTasks: false, offlineSkips: ["destroying the HA session"] };
     return {
       ranTasks: true,

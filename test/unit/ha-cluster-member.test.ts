@@ -163,8 +163,8 @@ function member(opts: { mode: "leader" | "shared"; clock: FakeClock; tasks?: str
     { controller: controller.ctrl, consul: {} as never, log },
     loaded,
     { kv: consul.kv, writer },
-    opts.mode === "shared" ? (parts) => new SharedAssignment(parts) : (parts) => new LeaderElection(parts, opts.compatIntervalMs ? { compatIntervalMs: opts.compatIntervalMs } : {}),
-    { clock: opts.clock, stopGraceMs: 100 },
+    opts.mode === "shared" ? (parts) => new SharedAssignment(parts) : (parts) => new LeaderElection(parts),
+    { clock: opts.clock, stopGraceMs: 100, ...(opts.compatIntervalMs ? { compatIntervalMs: opts.compatIntervalMs } : {}) },
   );
   cluster.setLocalAddress("http://127.0.0.1:8558");
   const logged = (text: string) => lines.some((l) => l.includes(text));
@@ -192,19 +192,20 @@ describe("a cluster member electing a leader", () => {
     assert.equal(clock.pending(), 0, "no renewal, compatibility check, query or wait is left");
   });
 
-  it("repeats the compatibility check on its clock", async () => {
-    const clock = fakeClock();
-    const m = member({ mode: "leader", clock, compatIntervalMs: 60_000 });
-    const record = `${m.settings.membersPrefix}cts-a`;
-    const writes = () => m.consul.calls.puts.filter((k) => k === record).length;
-    await m.cluster.start();
-    await clock.runUntil(() => m.controller.resumed === 1, "leading");
-    const before = writes();
-    await clock.runUntil(() => clock.now() >= 60_000 && writes() > before, "the next check");
-    assert.ok(clock.now() < 61_000, `checked again one interval after the start (at ${clock.now()} ms)`);
-    await m.cluster.stop();
-    assert.equal(clock.pending(), 0);
-  });
+  for (const mode of ["leader", "shared"] as const)
+    it(`repeats the compatibility check on its clock (${mode} mode)`, async () => {
+      const clock = fakeClock();
+      const m = member({ mode, clock, compatIntervalMs: 60_000 });
+      const record = `${m.settings.membersPrefix}cts-a`;
+      const writes = () => m.consul.calls.puts.filter((k) => k === record).length;
+      await m.cluster.start();
+      await clock.runUntil(() => writes() > 0, "the first check");
+      const before = writes();
+      await clock.runUntil(() => clock.now() >= 60_000 && writes() > before, "the next check");
+      assert.ok(clock.now() < 61_000, `checked again one interval after the start (at ${clock.now()} ms)`);
+      await m.cluster.stop();
+      assert.equal(clock.pending(), 0);
+    });
 
   it("steps down when Consul ends its session (its lock is free), and leads again with a new session", async () => {
     const clock = fakeClock();
