@@ -113,17 +113,36 @@ export async function daemonConfig(path?: string | string[]): Promise<DaemonConf
 /** `cts watch` (and `cts start`): the daemon, until SIGINT or SIGTERM. */
 export async function runWatch(loaded: LoadedConfig, flags: RunFlags & Record<string, unknown>, synthesizer?: Synthesizer): Promise<void> {
   const log = logger(flags, loaded);
-  const { startDaemon } = await runtime();
-  const daemon = await startDaemon(loaded, {
-    log,
-    ...(synthesizer ? { synthesizer } : {}),
-    bufferOff: flags.buffer === false,
-    resetStorage: flags.resetStorage === true,
-    ...(typeof flags.apiAddress === "string" ? { apiAddress: flags.apiAddress } : {}),
-    ...(typeof flags.apiPort === "string" ? { apiPort: flags.apiPort } : {}),
-  });
+  // The handlers come first: a signal while the daemon starts (its first runs may already have
+  // started Terraform) is held, and the daemon stops as soon as it has started, instead of the
+  // process ending with its children left behind.
+  let received: string | undefined;
+  let onSignal = (signal: string) => void (received ??= signal);
+  const onInt = () => onSignal("SIGINT");
+  const onTerm = () => onSignal("SIGTERM");
+  process.on("SIGINT", onInt);
+  process.on("SIGTERM", onTerm);
+  let daemon: Awaited<ReturnType<Awaited<ReturnType<typeof runtime>>["startDaemon"]>>;
+  try {
+    const { startDaemon } = await runtime();
+    daemon = await startDaemon(loaded, {
+      log,
+      ...(synthesizer ? { synthesizer } : {}),
+      bufferOff: flags.buffer === false,
+      resetStorage: flags.resetStorage === true,
+      ...(typeof flags.apiAddress === "string" ? { apiAddress: flags.apiAddress } : {}),
+      ...(typeof flags.apiPort === "string" ? { apiPort: flags.apiPort } : {}),
+    });
+  } catch (err) {
+    process.off("SIGINT", onInt);
+    process.off("SIGTERM", onTerm);
+    throw err;
+  }
   await new Promise<void>((resolve) => {
+    let stopping = false;
     const stop = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
       log.info(`received ${signal}, stopping`);
       process.off("SIGINT", onInt);
       process.off("SIGTERM", onTerm);
@@ -131,10 +150,8 @@ export async function runWatch(loaded: LoadedConfig, flags: RunFlags & Record<st
       log.info("stopped");
       resolve();
     };
-    const onInt = () => void stop("SIGINT");
-    const onTerm = () => void stop("SIGTERM");
-    process.on("SIGINT", onInt);
-    process.on("SIGTERM", onTerm);
+    onSignal = (signal) => void stop(signal);
+    if (received) void stop(received);
   });
 }
 
