@@ -154,26 +154,22 @@ export class FileTaskState implements TaskState {
 
   /** Takes the files an older version kept in the task's working dir, once, into the task's folder. */
   private migrate(task: string, k: Kept): void {
-    const legacy = this.legacyDirOf?.(task);
-    if (!legacy) return;
-    let dir: string;
     try {
-      dir = legacy;
-      const hash = readOrNothing(join(dir, LEGACY.hash), task)?.trim();
-      const count = parse(readOrNothing(join(dir, LEGACY.count), task));
+      const dir = this.legacyDirOf?.(task);
+      if (!dir) return;
+      const key = readOrNothing(join(dir, LEGACY.hash), task)?.trim() || undefined;
+      const count = (parse(readOrNothing(join(dir, LEGACY.count), task)) as { count?: unknown } | undefined)?.count;
       const hold = parse(readOrNothing(join(dir, LEGACY.hold), task));
-      if (hash === undefined && count === undefined && hold === undefined) return;
-      if (!k.applied) {
-        const record = { ...(hash ? { key: hash } : {}), ...((count as { count?: unknown })?.count !== undefined ? { count: (count as { count: unknown }).count } : {}) };
-        if (isAppliedRecord(record)) {
-          this.recordApplied(task, record);
-          k.applied = record.count !== undefined ? { count: record.count } : undefined;
-        }
+      if (key === undefined && count === undefined && hold === undefined) return;
+      const record = { ...(key ? { key } : {}), ...(count !== undefined ? { count } : {}) };
+      if (!k.applied && isAppliedRecord(record)) {
+        this.recordApplied(task, record);
+        k.applied = record.count !== undefined ? { count: record.count } : undefined;
       }
       if (!k.hold.held && !k.hold.rejected && isHoldRecord(hold, task)) this.setHold(task, hold);
       for (const name of Object.values(LEGACY)) rmSync(join(dir, name), { force: true });
     } catch {
-      /* an unreadable old file: as if none were kept */
+      /* an unreadable old file, or no working dir for this name: as if none were kept */
     }
   }
 }
