@@ -82,13 +82,13 @@ describe("the published package, installed into a new project", { timeout: 900_0
     if (work) await rm(work, { recursive: true, force: true });
   });
 
-  it("ships dist, templates, modules, README and LICENSE, and nothing else", () => {
+  it("ships dist, templates, modules, the docs and examples the README links, README, ARCHITECTURE and LICENSE, and nothing else", () => {
     const paths = packed.files.map((f) => f.path);
-    const outside = paths.filter((p) => !/^(dist|templates|modules)\//.test(p) && !["package.json", "README.md", "LICENSE"].includes(p));
+    const outside = paths.filter((p) => !/^(dist|templates|modules|docs|examples)\//.test(p) && !["package.json", "README.md", "ARCHITECTURE.md", "LICENSE"].includes(p));
     assert.deepEqual(outside, []);
     for (const must of ["LICENSE", "README.md", "dist/index.js", "dist/index.d.ts", "dist/cli/main.js", "dist/synth/worker-boot.mjs", "dist/api/ui/index.html", "dist/api/ui/app.js", "dist/api/ui/app.css", "templates/init/task.ts.hbs"])
       assert.ok(paths.includes(must), `${must} is in the tarball`);
-    assert.ok(!paths.some((p) => p.endsWith(".ts") && !p.endsWith(".d.ts") && !p.startsWith("templates/")), "no TypeScript sources");
+    assert.ok(!paths.some((p) => p.endsWith(".ts") && !p.endsWith(".d.ts") && !p.startsWith("templates/") && !p.startsWith("examples/")), "no TypeScript sources");
   });
 
   it("scaffolds a project that type-checks strictly and whose unit test passes (with cdktf-sync/register)", async () => {
