@@ -26,7 +26,8 @@ const KV_Q = ["path", "recurse", "datacenter", "namespace"];
 const CONDITION: BlockSchema = {
   labels: 1,
   repeat: true,
-  attrs: [...new Set([...SERVICES_Q, ...KV_Q, "node_meta", "cron", "use_as_module_input", "source_includes_var"])],
+  // cts_trigger is cts's own (CTS has none): which changes of a services condition run the task.
+  attrs: [...new Set([...SERVICES_Q, ...KV_Q, "node_meta", "cron", "use_as_module_input", "source_includes_var", "cts_trigger"])],
 };
 /** cts's own block (not CTS's): plan guards, in a task or for every task. */
 const GUARDS: BlockSchema = { attrs: ["max_destroy", "max_destroy_percent", "never_empty", "approval"] };

@@ -15,6 +15,8 @@ import type { TaskRuns } from "./runs.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import type { WatchedData, WatchedSource } from "./watched-data.ts";
 import { taskTemplateDependencies, type TemplateDependency } from "../task/provider-templates.ts";
+import { firesOnAnyChange, snapshotOf, triggerFires, triggerText, type InstanceSnapshot } from "../task/service-trigger.ts";
+import type { ServiceInstance } from "../consul/types.ts";
 
 /** What the triggers ask of the controller (Controller implements it). */
 export interface TriggerGate {
@@ -51,6 +53,8 @@ interface TaskTriggers {
   buffer?: BufferPeriod;
   cronTimer?: () => void;
   driftTimer?: () => void;
+  /** An event trigger's view of the condition's last data (register, deregister, count; absent for "change"). */
+  snapshot?: InstanceSnapshot;
 }
 
 /** What the triggers feed and ask. */
@@ -114,11 +118,19 @@ export class Triggers {
     const t: TaskTriggers = { subs };
     this.held.set(e.name, t);
     const cond = e.task.condition;
+    // An event trigger (register, deregister, a count threshold) compares each change of the
+    // condition's instances with the one before it (src/task/service-trigger.ts).
+    const trigger = cond.kind === "services" && !firesOnAnyChange(cond.trigger) ? cond.trigger : undefined;
     allSources(e.task).forEach((source, i) => {
       const triggers = i === 0 && cond.kind !== "schedule";
       const sub = watcher.subscribe(source, {
         onChange: () => {
-          if (triggers) this.fire(e);
+          if (!triggers) return;
+          if (trigger === undefined) return this.fire(e);
+          const next = snapshotOf((sub.current() ?? []) as ServiceInstance[]);
+          const why = triggerFires(trigger, t.snapshot, next);
+          t.snapshot = next;
+          this.fire(e, why ?? null, triggerText(trigger));
         },
         onError: (err, fatal) => {
           if (fatal) this.deps.gate.watchFailed(e.name, err);
@@ -129,6 +141,14 @@ export class Triggers {
         onSkipped: (service, err) => this.deps.skipped?.report(e.name, service, err),
       });
       subs.push({ field: fieldOf(source), source, sub });
+      // The baseline is the first answer (the task's start-up run covers what came before it).
+      if (triggers && trigger !== undefined)
+        sub.ready.then(
+          () => {
+            if (t.snapshot === undefined && this.held.get(e.name) === t) t.snapshot = snapshotOf((sub.current() ?? []) as ServiceInstance[]);
+          },
+          () => {},
+        );
     });
     this.deps.watched?.set(e.name, subs);
     if (cond.kind === "schedule")
@@ -175,11 +195,19 @@ export class Triggers {
     t.driftTimer?.();
   }
 
-  private fire(e: TaskEntry): void {
+  /**
+   * A change reached the task. `why` is an event trigger's decision (a reason it fires, or null:
+   * the change is seen but does not run the task); absent for any-change triggers.
+   */
+  private fire(e: TaskEntry, why?: string | null, trigger?: string): void {
     if (!e.enabled || e.deleting || !this.deps.gate.active) return;
     this.deps.activity.changed(e.name);
+    if (why === null) {
+      this.deps.log.debug(`task '${e.name}': watched data changed; its trigger (${trigger}) does not fire on this change`, { task: e.name });
+      return;
+    }
     this.deps.metrics?.taskChanged(e.name);
-    this.deps.log.debug(`task '${e.name}': watched data changed`, { task: e.name });
+    this.deps.log.debug(`task '${e.name}': watched data changed${why ? ` (trigger ${trigger}: ${why})` : ""}`, { task: e.name });
     this.deps.warm?.(e);
     const buffer = this.held.get(e.name)?.buffer;
     if (buffer) {

@@ -1,9 +1,26 @@
 import type { CatalogServicesQuery, KvQuery, ServicesQuery } from "../consul/types.ts";
+import type { ServicesTrigger } from "./service-trigger.ts";
 
 /** Triggers on changes to the instances of the named (or matching) services. */
 export interface ServicesCondition {
   readonly kind: "services";
   readonly query: ServicesQuery;
+  /**
+   * Which changes run the task (default `"change"`: any change). Only a condition triggers:
+   * a services input never does, so it takes no trigger. See docs/tasks.md, "Event triggers".
+   */
+  readonly trigger?: ServicesTrigger;
+}
+
+/** What `services()` takes: the query, and for a condition which of its changes run the task. */
+export interface ServicesOptions extends ServicesQuery {
+  /**
+   * `"change"` (default): any change of the instances' data; `"register"`: an instance appeared;
+   * `"deregister"`: one went away (or left a health filter, e.g. became critical under the default
+   * passing-only filter); `{ above: n }` / `{ below: n }`: the number of instances crossed n in that
+   * direction. The task still receives every current instance.
+   */
+  trigger?: ServicesTrigger;
 }
 /** Triggers when the set of service names in the catalog changes. */
 export interface CatalogServicesCondition {
@@ -32,9 +49,10 @@ export interface TaskInputs {
   kv?: ConsulKvCondition;
 }
 
-/** A services condition or input: `names` or `regexp`, passing instances only by default. */
-export function services(query: ServicesQuery): ServicesCondition {
-  return { kind: "services", query: { passingOnly: true, ...query } };
+/** A services condition or input: `names` or `regexp`, passing instances only by default; a condition may set `trigger`. */
+export function services(options: ServicesOptions): ServicesCondition {
+  const { trigger, ...query } = options;
+  return { kind: "services", query: { passingOnly: true, ...query }, ...(trigger === undefined ? {} : { trigger }) };
 }
 
 /** A catalog-services condition: `regexp: ""` watches every service name. */

@@ -7,6 +7,7 @@ import type { Condition, TaskInputs } from "./conditions.ts";
 import type { Task } from "./task.ts";
 import { SECRET_NAME } from "./secrets.ts";
 import { isTemplateValue } from "./provider-templates.ts";
+import { triggerProblems } from "./service-trigger.ts";
 
 /** CTS's rule for task names; it also keeps every path derived from a name inside the working dir. */
 export const TASK_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,127}$/;
@@ -36,7 +37,12 @@ export function taskProblems(task: Task<Condition, TaskInputs>): Problem[] {
     if (input.kind !== expected) problems.push({ field: `inputs.${key}`, message: `must be made with ${key === "services" ? "services()" : "consulKv()"}.` });
     else if (task.condition?.kind === expected)
       problems.push({ field: `inputs.${key}`, message: `repeats the condition's type (${expected}). Put the data in the condition, or drop the input.` });
-    else problems.push(...conditionProblems(input, `inputs.${key}`));
+    else {
+      problems.push(...conditionProblems(input, `inputs.${key}`));
+      // An input refreshes data at each run and never starts one: a trigger there would do nothing.
+      if (input.kind === "services" && input.trigger !== undefined)
+        problems.push({ field: `inputs.${key}.trigger`, message: "is set on an input, which never runs the task. Remove it, or make these services the task's condition." });
+    }
   }
   if (task.bufferPeriod) problems.push(...bufferProblems(task.bufferPeriod, "bufferPeriod"));
   if (task.allowEmpty !== undefined && typeof task.allowEmpty !== "boolean") problems.push({ field: "allowEmpty", message: "must be true or false." });
@@ -86,6 +92,7 @@ function conditionProblems(c: Condition | undefined, at: string): Problem[] {
       else if (!hasNames && q.regexp === undefined) p.push({ field: `${at}.names`, message: "is empty. Name at least one service or use a regexp." });
       if (q.names?.some((n) => typeof n !== "string" || n === "")) p.push({ field: `${at}.names`, message: "holds an empty or non-string name." });
       if (q.regexp !== undefined) p.push(...regexpProblems(q.regexp, `${at}.regexp`));
+      if (at === "condition") p.push(...triggerProblems(c.trigger, `${at}.trigger`));
       if (q.each !== undefined && (!Array.isArray(q.each) || q.each.some((e) => typeof e?.name !== "string" || e.name === "" || !q.names?.includes(e.name))))
         p.push({ field: `${at}.each`, message: "must be a list of { name, datacenter?, namespace?, filter?, userMeta? } whose names are in names." });
       break;

@@ -16,6 +16,7 @@ import { redactSecret } from "../../log/logger.ts";
 import { isTemplateValue, parseProviderTemplate, TemplateSyntaxError, type TemplateValue } from "../../task/provider-templates.ts";
 import { parseHcl, type HclValue } from "../../config/hcl.ts";
 import { workingDirProblems } from "../../config/working-dirs.ts";
+import { triggerProblems, type ServicesTrigger } from "../../task/service-trigger.ts";
 import { deprecatedServices, taskModule, useAsModuleInput, warnSourceInputs } from "./deprecated.ts";
 
 interface TaskContext {
@@ -173,7 +174,7 @@ function readCondition(c: ReadBlock, warn: string[]): { condition: Condition; us
   const a = c.attrs;
   const use = useAsModuleInput(c, warn);
   const allowed: Record<string, string[]> = {
-    services: ["names", "regexp", "datacenter", "namespace", "filter", "cts_user_defined_meta"],
+    services: ["names", "regexp", "datacenter", "namespace", "filter", "cts_user_defined_meta", "cts_trigger"],
     "catalog-services": ["regexp", "datacenter", "namespace", "node_meta"],
     "consul-kv": ["path", "recurse", "datacenter", "namespace"],
     schedule: ["cron"],
@@ -185,7 +186,7 @@ function readCondition(c: ReadBlock, warn: string[]): { condition: Condition; us
       throw configError(c.file, c.lines[k] ?? c.line, `'${k}' is not a valid key in condition "${kind}". Valid keys: ${allowed[kind]!.join(", ")}${kind === "schedule" ? "" : ", use_as_module_input"}.`);
   const condition: Condition =
     kind === "services"
-      ? servicesQuery(c)
+      ? servicesQuery(c, ctsTrigger(c))
       : kind === "catalog-services"
         ? catalogServices({ regexp: String(a.regexp ?? ""), ...opt(a, "datacenter"), ...opt(a, "namespace"), ...(isObject(a.node_meta) ? { nodeMeta: a.node_meta as Record<string, string> } : {}) })
         : kind === "consul-kv"
@@ -195,7 +196,20 @@ function readCondition(c: ReadBlock, warn: string[]): { condition: Condition; us
   return { condition, ...(use === undefined ? {} : { useAsModuleInput: use }) };
 }
 
-function servicesQuery(b: ReadBlock): ServicesCondition {
+/**
+ * cts's own `cts_trigger` of a services condition (CTS has no such key): `"change"` (default),
+ * `"register"`, `"deregister"`, or a count threshold `cts_trigger { above = 3 }` / `{ below = 1 }`.
+ */
+function ctsTrigger(c: ReadBlock): ServicesTrigger | undefined {
+  const v = c.attrs.cts_trigger;
+  if (v === undefined) return undefined;
+  const value = Array.isArray(v) && v.length === 1 && isObject(v[0]) ? v[0] : v;
+  const [problem] = triggerProblems(value, "cts_trigger", true);
+  if (problem) throw configError(c.file, c.lines.cts_trigger ?? c.line, `condition "services": ${problem.field} ${problem.message}`);
+  return value as ServicesTrigger;
+}
+
+function servicesQuery(b: ReadBlock, trigger?: ServicesTrigger): ServicesCondition {
   const a = b.attrs;
   const names = Array.isArray(a.names) && a.names.length ? (a.names as string[]) : undefined;
   if (names && a.regexp !== undefined) throw configError(b.file, b.lines.names ?? b.line, "names and regexp are both set. Use one of them.");
@@ -206,6 +220,7 @@ function servicesQuery(b: ReadBlock): ServicesCondition {
     ...opt(a, "namespace"),
     ...opt(a, "filter"),
     ...(isObject(a.cts_user_defined_meta) ? { userMeta: a.cts_user_defined_meta as Record<string, string> } : {}),
+    ...(trigger === undefined ? {} : { trigger }),
   });
 }
 
