@@ -1,4 +1,6 @@
 import { AssertionError } from "node:assert";
+import { liveTemplates, ownExpressionKey, type OwnExpressions } from "./cdktf/literal-text.ts";
+import { ownExpressionsOf } from "./synth/own-expressions.ts";
 
 /**
  * Assertions on synthesized Terraform JSON for task tests. They throw node's AssertionError, which
@@ -6,7 +8,7 @@ import { AssertionError } from "node:assert";
  * failure lists the nearest resources with what differs, as a reviewer would want to see it.
  */
 
-/** Synthesized JSON: the object `Testing.synthTask` returns, or its text. */
+/** Synthesized JSON: the object `Testing.synthTask` returns, or its text (or `Testing.synthTaskResult`'s result). */
 export type SynthesizedJson = Record<string, any> | string;
 
 /** Expected properties: a deep subset of a resource's body; a RegExp matches a string value. */
@@ -24,7 +26,13 @@ export interface FoundResource {
 const NEAREST = 3;
 
 function parsed(json: SynthesizedJson): Record<string, any> {
+  if (isSynthResult(json)) return JSON.parse(json.json);
   return typeof json === "string" ? JSON.parse(json) : json;
+}
+
+/** A `SynthResult` (`Testing.synthTaskResult`): its `json` is the document. */
+function isSynthResult(json: SynthesizedJson): json is { json: string; hash: string } {
+  return typeof json === "object" && json !== null && typeof json.json === "string" && typeof json.hash === "string" && json.resource === undefined;
 }
 
 /** Resources (or, for `data.<type>`, data sources) of one type. */
@@ -85,21 +93,38 @@ function nearestBody(candidates: FoundResource[], expected: ExpectedProperties):
   return [...candidates].sort((a, b) => propertyDiff(expected, a.body).length - propertyDiff(expected, b.body).length)[0]!.body;
 }
 
-function liveTemplates(value: unknown, path: string, out: string[]): void {
-  if (typeof value === "string") {
-    if (hasLiveTemplate(value)) out.push(`${path}: ${show(value)}`);
-  } else if (Array.isArray(value)) value.forEach((v, i) => liveTemplates(v, `${path}[${i}]`, out));
-  else if (value && typeof value === "object") for (const [k, v] of Object.entries(value)) liveTemplates(v, path ? `${path}.${k}` : k, out);
+/**
+ * Every `${…}`/`%{…}` Terraform would evaluate in the strings (and keys) under `path` that the
+ * synthesis did not record as the task's own expression (`own`; without a record, every one).
+ */
+function foreignTemplates(value: unknown, path: string[], own: OwnExpressions | undefined, out: string[]): void {
+  const check = (text: string, at: string[], key: boolean) => {
+    const live = liveTemplates(text);
+    if (!live.length) return;
+    const allowed = [...(own?.[ownExpressionKey(at, key)] ?? [])];
+    const foreign = live.filter((t) => {
+      const i = allowed.indexOf(t);
+      if (i === -1) return true;
+      allowed.splice(i, 1);
+      return false;
+    });
+    if (foreign.length) out.push(`${displayPath(at)}${key ? " (a key)" : ""}: ${show(text)} evaluates ${foreign.map((t) => (t.length > 60 ? `${t.slice(0, 57)}...` : t)).join(", ")}`);
+  };
+  if (typeof value === "string") check(value, path, false);
+  else if (Array.isArray(value)) value.forEach((v, i) => foreignTemplates(v, [...path, String(i)], own, out));
+  else if (value && typeof value === "object")
+    for (const [k, v] of Object.entries(value)) {
+      if (k === "//") continue;
+      check(k, [...path, k], true);
+      foreignTemplates(v, [...path, k], own, out);
+    }
 }
 
-/**
- * Interpolation Terraform would evaluate: `${` or `%{` not escaped as `$${` / `%%{`. Before a `{`,
- * Terraform and OpenTofu take the last two of a run of two or more `$` (or `%`) as the escape and
- * the others as text (`$$${x}` reads `$${x}`), so only a lone `$`/`%` opens an expression.
- */
-function hasLiveTemplate(text: string): boolean {
-  for (const m of text.matchAll(/(\$+|%+)\{/g)) if (m[1]!.length === 1) return true;
-  return false;
+/** A JSON path as a reviewer reads it: `type.name.attr[0]` for a resource, `data.type.name…`, `output.name…`. */
+function displayPath(path: string[]): string {
+  const [top, ...rest] = path;
+  const parts = top === "resource" ? rest : [top!, ...rest];
+  return parts.map((p, i) => (/^\d+$/.test(p) && i > 0 ? `[${p}]` : `${i > 0 ? "." : ""}${p}`)).join("");
 }
 
 /** The assertions `Testing` offers (each returns what it found, for further checks). */
@@ -152,14 +177,25 @@ export const assertions = {
   },
 
   /**
-   * Asserts no string Terraform would interpolate (`${…}` or `%{…}` not escaped) in the resources of
-   * `type` (every type when omitted), optionally one resource `name`: catalog text stays literal.
+   * Asserts that Terraform evaluates nothing in the JSON but the task's own expressions: every
+   * `${…}`/`%{…}` must be one the task wrote through cdktf (a reference such as `sg.id`, an `Fn`
+   * call, an iterator), as the synthesis recorded it; catalog text (and any text the task typed)
+   * must be literal (`$${`/`%%{`). Checks the resources of `type` (`data.<type>` for data sources),
+   * optionally one resource `name`, or, without `type`, the whole JSON. JSON that did not come from
+   * `Testing.synthTask`/`synthTaskResult` has no such record: then every expression is reported.
    */
   assertNoInterpolation(json: SynthesizedJson, type?: string, name?: string): void {
+    const own = typeof json === "object" || typeof json === "string" ? ownExpressionsOf(json) : undefined;
     const doc = parsed(json);
     const found: string[] = [];
-    const types = type ? [type] : [...Object.keys(doc.resource ?? {}), ...Object.keys(doc.data ?? {}).map((t) => `data.${t}`)];
-    for (const t of types) for (const r of resourcesOf(doc, t)) if (name === undefined || r.address === `${t}.${name}`) liveTemplates(r.body, r.address, found);
-    if (found.length) fail(`Expected no Terraform interpolation, but Terraform would evaluate:\n${found.map((f) => `  ${f}`).join("\n")}`, found, [], assertions.assertNoInterpolation);
+    if (type === undefined) foreignTemplates(doc, [], own, found);
+    else {
+      const [block, t] = type.startsWith("data.") ? ["data", type.slice(5)] : ["resource", type];
+      for (const [n, body] of Object.entries((doc[block]?.[t] ?? {}) as Record<string, unknown>)) if (name === undefined || n === name) foreignTemplates(body, [block, t, n], own, found);
+    }
+    if (found.length) {
+      const why = own ? "not an expression the task wrote (catalog or typed text that was not escaped)" : "this JSON carries no record of the task's own expressions (pass what Testing.synthTask returns), so each counts";
+      fail(`Expected no Terraform interpolation but the task's own expressions, but Terraform would evaluate (${why}):\n${found.map((f) => `  ${f}`).join("\n")}`, found, [], assertions.assertNoInterpolation);
+    }
   },
 };

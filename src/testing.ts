@@ -5,6 +5,7 @@ import { allSources } from "./task/sources.ts";
 import { readFromSnapshot, type InstanceInput } from "./synth/snapshot.ts";
 import { synthesizeTask, type SynthContext, type SynthResult } from "./synth/synthesize.ts";
 import { assertions } from "./assertions.ts";
+import { keepOwnExpressions, ownExpressionsOf } from "./synth/own-expressions.ts";
 
 export type { InstanceInput, CheckInput } from "./synth/snapshot.ts";
 
@@ -58,11 +59,16 @@ export const Testing = {
    * inputs applied, Consul filter expressions included) and returns the Terraform JSON as an object.
    */
   synthTask(task: Task<Condition, TaskInputs>, input: TestInput = {}, ctx: SynthContext = {}): Record<string, any> {
-    return JSON.parse(synthesizeTask(task, taskInputOf(task, input), ctx).json);
+    const result = synthesizeTask(task, taskInputOf(task, input), ctx, { ownExpressions: true });
+    const json = JSON.parse(result.json);
+    // assertNoInterpolation tells the task's own expressions from catalog text by this record.
+    const own = ownExpressionsOf(result);
+    if (own) keepOwnExpressions(json, own);
+    return json;
   },
   /** Like synthTask, but returns the JSON text, its hash and resource count. */
   synthTaskResult(task: Task<Condition, TaskInputs>, input: TestInput = {}, ctx: SynthContext = {}): SynthResult {
-    return synthesizeTask(task, taskInputOf(task, input), ctx);
+    return synthesizeTask(task, taskInputOf(task, input), ctx, { ownExpressions: true });
   },
   /** The input the task would receive for `input` (what its condition and inputs select). */
   taskInput(task: Task<Condition, TaskInputs>, input: TestInput = {}): AnyTaskInput {

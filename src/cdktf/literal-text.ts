@@ -73,17 +73,47 @@ export class LiteralTable {
     return ph;
   }
 
-  /** Turns one output string into Terraform text (see module doc). */
-  write(s: string): string {
+  /**
+   * Turns one output string into Terraform text (see module doc). `live` receives each top-level
+   * `${…}`/`%{…}` the written text opens, as written: cdktf's expressions, never literal text.
+   */
+  write(s: string, live?: string[]): string {
     if (!HAS_MARKER.test(s)) return s;
     const pieces = this.split(s);
     if (pieces.length === 1 && pieces[0]!.literal) return templateText(pieces[0]!.text, "", "");
-    return new TemplateWriter(pieces).run();
+    return new TemplateWriter(pieces, live).run();
   }
 
   /** Writes every string (keys too) of synthesized output. */
   writeDeep<T>(value: T): T {
     return mapStrings(value, (s) => (HAS_MARKER.test(s) ? this.write(s) : s));
+  }
+
+  /**
+   * Like writeDeep, and records where the task's own expressions are: for each string (or key)
+   * that opens one, its JSON path (`ownExpressionKey`) → the expressions as written.
+   */
+  writeDeepRecorded<T>(value: T, own: OwnExpressions): T {
+    const walk = (v: unknown, path: string[]): unknown => {
+      if (typeof v === "string") return this.writeAt(v, path, own);
+      if (typeof v !== "object" || v === null) return v;
+      if (Array.isArray(v)) return v.map((x, i) => walk(x, [...path, String(i)]));
+      const out: Record<string, unknown> = {};
+      for (const k of Object.keys(v)) {
+        const key = this.writeAt(k, [...path, k], own, true);
+        setOwn(out, key, walk((v as Record<string, unknown>)[k], [...path, key]));
+      }
+      return out;
+    };
+    return walk(value, []) as T;
+  }
+
+  private writeAt(s: string, path: string[], own: OwnExpressions, key = false): string {
+    if (!HAS_MARKER.test(s)) return s;
+    const live: string[] = [];
+    const out = this.write(s, live);
+    if (live.length) own[ownExpressionKey(key ? [...path.slice(0, -1), out] : path, key)] = live;
+    return out;
   }
 
   private placeholder(text: string): string {
@@ -160,8 +190,13 @@ type Mode = { kind: "text"; quoted: boolean } | { kind: "expr"; depth: number };
 class TemplateWriter {
   private out = "";
   private readonly modes: Mode[] = [{ kind: "text", quoted: false }];
+  /** Where the top-level expression being written started. */
+  private openedAt = -1;
 
-  constructor(private readonly pieces: Piece[]) {}
+  constructor(
+    private readonly pieces: Piece[],
+    private readonly live?: string[],
+  ) {}
 
   run(): string {
     for (let p = 0; p < this.pieces.length; p++) {
@@ -199,6 +234,10 @@ class TemplateWriter {
           else mode.depth--;
         }
         this.out += c;
+        if (this.modes.length === 1 && this.openedAt >= 0) {
+          this.live?.push(this.out.slice(this.openedAt));
+          this.openedAt = -1;
+        }
         continue;
       }
       if (mode.quoted && c === "\\") {
@@ -216,6 +255,7 @@ class TemplateWriter {
         while (text[end] === c) end++;
         // Exactly one lead before `{` opens; more are an escape (n leads read as n-1, then `{`).
         if (text[end] === "{" && end - i === 1) {
+          if (this.modes.length === 1) this.openedAt = this.out.length;
           this.out += c + "{";
           this.modes.push({ kind: "expr", depth: 0 });
           i = end;
@@ -291,6 +331,63 @@ function quotedChar(c: string): string {
   const code = c.charCodeAt(0);
   if (code < 0x20 || code === 0x7f) return `\\u${code.toString(16).padStart(4, "0")}`;
   return c;
+}
+
+/** The task's own expressions in a synthesized JSON: `ownExpressionKey(path)` → each as written. */
+export type OwnExpressions = Record<string, string[]>;
+
+/** The record key of a JSON path (`key`: the property name at the end of `path` itself, not its value). */
+export function ownExpressionKey(path: readonly string[], key = false): string {
+  return JSON.stringify(key ? [...path, "#key"] : path);
+}
+
+/**
+ * The top-level `${…}` and `%{…}` Terraform would evaluate in `text`, each to its closing brace
+ * (quoted strings and templates nested in it included): what a lone `$`/`%` before `{` opens
+ * (two or more are an escape, as the writer writes them). An unclosed one runs to the end.
+ */
+export function liveTemplates(text: string): string[] {
+  const found: string[] = [];
+  const modes: Mode[] = [{ kind: "text", quoted: false }];
+  let openedAt = -1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    const mode = modes[modes.length - 1]!;
+    if (mode.kind === "expr") {
+      if (c === '"') modes.push({ kind: "text", quoted: true });
+      else if (c === "{") mode.depth++;
+      else if (c === "}") {
+        if (mode.depth === 0) modes.pop();
+        else mode.depth--;
+        if (modes.length === 1) {
+          found.push(text.slice(openedAt, i + 1));
+          openedAt = -1;
+        }
+      }
+      continue;
+    }
+    if (mode.quoted && c === "\\") {
+      i++;
+      continue;
+    }
+    if (mode.quoted && c === '"') {
+      modes.pop();
+      continue;
+    }
+    if (c === "$" || c === "%") {
+      let end = i;
+      while (text[end] === c) end++;
+      if (text[end] === "{" && end - i === 1) {
+        if (modes.length === 1) openedAt = i;
+        modes.push({ kind: "expr", depth: 0 });
+        i = end;
+        continue;
+      }
+      i = end - 1;
+    }
+  }
+  if (openedAt >= 0) found.push(text.slice(openedAt));
+  return found;
 }
 
 function unsafe(what: string): CtsError {

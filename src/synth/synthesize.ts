@@ -15,6 +15,7 @@ import { cdk } from "../cdktf/load.ts";
 import { CDK_PACKAGES, cdksIn, defaultCdk, type CdkName } from "../cdktf/cdk-library.ts";
 import { sha256, stableStringify } from "./stable-json.ts";
 import { userCode } from "../errors/user-frames.ts";
+import { expressionsIn, keepOwnExpressions, type OwnExpressions } from "./own-expressions.ts";
 
 
 /** Where a synthesis happens: backend and paths ModuleTask needs to point at local modules. */
@@ -43,6 +44,12 @@ export interface SynthResult {
 }
 
 
+/** What a synthesis records beside its JSON. */
+export interface SynthOptions {
+  /** Record which expressions the task wrote itself (`ownExpressionsOf(result)`; for Testing). */
+  ownExpressions?: boolean;
+}
+
 /**
  * Synthesizes one task to Terraform JSON in memory. The task sees catalog data exactly as Consul
  * holds it; every piece of literal text in the output (catalog data and the task's own strings)
@@ -50,16 +57,21 @@ export interface SynthResult {
  * The App and stack come from the library (cdktf or cdktn) the task's constructs are built with.
  * Starts no Terraform process.
  */
-export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTaskInput, ctx: SynthContext = {}): SynthResult {
+export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTaskInput, ctx: SynthContext = {}, options: SynthOptions = {}): SynthResult {
   // A module task is CTS's generated root module: plain JSON, no CDKTF app or stack.
-  if (isModuleTask(task)) return result(task.name, finish(task.terraformJson(input, ctx), ctx));
+  if (isModuleTask(task)) {
+    const json = task.terraformJson(input, ctx);
+    // Catalog data and variables are in the module block (literal); the provider blocks are cts's.
+    const own = options.ownExpressions ? expressionsIn(json, ["module"]) : undefined;
+    return result(task.name, finish(json, ctx), own);
+  }
   const first = cdkByClass.get(task.constructor) ?? defaultCdk();
-  const outcome = synthesizeOn(first, task, input, ctx);
+  const outcome = synthesizeOn(first, task, input, ctx, options);
   if (!("other" in outcome)) return outcome;
   // The task builds with the other library: its stack must be of that library too (cdktn's Fn
   // records itself on its stack, and each library's hooks trust only its own expressions).
   cdkByClass.set(task.constructor, outcome.other);
-  const second = synthesizeOn(outcome.other, task, input, ctx);
+  const second = synthesizeOn(outcome.other, task, input, ctx, options);
   // Built with the first library again: the task picks its library by something that changed.
   if ("other" in second) throw mixedConstructs(task.name, new Map([[outcome.other, outcome.path], [second.other, second.path]]));
   return second;
@@ -69,7 +81,7 @@ export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTask
 const cdkByClass = new WeakMap<Function, CdkName>();
 
 /** Synthesizes on library `name`, or says the task's constructs are all of the other library. */
-function synthesizeOn(name: CdkName, task: Task<Condition, TaskInputs>, input: AnyTaskInput, ctx: SynthContext): SynthResult | { other: CdkName; path: string } {
+function synthesizeOn(name: CdkName, task: Task<Condition, TaskInputs>, input: AnyTaskInput, ctx: SynthContext, options: SynthOptions): SynthResult | { other: CdkName; path: string } {
   const lib = cdk(name);
   const { App, TerraformStack } = lib;
   const app = new App({
@@ -120,13 +132,14 @@ function synthesizeOn(name: CdkName, task: Task<Condition, TaskInputs>, input: A
       throw new CtsError("TASK_SYNTH_INVALID", "usage", `produced invalid configuration: ${messageOf(cause)}${where ? ` at ${where.at}` : ""}. Fix the task class and run \`cts synth ${task.name}\`.`, { task: task.name, cause, detail: userDetail(where) });
     }
     let written: Record<string, any>;
+    const own: OwnExpressions | undefined = options.ownExpressions ? {} : undefined;
     try {
-      written = literals.writeDeep(tf);
+      written = own ? literals.writeDeepRecorded(tf, own) : literals.writeDeep(tf);
     } catch (cause) {
       if (cause instanceof CtsError) throw new CtsError(cause.code, cause.category, cause.message, { task: task.name, cause });
       throw cause;
     }
-    return result(task.name, finish(written, ctx));
+    return result(task.name, finish(written, ctx), own);
   });
 }
 
@@ -135,14 +148,19 @@ function userDetail(where: ReturnType<typeof userCode>): Record<string, unknown>
   return where ? { at: where.at, userStack: where.frames } : {};
 }
 
-function result(task: string, out: Record<string, any>): SynthResult {
+function result(task: string, out: Record<string, any>, own?: OwnExpressions): SynthResult {
   let json: string;
   try {
     json = stableStringify(out);
   } catch (err) {
     throw err instanceof CtsError && err.code === "DATA_TOO_DEEP" ? dataTooDeep("the Terraform JSON", { task, limit: err.detail.limit as number }) : err;
   }
-  return { task, json, hash: sha256(json), resources: countResources(out), bytes: Buffer.byteLength(json) };
+  const synthesized = { task, json, hash: sha256(json), resources: countResources(out), bytes: Buffer.byteLength(json) };
+  if (own) {
+    keepOwnExpressions(synthesized, own);
+    keepOwnExpressions(json, own);
+  }
+  return synthesized;
 }
 
 /** Sets the backend, loosens binding pins, fixes metadata. */
