@@ -1,4 +1,7 @@
 import { createConsulClient, type ConsulClient } from "../consul/client.ts";
+import type { ConsulTokenSource } from "../consul/token-source.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import { isTemplateValue } from "../task/provider-templates.ts";
 import { resolveConsulConnection, type ConsulConnection } from "../consul/connection.ts";
 import { readTokenFile } from "../consul/token-file.ts";
 import { redactSecret, type Logger } from "../log/logger.ts";
@@ -13,6 +16,17 @@ export function tokenFileFor(config: CtsConfig): string | undefined {
 /** The Consul connection a config describes (env fallbacks as CTS: CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN…). */
 export function consulConnectionFor(config: CtsConfig): ConsulConnection {
   const c = config.consul ?? {};
+  // A token from Vault (a template) is not known yet: the client waits for it (consulClientFor's tokenSource).
+  if (isTemplateValue(c.token)) {
+    return resolveConsulConnection({
+      ...(c.address !== undefined ? { address: c.address } : {}),
+      ...(c.tls ? { tls: c.tls } : {}),
+      ...(c.auth ? { auth: c.auth } : {}),
+      ...(c.transport ? { transport: c.transport } : {}),
+      // Not CONSUL_HTTP_TOKEN from the environment either: the token is the Vault secret's.
+      token: "",
+    });
+  }
   const file = tokenFileFor(config);
   const token = c.token ?? (file ? readTokenFile(file) : undefined);
   const conn = resolveConsulConnection({
@@ -37,8 +51,10 @@ export function consulConnectionFor(config: CtsConfig): ConsulConnection {
  * the token comes from a token file, the file is followed (the one watch of it), so a rotated token
  * reaches every later call and Terraform's environment (`terraformEnv`).
  */
-export function consulClientFor(config: CtsConfig, opts: { metrics?: Metrics; log?: Logger } = {}): ConsulClient {
+export function consulClientFor(config: CtsConfig, opts: { metrics?: Metrics; log?: Logger; tokenSource?: ConsulTokenSource } = {}): ConsulClient {
   const tokenFile = config.consul?.token === undefined ? tokenFileFor(config) : undefined;
+  if (isTemplateValue(config.consul?.token) && !opts.tokenSource)
+    throw new CtsError("CTS_INTERNAL", "internal", "consul.token reads a Vault secret, and the Consul client was built without its token source");
   return createConsulClient(consulConnectionFor(config), { ...opts, ...(tokenFile ? { tokenFile } : {}) });
 }
 

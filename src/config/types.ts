@@ -10,6 +10,9 @@ import type { SyslogOptions } from "../log/syslog.ts";
 export type { ServiceRegistrationConfig } from "./service-registration.ts";
 export type { ConsulTransportConfig } from "./consul-transport.ts";
 import type { GuardSettings } from "../task/guards.ts";
+import type { NotificationsConfig } from "./notifications.ts";
+export type { NotificationKind, NotificationsConfig, WebhookConfig } from "./notifications.ts";
+import type { TemplateValue } from "../task/provider-templates.ts";
 
 /** TLS settings for a connection to Consul (the same options the Consul client takes). */
 export type ConsulTlsConfig = ConsulTlsOptions;
@@ -21,8 +24,12 @@ export type BackendConfig = Record<string, Record<string, unknown>>;
 export interface ConsulConfig {
   /** host:port or URL (default CONSUL_HTTP_ADDR, then 127.0.0.1:8500). */
   address?: string;
-  /** ACL token (default CONSUL_HTTP_TOKEN / CONSUL_TOKEN). Never logged or written to files. */
-  token?: string;
+  /**
+   * ACL token (default CONSUL_HTTP_TOKEN / CONSUL_TOKEN). Never logged or written to files. Or a
+   * field of a Vault secret, `vaultSecret("secret/data/cts", "token")` (CTS #825): read before the
+   * first call to Consul, kept fresh while cts runs, a new value used from the next call on.
+   */
+  token?: string | TemplateValue;
   /** A file holding the token, re-read when it changes. */
   tokenFile?: string;
   /** TLS settings. */
@@ -217,12 +224,28 @@ export interface CtsConfig {
   guards?: GuardSettings;
   /** How many tasks may run Terraform at once (default 4). */
   concurrency?: number;
+  /**
+   * How long each task's run history is kept (`GET /v1/tasks/{name}/runs`, `cts history`): the
+   * newest `keep` runs (default 50), none older than `maxAge` (default "720h", 30 days).
+   * CTS HCL: `cts_history_keep`, `cts_history_max_age`.
+   */
+  history?: RunHistoryOption;
   /** HTTP API. */
   api?: ApiConfig;
   /** High availability through a leader lock in Consul (src/ha). */
   highAvailability?: HighAvailabilityConfig;
+  /** Webhooks told of held plans, failures, recoveries, drift and leadership changes (src/notify/; docs/operations.md "Notifications"). */
+  notifications?: NotificationsConfig;
   /** The tasks. */
   tasks: Array<Task<Condition, TaskInputs>>;
+}
+
+/** The retention of each task's run history. */
+export interface RunHistoryOption {
+  /** The newest runs kept per task (1–1000; default 50). */
+  keep?: number;
+  /** No run older than this is kept ("720h", or ms; default "720h"). */
+  maxAge?: string | number;
 }
 
 /** How log lines are written. */

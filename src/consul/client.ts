@@ -7,7 +7,11 @@ import { consulEnvForTerraform, resolveConsulConnection, type ConsulConnection, 
 import { refusedServiceName, type CallDescription } from "./api-error.ts";
 import { createReachabilityTracker, type ConsulReachability } from "./reachability.ts";
 import { watchTokenFile } from "./token-file.ts";
+import { gatedTransport, type ConsulTokenSource } from "./token-source.ts";
 import { createConsulTransport, type CallOptions, type ConsulScope, type ConsulTransport } from "./transport.ts";
+import { jsonReads, type CatalogNodesRequest, type ConfigEntriesRequest, type IntentionsRequest, type RawConfigEntry, type RawIntention, type RawNode } from "./json-reads.ts";
+
+export type { CatalogNodesRequest, ConfigEntriesRequest, IntentionsRequest, RawConfigEntry, RawIntention, RawNode } from "./json-reads.ts";
 
 export { DEFAULT_WAIT_MS } from "./transport.ts";
 
@@ -30,6 +34,9 @@ export interface HealthEntry {
     Meta?: Record<string, string> | null;
     Port?: number;
     Namespace?: string;
+    /** The peer an imported instance came from. */
+    PeerName?: string;
+    Partition?: string;
   };
   Checks?: { CheckID: string; Status: string; ServiceID?: string }[] | null;
 }
@@ -74,6 +81,10 @@ export interface HealthServiceRequest {
   datacenter?: string;
   namespace?: string;
   partition?: string;
+  /** The cluster peer whose imported instances to read (`?peer=`). */
+  peer?: string;
+  /** The sameness group whose members' instances to read (`?sameness-group=`, Enterprise). */
+  samenessGroup?: string;
 }
 
 /** Parameters of a catalog-services query. */
@@ -101,6 +112,12 @@ export interface ConsulApi {
   catalogServices(req: CatalogServicesRequest, opts?: QueryOptions): Promise<QueryResult<Record<string, string[] | null>>>;
   /** `GET /v1/kv/<path>[?recurse]`; a missing key is an empty list, not an error. */
   kv(req: KvRequest, opts?: QueryOptions): Promise<QueryResult<KvEntry[]>>;
+  /** `GET /v1/catalog/nodes` (filter, node meta). */
+  catalogNodes(req: CatalogNodesRequest, opts?: QueryOptions): Promise<QueryResult<RawNode[]>>;
+  /** `GET /v1/connect/intentions`, or `/v1/connect/intentions/match?by=destination` for one destination. */
+  intentions(req: IntentionsRequest, opts?: QueryOptions): Promise<QueryResult<RawIntention[]>>;
+  /** `GET /v1/config/<kind>[/<name>]`; a missing entry is an empty list, not an error. */
+  configEntries(req: ConfigEntriesRequest, opts?: QueryOptions): Promise<QueryResult<RawConfigEntry[]>>;
   /** Closes pooled sockets. */
   close(): void;
 }
@@ -146,6 +163,8 @@ export interface ConsulClientOptions {
   tokenFile?: string;
   /** Where every request is counted. */
   metrics?: Metrics;
+  /** A token kept somewhere else (a Vault secret): used instead of the connection's; closed with the client. */
+  tokenSource?: ConsulTokenSource;
   /** Told when the token file's token changed. */
   log?: Logger;
 }
@@ -154,7 +173,7 @@ export interface ConsulClientOptions {
 export function createConsulClient(connection: ConsulConnection | ConsulConnectionConfig = {}, options: ConsulClientOptions = {}): ConsulClient {
   let conn = "scheme" in connection ? (connection as ConsulConnection) : resolveConsulConnection(connection);
   const reachability = createReachabilityTracker(() => conn.url, options.log);
-  const transport = createConsulTransport(conn, options.metrics, reachability);
+  const direct = createConsulTransport(conn, options.metrics, reachability);
   const terraformEnv = consulEnvForTerraform(conn);
   const scopeOf = (r: ConsulScope): ConsulScope => ({
     ...(r.datacenter ? { datacenter: r.datacenter } : {}),
@@ -164,10 +183,18 @@ export function createConsulClient(connection: ConsulConnection | ConsulConnecti
   const rotateToken = (token: string): void => {
     redactSecret(token);
     conn = { ...conn, token };
-    transport.setToken(token);
+    direct.setToken(token);
     for (const k of Object.keys(terraformEnv)) delete terraformEnv[k];
     Object.assign(terraformEnv, consulEnvForTerraform(conn));
   };
+  // A token from elsewhere (Vault): the first call waits for it, a new value is used from the next call on.
+  const source = options.tokenSource;
+  const transport = source ? gatedTransport(direct, source, rotateToken) : direct;
+  const stopFollowing = source?.follow((token) => {
+    if (token === conn.token) return;
+    rotateToken(token);
+    options.log?.info(`consul: the token in ${source.origin} changed; using the new one`);
+  });
   const file = options.tokenFile;
   const stopTokenWatch = file
     ? watchTokenFile(file, conn.token ?? "", (token) => {
@@ -212,6 +239,8 @@ export function createConsulClient(connection: ConsulConnection | ConsulConnecti
       const query: Record<string, string> = {};
       if (req.passing) query.passing = "true";
       if (req.filter) query.filter = req.filter;
+      if (req.peer) query.peer = req.peer;
+      if (req.samenessGroup) query["sameness-group"] = req.samenessGroup;
       let path: string;
       try {
         path = `/health/service/${encodeURIComponent(req.service)}`;
@@ -267,8 +296,11 @@ export function createConsulClient(connection: ConsulConnection | ConsulConnecti
       const list = r.data === undefined || r.data === null ? [] : Array.isArray(r.data) ? r.data : [r.data];
       return { data: list.map((e) => ({ Key: e.Key, Value: e.Value ?? null })), index: r.index };
     },
+    ...jsonReads(transport, scopeOf, (describe) => (conn.token ? Promise.resolve() : anonymousCheck(describe))),
     close() {
       stopTokenWatch?.();
+      stopFollowing?.();
+      source?.close();
       transport.close();
     },
     stopCalling: (reason) => transport.stopCalling(reason),

@@ -42,7 +42,9 @@ import type { ConsulApi, ConsulClient } from "../consul/client.ts";
 import { vaultUseFor } from "../config/vault-settings.ts";
 import { createVaultClient, type VaultClient } from "../vault/client.ts";
 import { startVaultSession, type VaultSession } from "../vault/session.ts";
+import { consulTokenFromVault } from "../watch/consul-token.ts";
 import { TemplateValues } from "../watch/template-values.ts";
+import { createNotifier, type Notifier } from "../notify/notifier.ts";
 
 export type { Runtime } from "../runtime/interfaces.ts";
 
@@ -214,7 +216,9 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
   const metrics = opts.metrics ?? (opts.mode === "watch" ? createPrometheusMetrics() : noMetrics);
   // The process's one Consul client: the watch, the reads, high availability, shared mode, the
   // self-registration and the API's health probe all use it. It follows the token file.
-  const consul = consulClientFor(config, { metrics, log });
+  // A token from Vault (CTS #825) is read on the first call and followed in watch mode.
+  const tokenSource = consulTokenFromVault(config, { watch: opts.mode === "watch", log: log.child("vault") });
+  const consul = consulClientFor(config, { metrics, log, ...(tokenSource ? { tokenSource } : {}) });
   // Terraform reads the token from its environment at every command; this object is that env,
   // kept current by the client.
   const terraformEnv = consul.terraformEnv;
@@ -311,6 +315,8 @@ export interface DaemonOptions {
 /** A running daemon: the runtime, its API, and high availability when configured. */
 export interface Daemon {
   runtime: Runtime;
+  /** The webhooks of `notifications`, when configured. */
+  notifier?: Notifier;
   ha?: ClusterMember;
   apiUrl: string;
   /** Leader first steps down and releases the lock (a follower takes over at once), then the API, then the runtime. */
@@ -341,6 +347,14 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
     ...(opts.synthesizer ? { synthesizer: opts.synthesizer } : {}),
     ...(taskState ? { taskState } : {}),
   });
+  // Webhooks (notifications): told of each recorded task event and of leadership; they never delay a run.
+  const notifier = createNotifier(loaded.config.notifications, { instance: runtime.id, metrics: runtime.metrics, log: log.child("notify") });
+  const stopNotifying = notifier ? runtime.controller.events.onAdd((event, before) => notifier.taskEvent(event, before)) : undefined;
+  const closeRuntime = async () => {
+    await runtime.close();
+    stopNotifying?.();
+    notifier?.close();
+  };
   // With high availability only the leader watches and runs tasks; the rest wait for the lock.
   // Shared mode: every healthy member runs a share of the tasks (docs/clustering.md "Shared mode").
   const shared = settings?.mode === "shared";
@@ -350,7 +364,7 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
         runtime,
         loaded,
         store!,
-        shared ? (parts) => new SharedAssignment(parts) : (parts) => new LeaderElection(parts, { resetStorage: opts.resetStorage === true, metrics: runtime.metrics }),
+        shared ? (parts) => new SharedAssignment(parts) : (parts) => new LeaderElection(parts, { resetStorage: opts.resetStorage === true, metrics: runtime.metrics, ...(notifier ? { onLeadership: (l, why) => notifier.leadership(l, why) } : {}) }),
         { answersAt: (url) => answersAt(url) },
       );
   member = ha;
@@ -364,20 +378,22 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
     driver: loaded.config.driver?.terraformCloud ? "terraformCloud" : "terraform",
   }).catch(async (err: unknown) => {
     // Refused to start (another live instance with this id, a port in use): nothing stays behind.
-    await runtime.close();
+    await closeRuntime();
     throw err;
   });
   ha?.setLocalAddress(api.url);
+  notifier?.setLink(api.url);
   if (ha)
     await ha.start().catch(async (err: unknown) => {
       // Refused to join (another live instance with this id): nothing stays behind.
       await api.stop().catch(() => undefined);
-      await runtime.close();
+      await closeRuntime();
       throw err;
     });
   else await runtime.controller.watch();
   return {
     runtime,
+    ...(notifier ? { notifier } : {}),
     ...(ha ? { ha } : {}),
     apiUrl: api.url,
     async stop() {
@@ -402,6 +418,8 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
       await api.stop(skipped).catch((e) => log.warn(`stopping the API: ${String(e)}`));
       // One grace for the whole stop: what high availability's pause used is not given again.
       await runtime.close(graceMs !== undefined ? { graceMs: Math.max(0, Math.round(graceEnds - performance.now())) } : {});
+      stopNotifying?.();
+      notifier?.close();
       const ms = Math.round(performance.now() - started);
       if (offline)
         log.warn(

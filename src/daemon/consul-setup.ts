@@ -1,7 +1,8 @@
 import type { CtsConfig } from "../config/types.ts";
 import type { SkippedServiceListener, Source, SourceData } from "../consul/types.ts";
-import { createConsulClient } from "../consul/client.ts";
-import { consulConnectionFor } from "../config/consul-connection.ts";
+import { consulClientFor } from "../config/consul-connection.ts";
+import { createLogger } from "../log/logger.ts";
+import { consulTokenFromVault } from "../watch/consul-token.ts";
 import { createCatalogReader } from "../consul/reader.ts";
 import { skippedServiceMessage } from "../runtime/skipped-services.ts";
 
@@ -10,7 +11,8 @@ import { skippedServiceMessage } from "../runtime/skipped-services.ts";
  * Consul cannot serve are left out and told to `onSkipped`.
  */
 export function createConsulReader(config: CtsConfig): (source: Source, onSkipped?: SkippedServiceListener) => Promise<SourceData> {
-  const reader = createCatalogReader(createConsulClient(consulConnectionFor(config)));
+  const tokenSource = consulTokenFromVault(config, { watch: false, log: createLogger().child("vault") });
+  const reader = createCatalogReader(consulClientFor(config, tokenSource ? { tokenSource } : {}));
   return (source, onSkipped) => reader.read(source, undefined, onSkipped);
 }
 

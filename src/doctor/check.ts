@@ -1,6 +1,6 @@
 /** The outcome of one `cts doctor` check. */
 export interface CheckResult {
-  /** Short stable id: consul, reads:<task>, state, session, terraform, providers, working-dir, task-dir:<task>, working-dirs, api-port; with Terraform Cloud: tfc, tfc-token, tfc-organization, tfc-entitlements; with Vault: vault, vault-token, vault-read:<path>. */
+  /** Short stable id: consul, consul-token (consul.token from Vault), reads:<task>, state, session, terraform, providers, working-dir, task-dir:<task>, working-dirs, api-port; with Terraform Cloud: tfc, tfc-token, tfc-organization, tfc-entitlements; with Vault: vault, vault-token, vault-read:<path>. */
   name: string;
   ok: boolean;
   /** What was found. */

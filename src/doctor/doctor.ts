@@ -1,8 +1,12 @@
 import { mkdir } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LoadedConfig } from "../config/load.ts";
-import { messageOf } from "../errors/cts-error.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
+import { ERROR_CATALOGUE } from "../errors/catalogue.ts";
+import type { ConsulTokenSource } from "../consul/token-source.ts";
+import { createLogger } from "../log/logger.ts";
+import { consulTokenFromVault } from "../watch/consul-token.ts";
 import { userCodeFields } from "../errors/user-frames.ts";
 import { createConsulProbe } from "./consul-probe.ts";
 import { consulClientFor } from "../config/consul-connection.ts";
@@ -38,14 +42,30 @@ export async function runDoctor(
   };
   const { config } = loaded;
   const tf = config.driver?.terraform ?? {};
+  // The daemon of this config, if it runs, holds the API port: it names itself by this id.
+  const self = { id: config.id ?? `cts-${hostname()}`, https: !!config.api?.tls };
   const tfc = config.driver?.terraformCloud;
 
   // One Consul client for every Consul check: the probes and the task reads.
   let consul: ConsulClient | undefined;
+  let tokenSource: ConsulTokenSource | undefined;
   try {
-    consul = consulClientFor(config);
+    tokenSource = consulTokenFromVault(config, { watch: false, log: createLogger({ level: "error" }).child("vault") });
+    consul = consulClientFor(config, tokenSource ? { tokenSource } : {});
   } catch (err) {
     add(fail("consul", messageOf(err), "fix the consul settings in the config"));
+  }
+  // A token from Vault is read first: without it no Consul check can say anything true.
+  if (consul && tokenSource) {
+    try {
+      await tokenSource.current();
+      add(pass("consul-token", `read from ${tokenSource.origin}`));
+    } catch (err) {
+      add(fail("consul-token", messageOf(err), err instanceof CtsError ? ERROR_CATALOGUE[err.code].fix : "check the vault settings and the secret consul.token names"));
+      for (const name of ["consul", ...config.tasks.map((t) => `reads:${t.name}`)]) add(fail(name, "not checked: the Consul token could not be read from Vault", "fix the consul-token check first"));
+      consul.close();
+      consul = undefined;
+    }
   }
   if (consul) {
     const http = createConsulProbe(consul);
@@ -81,7 +101,7 @@ export async function runDoctor(
     const checks = await checkTerraformCloud({ driver: tfc, dir: loaded.dir, workspaces: config.tasks.map((t) => ({ task: t.name, workspace: t.terraformCloudWorkspace })) });
     checks.forEach(add);
     for (const name of ["working-dir", "terraform", "providers"]) add(pass(name, `skipped: driver "terraform-cloud" runs Terraform in Terraform Cloud, not on this machine`));
-    add(await checkApiPort(apiOverride.address ?? config.api?.address ?? "127.0.0.1", apiOverride.port ?? config.api?.port ?? 8558));
+    add(await checkApiPort(apiOverride.address ?? config.api?.address ?? "127.0.0.1", apiOverride.port ?? config.api?.port ?? 8558, self));
     return results;
   }
 
@@ -118,7 +138,7 @@ export async function runDoctor(
     runner.close();
   }
 
-  add(await checkApiPort(apiOverride.address ?? config.api?.address ?? "127.0.0.1", apiOverride.port ?? config.api?.port ?? 8558));
+  add(await checkApiPort(apiOverride.address ?? config.api?.address ?? "127.0.0.1", apiOverride.port ?? config.api?.port ?? 8558, self));
   return results;
 }
 

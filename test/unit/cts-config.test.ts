@@ -123,6 +123,22 @@ export default defineConfig({ tasks: [new ModuleTask({ name: "m", condition: sch
     }
   });
 
+  it("takes the Consul token from a Vault secret (cts only, CTS #825) and refuses one from a Consul key, with its line", async () => {
+    const { dir, cleanup } = await tempDir("cts-consul-token-template-");
+    try {
+      const task = `task {\n  name = "t"\n  module = "./m"\n  condition "services" {\n    names = ["web"]\n  }\n}\n`;
+      await writeFile(join(dir, "vault.hcl"), `consul {\n  address = "127.0.0.1:8500"\n  token = "{{ with secret \\"secret/data/cts\\" }}{{ .Data.data.token }}{{ end }}"\n}\n${task}`);
+      const r = await readCtsConfig([join(dir, "vault.hcl")], dir);
+      assert.deepEqual(r.config.consul?.token, { ctsTemplate: [{ secret: "secret/data/cts", field: ["data", "token"] }] });
+      await writeFile(join(dir, "plain.hcl"), `consul {\n  token = "4c1f-plain"\n}\n${task}`);
+      assert.equal((await readCtsConfig([join(dir, "plain.hcl")], dir)).config.consul?.token, "4c1f-plain");
+      await writeFile(join(dir, "key.hcl"), `consul {\n  address = "127.0.0.1:8500"\n  token = "{{ key \\"cts/token\\" }}"\n}\n${task}`);
+      await assert.rejects(readCtsConfig([join(dir, "key.hcl")], dir), /key\.hcl:3: consul\.token cannot come from \{\{ key \}\}/);
+    } finally {
+      await cleanup();
+    }
+  });
+
   it("gives a TypeScript config CTS's tasks through fromCtsConfig", async () => {
     const tasks = await fromCtsConfig(join(DIR, "split/*.hcl"));
     assert.deepEqual(tasks.map((t) => t.name), ["first"]);

@@ -11,6 +11,10 @@ import { weaklyTyped } from "./weak-types.ts";
 import { SYSLOG_FACILITIES, syslogPriority } from "../../log/syslog.ts";
 import { guardSettings } from "../../task/guards.ts";
 import { tlsFileSettings } from "./tls.ts";
+import { ctsNotifications } from "./notifications.ts";
+import { parseDuration } from "../../time/duration.ts";
+import { parseProviderTemplate, TemplateSyntaxError, type TemplateValue } from "../../task/provider-templates.ts";
+import { redactSecret } from "../../log/logger.ts";
 
 /** A CTS config mapped onto ours, with what was accepted but has no effect here. */
 export interface MappedCtsConfig {
@@ -45,6 +49,8 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string, tasksFor?: "any
   if (a.port !== undefined) config.api = { port: Number(a.port) };
   if (a.license_path !== undefined) throw configError(root.file, root.lines.license_path!, "'license_path' is a CTS Enterprise feature that cts does not need (high availability is built in). Remove it.");
   if (a.client_type !== undefined) warn(root, "client_type", "is CTS-internal (a development/test client) and has no effect here.");
+  const history = ctsHistory(root);
+  if (history) config.history = history;
   const tf: NonNullable<NonNullable<CtsConfig["driver"]>["terraform"]> = {};
   if (a.working_dir !== undefined) tf.workingDir = String(a.working_dir);
 
@@ -64,6 +70,8 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string, tasksFor?: "any
   if (bp) config.bufferPeriod = bufferPeriod(bp);
   const guards = guardsOf(one(root, "guards"), false).guards;
   if (guards) config.guards = guardSettings(guards);
+  const notifications = ctsNotifications(root);
+  if (notifications) config.notifications = notifications;
   const api = one(root, "tls");
   if (api && (api.attrs.enabled ?? true) !== false) {
     if (api.attrs.cert === undefined || api.attrs.key === undefined) throw configError(api.file, api.line, "'tls' for the API needs cert and key.");
@@ -79,7 +87,7 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string, tasksFor?: "any
     const c = consul.attrs;
     config.consul = {};
     if (c.address !== undefined) config.consul.address = String(c.address);
-    if (c.token !== undefined) config.consul.token = String(c.token);
+    if (c.token !== undefined) config.consul.token = consulToken(consul, String(c.token));
     if (c.kv_path !== undefined) kvPath = String(c.kv_path);
     if (c.kv_namespace !== undefined) warn(consul, "kv_namespace", "has no effect (CTS does not use it either).");
     const auth = one(consul, "auth");
@@ -195,15 +203,57 @@ function ctsSyslog(b: ReadBlock | undefined): CtsConfig["syslog"] {
   return { enabled: true, ...(a.facility !== undefined ? { facility: String(a.facility) } : {}), ...(a.name !== undefined ? { name: String(a.name) } : {}) };
 }
 
+/**
+ * `consul { token }`: a plain token, or (cts only, CTS #825) a Vault secret's field,
+ * `{{ with secret "secret/data/cts" }}{{ .Data.data.token }}{{ end }}`, read before the first call
+ * to Consul and followed while cts runs (src/watch/consul-token.ts). `{{ env }}` is read now.
+ */
+function consulToken(b: ReadBlock, text: string): string | TemplateValue {
+  if (!text.includes("{{")) return text;
+  let v: string | TemplateValue;
+  try {
+    v = parseProviderTemplate(text, (name) => {
+      const value = process.env[name] ?? "";
+      if (value) redactSecret(value);
+      return value;
+    });
+  } catch (err) {
+    if (err instanceof TemplateSyntaxError) throw configError(b.file, b.lines.token ?? b.line, `consul.token: ${err.message}.`);
+    throw err;
+  }
+  if (typeof v !== "string" && v.ctsTemplate.some((p) => typeof p !== "string" && "consulKey" in p))
+    throw configError(b.file, b.lines.token ?? b.line, "consul.token cannot come from {{ key }}: cts needs the token to read Consul. Use {{ with secret \"…\" }} (a Vault secret), token_file, or CONSUL_HTTP_TOKEN.");
+  return v;
+}
+
 /** CTS: "dynamic configuration using template syntax is only supported for terraform_provider blocks". */
-function noTemplates(b: ReadBlock, inProvider = false, isTfcDriver = false): void {
+function noTemplates(b: ReadBlock, inProvider = false, isTfcDriver = false, isConsul = false): void {
   const scan = (v: HclValue, key: string): void => {
     // A Terraform Cloud token may be {{ env "NAME" }} (drivers.ts reads it; CTS allows templates there).
-    if (typeof v === "string" && v.includes("{{") && !inProvider && !(isTfcDriver && key === "token"))
+    // cts only: the Consul token may come from Vault, `{{ with secret }}` (CTS #825; consulToken below).
+    if (typeof v === "string" && v.includes("{{") && !inProvider && !(isTfcDriver && key === "token") && !(isConsul && key === "token"))
       throw configError(b.file, b.lines[key] ?? b.line, `'${key}' uses template syntax ({{ … }}), which CTS and cts only support in terraform_provider blocks.`);
     if (Array.isArray(v)) v.forEach((x) => scan(x, key));
     else if (isObject(v)) for (const x of Object.values(v)) scan(x, key);
   };
   for (const [k, v] of Object.entries(b.attrs)) scan(v, k);
-  for (const [name, list] of Object.entries(b.blocks)) for (const c of list) noTemplates(c, inProvider || name === "terraform_provider", name === "driver" && c.labels[0] === "terraform-cloud");
+  for (const [name, list] of Object.entries(b.blocks)) for (const c of list) noTemplates(c, inProvider || name === "terraform_provider", name === "driver" && c.labels[0] === "terraform-cloud", name === "consul" && !inProvider);
+}
+
+/** cts's own top-level `cts_history_keep` / `cts_history_max_age`: how long each task's run history is kept. */
+function ctsHistory(root: ReadBlock): CtsConfig["history"] {
+  const { cts_history_keep: keep, cts_history_max_age: maxAge } = root.attrs;
+  if (keep === undefined && maxAge === undefined) return undefined;
+  const out: NonNullable<CtsConfig["history"]> = {};
+  if (keep !== undefined) {
+    const n = typeof keep === "string" && /^\d+$/.test(keep) ? Number(keep) : keep;
+    if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > 1000) throw configError(root.file, root.lines.cts_history_keep!, `cts_history_keep must be a whole number from 1 to 1000 (got ${JSON.stringify(keep)}).`);
+    out.keep = n;
+  }
+  if (maxAge !== undefined) {
+    const ms = typeof maxAge === "string" ? parseDuration(maxAge) : undefined;
+    if (ms === undefined || ms <= 0) throw configError(root.file, root.lines.cts_history_max_age!, `cts_history_max_age must be a positive duration such as "720h" (got ${JSON.stringify(maxAge)}).`);
+    out.maxAge = maxAge as string;
+  }
+  return out;
 }
