@@ -25,7 +25,26 @@ export interface RunResult {
   initialized?: boolean;
   /** Where the run can be seen (the Terraform Cloud driver: the run's page); drivers without one leave it out. */
   url?: string;
+  /**
+   * After a successful apply: the root module's outputs as the state now holds them, sensitive ones
+   * already redacted (`redactOutputs`, outputs.ts). Absent when the driver could not tell (a plan, a
+   * failed read of the outputs): the outputs kept from before stay.
+   */
+  outputs?: TaskOutputs;
 }
+
+/** One Terraform output of a task: a sensitive one never carries its value (it reads "(sensitive)"). */
+export interface TaskOutput {
+  value: unknown;
+  /** Terraform's type of the value (`"string"`, `["list","string"]`, …), when the driver knows it. */
+  type?: unknown;
+  sensitive: boolean;
+  /** The value was too large to keep (over 64 KiB as JSON) and reads "(too large)". */
+  truncated?: true;
+}
+
+/** A task's outputs by name. */
+export type TaskOutputs = Record<string, TaskOutput>;
 
 /** One resource a plan or apply changes: its address and Terraform's action (create, update, delete, replace, read, move, …). */
 export interface ResourceChange {
@@ -33,9 +52,28 @@ export interface ResourceChange {
   action: string;
 }
 
+/**
+ * The reason a run's signal is aborted with when its instance lost the lock it ran under (a
+ * high-availability leader or a task owner whose session is gone or about to be given away): the
+ * command must be gone by `killBy` (`performance.now()` time), when another instance may hold the
+ * lock. The local driver then shortens its grace period to that, and kills at once (SIGKILL, no
+ * graceful stop that would save state) when it is already past: after a pause (SIGSTOP, a VM or
+ * host stall) the lock may be someone else's.
+ */
+export interface FencedCancel {
+  fenced: true;
+  killBy: number;
+}
+
+/** The `FencedCancel` an abort reason is, if it is one. */
+export function fencedCancel(reason: unknown): FencedCancel | undefined {
+  const r = reason as Partial<FencedCancel> | undefined;
+  return r && typeof r === "object" && r.fenced === true && typeof r.killBy === "number" ? (r as FencedCancel) : undefined;
+}
+
 /** Options every driver operation takes. */
 export interface RunOptions {
-  /** Cancels the operation (the local driver: SIGINT first, SIGKILL after the grace period). */
+  /** Cancels the operation (the local driver: SIGINT first, SIGKILL after the grace period, or by a `FencedCancel`'s deadline). */
   signal?: AbortSignal;
   /** Each line of Terraform's human output as it comes. */
   onOutput?: (line: string) => void;

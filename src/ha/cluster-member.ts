@@ -15,9 +15,12 @@ import type { HaKv } from "./kv.ts";
 import { MemberReporter } from "./member.ts";
 import { StateMirror } from "./mirror.ts";
 import { LeaderSession, type SessionLoss } from "./session.ts";
-import { COMPAT_INTERVAL_MS, joinBackoff, resolveHaSettings, UNAVAILABLE_RETRY_MS, type HaSettings } from "./settings.ts";
+import { COMPAT_INTERVAL_MS, durationText, joinBackoff, resolveHaSettings, UNAVAILABLE_RETRY_MS, type HaSettings } from "./settings.ts";
 import { isUnavailable } from "../consul/reachability.ts";
 import type { StateWriter } from "./writer.ts";
+
+/** How long before Consul may give a lost session's locks away its runs' Terraform must be gone (the kill and its landing). */
+const FENCE_MARGIN_MS = 1_000;
 
 /** The cluster's Consul KV and its fenced state writer (made by the composition root, which hands the writer to the task state too). */
 export interface ClusterStore {
@@ -283,11 +286,35 @@ export class ClusterMember implements KvAccess {
   /** Consul ended the session, or no renewal succeeded for a TTL (self-fencing): the mode stops what it fenced. */
   private sessionLost(session: LeaderSession, loss: SessionLoss): void {
     if (this.session !== session) return;
+    this.fenceRuns(session, loss);
     this.session = undefined;
     this.writer.setSession(undefined);
     this.sessionEnd.abort();
     session.abandon();
     this.afterLoss = Promise.resolve(this.mode.sessionLost(loss)).catch(() => undefined);
+  }
+
+  /**
+   * Before anything else: every run started under the lost session is cancelled, its Terraform to
+   * be gone before Consul may give the lock away (less a second for the kill to land). Past that
+   * time (this process was paused or starved longer than Consul keeps a session: a SIGSTOP, a VM
+   * or host stall) Terraform is killed at once: a graceful stop would let it finish what it is doing
+   * and save state while another instance may already apply the same workspace.
+   */
+  private fenceRuns(session: LeaderSession, loss: SessionLoss): void {
+    // An invalidated session's locks are free once the lock delay has run.
+    const expiresIn = session.lockMayGoInMs() - FENCE_MARGIN_MS;
+    const killWithin = loss.kind === "invalidated" ? Math.min(expiresIn, this.settings.lockDelayMs - FENCE_MARGIN_MS) : expiresIn;
+    const cancelled = this.controller.fence(killWithin);
+    if (cancelled === 0 || killWithin > 0) return;
+    if (expiresIn > 0) {
+      this.log.error(`ha: ${loss.message}: ${cancelled} run(s) in progress killed at once (its locks are free for another instance now); what they were changing may be half done: the next run plans with refresh`, { runs: cancelled });
+      return;
+    }
+    this.log.error(
+      `ha: this instance was stalled for ${durationText(Math.round(session.sinceRenewal()))} since its last session renewal, longer than Consul keeps the session (2 × TTL ${durationText(this.settings.sessionTtlMs)}${this.settings.lockDelayMs ? ` + lock delay ${durationText(this.settings.lockDelayMs)}` : ""}): ${cancelled} run(s) in progress killed at once (${loss.message}). Another instance may have taken over; what those runs were changing may be half done: its next run plans with refresh and reports what Terraform could not save`,
+      { stalled_ms: Math.round(session.sinceRenewal()), runs: cancelled },
+    );
   }
 
   /** One read of the stored state. */

@@ -17,6 +17,8 @@ export interface LeaderElectionOptions {
   resetStorage?: boolean;
   /** Where the leader gauge and leadership changes are recorded. */
   metrics?: Metrics;
+  /** Told when this instance becomes (true) or stops being (false) the leader, and why (notifications). */
+  onLeadership?: (leader: boolean, why: string) => void;
 }
 
 /** The leader as the lock names it. */
@@ -194,7 +196,12 @@ export class LeaderElection implements ClusterMode {
       if (info) void this.m.record.check(false);
     } else this.leaderInfo = info;
     if (this.role === "leader") {
-      if (holder !== session.id) this.stepDown("the leader lock is no longer held by this instance's session (it was deleted or released in Consul)");
+      if (holder === session.id) return;
+      // The lock is free or someone else's now: Terraform is killed at once, no graceful stop that saves state.
+      const killed = this.m.controller.fence(0);
+      this.stepDown(
+        `the leader lock is no longer held by this instance's session (it was deleted or released in Consul, or the session expired while this process was stalled)${killed ? `; ${killed} run(s) in progress killed at once` : ""}`,
+      );
       return;
     }
     if (holder || this.role !== "follower") return;
@@ -215,6 +222,7 @@ export class LeaderElection implements ClusterMode {
     this.role = "leader";
     this.opts.metrics?.leadership(true);
     log.info(`ha: acquired leadership lock: id=${s.id}`, { lock_path: s.lockKey });
+    this.opts.onLeadership?.(true, "acquired the leader lock");
     this.m.mirror.stop();
     this.m.writer.setSession(session.id);
     try {
@@ -254,6 +262,7 @@ export class LeaderElection implements ClusterMode {
     this.leaderSince = undefined;
     this.m.writer.setSession(undefined);
     this.m.log.warn(`ha: lost leadership: ${reason}. Stopped running tasks; this instance is now a follower`);
+    this.opts.onLeadership?.(false, reason);
     void this.m.controller.pause(this.m.stopGraceMs).then(() => {
       if (this.is("follower")) this.m.mirror.start();
     });

@@ -52,6 +52,16 @@ export class LeaderSession {
     return this.clock.now() - this.lastOkSentAt;
   }
 
+  /**
+   * Milliseconds until Consul may give this session's locks to another instance: its session timer
+   * runs TTL × 2 from the last renewal it received (sent no earlier than `lastOkSentAt`), and the
+   * lock delay starts when it invalidates the session. Negative: that time is past (this process
+   * was paused, or starved, for longer than Consul keeps a session).
+   */
+  lockMayGoInMs(): number {
+    return this.settings.sessionTtlMs * 2 + this.settings.lockDelayMs - this.sinceRenewal();
+  }
+
   /** Whether the session is still believed valid. */
   get alive(): boolean {
     return !this.ended;

@@ -8,8 +8,9 @@ import { userCodeFields } from "../errors/user-frames.ts";
 import { Activity, EventStore, eventError, makeEvent, type RunActivity, type TaskEvent } from "./events.ts";
 import type { HaControl, RetryNotice, RunModes, RunOutcome, TaskChange, TaskControl, TaskView } from "./interfaces.ts";
 import type { StoredState } from "../state/stored-state.ts";
-import type { StoredTask } from "../state/records.ts";
+import type { OutputsRecord, RunRecord, StoredTask } from "../state/records.ts";
 import type { Metrics } from "../metrics/metrics.ts";
+import type { FencedCancel } from "../driver/types.ts";
 import type { TaskRunner } from "./run.ts";
 import type { HeldPlan } from "./holds.ts";
 import { refused, TaskRuns, type RunGate, type RunSettings } from "./runs.ts";
@@ -108,7 +109,7 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
           const lost = await this.parts.runner.stateLost(e.name).catch(() => undefined);
           if (!lost || !this.active) continue;
           this.parts.log.warn(`task '${e.name}': its Terraform state ${lost} (looked at after ${reason}); running it again`, { task: e.name });
-          this.runs.enqueue(e.name);
+          this.runs.enqueue(e.name, "state-lost");
           queued.push(e.name);
         }
       }
@@ -192,6 +193,16 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     return { ...view, ...(held ? { held } : {}), ...(guards || always ? { guards: { ...(guards ? { guards } : {}), approval: always ? "always" : "guards" } } : {}) };
   }
 
+  /** The task's latest Terraform outputs (sensitive values redacted), from the task state. */
+  taskOutputs(name: string): OutputsRecord | undefined {
+    return this.parts.runner.state.outputs(name);
+  }
+
+  /** The task's run history, newest first, from the task state. */
+  taskRuns(name: string): RunRecord[] {
+    return this.parts.runner.state.runs(name);
+  }
+
   /** Calls `listener` when a run or drift check starts or ends; returns the unsubscribe function. */
   onActivity(listener: (a: RunActivity) => void): () => void {
     this.parts.activity.on("activity", listener);
@@ -208,13 +219,13 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     // quiet spell: then the synthesis worker stays warm (runtime/warm-policy.ts).
     this.parts.runner.keepWarm(keepsSynthesizerWarm(this.parts.tasks.enabled().map((e) => ({ ref: e.ref, buffer: this.triggers.bufferFor(e) }))));
     for (const e of this.parts.tasks.enabled()) if (this.mine(e.name)) this.triggers.start(e);
-    for (const e of this.parts.tasks.enabled()) if (this.mine(e.name)) this.runs.enqueue(e.name);
+    for (const e of this.parts.tasks.enabled()) if (this.mine(e.name)) this.runs.enqueue(e.name, "start");
   }
 
   /** Runs every enabled task once (no watching); resolves with each outcome. */
   async once(): Promise<RunOutcome[]> {
     this.parts.log.info("ctrl: executing all tasks once through");
-    return Promise.all(this.parts.tasks.enabled().map((e) => this.runs.request(e.name)));
+    return Promise.all(this.parts.tasks.enabled().map((e) => this.runs.request(e.name, "once")));
   }
 
   /** Plans the named tasks (default all enabled). */
@@ -276,7 +287,7 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
       this.parts.runner.state.forgetAppliedKey(name);
       this.parts.log.info(`task '${name}': a forced run: it applies whatever the no-op skip would say`, { task: name });
     }
-    return this.runs.request(name);
+    return this.runs.request(name, "api");
   }
 
   /** Checks one task for drift now, in its queue slot (`cts drift`, the API, the timer). */
@@ -321,7 +332,7 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     if (!held) throw notHeld(name);
     this.parts.log.info(`task '${name}': the held plan was approved (${held.summary.add} to add, ${held.summary.change} to change, ${held.summary.destroy} to destroy); applying it`, { task: name });
     if (!e.enabled) return refused(name, "disabled");
-    return this.runs.request(name);
+    return this.runs.request(name, "approve");
   }
 
   /** Rejects the held plan: discarded, recorded as an event; the same inputs are not planned again. */
@@ -370,6 +381,18 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     // leader's runs may need the memory, and nothing runs here.
     this.parts.runner.keepWarm(false);
     await this.parts.runner.coolDown().catch((err) => this.parts.log.warn(`stopping warm provider processes: ${messageOf(err)}`));
+  }
+
+  /**
+   * The lock this instance ran tasks under is lost (its session is gone, or may be given away):
+   * every run in progress is cancelled at once, before anything else, with a deadline its
+   * Terraform must be gone by (`killWithinMs` from now; none left: killed at once, no graceful
+   * stop that would save state). Synchronous, so a process resumed after a pause kills its
+   * Terraform before it handles anything else. `pause` follows. Returns how many runs it cancelled.
+   */
+  fence(killWithinMs: number): number {
+    const reason: FencedCancel = { fenced: true, killBy: performance.now() + Math.max(0, killWithinMs) };
+    return this.runs.cancelAll(reason);
   }
 
   /**

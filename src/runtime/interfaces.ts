@@ -72,7 +72,8 @@ export interface RetryNotice {
   message: string;
 }
 
-export type { AppliedRecord } from "../state/records.ts";
+export type { AppliedRecord, OutputsRecord, RunRecord } from "../state/records.ts";
+import type { OutputsRecord, RunRecord } from "../state/records.ts";
 
 /** One task of a stored state (high availability): an enabled override, a tombstone, or an API task. */
 export interface RestoredTask {
@@ -112,12 +113,18 @@ export interface TaskControl {
   approve(name: string): Promise<RunOutcome>;
   /** Discards the task's held plan (not applied; the same inputs are not planned again). Throws TASK_NOT_FOUND or PLAN_NOT_HELD. */
   reject(name: string): Promise<HeldPlan>;
+  /** The task's latest Terraform outputs (sensitive values redacted); undefined before its first apply. */
+  taskOutputs?(name: string): OutputsRecord | undefined;
+  /** The task's run history, newest first. */
+  taskRuns?(name: string): RunRecord[];
 }
 
 /** What high availability does with the runtime: pause while following, restore, resume when leading. */
 export interface HaControl {
   readonly isPaused: boolean;
   pause(graceMs?: number): Promise<void>;
+  /** The lock runs ran under is lost: cancels every run at once, its Terraform gone within `killWithinMs` (0: SIGKILL now). Returns how many. */
+  fence(killWithinMs: number): number;
   /** Runs every task once and watches; a task whose inputs equal its `applied` record (the stored state's) is skipped as a no-op. */
   resume(): Promise<void>;
   /** Takes a stored state: tasks, events and held plans; with `applied` (a new leader), what was applied too. */

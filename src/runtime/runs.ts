@@ -11,6 +11,8 @@ import { driftIsNews } from "./drift.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import type { ModuleTask } from "../task/module-task.ts";
 import { WorkQueue } from "./work-queue.ts";
+import { runRecord } from "./history.ts";
+import type { RunTrigger } from "../state/records.ts";
 
 /** What the runs ask of the controller (Controller implements it). */
 export interface RunGate {
@@ -60,6 +62,9 @@ export class TaskRuns {
   /** Tasks whose queue slot is wanted for a drift check, with the callers waiting for it. */
   private readonly driftWanted = new Map<string, Array<(o: RunOutcome) => void>>();
 
+  /** What asked for each task's next run (the first reason wins while it is queued): its history record says. */
+  private readonly triggers = new Map<string, RunTrigger>();
+
   /** Cancels each task's run in progress (and its retry waits). */
   private readonly inProgress = new Map<string, AbortController>();
 
@@ -72,13 +77,19 @@ export class TaskRuns {
     this.inProgress.get(name)?.abort();
   }
 
-  /** Cancels every run in progress. */
-  cancelAll(): void {
-    for (const a of this.inProgress.values()) a.abort();
+  /** Cancels every run in progress; `reason` goes to the driver with the signal (a fenced run's kill deadline). Returns how many it cancelled. */
+  cancelAll(reason?: unknown): number {
+    let n = 0;
+    for (const a of this.inProgress.values()) {
+      if (!a.signal.aborted) n++;
+      a.abort(reason);
+    }
+    return n;
   }
 
-  /** Asks for a run of a task, as a data change does (collapses with one already queued). */
-  enqueue(name: string): void {
+  /** Asks for a run of a task, as a data change does (collapses with one already queued); `trigger`: what asked (default: a data change). */
+  enqueue(name: string, trigger?: RunTrigger): void {
+    if (trigger && !this.triggers.has(name)) this.triggers.set(name, trigger);
     this.applyWanted.add(name);
     this.queue.enqueue(name);
     // A run waiting out a retry's backoff attempts at once: the new data may be what it lacked
@@ -92,10 +103,10 @@ export class TaskRuns {
   }
 
   /** Queues a run and resolves with the outcome of a run that started after this call. */
-  request(name: string): Promise<RunOutcome> {
+  request(name: string, trigger?: RunTrigger): Promise<RunOutcome> {
     return new Promise((resolve) => {
       this.waiters.set(name, [...(this.waiters.get(name) ?? []), resolve]);
-      this.enqueue(name);
+      this.enqueue(name, trigger);
     });
   }
 
@@ -113,6 +124,7 @@ export class TaskRuns {
   /** Drops queued runs and drift checks of a task; its waiting callers get `outcome` (a dropped run never ends otherwise). */
   drop(name: string, outcome?: RunOutcome): void {
     this.queue.forget(name);
+    this.triggers.delete(name);
     this.applyWanted.delete(name);
     const checks = this.driftWanted.get(name) ?? [];
     this.driftWanted.delete(name);
@@ -134,8 +146,11 @@ export class TaskRuns {
   }
 
   /** One run outside the queue's collapsing (plans, destroys, dry runs), with retries and, unless a plan, an event. */
-  async execute(e: TaskEntry, mode: RunMode): Promise<RunOutcome> {
+  async execute(e: TaskEntry, mode: RunMode, trigger?: RunTrigger): Promise<RunOutcome> {
     const start = new Date();
+    const asked = this.triggers.get(e.name);
+    if (mode === "apply") this.triggers.delete(e.name);
+    const why: RunTrigger = mode === "destroy" ? "destroy" : (trigger ?? asked ?? (e.task.condition.kind === "schedule" ? "schedule" : "change"));
     this.deps.activity.report({ type: "start", task: e.name, kind: "run" });
     const abort = new AbortController();
     if (mode !== "plan") this.inProgress.set(e.name, abort);
@@ -151,6 +166,7 @@ export class TaskRuns {
       // An apply makes the infrastructure match again: the last drift finding no longer holds.
       if (outcome.ok && outcome.outcome === "applied") this.deps.runner.state.recordDrift(e.name, undefined);
       this.deps.gate.record(eventOf(e, start, outcome));
+      this.recordRun(e, why, start, outcome);
       if (outcome.ok) this.deps.log.info(`task '${e.name}': ${outcome.outcome}`, { task: e.name, ...(outcome.result?.summary ?? {}), ...runUrl(outcome) });
       else if (outcome.outcome === "held" || outcome.outcome === "rejected")
         this.deps.log.warn(`task '${e.name}': ${(outcome.error?.message ?? outcome.outcome).replace(`Task '${e.name}': `, "")}`, { task: e.name, outcome: outcome.outcome, ...(outcome.result?.summary ?? {}) });
@@ -189,6 +205,7 @@ export class TaskRuns {
           drift: { corrected: drift.state === "corrected", ...(drift.applied ? { applied: drift.applied } : {}) },
         }),
       );
+      this.recordRun(e, "drift-check", start, outcome);
     }
     if (drift.state === "drifted") this.deps.log.warn(`task '${e.name}': drift: infrastructure changed out of band (${summaryText(drift.changes)}); not corrected (driftCheck.correct is off)`, { task: e.name, ...drift.changes });
     else if (drift.state === "corrected") this.deps.log.warn(`task '${e.name}': drift corrected: infrastructure changed out of band (${summaryText(drift.changes)}) was applied again`, { task: e.name, ...drift.changes });
@@ -199,6 +216,15 @@ export class TaskRuns {
     for (const w of waiters) w(outcome);
   }
 
+  /** Keeps a run in the task's history (the state store prunes it by the retention). */
+  private recordRun(e: TaskEntry, trigger: RunTrigger, start: Date, outcome: RunOutcome): void {
+    try {
+      this.deps.runner.state.recordRun(e.name, runRecord(e.name, trigger, start, new Date(), outcome), this.deps.runner.retention);
+    } catch (err) {
+      this.deps.log.warn(`task '${e.name}': its run could not be kept in the history: ${messageOf(err)}`, { task: e.name });
+    }
+  }
+
   private async runQueued(name: string): Promise<void> {
     const e = this.deps.gate.runnable(name);
     if ("ok" in e) {
@@ -207,6 +233,7 @@ export class TaskRuns {
       const checks = this.driftWanted.get(name) ?? [];
       this.driftWanted.delete(name);
       this.applyWanted.delete(name);
+      this.triggers.delete(name);
       for (const w of checks) w(e);
       return;
     }
@@ -287,7 +314,18 @@ function eventOf(e: TaskEntry, start: Date, outcome: RunOutcome): TaskEvent {
     ...runUrl(outcome),
     ...(outcome.hold ? { hold: { reasons: outcome.hold.reasons, why: outcome.hold.why, heldAt: outcome.hold.heldAt } } : {}),
     ...(outcome.stateLost ? { state_lost: outcome.stateLost } : {}),
+    ...eventOutputs(outcome),
   });
+}
+
+/** The largest outputs an event carries (events are few and small; `cts task outputs` shows any size). */
+const EVENT_OUTPUTS_BYTES = 16 * 1024;
+
+/** An apply's or destroy's outputs for its event (sensitive values already redacted by the driver), when small enough. */
+function eventOutputs(outcome: RunOutcome): { outputs?: TaskEvent["outputs"] } {
+  const outputs = outcome.result?.outputs;
+  if (!outputs || !outcome.ok || (outcome.outcome !== "applied" && outcome.outcome !== "destroyed")) return {};
+  return Buffer.byteLength(JSON.stringify(outputs)) <= EVENT_OUTPUTS_BYTES ? { outputs } : {};
 }
 
 /** The run's page (Terraform Cloud driver): from the result, or from the error of a run that did not succeed. */

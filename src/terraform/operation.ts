@@ -64,8 +64,8 @@ export class Operation {
   ) {
     this.timer = setTimeout(() => this.abort("timeout"), timeoutMs);
     const external = opts.signal;
-    const onAbort = () => this.abort("cancel");
-    if (external?.aborted) this.abort("cancel");
+    const onAbort = () => this.abort("cancel", external?.reason);
+    if (external?.aborted) this.abort("cancel", external.reason);
     external?.addEventListener("abort", onAbort, { once: true });
     this.unlink = () => external?.removeEventListener("abort", onAbort);
   }
@@ -192,7 +192,8 @@ export class Operation {
           stop.abort();
         }, limit ?? silence);
         const heard = silence === undefined ? () => {} : () => timer.refresh();
-        const forward = () => stop.abort();
+        // The operation's reason goes with it (a fenced run's kill deadline, src/driver/types.ts).
+        const forward = () => stop.abort(this.controller.signal.reason);
         this.controller.signal.addEventListener("abort", forward, { once: true });
         try {
           return await runProcess(this.deps.binary, args, {
@@ -234,10 +235,10 @@ export class Operation {
     }
   }
 
-  private abort(reason: AbortReason): void {
+  private abort(reason: AbortReason, cause?: unknown): void {
     if (this.reason) return;
     this.reason = reason;
-    this.controller.abort();
+    this.controller.abort(cause);
   }
 
   private abortError(command: string): CtsError {

@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { fencedCancel } from "../driver/types.ts";
 
 /** How one Terraform command is run. */
 export interface ProcessOptions {
   cwd: string;
   /** The complete environment (nothing is inherited on top of it). */
   env: Record<string, string>;
-  /** Aborting sends SIGINT to the command's process group, then SIGKILL after `killGraceMs`. */
+  /** Aborting sends SIGINT to the command's process group, then SIGKILL after `killGraceMs` (sooner, or at once, for a `FencedCancel` reason). */
   signal: AbortSignal;
   killGraceMs: number;
   onStdout: (line: string) => void;
@@ -133,8 +134,13 @@ export async function runProcess(binary: string, args: readonly string[], opts: 
   const onAbort = () => {
     if (pid === undefined || aborted) return;
     aborted = true;
+    // A fenced run must be gone before another instance may hold its lock: a graceful stop (which
+    // lets Terraform finish what it is doing and save state) only when there is time for it.
+    const fenced = fencedCancel(opts.signal.reason);
+    const grace = fenced ? Math.min(opts.killGraceMs, Math.floor(fenced.killBy - performance.now())) : opts.killGraceMs;
+    if (grace <= 0) return signalGroup(pid, "SIGKILL");
     signalGroup(pid, "SIGINT");
-    killTimer = setTimeout(() => signalGroup(pid, "SIGKILL"), opts.killGraceMs);
+    killTimer = setTimeout(() => signalGroup(pid, "SIGKILL"), grace);
   };
   if (pid !== undefined) {
     liveGroups.add(pid);

@@ -5,6 +5,8 @@ import { settled } from "./waits.ts";
 export interface FakeClock extends Clock {
   /** Moves time forward by `ms`, firing every timer that falls due on the way (synchronously). */
   advance(ms: number): void;
+  /** Moves time forward by `ms` firing nothing: a stalled process (SIGSTOP, a VM pause), whose overdue timers then fire late. */
+  stall(ms: number): void;
   /** Timers set and not yet fired or cleared. */
   pending(): number;
   /** Moves time to the earliest timer and fires it; false when no timer is set. */
@@ -62,6 +64,9 @@ export function fakeClock(opts: { autoAdvance?: boolean; wallStart?: number } = 
       const end = now + ms;
       for (let due = earliest(); due && due[1].at <= end; due = earliest()) fire(due);
       now = end;
+    },
+    stall(ms) {
+      now += ms;
     },
     pending: () => timers.size,
     fireNext() {

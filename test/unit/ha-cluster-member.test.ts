@@ -114,7 +114,9 @@ function fakeConsul() {
     for (const e of entries.values()) if (e.session === id) set(e.key, e.value);
     changed();
   };
-  return { kv, entries, calls, control, invalidate };
+  /** Consul's timer ended a session; this member has not read the lock since (its next renewal answers "gone"). */
+  const expire = (id: string) => void sessions.delete(id);
+  return { kv, entries, calls, control, invalidate, expire };
 }
 
 /** The controller as a cluster member sees it: paused or running, and the tasks it owns in shared mode. */
@@ -125,7 +127,14 @@ function fakeController(tasks: string[]) {
     resumed: 0,
     shared: false,
     owned,
+    /** Runs in progress, and the kill deadlines (ms from then) fences gave them. */
+    running: 0,
+    fences: [] as number[],
     ctrl: {
+      fence(killWithinMs: number) {
+        c.fences.push(killWithinMs);
+        return c.running;
+      },
       get isPaused() {
         return c.paused;
       },
@@ -217,6 +226,53 @@ describe("a cluster member electing a leader", () => {
     assert.ok(m.logged("ha: lost leadership: the leader lock is no longer held by this instance's session"));
     assert.ok(m.logged("ha: session ended (Consul invalidated this instance's session); a new one is created when Consul answers"));
     assert.equal(m.consul.entries.get(m.settings.lockKey)?.session, "s-2");
+    await m.cluster.stop();
+  });
+
+  it("cancels its runs with time for a graceful stop when it fences itself on time (Consul cannot give the lock away yet)", async () => {
+    const clock = fakeClock();
+    const m = member({ mode: "leader", clock });
+    await m.cluster.start();
+    await clock.runUntil(() => m.controller.resumed === 1, "leading");
+    m.controller.running = 1;
+    m.consul.control.down = true;
+    await clock.runUntil(() => m.controller.fences.length > 0, "fenced");
+    // TTL 2 s: fenced 2 s after the last renewal was sent; Consul may give the lock away at 4 s; less a 1 s margin.
+    assert.equal(m.controller.fences[0], 1_000);
+    assert.ok(!m.logged("killed at once"));
+    m.consul.control.down = false;
+    await m.cluster.stop();
+  });
+
+  it("kills its runs at once when it resumes from a stall longer than Consul keeps its session, and says so", async () => {
+    const clock = fakeClock();
+    const m = member({ mode: "leader", clock });
+    await m.cluster.start();
+    await clock.runUntil(() => m.controller.resumed === 1, "leading");
+    m.controller.running = 1;
+    // SIGSTOP of the whole process for 45 s: no timer fires meanwhile, every one is late after it;
+    // Consul ended the session meanwhile.
+    clock.stall(45_000);
+    m.consul.expire("s-1");
+    await clock.runUntil(() => m.controller.fences.length > 0, "fenced after the stall");
+    assert.ok(m.controller.fences[0]! <= 0, `no time left for a graceful stop (${m.controller.fences[0]} ms)`);
+    assert.ok(m.logged("ha: this instance was stalled for 45"), m.lines.join("\n"));
+    assert.ok(m.logged("1 run(s) in progress killed at once"));
+    await m.cluster.stop();
+  });
+
+  it("kills its runs at once when the leader lock is no longer its own (Consul expired the session during a stall)", async () => {
+    const clock = fakeClock();
+    const m = member({ mode: "leader", clock });
+    await m.cluster.start();
+    await clock.runUntil(() => m.controller.resumed === 1, "leading");
+    m.controller.running = 1;
+    clock.stall(45_000);
+    m.consul.invalidate("s-1");
+    await clock.runUntil(() => m.controller.fences.length > 0, "fenced");
+    assert.equal(m.controller.fences[0], 0);
+    assert.ok(m.logged("ha: lost leadership: the leader lock is no longer held by this instance's session"));
+    assert.ok(m.logged("1 run(s) in progress killed at once"));
     await m.cluster.stop();
   });
 

@@ -77,4 +77,39 @@ describe("runProcess", () => {
     };
     assert.ok(["gone", "Z", "X"].includes(state()!), `the group's sleep is still running (state ${state()})`);
   });
+
+  // A shell that reports SIGINT and keeps running, as Terraform does while it finishes and saves state.
+  const interruptible = "trap 'echo got-int' INT; echo started; sleep 30 & wait; sleep 30 & wait";
+
+  it("kills a fenced run at once, with no SIGINT, when its lock may already be someone else's", async () => {
+    const ac = new AbortController();
+    const out: string[] = [];
+    const res = await runProcess("/bin/sh", ["-c", interruptible], base({
+      signal: ac.signal,
+      killGraceMs: 60_000,
+      onStdout: (l) => {
+        out.push(l);
+        if (l === "started") ac.abort({ fenced: true, killBy: performance.now() - 1 });
+      },
+    }));
+    assert.equal(res.aborted, true);
+    assert.equal(res.exitCode, undefined);
+    assert.deepEqual(out, ["started"], "no graceful stop: SIGKILL only");
+  });
+
+  it("gives a fenced run a graceful stop only until its deadline, then kills it", async () => {
+    const ac = new AbortController();
+    const out: string[] = [];
+    const res = await runProcess("/bin/sh", ["-c", interruptible], base({
+      signal: ac.signal,
+      // Without the deadline the shell would outlive this test's time limit.
+      killGraceMs: 600_000,
+      onStdout: (l) => {
+        out.push(l);
+        if (l === "started") ac.abort({ fenced: true, killBy: performance.now() + 300 });
+      },
+    }));
+    assert.equal(res.aborted, true);
+    assert.deepEqual(out, ["started", "got-int"], "SIGINT first, then SIGKILL at the deadline");
+  });
 });
