@@ -1,5 +1,6 @@
 import type { ApiBody } from "./api-client.ts";
 import { table } from "./output.ts";
+import { counted } from "../values/counted.ts";
 
 /**
  * `cts status --cluster` as text: the members with their health and, in shared mode, the tasks
@@ -19,7 +20,7 @@ export function clusterText(body: ApiBody): string {
   let out = head + table([["MEMBER", "ADDRESS", "HEALTH", shared ? "TASKS" : "ROLE"], ...rows]);
   if (!shared) return out;
   const owners = Object.keys(byMember).sort();
-  for (const id of owners) out += `\n==> ${id}: ${byMember[id]!.length} task(s)\n  ${byMember[id]!.join("\n  ")}\n`;
+  for (const id of owners) out += `\n==> ${id}: ${counted(byMember[id]!.length, "task")}\n  ${byMember[id]!.join("\n  ")}\n`;
   const unowned = (body.unowned as string[] | undefined) ?? [];
   if (unowned.length) out += `\n==> not running anywhere right now (a takeover in progress?): ${unowned.join(", ")}\n`;
   return out;

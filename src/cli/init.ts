@@ -32,7 +32,14 @@ export function registerInit(program: Command): void {
       if (!/^[A-Za-z0-9_.-]+$/.test(flags.service)) throw new CtsError("USAGE", "usage", `--service '${flags.service}' is not a Consul service name. Use letters, digits, '.', '_' and '-'.`);
       const problem = taskNameProblem(flags.task ?? `${flags.service}-members`);
       if (problem) throw new CtsError("USAGE", "usage", `--task ${problem}`);
-      await scaffold(resolve(dir), flags, (line) => process.stdout.write(`${line}\n`));
+      // Every file is written before a line is printed: a reader that goes away (`cts init | head`)
+      // cannot leave the project half made.
+      const lines: string[] = [];
+      try {
+        await scaffold(resolve(dir), flags, (line) => lines.push(line));
+      } finally {
+        if (lines.length) process.stdout.write(`${lines.join("\n")}\n`);
+      }
     });
 }
 

@@ -9,9 +9,12 @@ import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";
 import { registerDrift } from "./drift.ts";
 import { registerApprovals } from "./approve.ts";
-import { say } from "./output.ts";
+import { endQuietlyOnBrokenPipe, say } from "./output.ts";
 import { VERSION } from "../version.ts";
 import { normalizeStartArgs } from "./start-args.ts";
+
+// `cts … | head`: a reader that goes away ends the output quietly (exit 141), never with a stack trace.
+endQuietlyOnBrokenPipe();
 
 // CTS's spelling: `cts start -config-file x.hcl -once` (one dash, as Go's flag package allows).
 process.argv = normalizeStartArgs(process.argv);

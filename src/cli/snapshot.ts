@@ -6,6 +6,7 @@ import { allSources } from "../task/sources.ts";
 import { createConsulReader, warnSkipped } from "../daemon/consul-setup.ts";
 import { selectTasks } from "./synth.ts";
 import { say } from "./output.ts";
+import { counted } from "../values/counted.ts";
 
 interface SnapshotFlags {
   config?: string;
@@ -29,7 +30,7 @@ export function registerSnapshot(program: Command): void {
       // The snapshot holds what Consul answered, KV values included: readable by its owner only.
       if (flags.out) {
         await writeFile(flags.out, text, { mode: 0o600 });
-        say(`wrote ${flags.out}: the answers to ${new Set(sources.map((s) => JSON.stringify(s))).size} queries\n`, process.stderr);
+        say(`wrote ${flags.out}: the answers to ${counted(new Set(sources.map((s) => JSON.stringify(s))).size, "query", "queries")}\n`, process.stderr);
       } else process.stdout.write(text);
     });
 }

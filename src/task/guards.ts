@@ -1,4 +1,5 @@
 import type { Problem } from "../errors/problems.ts";
+import { counted } from "../values/counted.ts";
 
 // Plan guards: what a task declares about the plans it may apply without a person looking, and
 // the check of one plan against them. The check reads Terraform's JSON plan representation
@@ -141,7 +142,7 @@ export function guardViolations(plan: PlanJson, guards: GuardSettings): string[]
   if (guards.maxDestroyPercent !== undefined && existing > 0) {
     const pct = (destroy / existing) * 100;
     if (pct > guards.maxDestroyPercent)
-      reasons.push(`the plan destroys ${destroy} of ${existing} resources (${formatPercent(pct)} %), more than maxDestroyPercent (${guards.maxDestroyPercent} %)`);
+      reasons.push(`the plan destroys ${destroy} of ${counted(existing, "resource")} (${formatPercent(pct)} %), more than maxDestroyPercent (${guards.maxDestroyPercent} %)`);
   }
   if (guards.neverEmpty?.length) {
     const managed = managedChanges(plan).filter((rc) => !rc.deposed);
