@@ -33,6 +33,8 @@ export interface ApiDeps {
   consul?: ConsulState;
   /** The daemon's driver: with "terraformCloud" a task may carry CTS's terraform_cloud_workspace and terraform_version (default "terraform"). */
   driver?: "terraform" | "terraformCloud";
+  /** This instance's id: `GET /v1/status` names it (`instance.id`, beyond CTS) so `cts doctor` knows its own daemon on the port. */
+  instanceId?: string;
   /** `GET /metrics`: the Prometheus text (without it the route answers 404). */
   metrics?: () => Promise<{ contentType: string; body: string }>;
 }

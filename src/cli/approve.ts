@@ -22,7 +22,7 @@ export function registerApprovals(program: Command): void {
     .description("Apply exactly the plan a task holds for approval (plan guards, approval: always)")
     .argument("<task>", "the task holding a plan")
     .action(async (name: string, flags: DecisionFlags) => {
-      const body = (await clientFor(flags).call("POST", `${ApiClient.taskPath(name)}/approve`, { body: {} })).approve as ApiBody;
+      const body = (await (await clientFor(flags)).call("POST", `${ApiClient.taskPath(name)}/approve`, { body: {} })).approve as ApiBody;
       if (flags.json) return printJson(body);
       if (body.outcome === "held") {
         process.exitCode = 3;
@@ -36,7 +36,7 @@ export function registerApprovals(program: Command): void {
     .description("Discard the plan a task holds for approval; nothing is applied until its inputs change")
     .argument("<task>", "the task holding a plan")
     .action(async (name: string, flags: DecisionFlags) => {
-      const body = (await clientFor(flags).call("POST", `${ApiClient.taskPath(name)}/reject`, { body: {} })).reject as ApiBody;
+      const body = (await (await clientFor(flags)).call("POST", `${ApiClient.taskPath(name)}/reject`, { body: {} })).reject as ApiBody;
       if (flags.json) return printJson(body);
       say(`task '${name}': the held plan (${counts(body.discarded?.changes)}) was rejected and discarded; nothing was applied\n`);
     });

@@ -21,7 +21,7 @@ export function registerDrift(program: Command): void {
     .description("Check tasks for drift now: plan against the last applied inputs (exit 0 none, 2 drift, 1 error)")
     .argument("[task...]", "tasks to check (default: every enabled task)")
     .action(async (names: string[], flags: DriftFlags) => {
-      const api = clientFor(flags);
+      const api = await clientFor(flags);
       let tasks: string[];
       try {
         tasks = names.length ? names : ((await api.call("GET", "/v1/tasks")).tasks as ApiBody[]).filter((t) => t.enabled).map((t) => t.name as string);

@@ -3,6 +3,7 @@ import { ApiClient, type ApiBody } from "./api-client.ts";
 import { clusterText } from "./cluster-status.ts";
 import { printJson, say, table } from "./output.ts";
 import { apiOptions, clientFor } from "./task.ts";
+import { counted } from "../values/counted.ts";
 
 interface StatusFlags {
   httpAddr?: string;
@@ -28,6 +29,16 @@ export function resourceLine(address: string, action: string): string {
   return `${ACTION_SYMBOL[action] ?? "*"} ${address} (${action})`;
 }
 
+/** Each task's status without its events list, its newest event kept as `last_run`. */
+function withoutEvents(tasks: ApiBody): ApiBody {
+  return Object.fromEntries(
+    Object.entries(tasks).map(([name, t]) => {
+      const { events, ...rest } = t as ApiBody;
+      return [name, { ...rest, last_run: (events as ApiBody[] | undefined)?.[0] ?? null }];
+    }),
+  );
+}
+
 /** `cts status [task]`: the daemon's task summary and each task's status (and events). */
 export function registerStatus(program: Command): void {
   apiOptions(program.command("status"))
@@ -37,18 +48,20 @@ export function registerStatus(program: Command): void {
     .option("--status <status>", "only tasks with this status: successful, errored, critical or unknown")
     .option("--cluster", "show the high-availability cluster: members, their health and (shared mode) the tasks each one runs")
     .action(async (name: string | undefined, flags: StatusFlags) => {
-      const api = clientFor(flags);
+      const api = await clientFor(flags);
       if (flags.cluster) {
         const { request_id: _, ...cluster } = await api.call("GET", "/v1/status/cluster");
         if (flags.json) return printJson(cluster);
         return void process.stdout.write(clusterText(cluster));
       }
-      const query = { include: flags.events ? "events" : undefined, status: flags.status };
+      // The events are always asked for: the LAST RUN and RESULT columns show the newest one; --events lists them all.
+      const query = { include: "events", status: flags.status };
       const [summary, tasks] = await Promise.all([
         api.call("GET", "/v1/status"),
         api.call("GET", name === undefined ? "/v1/status/tasks" : ApiClient.taskPath(name, "/v1/status/tasks"), { query }),
       ]);
-      if (flags.json) return printJson({ ...summary, tasks });
+      // Without --events the JSON keeps CTS's shape of a plain status (no events), plus the last one.
+      if (flags.json) return printJson({ ...summary, tasks: flags.events ? tasks : withoutEvents(tasks) });
       const s = summary.task_summary as ApiBody;
       process.stdout.write(
         `Tasks: ${s.status.successful} successful, ${s.status.errored} errored, ${s.status.critical} critical, ${s.status.unknown} unknown; ` +
@@ -65,7 +78,7 @@ export function registerStatus(program: Command): void {
           ...list.map((t) => {
             const last = (t.events as ApiBody[] | undefined)?.[0];
             const result = last ? (last.success ? (last.outcome ?? "ok") : last.outcome === "held" || last.outcome === "rejected" ? last.outcome : "failed") : "-";
-            return [t.task_name, t.held ? "held" : t.stale ? `unknown (stale: ${t.stale.last_status})` : t.status, String(t.enabled), last?.end_time ?? (t.events_url ? "(use --events)" : "-"), result, driftText(t.drift)];
+            return [t.task_name, t.held ? "held" : t.stale ? `unknown (stale: ${t.stale.last_status})` : t.status, String(t.enabled), last?.end_time ?? "never", result, driftText(t.drift)];
           }),
         ]),
       );
@@ -81,7 +94,7 @@ export function registerStatus(program: Command): void {
       for (const t of list) {
         const events = (t.events as ApiBody[] | undefined) ?? [];
         if (!events.length) continue;
-        process.stdout.write(`\n==> ${t.task_name}: last ${events.length} events (newest first)\n`);
+        process.stdout.write(`\n==> ${t.task_name}: last ${counted(events.length, "event")} (newest first)\n`);
         for (const e of events) {
           const counts = e.changes ? `  +${e.changes.add} ~${e.changes.change} -${e.changes.destroy}` : "";
           say(`  ${e.end_time}  ${e.success ? "ok    " : "FAILED"}  ${e.outcome ?? ""}${counts}${e.error ? `  ${e.error.message}` : ""}\n`);

@@ -3,14 +3,17 @@ import { readFileSync } from "node:fs";
 import { extname } from "node:path";
 import { encodeVariables } from "../cts/api/variables.ts";
 import { CtsError } from "../errors/cts-error.ts";
-import { ApiClient, clientOptionsFrom, resolveHttpAddr, type ApiBody, type ApiClientOptions } from "./api-client.ts";
+import { ApiClient, clientOptionsFrom, type ApiBody, type ApiClientOptions } from "./api-client.ts";
 import { confirm } from "./confirm.ts";
+import { daemonAddress } from "./daemon-address.ts";
 import { printJson, table } from "./output.ts";
 import { readTaskFile } from "./task-file.ts";
 import { readVariableFiles } from "./tfvars.ts";
 
 interface TaskFlags extends ApiClientOptions {
   httpAddr?: string;
+  /** The config whose `api` settings give the address when neither --http-addr nor CTS_ADDRESS does. */
+  config?: string;
   /** CTS's deprecated -port: replaces the port of the address. */
   port?: string;
   json?: boolean;
@@ -25,7 +28,8 @@ interface TaskFlags extends ApiClientOptions {
  */
 export function apiOptions(cmd: Command): Command {
   return cmd
-    .option("--http-addr <url>", "address of the cts API (default CTS_ADDRESS, then http://127.0.0.1:8558)")
+    .option("--http-addr <url>", "address of the cts API (default CTS_ADDRESS, then the config's api.address/api.port, then http://127.0.0.1:8558)")
+    .option("-c, --config <file>", "the config whose api settings give the address (default ./cts.config.ts, when it exists)")
     .option("--port <port>", "deprecated (CTS): the port of the API; prefer --http-addr")
     .option("--ca-cert <file>", "CA that signed the API's certificate (default CTS_CACERT)")
     .option("--ca-path <dir>", "directory of CA certificates, used when --ca-cert is not set (default CTS_CAPATH)")
@@ -37,12 +41,12 @@ export function apiOptions(cmd: Command): Command {
     .option("--json", "print the API's answer as JSON (for scripts)");
 }
 
-/** The API client a command's flags describe. */
-export const clientFor = (flags: TaskFlags) => new ApiClient(baseUrl(flags), clientOptionsFrom(flags));
+/** The API client a command's flags describe (every API command: the same address, see daemonAddress). */
+export const clientFor = async (flags: TaskFlags) => new ApiClient(await baseUrl(flags), clientOptionsFrom(flags));
 
-/** The API address; CTS's deprecated -port replaces the port of CTS_ADDRESS (or the default) and warns. */
-function baseUrl(flags: TaskFlags): string {
-  const base = resolveHttpAddr(flags.httpAddr);
+/** The API address; CTS's deprecated -port replaces the port of CTS_ADDRESS (or the config's, or the default) and warns. */
+async function baseUrl(flags: TaskFlags): Promise<string> {
+  const base = await daemonAddress(flags);
   if (flags.port === undefined || flags.httpAddr !== undefined) return base;
   if (!/^\d{1,5}$/.test(flags.port) || Number(flags.port) > 65535) throw new CtsError("HTTP_ADDR_INVALID", "usage", `--port '${flags.port}' is not a port. Use --http-addr http://host:port instead.`);
   process.stderr.write("Warning: '-port' is deprecated (as in CTS). Use -http-addr instead.\n");
@@ -86,7 +90,7 @@ export function registerTask(program: Command): void {
   apiOptions(task.command("list"))
     .description("List tasks with their status")
     .action(async (flags: TaskFlags) => {
-      const api = client(flags);
+      const api = await client(flags);
       const [{ tasks }, statuses] = await Promise.all([api.call("GET", "/v1/tasks"), api.call("GET", "/v1/status/tasks")]);
       const rows: ApiBody[] = (tasks as ApiBody[]).map((t) => ({ ...t, status: statuses[t.name]?.status ?? "unknown" }));
       if (flags.json) return printJson({ tasks: rows });
@@ -103,7 +107,7 @@ export function registerTask(program: Command): void {
     .argument("<name>", "task name")
     .option("--auto-approve", "do not ask before changing infrastructure")
     .action(async (name: string, flags: TaskFlags) => {
-      const api = client(flags);
+      const api = await client(flags);
       const current = (await api.call("GET", ApiClient.taskPath(name))).task as ApiBody;
       if (current.enabled) {
         if (flags.json) return printJson({ task: current, changed: false });
@@ -120,7 +124,7 @@ export function registerTask(program: Command): void {
     .description("Disable a task (its infrastructure stays as it is)")
     .argument("<name>", "task name")
     .action(async (name: string, flags: TaskFlags) => {
-      const res = await client(flags).call("PATCH", ApiClient.taskPath(name), { body: { enabled: false } });
+      const res = await (await client(flags)).call("PATCH", ApiClient.taskPath(name), { body: { enabled: false } });
       if (flags.json) return printJson(res);
       process.stdout.write(`Task '${name}' disabled.\n`);
     });
@@ -130,7 +134,7 @@ export function registerTask(program: Command): void {
     .argument("<name>", "task name")
     .option("--force", "apply even when the task's inputs equal what it applied last (after a lost Terraform state, or a change made by hand)")
     .action(async (name: string, flags: TaskFlags & { force?: boolean }) => {
-      const api = client(flags);
+      const api = await client(flags);
       const current = (await api.call("GET", ApiClient.taskPath(name))).task as ApiBody;
       if (!current.enabled) throw new CtsError("TASK_DISABLED", "usage", `Task '${name}' is disabled. Enable it with \`cts task enable ${name}\`.`);
       const res = await api.call("PATCH", ApiClient.taskPath(name), { body: { enabled: true }, query: { run: "now", ...(flags.force ? { force: "true" } : {}) } });
@@ -144,7 +148,7 @@ export function registerTask(program: Command): void {
     .option("--auto-approve", "do not ask before changing infrastructure")
     .action(async (flags: TaskFlags) => {
       const spec = await taskFromFile(flags.taskFile!);
-      const api = client(flags);
+      const api = await client(flags);
       const name = String(spec.name ?? "");
       const dry = await api.call("POST", "/v1/tasks", { body: { task: spec }, query: { run: "inspect" } });
       const inspect = dry.inspect ?? dry.run;
@@ -162,7 +166,7 @@ export function registerTask(program: Command): void {
     .option("--destroy", "destroy every resource in the task's Terraform state before deleting it")
     .option("--auto-approve", "do not ask for confirmation")
     .action(async (name: string, flags: TaskFlags) => {
-      const api = client(flags);
+      const api = await client(flags);
       await api.call("GET", ApiClient.taskPath(name));
       const out = human(flags);
       if (flags.destroy) out.write(`Task '${name}': every resource in its Terraform state (workspace '${name}') will be DESTROYED, then the task is deleted.\n`);

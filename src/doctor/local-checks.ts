@@ -9,6 +9,7 @@ import { terraformVersion } from "../terraform/version.ts";
 import { readInitRecordSync } from "../terraform/working-dir.ts";
 import { fail, pass, type CheckResult } from "./check.ts";
 import { DEFAULT_BINARIES, findExecutable } from "../terraform/executable.ts";
+import { identifyListener } from "./api-listener.ts";
 
 const INSTALL = "install OpenTofu (https://opentofu.org/docs/intro/install/) or Terraform and put it on PATH";
 
@@ -81,8 +82,11 @@ export async function checkWorkingDir(root: string): Promise<CheckResult> {
   }
 }
 
-/** Nothing listens on the API's address and port yet. */
-export async function checkApiPort(address: string, port: number): Promise<CheckResult> {
+/**
+ * Nothing listens on the API's address and port yet, or the cts daemon of this config does
+ * (`self`: its instance id and whether its API serves HTTPS): a running daemon holds its own port.
+ */
+export async function checkApiPort(address: string, port: number, self?: { id: string; https: boolean }): Promise<CheckResult> {
   if (port === 0) return pass("api-port", `${address}:0 picks a free port at start`);
   const server = createServer();
   try {
@@ -93,6 +97,12 @@ export async function checkApiPort(address: string, port: number): Promise<Check
     return pass("api-port", `${address}:${port} is free`);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE" && self) {
+      const who = await identifyListener(address, port, self.https);
+      if (who.kind === "cts" && who.id === self.id) return pass("api-port", `${address}:${port} is held by this config's cts daemon (id '${self.id}'), which is running`);
+      if (who.kind === "cts")
+        return fail("api-port", `${address}:${port} is held by another cts daemon (${who.id ? `id '${who.id}'` : "an older cts that does not name itself"}), not by this config's (id '${self.id}')`, "stop that daemon, or give this config another api.port (0 = any free port) / api.address, or pass --api-port to cts watch");
+    }
     const why = code === "EADDRINUSE" ? "is in use (a cts already running?)" : code === "EADDRNOTAVAIL" ? "is not an address of this host" : messageOf(err);
     return fail("api-port", `${address}:${port} ${why}`, "stop what listens there, or set api.port (0 = any free port) / api.address in the config, or pass --api-port to cts watch");
   } finally {

@@ -91,6 +91,25 @@ task "${name}" {
     assert.equal(JSON.parse(e.stdout).tasks.members.events[0].success, true);
   });
 
+  it("status finds the daemon through the config's api.port (no --http-addr, no CTS_ADDRESS) and shows each task's last run without --events", async () => {
+    const r = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+      execFile("node", [CTS, "status"], { cwd: tmp.dir, env: { ...process.env, CTS_ADDRESS: "" } }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr })),
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^members\s+successful\s+true\s+\d{4}-\d\d-\d\dT\S+\s+applied\b/m, r.stdout);
+    assert.doesNotMatch(r.stdout, /use --events|==> members: last/);
+    const j = await cts(["status", "members", "--json"]);
+    assert.equal(JSON.parse(j.stdout).tasks.members.last_run.outcome, "applied");
+  });
+
+  it("doctor, while the daemon runs, recognises it on its own API port and passes", { timeout: 300_000 }, async () => {
+    const r = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+      execFile("node", [CTS, "doctor"], { cwd: tmp.dir }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr })),
+    );
+    assert.match(r.stdout, new RegExp(`✓ api-port: ${address.replace(/\./g, "\\.")} is held by this config's cts daemon \\(id 'cts-cli-test'\\), which is running`), r.stdout);
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+  });
+
   it("status --events lists the resources each run changed, by address and action, beside the counts", async () => {
     const r = await cts(["status", "members", "--events"]);
     assert.equal(r.code, 0, r.stderr);

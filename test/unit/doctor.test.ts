@@ -2,6 +2,7 @@ import { describe, it, after } from "node:test";
 import assert from "node:assert/strict";
 import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
+import { createServer as createHttpServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ProbeAnswer as ConsulAnswer, ConsulProbe as ConsulHttp } from "../../src/doctor/consul-probe.ts";
@@ -179,6 +180,33 @@ describe("cts doctor checks", () => {
       assert.match(formatCheck(r), new RegExp(`✗ api-port: 127\\.0\\.0\\.1:${port} is in use.*Fix: .*set api\\.port`));
     } finally {
       await new Promise((r) => server.close(r));
+    }
+  });
+
+  it("recognises this config's running daemon on the API port (it holds its own port), and tells another cts from it", async () => {
+    let id = "cts-mine";
+    const server = createHttpServer((_req, res) => res.end(JSON.stringify({ task_summary: { status: {}, enabled: {} }, instance: { id } })));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const port = (server.address() as { port: number }).port;
+      const mine = await checkApiPort("127.0.0.1", port, { id: "cts-mine", https: false });
+      assert.equal(mine.ok, true, formatCheck(mine));
+      assert.match(formatCheck(mine), new RegExp(`✓ api-port: 127\\.0\\.0\\.1:${port} is held by this config's cts daemon \\(id 'cts-mine'\\)`));
+      id = "cts-other";
+      assert.match(formatCheck(await checkApiPort("127.0.0.1", port, { id: "cts-mine", https: false })), /✗ api-port: .* held by another cts daemon \(id 'cts-other'\).*Fix: stop that daemon/);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+    // Something else than cts on the port stays a failure.
+    const plain = createHttpServer((_req, res) => res.end("hello"));
+    await new Promise<void>((r) => plain.listen(0, "127.0.0.1", r));
+    try {
+      const port = (plain.address() as { port: number }).port;
+      assert.match(formatCheck(await checkApiPort("127.0.0.1", port, { id: "cts-mine", https: false })), /✗ api-port: .* is in use/);
+    } finally {
+      plain.closeAllConnections();
+      await new Promise((r) => plain.close(r));
     }
   });
 

@@ -13,7 +13,9 @@ export function statusRoutes(app: ApiApp, { deps, guard }: RouteKit): void {
   const ctrl = deps.controller;
 
   app.all("/v1/status", allow("GET"));
-  app.get("/v1/status", queryParams(), ...guard(), (c) => jsonAnswer(c, 200, overallStatus(ctrl.taskNames().flatMap((n) => ctrl.view(n) ?? []), deps.consul)));
+  // Beyond CTS: `instance.id` names the instance (how `cts doctor` tells its own daemon on the port from another program).
+  const instance = deps.instanceId ? { instance: { id: deps.instanceId } } : {};
+  app.get("/v1/status", queryParams(), ...guard(), (c) => jsonAnswer(c, 200, { ...overallStatus(ctrl.taskNames().flatMap((n) => ctrl.view(n) ?? []), deps.consul), ...instance }));
 
   /** CTS's task statuses by name, filtered by `status`, with events on `include=events`. */
   const taskStatuses = (c: Context<ApiEnv>) => {
