@@ -31,6 +31,11 @@ const CONDITION: BlockSchema = {
 };
 /** cts's own block (not CTS's): plan guards, in a task or for every task. */
 const GUARDS: BlockSchema = { attrs: ["max_destroy", "max_destroy_percent", "never_empty", "approval"] };
+/** cts's own block (not CTS's): webhooks, for every task or in a task (src/cts/config/notifications.ts). */
+const NOTIFICATIONS: BlockSchema = {
+  attrs: ["link", "queue_size"],
+  blocks: { webhook: { labels: 1, repeat: true, attrs: ["url", "format", "events", "tasks", "secret", "secret_env", "timeout", "retries"] } },
+};
 const MODULE_INPUT: BlockSchema = { labels: 1, repeat: true, attrs: [...new Set([...SERVICES_Q, ...KV_Q])] };
 
 /** Keys of `driver "terraform"` and of `driver "terraform-cloud"` (CTS-SOURCE-NOTES §1.3, CTS-TFC-NOTES §1). */
@@ -44,6 +49,7 @@ export const CTS_SCHEMA: BlockSchema = {
     syslog: { attrs: ["enabled", "facility", "name"] },
     buffer_period: BUFFER,
     guards: GUARDS,
+    notifications: NOTIFICATIONS,
     tls: { attrs: ["enabled", "cert", "key", "verify_incoming", "ca_cert", "ca_path"] },
     consul: {
       attrs: ["address", "token", "kv_path", "kv_namespace"],
@@ -77,7 +83,7 @@ export const CTS_SCHEMA: BlockSchema = {
     task: {
       repeat: true,
       attrs: ["name", "description", "enabled", "module", "source", "version", "providers", "variable_files", "variables", "working_dir", "services", "terraform_version", "cts_allow_empty"],
-      blocks: { condition: CONDITION, module_input: MODULE_INPUT, source_input: MODULE_INPUT, buffer_period: BUFFER, guards: GUARDS, terraform_cloud_workspace: { attrs: ["execution_mode", "agent_pool_id", "agent_pool_name", "terraform_version"] } },
+      blocks: { condition: CONDITION, module_input: MODULE_INPUT, source_input: MODULE_INPUT, buffer_period: BUFFER, guards: GUARDS, notifications: NOTIFICATIONS, terraform_cloud_workspace: { attrs: ["execution_mode", "agent_pool_id", "agent_pool_name", "terraform_version"] } },
     },
     service: { repeat: true, attrs: ["name", "id", "description", "datacenter", "namespace", "filter", "cts_user_defined_meta"] },
     high_availability: {

@@ -12,6 +12,7 @@ import { className, duplicateNameProblems, shapeProblems } from "../task/shape.t
 import { throwProblems, type Problem } from "../errors/problems.ts";
 import { bufferProblems, driftCheckProblems, taskProblems } from "../task/validate.ts";
 import { guardProblems } from "../task/guards.ts";
+import { notificationProblems } from "./notifications.ts";
 import type { CtsConfig } from "./types.ts";
 import { parseDuration } from "../time/duration.ts";
 import { haProblems } from "./ha-problems.ts";
@@ -193,6 +194,7 @@ export function validateConfig(config: CtsConfig | undefined, file: string, dir:
   problems.push(...consulAuthProblems(config.consul?.auth));
   problems.push(...syslogProblems(config.syslog));
   problems.push(...haProblems(config));
+  problems.push(...notificationProblems(config.notifications));
   for (const field of ["logFormat", "log_format"] as const) {
     const v = config[field];
     if (v !== undefined && v !== "text" && v !== "json") problems.push({ field, message: `must be "text" or "json" (got ${JSON.stringify(v)?.slice(0, 40)}).` });

@@ -33,6 +33,10 @@ export interface Metrics {
   terraformHung(command: string): void;
   /** This instance became (true) or stopped being (false) the high-availability leader. */
   leadership(leader: boolean): void;
+  /** A notification left the queue of `webhook`: delivered, given up (failed) or dropped (queue full, stopping). */
+  notificationSent(webhook: string, kind: string, outcome: "delivered" | "failed" | "dropped"): void;
+  /** One attempt to deliver a notification to `webhook` ended after `seconds`. */
+  notificationAttempt(webhook: string, result: "ok" | "error" | "timeout", seconds: number): void;
   /** State read at scrape time: tasks and the work queue. Replaces an earlier probe. */
   observe(probe: StateProbe): void;
   /** The metrics in Prometheus text format. */
@@ -81,6 +85,8 @@ export const noMetrics: Metrics = {
   terraformProcess() {},
   terraformHung() {},
   leadership() {},
+  notificationSent() {},
+  notificationAttempt() {},
   observe() {},
   scrape: () => Promise.resolve({ contentType: "text/plain; version=0.0.4; charset=utf-8", body: "" }),
 };

@@ -10,6 +10,7 @@ const outcomeLabel = (outcome: string): string => (outcome === "failed" ? "error
 
 const RUN_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
 const LATENCY_BUCKETS = [0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800];
+const NOTIFY_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const CONSUL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600];
 
 /** Metrics in their own Prometheus registry (one per daemon: several daemons in one test process do not clash). */
@@ -102,6 +103,12 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
   const processes = new Gauge({ name: "cts_terraform_processes", help: "Terraform processes (and warm provider processes) running now, by command.", labelNames: ["command"], registers });
   const leader = new Gauge({ name: "cts_ha_leader", help: "1 while this instance is the high-availability leader.", registers });
   const leaderChanges = new Counter({ name: "cts_ha_leadership_changes_total", help: "Times this instance became or stopped being the leader.", registers });
+  const notifications = {
+    delivered: new Counter({ name: "cts_notifications_delivered_total", help: "Notifications a webhook accepted (a 2xx answer), by webhook and kind.", labelNames: ["webhook", "kind"], registers }),
+    failed: new Counter({ name: "cts_notifications_failed_total", help: "Notifications given up after their retries (or refused by a 4xx answer), by webhook and kind.", labelNames: ["webhook", "kind"], registers }),
+    dropped: new Counter({ name: "cts_notifications_dropped_total", help: "Notifications dropped unsent: the webhook's queue was full, or cts stopped.", labelNames: ["webhook", "kind"], registers }),
+  };
+  const notifySeconds = new Histogram({ name: "cts_notification_attempt_duration_seconds", help: "Time of one attempt to deliver a notification, by result (ok, error, timeout).", labelNames: ["webhook", "result"], buckets: NOTIFY_BUCKETS, registers });
 
   // change → applied: the first change not yet taken by a run, and the one a running run took.
   const pendingSince = new Map<string, number>();
@@ -187,6 +194,12 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
       if (isLeader !== leading) leaderChanges.inc();
       leading = isLeader;
       leader.set(isLeader ? 1 : 0);
+    },
+    notificationSent(webhook, kind, outcome) {
+      notifications[outcome].inc({ webhook, kind });
+    },
+    notificationAttempt(webhook, result, seconds) {
+      notifySeconds.observe({ webhook, result }, seconds);
     },
     observe(p) {
       probe = p;

@@ -30,6 +30,7 @@ export const EVENTS_KEPT = 5;
 /** The newest events of every task, newest first. */
 export class EventStore {
   private readonly byTask = new Map<string, TaskEvent[]>();
+  private readonly listeners = new Set<(event: TaskEvent, before: readonly TaskEvent[]) => void>();
   constructor(
     private readonly keep = EVENTS_KEPT,
     /** Scrubs secrets from an event (defence in depth: the driver already redacts its texts). */
@@ -40,9 +41,24 @@ export class EventStore {
   add(raw: TaskEvent): void {
     const event = this.scrub(raw);
     const list = this.byTask.get(event.task_name) ?? [];
+    const before = [...list];
     list.unshift(event);
     if (list.length > this.keep) list.length = this.keep;
     this.byTask.set(event.task_name, list);
+    // A listener (notifications) only queues work: it never delays or fails the run that recorded this.
+    for (const listener of this.listeners) {
+      try {
+        listener(event, before);
+      } catch {
+        /* a listener's defect is its own */
+      }
+    }
+  }
+
+  /** Calls `listener` with each recorded event (scrubbed) and the task's events before it, newest first; returns the unsubscribe function. */
+  onAdd(listener: (event: TaskEvent, before: readonly TaskEvent[]) => void): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
   }
 
   /** Events of a task, newest first. */

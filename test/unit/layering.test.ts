@@ -24,7 +24,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ["cli", "public"],
   ["daemon"],
   ["api", "ha", "doctor"],
-  ["runtime"],
+  ["runtime", "notify"],
   ["state"],
   ["synth", "watch"],
   ["config"],
