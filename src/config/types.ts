@@ -12,8 +12,6 @@ export type { ConsulTransportConfig } from "./consul-transport.ts";
 import type { GuardSettings } from "../task/guards.ts";
 import type { NotificationsConfig } from "./notifications.ts";
 export type { NotificationKind, NotificationsConfig, WebhookConfig } from "./notifications.ts";
-import type { NotificationsConfig } from "./notifications.ts";
-export type { NotificationKind, NotificationsConfig, WebhookConfig } from "./notifications.ts";
 import type { TemplateValue } from "../task/provider-templates.ts";
 
 /** TLS settings for a connection to Consul (the same options the Consul client takes). */
@@ -236,8 +234,6 @@ export interface CtsConfig {
   api?: ApiConfig;
   /** High availability through a leader lock in Consul (src/ha). */
   highAvailability?: HighAvailabilityConfig;
-  /** Webhooks told of held plans, failures, recoveries, drift and leadership changes (src/notify/; docs/operations.md "Notifications"). */
-  notifications?: NotificationsConfig;
   /** Webhooks told of held plans, failures, recoveries, drift and leadership changes (src/notify/; docs/operations.md "Notifications"). */
   notifications?: NotificationsConfig;
   /** The tasks. */

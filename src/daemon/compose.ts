@@ -45,7 +45,6 @@ import { startVaultSession, type VaultSession } from "../vault/session.ts";
 import { consulTokenFromVault } from "../watch/consul-token.ts";
 import { TemplateValues } from "../watch/template-values.ts";
 import { createNotifier, type Notifier } from "../notify/notifier.ts";
-import { createNotifier, type Notifier } from "../notify/notifier.ts";
 
 export type { Runtime } from "../runtime/interfaces.ts";
 
@@ -318,8 +317,6 @@ export interface Daemon {
   runtime: Runtime;
   /** The webhooks of `notifications`, when configured. */
   notifier?: Notifier;
-  /** The webhooks of `notifications`, when configured. */
-  notifier?: Notifier;
   ha?: ClusterMember;
   apiUrl: string;
   /** Leader first steps down and releases the lock (a follower takes over at once), then the API, then the runtime. */
@@ -358,14 +355,6 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
     stopNotifying?.();
     notifier?.close();
   };
-  // Webhooks (notifications): told of each recorded task event and of leadership; they never delay a run.
-  const notifier = createNotifier(loaded.config.notifications, { instance: runtime.id, metrics: runtime.metrics, log: log.child("notify") });
-  const stopNotifying = notifier ? runtime.controller.events.onAdd((event, before) => notifier.taskEvent(event, before)) : undefined;
-  const closeRuntime = async () => {
-    await runtime.close();
-    stopNotifying?.();
-    notifier?.close();
-  };
   // With high availability only the leader watches and runs tasks; the rest wait for the lock.
   // Shared mode: every healthy member runs a share of the tasks (docs/clustering.md "Shared mode").
   const shared = settings?.mode === "shared";
@@ -393,7 +382,6 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
     throw err;
   });
   ha?.setLocalAddress(api.url);
-  notifier?.setLink(api.url);
   notifier?.setLink(api.url);
   if (ha)
     await ha.start().catch(async (err: unknown) => {
@@ -430,8 +418,6 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
       await api.stop(skipped).catch((e) => log.warn(`stopping the API: ${String(e)}`));
       // One grace for the whole stop: what high availability's pause used is not given again.
       await runtime.close(graceMs !== undefined ? { graceMs: Math.max(0, Math.round(graceEnds - performance.now())) } : {});
-      stopNotifying?.();
-      notifier?.close();
       stopNotifying?.();
       notifier?.close();
       const ms = Math.round(performance.now() - started);

@@ -223,7 +223,6 @@ export class LeaderElection implements ClusterMode {
     this.opts.metrics?.leadership(true);
     log.info(`ha: acquired leadership lock: id=${s.id}`, { lock_path: s.lockKey });
     this.opts.onLeadership?.(true, "acquired the leader lock");
-    this.opts.onLeadership?.(true, "acquired the leader lock");
     this.m.mirror.stop();
     this.m.writer.setSession(session.id);
     try {
@@ -263,7 +262,6 @@ export class LeaderElection implements ClusterMode {
     this.leaderSince = undefined;
     this.m.writer.setSession(undefined);
     this.m.log.warn(`ha: lost leadership: ${reason}. Stopped running tasks; this instance is now a follower`);
-    this.opts.onLeadership?.(false, reason);
     this.opts.onLeadership?.(false, reason);
     void this.m.controller.pause(this.m.stopGraceMs).then(() => {
       if (this.is("follower")) this.m.mirror.start();

@@ -12,7 +12,6 @@ import { SYSLOG_FACILITIES, syslogPriority } from "../../log/syslog.ts";
 import { guardSettings } from "../../task/guards.ts";
 import { tlsFileSettings } from "./tls.ts";
 import { ctsNotifications } from "./notifications.ts";
-import { ctsNotifications } from "./notifications.ts";
 import { parseDuration } from "../../time/duration.ts";
 import { parseProviderTemplate, TemplateSyntaxError, type TemplateValue } from "../../task/provider-templates.ts";
 import { redactSecret } from "../../log/logger.ts";
@@ -71,8 +70,6 @@ export async function mapCtsConfig(root: ReadBlock, cwd: string, tasksFor?: "any
   if (bp) config.bufferPeriod = bufferPeriod(bp);
   const guards = guardsOf(one(root, "guards"), false).guards;
   if (guards) config.guards = guardSettings(guards);
-  const notifications = ctsNotifications(root);
-  if (notifications) config.notifications = notifications;
   const notifications = ctsNotifications(root);
   if (notifications) config.notifications = notifications;
   const api = one(root, "tls");
