@@ -1,5 +1,6 @@
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import { catalogServices, consulKv, schedule, services, type Condition, type TaskInputs } from "../task/conditions.ts";
+import type { ServicesTrigger } from "../task/service-trigger.ts";
 import { ModuleTask } from "../task/module-task.ts";
 import { taskProblems } from "../task/validate.ts";
 import type { BufferPeriodOption, TerraformCloudWorkspaceOption } from "../task/task.ts";
@@ -95,6 +96,7 @@ function apiField(field: string): string {
     .replace(/^guards\.maxDestroy/, "guards.max_destroy")
     .replace(/^guards\.neverEmpty/, "guards.never_empty")
     .replace(/^approval$/, "guards.approval")
+    .replace(/^condition\.trigger/, "condition.services.cts_trigger")
     .replace(/^allowEmpty$/, "cts_allow_empty").replace(/^bufferPeriod/, "buffer_period").replace(/^inputs\.kv/, "module_input.consul_kv").replace(/^inputs\./, "module_input.");
 }
 
@@ -129,7 +131,7 @@ function guardsOf(g: CtsGuardsJson | undefined): { guards?: PlanGuards; approval
 }
 
 function conditionOf(c: CtsConditionJson): Condition {
-  if (c.services) return services(servicesQuery(c.services));
+  if (c.services) return services({ ...servicesQuery(c.services), ...(c.services.cts_trigger !== undefined ? { trigger: c.services.cts_trigger as ServicesTrigger } : {}) });
   const catalog = c.catalog_services ?? c["catalog-services"];
   if (catalog) {
     const { regexp, datacenter, namespace, node_meta: nodeMeta } = catalog;

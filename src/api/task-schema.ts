@@ -73,7 +73,8 @@ const kvFields = {
   namespace: text().optional(),
 };
 
-const servicesCondition = fields({ ...servicesFields, use_as_module_input: useAsModuleInput }).superRefine(namesOrRegexp, whenObject);
+// cts_trigger is cts's own (CTS has none): which changes run the task, checked with the task (service-trigger.ts).
+const servicesCondition = fields({ ...servicesFields, use_as_module_input: useAsModuleInput, cts_trigger: z.unknown().optional() }).superRefine(namesOrRegexp, whenObject);
 const catalogServicesCondition = fields({
   regexp: regexp(),
   datacenter: text().optional(),

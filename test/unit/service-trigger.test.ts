@@ -13,6 +13,8 @@ import type { ServiceInstance, Source, SourceData } from "../../src/consul/types
 import type { Subscription, SubscriptionListener, Watcher } from "../../src/watch/types.ts";
 import type { RunResult } from "../../src/terraform/types.ts";
 import { fakeClock } from "../support/fake-clock.ts";
+import { parseTask } from "../../src/api/task-request.ts";
+import { conditionToCts } from "../../src/cts/api/shape.ts";
 
 const inst = (id: string, node = "n1", extra: Partial<ServiceInstance> = {}): ServiceInstance => ({
   id,
@@ -265,5 +267,21 @@ describe("event triggers in a watching controller (fake watch, fake driver)", ()
     await controller.whenIdle();
     assert.deepEqual(applied, ["", "b"], "the run sees data equal to what is applied: skipped as a no-op");
     await controller.stop(100);
+  });
+});
+
+describe("event triggers in the task API (cts_trigger, cts only)", () => {
+  it("takes cts_trigger in a services condition, shows it back, and refuses a bad value naming the field and the fix", () => {
+    const body = (trigger: unknown) => ({ name: "scale-in", module: "./m", condition: { services: { names: ["web"], cts_trigger: trigger } } });
+    const spec = parseTask(body({ above: 0, below: 1 }));
+    assert.deepEqual(spec.condition, { kind: "services", query: { passingOnly: true, names: ["web"] }, trigger: { above: 0, below: 1 } });
+    assert.deepEqual((conditionToCts(spec.condition).services as Record<string, unknown>).cts_trigger, { above: 0, below: 1 });
+    assert.equal((conditionToCts(services({ names: ["web"] })).services as Record<string, unknown>).cts_trigger, undefined, "CTS's shape when unset");
+    assert.equal((parseTask(body("deregister")).condition as ServicesCondition).trigger, "deregister");
+    assert.throws(() => parseTask(body("sometimes")), (e: Error & { status?: number }) => {
+      assert.equal(e.status, 400);
+      assert.match(e.message, /task\.condition\.services\.cts_trigger 'sometimes' is not a trigger\. Use "change"/);
+      return true;
+    });
   });
 });

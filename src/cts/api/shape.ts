@@ -97,6 +97,8 @@ export function conditionToCts(c: Condition): Record<string, unknown> {
           filter: q.filter ?? "",
           cts_user_defined_meta: { ...(q.userMeta ?? {}) },
           use_as_module_input: true,
+          // cts's own, only when set: which changes run the task.
+          ...(c.trigger !== undefined ? { cts_trigger: c.trigger } : {}),
         },
       };
     }
