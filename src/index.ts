@@ -9,6 +9,9 @@ export {
   services,
   catalogServices,
   consulKv,
+  nodes,
+  intentions,
+  configEntries,
   schedule,
   type Condition,
   type ServicesCondition,
@@ -19,6 +22,11 @@ export {
   type TaskInputs,
 } from "./task/conditions.ts";
 export type { ServicesTrigger, CountThreshold } from "./task/service-trigger.ts";
+// cts's own conditions and inputs: catalog nodes, service intentions, config entries.
+export type { NodesCondition, IntentionsCondition, ConfigEntriesCondition } from "./task/conditions.ts";
+export type { CatalogNode, Intention, ConfigEntry, NodesQuery, IntentionsQuery, ConfigEntriesQuery } from "./consul/types.ts";
+export type { ModuleNode, ModuleIntention } from "./task/module-protocol.ts";
+export type { NodeInput, IntentionInput } from "./testing.ts";
 export { constructId } from "./task/ids.ts";
 export { secret, type SecretSource } from "./task/secrets.ts";
 export { vaultSecret, consulKey, type TemplateValue } from "./task/provider-templates.ts";

@@ -1,13 +1,13 @@
-import type { CatalogServices, KvPairs, ServiceInstance } from "./consul/types.ts";
+import type { CatalogNode, CatalogServices, ConfigEntry, Intention, KvPairs, ServiceInstance } from "./consul/types.ts";
 import type { Condition, TaskInputs } from "./task/conditions.ts";
 import type { AnyTaskInput, Task } from "./task/task.ts";
 import { allSources } from "./task/sources.ts";
-import { readFromSnapshot, type InstanceInput } from "./synth/snapshot.ts";
+import { readFromSnapshot, type InstanceInput, type IntentionInput, type NodeInput } from "./synth/snapshot.ts";
 import { synthesizeTask, type SynthContext, type SynthResult } from "./synth/synthesize.ts";
 import { assertions } from "./assertions.ts";
 import { keepOwnExpressions, ownExpressionsOf } from "./synth/own-expressions.ts";
 
-export type { InstanceInput, CheckInput } from "./synth/snapshot.ts";
+export type { InstanceInput, CheckInput, NodeInput, IntentionInput } from "./synth/snapshot.ts";
 
 /** Input for tests: instances may leave out any field but `name` (CTS defaults fill the rest). */
 export interface TestInput {
@@ -22,6 +22,19 @@ export interface TestInput {
   catalogServices?: CatalogServices;
   /** KV pairs; the task sees the key (or the keys under the prefix) its condition or input reads. */
   kv?: KvPairs;
+  /**
+   * Catalog nodes (any field but `node` may be left out; default: the nodes of `services`); the
+   * task sees those its nodes condition or input selects (datacenter, node meta; a filter
+   * expression only with `asGiven`).
+   */
+  nodes?: NodeInput[];
+  /**
+   * Service intentions (any field but `sourceName` and `destinationName` may be left out); with a
+   * `destination`, the task sees that service's and the wildcard ones, highest precedence first.
+   */
+  intentions?: IntentionInput[];
+  /** Config entries as Consul gives them (`Kind`, `Name`, …); the task sees its kind's (and name's). */
+  configEntries?: ConfigEntry[];
   /** Pass the data to the task as given, without applying its condition (default false). */
   asGiven?: boolean;
 }
@@ -38,10 +51,17 @@ function taskInputOf(task: Task<Condition, TaskInputs>, input: TestInput): AnyTa
   if (input.services) out.services = readFromSnapshot(all, { kind: "services", query: { regexp: "", passingOnly: false } }) as ServiceInstance[];
   if (input.catalogServices) out.catalogServices = input.catalogServices;
   if (input.kv) out.kv = input.kv;
+  const lists = { nodes: input.nodes, intentions: input.intentions, configEntries: input.configEntries };
+  if (input.nodes) out.nodes = readFromSnapshot({ nodes: input.nodes }, { kind: "nodes", query: {} }) as CatalogNode[];
+  if (input.intentions) out.intentions = readFromSnapshot({ intentions: input.intentions }, { kind: "intentions", query: {} }) as Intention[];
+  if (input.configEntries) out.configEntries = input.configEntries;
   if (input.asGiven) return out;
   for (const source of allSources(task)) {
     if (source.kind === "services" && input.services) out.services = readFromSnapshot(all, source) as ServiceInstance[];
     if (source.kind === "consul-kv" && input.kv) out.kv = readFromSnapshot({ kv: input.kv }, source) as KvPairs;
+    if (source.kind === "nodes" && (input.nodes || input.services)) out.nodes = readFromSnapshot({ ...all, ...lists }, source) as CatalogNode[];
+    if (source.kind === "intentions" && input.intentions) out.intentions = readFromSnapshot(lists, source) as Intention[];
+    if (source.kind === "config-entries" && input.configEntries) out.configEntries = readFromSnapshot(lists, source) as ConfigEntry[];
     if (source.kind === "catalog-services") {
       if (input.catalogServices) {
         const re = new RegExp(source.query.regexp);

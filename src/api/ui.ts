@@ -24,7 +24,7 @@ export interface UiDeps {
 
 /** One edge of the dashboard's graph: a Consul source feeding a task. */
 export interface UiSource {
-  kind: "service" | "catalog" | "kv" | "schedule";
+  kind: "service" | "catalog" | "kv" | "nodes" | "intentions" | "config" | "schedule";
   /** Service name (or `regexp:…`), KV path, or cron expression. */
   name: string;
   /** The condition triggers runs; inputs only add data. */
@@ -53,11 +53,18 @@ function sourcesOf(condition: Condition, inputs: TaskInputs | undefined): UiSour
         return [{ kind: "catalog", name: `regexp:${c.query.regexp}`, role }];
       case "consul-kv":
         return [{ kind: "kv", name: c.query.recurse ? `${c.query.path} (recursive)` : c.query.path, role }];
+      case "nodes":
+        return [{ kind: "nodes", name: c.query.filter ? `filter:${c.query.filter}` : "all", role }];
+      case "intentions":
+        return [{ kind: "intentions", name: c.query.destination ?? "all", role }];
+      case "config-entries":
+        return [{ kind: "config", name: c.query.name ? `${c.query.kind}/${c.query.name}` : c.query.kind, role }];
       case "schedule":
         return [{ kind: "schedule", name: c.cron, role }];
     }
   };
-  return [...of(condition, "condition"), ...(inputs?.services ? of(inputs.services, "input") : []), ...(inputs?.kv ? of(inputs.kv, "input") : [])];
+  const ins = [inputs?.services, inputs?.kv, inputs?.nodes, inputs?.intentions, inputs?.configEntries].filter((c): c is NonNullable<typeof c> => c !== undefined);
+  return [...of(condition, "condition"), ...ins.flatMap((c) => of(c, "input"))];
 }
 
 function taskOf(v: TaskView, ctrl: ApiController): Record<string, unknown> {

@@ -23,11 +23,13 @@ export interface BlockSchema {
 const BUFFER: BlockSchema = { attrs: ["enabled", "min", "max"] };
 const SERVICES_Q = ["names", "regexp", "datacenter", "namespace", "filter", "cts_user_defined_meta"];
 const KV_Q = ["path", "recurse", "datacenter", "namespace"];
+/** cts's own (CTS has none): a services query's peer, partition and sameness group; the nodes, intentions and config-entries blocks' keys. */
+const CTS_Q = ["peer", "partition", "sameness_group", "destination", "kind", "name"];
 const CONDITION: BlockSchema = {
   labels: 1,
   repeat: true,
   // cts_trigger is cts's own (CTS has none): which changes of a services condition run the task.
-  attrs: [...new Set([...SERVICES_Q, ...KV_Q, "node_meta", "cron", "use_as_module_input", "source_includes_var", "cts_trigger"])],
+  attrs: [...new Set([...SERVICES_Q, ...KV_Q, ...CTS_Q, "node_meta", "cron", "use_as_module_input", "source_includes_var", "cts_trigger"])],
 };
 /** cts's own block (not CTS's): plan guards, in a task or for every task. */
 const GUARDS: BlockSchema = { attrs: ["max_destroy", "max_destroy_percent", "never_empty", "approval"] };
@@ -36,7 +38,7 @@ const NOTIFICATIONS: BlockSchema = {
   attrs: ["link", "queue_size"],
   blocks: { webhook: { labels: 1, repeat: true, attrs: ["url", "format", "events", "tasks", "secret", "secret_env", "timeout", "retries"] } },
 };
-const MODULE_INPUT: BlockSchema = { labels: 1, repeat: true, attrs: [...new Set([...SERVICES_Q, ...KV_Q])] };
+const MODULE_INPUT: BlockSchema = { labels: 1, repeat: true, attrs: [...new Set([...SERVICES_Q, ...KV_Q, ...CTS_Q, "node_meta"])] };
 
 /** Keys of `driver "terraform"` and of `driver "terraform-cloud"` (CTS-SOURCE-NOTES §1.3, CTS-TFC-NOTES §1). */
 export const TERRAFORM_DRIVER_KEYS = ["version", "path", "log", "persist_log", "backend"];

@@ -1,5 +1,6 @@
-import type { HealthEntry, KvEntry } from "./client.ts";
-import type { CatalogServices, KvPairs, ServiceInstance } from "./types.ts";
+import type { HealthEntry, KvEntry, RawConfigEntry, RawIntention, RawNode } from "./client.ts";
+import { MAX_DATA_DEPTH } from "../values/data-depth.ts";
+import type { CatalogNode, CatalogServices, ConfigEntry, Intention, KvPairs, ServiceInstance } from "./types.ts";
 
 /** Consul's check id of node maintenance mode. */
 const NODE_MAINTENANCE = "_node_maintenance";
@@ -59,6 +60,9 @@ export function toServiceInstance(entry: HealthEntry, userMeta: Record<string, s
     nodeTaggedAddresses: sortedRecord(node.TaggedAddresses),
     nodeMeta: sortedRecord(node.Meta),
     ctsUserDefinedMeta: sortedRecord(userMeta),
+    // Only where Consul names them, so local instances keep CTS's shape.
+    ...(svc.PeerName ? { peer: svc.PeerName } : {}),
+    ...(svc.Partition && svc.Partition !== "default" ? { partition: svc.Partition } : {}),
   };
 }
 
@@ -94,6 +98,67 @@ export function toKvPairs(entries: KvEntry[]): KvPairs {
   const out: KvPairs = {};
   for (const e of [...entries].sort((a, b) => cmp(a.Key, b.Key))) setOwn(out, e.Key, e.Value ?? "");
   return out;
+}
+
+/** `/v1/catalog/nodes` as catalog nodes, sorted by name (fixed key order, as instances). */
+export function toCatalogNodes(raw: RawNode[]): CatalogNode[] {
+  return raw
+    .map((n) => ({
+      id: n.ID ?? "",
+      node: n.Node,
+      address: n.Address ?? "",
+      datacenter: n.Datacenter ?? "",
+      taggedAddresses: sortedRecord(n.TaggedAddresses),
+      meta: sortedRecord(n.Meta),
+      ...(n.Partition && n.Partition !== "default" ? { partition: n.Partition } : {}),
+    }))
+    .sort((a, b) => cmp(a.node, b.node) || cmp(a.id, b.id));
+}
+
+/** Intentions camelCased, in Consul's order (for one destination: the order Consul evaluates them). */
+export function toIntentions(raw: RawIntention[]): Intention[] {
+  return raw.map((i) => ({
+    sourceName: i.SourceName ?? "",
+    sourceNamespace: i.SourceNS ?? "",
+    sourcePartition: i.SourcePartition ?? "",
+    sourcePeer: i.SourcePeer ?? "",
+    sourceSamenessGroup: i.SourceSamenessGroup ?? "",
+    sourceType: i.SourceType ?? "",
+    destinationName: i.DestinationName ?? "",
+    destinationNamespace: i.DestinationNS ?? "",
+    destinationPartition: i.DestinationPartition ?? "",
+    action: i.Action ?? "",
+    permissions: Array.isArray(i.Permissions) ? i.Permissions.map((p) => canonical(p) as Record<string, unknown>) : [],
+    precedence: typeof i.Precedence === "number" ? i.Precedence : 0,
+    description: i.Description ?? "",
+    meta: sortedRecord(i.Meta),
+  }));
+}
+
+/** Consul's bookkeeping on a config entry: not the entry's data (Hash does not even fit a JS number). */
+const ENTRY_BOOKKEEPING = new Set(["CreateIndex", "ModifyIndex", "Hash"]);
+
+/** Config entries as Consul gives them, without its bookkeeping, keys sorted, sorted by kind then name. */
+export function toConfigEntries(raw: RawConfigEntry[]): ConfigEntry[] {
+  return raw
+    .map((e) => {
+      const out: Record<string, unknown> = {};
+      for (const k of Object.keys(e).sort(cmp)) if (!ENTRY_BOOKKEEPING.has(k)) setOwn(out, k, canonical(e[k]));
+      return out as ConfigEntry;
+    })
+    .sort((a, b) => cmp(String(a.Kind), String(b.Kind)) || cmp(String(a.Name), String(b.Name)));
+}
+
+/** A JSON value with every object's keys in byte order (equal data, equal text), MAX_DATA_DEPTH levels deep. */
+function canonical(value: unknown, depth = 0): unknown {
+  if (depth >= MAX_DATA_DEPTH) return value;
+  if (Array.isArray(value)) return value.map((v) => canonical(v, depth + 1));
+  if (value && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(value).sort(cmp)) setOwn(out, k, canonical((value as Record<string, unknown>)[k], depth + 1));
+    return out;
+  }
+  return value;
 }
 
 /** Decodes a base64 KV value as Consul sends it raw (the `consul` package does this already). */

@@ -1,6 +1,6 @@
 import { CtsError } from "../errors/cts-error.ts";
-import type { CatalogServicesRequest, HealthServiceRequest, KvRequest } from "./client.ts";
-import type { CatalogServicesQuery, KvQuery, ServicesQuery } from "./types.ts";
+import type { CatalogNodesRequest, CatalogServicesRequest, ConfigEntriesRequest, HealthServiceRequest, IntentionsRequest, KvRequest } from "./client.ts";
+import type { CatalogServicesQuery, ConfigEntriesQuery, IntentionsQuery, KvQuery, NodesQuery, ServicesQuery } from "./types.ts";
 
 /** A services query checked and reduced to the Consul requests it makes. */
 export interface NormalizedServicesQuery {
@@ -29,7 +29,18 @@ export function normalizeServicesQuery(query: ServicesQuery): NormalizedServices
         : "A services condition has neither names nor regexp. Name at least one service or use a regexp.",
     );
   }
-  const scope = scopeOf(query);
+  // Consul's catalog list has no peer parameter, and a sameness group is asked service by service.
+  if (hasRegexp && (query.peer || query.samenessGroup)) {
+    throw new CtsError(
+      "SERVICES_QUERY_INVALID",
+      "usage",
+      `A services condition with ${query.peer ? "peer" : "samenessGroup"} needs names, not a regexp: Consul lists no ${query.peer ? "peer's" : "sameness group's"} service names to match. Name the services.`,
+    );
+  }
+  if (query.peer && query.samenessGroup) {
+    throw new CtsError("SERVICES_QUERY_INVALID", "usage", "A services condition has both peer and samenessGroup. A sameness group already spans its peers: use one of them.");
+  }
+  const scope = { ...scopeOf(query), ...(query.partition ? { partition: query.partition } : {}) };
   const health = healthOf(query);
   const userMeta = { ...(query.userMeta ?? {}) };
   if (hasNames) {
@@ -44,7 +55,7 @@ export function normalizeServicesQuery(query: ServicesQuery): NormalizedServices
     // Two entries asking the same thing are one query (the first one's meta wins).
     const each = new Map<string, { request: HealthServiceRequest; userMeta: Record<string, string> }>();
     for (const e of query.each ?? []) {
-      const request = { ...healthOf({ ...e, passingOnly: query.passingOnly }), service: e.name };
+      const request = { ...healthOf({ ...e, passingOnly: query.passingOnly, peer: query.peer, partition: query.partition, samenessGroup: query.samenessGroup }), service: e.name };
       const id = JSON.stringify(Object.entries(request).sort(([a], [b]) => (a < b ? -1 : 1)));
       if (!each.has(id)) each.set(id, { request, userMeta: { ...(e.userMeta ?? {}) } });
     }
@@ -59,9 +70,24 @@ function scopeOf(q: { datacenter?: string | undefined; namespace?: string | unde
 }
 
 /** The health request of a query or entry, minus the name. As CTS: a filter that inspects check status would be defeated by ?passing. */
-function healthOf(q: { datacenter?: string | undefined; namespace?: string | undefined; filter?: string | undefined; passingOnly?: boolean | undefined }): Omit<HealthServiceRequest, "service"> {
+function healthOf(q: {
+  datacenter?: string | undefined;
+  namespace?: string | undefined;
+  filter?: string | undefined;
+  passingOnly?: boolean | undefined;
+  peer?: string | undefined;
+  partition?: string | undefined;
+  samenessGroup?: string | undefined;
+}): Omit<HealthServiceRequest, "service"> {
   const passing = q.passingOnly !== false && !(q.filter ?? "").includes("Checks.Status");
-  return { ...scopeOf(q), passing, ...(q.filter ? { filter: q.filter } : {}) };
+  return {
+    ...scopeOf(q),
+    ...(q.partition ? { partition: q.partition } : {}),
+    ...(q.peer ? { peer: q.peer } : {}),
+    ...(q.samenessGroup ? { samenessGroup: q.samenessGroup } : {}),
+    passing,
+    ...(q.filter ? { filter: q.filter } : {}),
+  };
 }
 
 /** The catalog request of a catalog-services query. */
@@ -83,6 +109,49 @@ export function kvRequestFor(query: KvQuery): KvRequest {
     recurse: query.recurse === true,
     ...(query.datacenter ? { datacenter: query.datacenter } : {}),
     ...(query.namespace ? { namespace: query.namespace } : {}),
+  };
+}
+
+/** The request of a nodes query. */
+export function nodesRequestFor(query: NodesQuery): CatalogNodesRequest {
+  return {
+    ...(query.datacenter ? { datacenter: query.datacenter } : {}),
+    ...(query.partition ? { partition: query.partition } : {}),
+    ...(query.filter ? { filter: query.filter } : {}),
+    ...(query.nodeMeta && Object.keys(query.nodeMeta).length ? { nodeMeta: { ...query.nodeMeta } } : {}),
+  };
+}
+
+/** The request of an intentions query. */
+export function intentionsRequestFor(query: IntentionsQuery): IntentionsRequest {
+  if (query.destination !== undefined && (typeof query.destination !== "string" || query.destination === "")) {
+    throw new CtsError("INTENTIONS_QUERY_INVALID", "usage", "An intentions condition's destination is empty. Name the destination service, or leave destination out to watch every intention.");
+  }
+  return {
+    ...(query.destination ? { destination: query.destination } : {}),
+    ...(query.datacenter ? { datacenter: query.datacenter } : {}),
+    ...(query.namespace ? { namespace: query.namespace } : {}),
+    ...(query.partition ? { partition: query.partition } : {}),
+  };
+}
+
+/** A config entry kind as Consul spells kinds (`service-defaults`, `exported-services`, …). */
+export const CONFIG_ENTRY_KIND = /^[a-z][a-z0-9-]*$/;
+
+/** The request of a config-entries query. */
+export function configEntriesRequestFor(query: ConfigEntriesQuery): ConfigEntriesRequest {
+  if (typeof query.kind !== "string" || !CONFIG_ENTRY_KIND.test(query.kind)) {
+    throw new CtsError("CONFIG_ENTRIES_QUERY_INVALID", "usage", `A config-entries condition's kind ${JSON.stringify(query.kind)} is not a config entry kind. Use Consul's spelling, e.g. "service-defaults" or "service-intentions".`);
+  }
+  if (query.name !== undefined && (typeof query.name !== "string" || query.name === "")) {
+    throw new CtsError("CONFIG_ENTRIES_QUERY_INVALID", "usage", "A config-entries condition's name is empty. Name the entry, or leave name out to watch every entry of the kind.");
+  }
+  return {
+    kind: query.kind,
+    ...(query.name ? { name: query.name } : {}),
+    ...(query.datacenter ? { datacenter: query.datacenter } : {}),
+    ...(query.namespace ? { namespace: query.namespace } : {}),
+    ...(query.partition ? { partition: query.partition } : {}),
   };
 }
 

@@ -1,7 +1,7 @@
 import { isRefusedServiceName } from "./api-error.ts";
 import type { ConsulApi } from "./client.ts";
-import { sortInstances, toCatalogServices, toKvPairs, toServiceInstances } from "./convert.ts";
-import { catalogRequestFor, compileRegexp, kvRequestFor, matchingNames, normalizeServicesQuery } from "./query.ts";
+import { sortInstances, toCatalogNodes, toCatalogServices, toConfigEntries, toIntentions, toKvPairs, toServiceInstances } from "./convert.ts";
+import { catalogRequestFor, compileRegexp, configEntriesRequestFor, intentionsRequestFor, kvRequestFor, matchingNames, nodesRequestFor, normalizeServicesQuery } from "./query.ts";
 import type { CatalogReader, ServiceInstance, ServicesQuery, SkippedServiceListener, Source, SourceData } from "./types.ts";
 
 /** A CatalogReader over a ConsulApi: one non-blocking read per request (for synth, once, inspect). */
@@ -20,6 +20,18 @@ export function createCatalogReader(api: ConsulApi): CatalogReader {
         case "consul-kv": {
           const { data } = await api.kv(kvRequestFor(source.query), opts);
           return toKvPairs(data) as SourceData<S>;
+        }
+        case "nodes": {
+          const { data } = await api.catalogNodes(nodesRequestFor(source.query), opts);
+          return toCatalogNodes(data) as SourceData<S>;
+        }
+        case "intentions": {
+          const { data } = await api.intentions(intentionsRequestFor(source.query), opts);
+          return toIntentions(data) as SourceData<S>;
+        }
+        case "config-entries": {
+          const { data } = await api.configEntries(configEntriesRequestFor(source.query), opts);
+          return toConfigEntries(data) as SourceData<S>;
         }
         default:
           throw new Error(`unknown source kind '${(source as { kind: string }).kind}'`);

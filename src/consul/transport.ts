@@ -65,7 +65,7 @@ export interface ConsulTransport {
    * once, so a waiting one holds one request (raw-get.ts) and one promise step. `describe` is
    * called only to word an error.
    */
-  get(describe: () => Omit<CallDescription, "url">, scope: ConsulScope, opts: CallOptions, path: string, query?: Record<string, string>): Promise<Reply<Buffer>>;
+  get(describe: () => Omit<CallDescription, "url">, scope: ConsulScope, opts: CallOptions, path: string, query?: Record<string, string> | URLSearchParams): Promise<Reply<Buffer>>;
   /** Consul's URL for messages (never carries the token). */
   url(): string;
   /** Sends every later call with this token (a rotated token file); calls in flight finish with the old one. */
@@ -176,7 +176,8 @@ export function createConsulTransport(conn: ConsulConnection, metrics: Metrics =
       if (signal?.aborted) return Promise.reject(abortError(signal));
       if (stopping !== undefined) return Promise.reject(refuse(describe().what));
       const { blocking, timeout, params } = exchange(opts, scope);
-      const search = new URLSearchParams({ ...query, ...params }).toString();
+      // A URLSearchParams query may repeat a parameter (`node-meta`); the scope's are added to it.
+      const search = (query instanceof URLSearchParams ? withParams(query, params) : new URLSearchParams({ ...query, ...params })).toString();
       const started = performance.now();
       const sent = reach?.sent();
       // No async frame: a waiting query holds this one step, not a suspended function per layer.
@@ -231,6 +232,13 @@ function exchange(opts: CallOptions, scope: ConsulScope): { blocking: boolean; t
   if (scope.partition) params.partition = scope.partition;
   // Consul adds up to wait/16 of jitter; past that plus a margin the connection is dead.
   return { blocking, timeout: blocking ? wait + wait / 16 + 15_000 : (opts.timeoutMs ?? PLAIN_TIMEOUT_MS), params };
+}
+
+/** A copy of `query` with `params` set. */
+function withParams(query: URLSearchParams, params: Record<string, string>): URLSearchParams {
+  const out = new URLSearchParams(query);
+  for (const [k, v] of Object.entries(params)) out.set(k, v);
+  return out;
 }
 
 /** An answer's body with X-Consul-Index, the status and the ACL-filtered flag. */

@@ -37,6 +37,10 @@ export interface ServiceInstance {
   nodeMeta: Record<string, string>;
   /** Metadata the task's condition adds to every instance (CTS's cts_user_defined_meta). */
   ctsUserDefinedMeta: Record<string, string>;
+  /** The cluster peer the instance was imported from (only on instances of a peer: a `peer` or `samenessGroup` query). */
+  peer?: string;
+  /** The admin partition of the instance (Consul Enterprise; only when Consul names one). */
+  partition?: string;
 }
 
 /** Catalog services: service name → sorted tags. */
@@ -61,6 +65,18 @@ export interface ServicesQuery {
   userMeta?: Record<string, string>;
   /** Only instances whose checks all pass (default true). Dropped when the filter mentions Checks.Status. */
   passingOnly?: boolean;
+  /**
+   * The cluster peer whose exported instances to watch (Consul's `?peer=`; Consul 1.14+, every
+   * edition). Only with `names`: Consul lists no peer's service names for a regexp.
+   */
+  peer?: string;
+  /** The admin partition (Consul's `?partition=`; Consul Enterprise). */
+  partition?: string;
+  /**
+   * The sameness group whose members' instances to watch, in failover order (Consul's
+   * `?sameness-group=`; Consul Enterprise 1.16+). Only with `names`; not with `peer`.
+   */
+  samenessGroup?: string;
   /**
    * One query per entry, each with its own datacenter, namespace, filter and user meta: CTS's
    * deprecated task `services` list, whose `service {}` blocks may differ. With it, `names` lists
@@ -102,18 +118,118 @@ export interface KvQuery {
   namespace?: string;
 }
 
+/** Options a nodes query takes (`/v1/catalog/nodes`). */
+export interface NodesQuery {
+  /** Datacenter (default: the agent's). */
+  datacenter?: string;
+  /** Admin partition (Consul Enterprise). */
+  partition?: string;
+  /** A Consul filter expression on nodes (e.g. `Meta.role == "edge"`). */
+  filter?: string;
+  /** Only nodes with all of this metadata (Consul's `?node-meta=k:v`). */
+  nodeMeta?: Record<string, string>;
+}
+
+/** A catalog node, as `/v1/catalog/nodes` lists it (camelCased). Untrusted: it came from Consul. */
+export interface CatalogNode {
+  /** Node id ("" when the node has none). */
+  id: string;
+  /** Node name. */
+  node: string;
+  /** Node address. */
+  address: string;
+  /** Datacenter. */
+  datacenter: string;
+  /** Tagged addresses ({} when none). */
+  taggedAddresses: Record<string, string>;
+  /** Node metadata ({} when none). */
+  meta: Record<string, string>;
+  /** Admin partition (Consul Enterprise; only when Consul names one). */
+  partition?: string;
+}
+
+/** Options an intentions query takes. */
+export interface IntentionsQuery {
+  /**
+   * The destination service whose intentions to watch, in the order Consul evaluates them
+   * (`/v1/connect/intentions/match?by=destination`: wildcard intentions included). Absent: every
+   * intention (`/v1/connect/intentions`).
+   */
+  destination?: string;
+  /** Datacenter (default: the agent's). */
+  datacenter?: string;
+  /** Namespace (Consul Enterprise). */
+  namespace?: string;
+  /** Admin partition (Consul Enterprise). */
+  partition?: string;
+}
+
+/** One service intention (camelCased from Consul's). Untrusted: it came from Consul. */
+export interface Intention {
+  sourceName: string;
+  sourceNamespace: string;
+  /** Admin partition of the source ("" without partitions). */
+  sourcePartition: string;
+  /** The cluster peer of the source ("" for a local source). */
+  sourcePeer: string;
+  /** The sameness group of the source ("" when none; Consul Enterprise). */
+  sourceSamenessGroup: string;
+  /** "consul" for a Consul service. */
+  sourceType: string;
+  destinationName: string;
+  destinationNamespace: string;
+  destinationPartition: string;
+  /** "allow" or "deny"; "" for an L7 intention, whose `permissions` decide. */
+  action: string;
+  /** L7 permissions as Consul gives them (`[{ Action, HTTP?, JWT? }]`), [] for an L4 intention. */
+  permissions: Array<Record<string, unknown>>;
+  /** Consul's precedence: higher is evaluated first. */
+  precedence: number;
+  description: string;
+  meta: Record<string, string>;
+}
+
+/** Options a config-entries query takes. */
+export interface ConfigEntriesQuery {
+  /** The config entry kind (`service-defaults`, `service-intentions`, `exported-services`, …). */
+  kind: string;
+  /** One entry by name (absent: every entry of the kind). */
+  name?: string;
+  /** Datacenter (default: the agent's). */
+  datacenter?: string;
+  /** Namespace (Consul Enterprise). */
+  namespace?: string;
+  /** Admin partition (Consul Enterprise). */
+  partition?: string;
+}
+
+/**
+ * A config entry as Consul gives it (`Kind`, `Name` and the kind's own fields, in Consul's
+ * spelling), without Consul's bookkeeping (`CreateIndex`, `ModifyIndex`, `Hash`). Untrusted.
+ */
+export type ConfigEntry = { Kind: string; Name: string } & Record<string, unknown>;
+
 /** One thing a task depends on in Consul: its condition or one of its inputs. */
 export type Source =
   | { kind: "services"; query: ServicesQuery }
   | { kind: "catalog-services"; query: CatalogServicesQuery }
-  | { kind: "consul-kv"; query: KvQuery };
+  | { kind: "consul-kv"; query: KvQuery }
+  | { kind: "nodes"; query: NodesQuery }
+  | { kind: "intentions"; query: IntentionsQuery }
+  | { kind: "config-entries"; query: ConfigEntriesQuery };
 
 /** The data a source yields. */
 export type SourceData<S extends Source = Source> = S extends { kind: "services" }
   ? ServiceInstance[]
   : S extends { kind: "catalog-services" }
     ? CatalogServices
-    : KvPairs;
+    : S extends { kind: "nodes" }
+      ? CatalogNode[]
+      : S extends { kind: "intentions" }
+        ? Intention[]
+        : S extends { kind: "config-entries" }
+          ? ConfigEntry[]
+          : KvPairs;
 
 /** Told that a service Consul cannot serve was left out of a source's data, the others kept. */
 export type SkippedServiceListener = (service: string, error: CtsError) => void;

@@ -44,6 +44,28 @@ function describe(source: Source): string {
       return "the catalog's service list";
     case "consul-kv":
       return `KV '${source.query.path}'${source.query.recurse ? " (recursive)" : ""}`;
+    case "nodes":
+      return "the catalog's nodes";
+    case "intentions":
+      return source.query.destination ? `the intentions of '${source.query.destination}'` : "every service intention";
+    case "config-entries":
+      return `config entries of kind '${source.query.kind}'${source.query.name ? ` named '${source.query.name}'` : ""}`;
+  }
+}
+
+/** The ACL rule that lets a token make the source's reads. */
+function readRule(source: Source): string {
+  switch (source.kind) {
+    case "consul-kv":
+      return `key_prefix "${source.query.path}" { policy = "read" }`;
+    case "nodes":
+      return 'node_prefix "" { policy = "read" }';
+    case "intentions":
+      return 'service_prefix "" { policy = "read" intentions = "read" }';
+    case "config-entries":
+      return 'service_prefix "" { policy = "read" } and mesh = "read" (or operator = "read", by the kind)';
+    default:
+      return 'service_prefix "" { policy = "read" } and node_prefix "" { policy = "read" }';
   }
 }
 
@@ -60,9 +82,11 @@ export async function checkTaskReads(
       await read(source, (service) => skipped.add(service));
     } catch (err) {
       const code = (err as { code?: string }).code;
+      // A filter Consul refuses is the task's to fix, not the connection's: the message names the task, the filter and where.
+      if (code === "TASK_FILTER_INVALID") return fail(`reads:${task.name}`, messageOf(err), "fix the filter where the message says (Consul itself answers; it refuses the expression)");
       const fix =
         code === "CONSUL_PERMISSION_DENIED"
-          ? `grant the token read access: ${source.kind === "consul-kv" ? `key_prefix "${source.query.path}" { policy = "read" }` : 'service_prefix "" { policy = "read" } and node_prefix "" { policy = "read" }'} (${POLICY_HINT})`
+          ? `grant the token read access: ${readRule(source)} (${POLICY_HINT})`
           : "fix the Consul connection first (see the consul check)";
       return fail(`reads:${task.name}`, `cannot read ${describe(source)}: ${messageOf(err)}`, fix);
     }

@@ -45,11 +45,13 @@ export const ERROR_CATALOGUE = {
   TASK_RUN_DROPPED: { category: "usage", fix: "Nothing to fix: the task was disabled, deleted or replaced before its queued drift check ran." },
   TASK_RUN_FAILED: { category: "external", fix: "Read the cause in the task's event (`cts status TASK --events`); the task runs again on its next change." },
   FILE_NAME_INVALID: { category: "usage", fix: "Use a plain file name (no '/', no '..') for files a task writes." },
-  SOURCE_KIND_UNKNOWN: { category: "usage", fix: "Use one of the condition kinds cts knows (services, catalog-services, consul-kv, schedule)." },
+  SOURCE_KIND_UNKNOWN: { category: "usage", fix: "Use one of the condition kinds cts knows (services, catalog-services, consul-kv, nodes, intentions, config-entries, schedule)." },
   REGEXP_INVALID: { category: "usage", fix: "Fix the regular expression in the condition (Go RE2 syntax as CTS)." },
   FILTER_UNSUPPORTED: { category: "usage", fix: "Fix the filter expression at the place named, or use the selectors and operators listed in the message (docs/tasks.md, \"Testing a task: conditions, filters and assertions\"); Consul itself evaluates the full language when the daemon runs." },
-  SERVICES_QUERY_INVALID: { category: "usage", fix: "Give a services condition either names or a regexp, not both and not neither." },
+  SERVICES_QUERY_INVALID: { category: "usage", fix: "Give a services condition either names or a regexp, not both and not neither; peer and samenessGroup need names, and only one of them." },
   KV_QUERY_INVALID: { category: "usage", fix: "Give the consul-kv condition a path (and recurse: true for a prefix)." },
+  INTENTIONS_QUERY_INVALID: { category: "usage", fix: "Name the destination service of the intentions condition, or leave destination out to watch every intention." },
+  CONFIG_ENTRIES_QUERY_INVALID: { category: "usage", fix: 'Give the config-entries condition a kind in Consul\'s spelling (e.g. "service-defaults") and, for one entry, a non-empty name.' },
   SYNTH_WORKER_FAILED: { category: "internal", fix: "Run `cts synth` for the task to see the worker's error; report it if it persists." },
 
   // Consul

@@ -1,9 +1,10 @@
 import type { Source } from "../consul/types.ts";
+import type { AnyTaskInput } from "../task/task.ts";
 import type { Subscription } from "../watch/types.ts";
 
 /** One live subscription of a watched task, by the input field it fills. */
 export interface WatchedSource {
-  field: "services" | "catalogServices" | "kv";
+  field: keyof AnyTaskInput;
   source: Source;
   sub: Subscription;
 }

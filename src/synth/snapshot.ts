@@ -1,5 +1,8 @@
 import { readFileSync } from "node:fs";
-import type { CatalogServices, KvPairs, ServiceInstance, Source, SourceData } from "../consul/types.ts";
+import type { CatalogServices, ConfigEntry, KvPairs, ServiceInstance, Source, SourceData } from "../consul/types.ts";
+import { configEntriesFrom, intentionsFrom, nodesFrom, type IntentionInput, type NodeInput } from "./snapshot-lists.ts";
+
+export type { IntentionInput, NodeInput } from "./snapshot-lists.ts";
 import { CtsError, messageOf } from "../errors/cts-error.ts";
 import { applyFilter, type FilterEntry } from "../consul/filter.ts";
 import { normalizeServicesQuery } from "../consul/query.ts";
@@ -15,6 +18,12 @@ import { sortKeys } from "./stable-json.ts";
 export interface Snapshot {
   services?: InstanceInput[];
   kv?: KvPairs;
+  /** Catalog nodes (default: the nodes of `services`). */
+  nodes?: NodeInput[];
+  /** Service intentions. */
+  intentions?: IntentionInput[];
+  /** Config entries, as Consul gives them (`Kind`, `Name`, …). */
+  configEntries?: ConfigEntry[];
   /**
    * What Consul answered to each source, as `cts snapshot` saved it: a task whose source is here
    * gets exactly that answer (Consul's filter included); other sources are served from
@@ -227,6 +236,8 @@ function complete(s: InstanceInput, nodeChecks: NodeChecks): ServiceInstance {
     nodeTaggedAddresses: s.nodeTaggedAddresses ?? {},
     nodeMeta: s.nodeMeta ?? {},
     ctsUserDefinedMeta: s.ctsUserDefinedMeta ?? {},
+    ...(s.peer ? { peer: s.peer } : {}),
+    ...(s.partition ? { partition: s.partition } : {}),
   };
 }
 
@@ -263,7 +274,10 @@ export function readFromSnapshot(snap: Snapshot, source: Source): SourceData {
           // ?passing keeps an entry only when every check passes, its node's included.
           (!query.health.passing || statusOf(s, nodeChecks) === "passing") &&
           (!q.datacenter || !s.nodeDatacenter || s.nodeDatacenter === q.datacenter) &&
-          (!q.namespace || !s.namespace || s.namespace === q.namespace),
+          (!q.namespace || !s.namespace || s.namespace === q.namespace) &&
+          (!q.partition || !s.partition || s.partition === q.partition) &&
+          // A peer's instances answer only a query of that peer (a sameness group's: any member's).
+          (q.samenessGroup ? true : q.peer ? s.peer === q.peer : !s.peer),
       );
       return applyFilter(given, q.filter, (s) => filterEntryOf(s, nodeChecks))
         .map((s) => complete(s, nodeChecks))
@@ -285,6 +299,12 @@ export function readFromSnapshot(snap: Snapshot, source: Source): SourceData {
       for (const [k, v] of Object.entries(snap.kv ?? {})) if (recurse ? k.startsWith(path) : k === path) out[k] = v;
       return out;
     }
+    case "nodes":
+      return nodesFrom(snap.nodes, all, source.query);
+    case "intentions":
+      return intentionsFrom(snap.intentions, source.query);
+    case "config-entries":
+      return configEntriesFrom(snap.configEntries, source.query);
   }
 }
 

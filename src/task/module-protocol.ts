@@ -1,4 +1,4 @@
-import type { ServiceInstance } from "../consul/types.ts";
+import type { CatalogNode, Intention, ServiceInstance } from "../consul/types.ts";
 
 /** One instance in CTS's protocol-v0 shape (the `services` variable CTS modules declare). */
 export interface CtsService {
@@ -49,4 +49,71 @@ export function toCtsServices(instances: readonly ServiceInstance[]): Record<str
     };
   }
   return out;
+}
+
+/** The `nodes` variable cts passes a module (cts's own; CTS has none): a list of these, by node name. */
+export interface ModuleNode {
+  id: string;
+  node: string;
+  address: string;
+  datacenter: string;
+  /** "" without admin partitions. */
+  partition: string;
+  tagged_addresses: Record<string, string>;
+  meta: Record<string, string>;
+}
+
+/** Catalog nodes as the module's `nodes` variable. */
+export function toModuleNodes(nodes: readonly CatalogNode[]): ModuleNode[] {
+  return nodes.map((n) => ({
+    id: n.id,
+    node: n.node,
+    address: n.address,
+    datacenter: n.datacenter,
+    partition: n.partition ?? "",
+    tagged_addresses: n.taggedAddresses,
+    meta: n.meta,
+  }));
+}
+
+/**
+ * The `intentions` variable cts passes a module (cts's own): a list of these in Consul's order.
+ * `permissions` is the L7 permissions as JSON text ("[]" for an L4 intention), so the variable
+ * keeps one type whatever the permissions hold: `jsondecode()` it in the module.
+ */
+export interface ModuleIntention {
+  source_name: string;
+  source_namespace: string;
+  source_partition: string;
+  source_peer: string;
+  source_sameness_group: string;
+  source_type: string;
+  destination_name: string;
+  destination_namespace: string;
+  destination_partition: string;
+  action: string;
+  permissions: string;
+  precedence: number;
+  description: string;
+  meta: Record<string, string>;
+}
+
+/** Intentions as the module's `intentions` variable. */
+export function toModuleIntentions(intentions: readonly Intention[]): ModuleIntention[] {
+  return intentions.map((i) => ({
+    source_name: i.sourceName,
+    source_namespace: i.sourceNamespace,
+    source_partition: i.sourcePartition,
+    source_peer: i.sourcePeer,
+    source_sameness_group: i.sourceSamenessGroup,
+    source_type: i.sourceType,
+    destination_name: i.destinationName,
+    destination_namespace: i.destinationNamespace,
+    destination_partition: i.destinationPartition,
+    action: i.action,
+    permissions: JSON.stringify(i.permissions),
+    precedence: i.precedence,
+    description: i.description,
+    meta: i.meta,
+  }));
 }

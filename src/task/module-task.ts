@@ -2,7 +2,7 @@ import { isAbsolute, relative, resolve } from "node:path";
 import { CONTEXT_CONFIG_DIR, CONTEXT_TASK_DIR } from "../cdktf/context.ts";
 import { literalData } from "../cdktf/literal-text.ts";
 import type { Condition, TaskInputs } from "./conditions.ts";
-import { toCtsServices } from "./module-protocol.ts";
+import { toCtsServices, toModuleIntentions, toModuleNodes } from "./module-protocol.ts";
 import { providerEnvironment, providerJson, type ModuleProvider } from "./module-providers.ts";
 import type { TemplateLookup } from "./provider-templates.ts";
 import { verbatim } from "../cdktf/cdktf-literals.ts";
@@ -37,7 +37,7 @@ export interface ModuleJsonContext {
  * Calls an existing CTS module unchanged, as CTS's generated root module does: `module "<task>"`
  * (so existing state at `module.<task>.…` maps one to one), `services` always passed (`{}` when the
  * task has no services data), `catalog_services` and `consul_kv` when the condition or an input
- * provides them, provider blocks fed from sensitive variables, and the task's variables.
+ * provides them (and cts's own `nodes`, `intentions`, `config_entries`), provider blocks fed from sensitive variables, and the task's variables.
  * The root module is built as plain JSON: no CDKTF construct is involved.
  */
 export class ModuleTask<C extends Condition = Condition, I extends TaskInputs = {}> extends Task<C, I> {
@@ -80,6 +80,10 @@ export class ModuleTask<C extends Condition = Condition, I extends TaskInputs = 
     };
     if (cond === "catalog-services" && fromCondition) args.catalog_services = literalData(input.catalogServices ?? {});
     if ((cond === "consul-kv" && fromCondition) || inputs.kv) args.consul_kv = literalData(input.kv ?? {});
+    // cts's own conditions and inputs (CTS has none): nodes, intentions, config_entries.
+    if ((cond === "nodes" && fromCondition) || inputs.nodes) args.nodes = literalData(toModuleNodes(input.nodes ?? []));
+    if ((cond === "intentions" && fromCondition) || inputs.intentions) args.intentions = literalData(toModuleIntentions(input.intentions ?? []));
+    if ((cond === "config-entries" && fromCondition) || inputs.configEntries) args.config_entries = literalData(input.configEntries ?? []);
     Object.assign(args, literalData(this.fileVariables ?? {}), literalData(this.variables));
     return { ...providerJson(this.providers), module: { [this.name]: args } };
   }

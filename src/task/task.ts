@@ -1,9 +1,9 @@
 import type { TerraformStack } from "cdktf";
-import type { CatalogServices, KvPairs, ServiceInstance } from "../consul/types.ts";
+import type { CatalogNode, CatalogServices, ConfigEntry, Intention, KvPairs, ServiceInstance } from "../consul/types.ts";
 import type { SecretSource } from "./secrets.ts";
 import type { ApprovalMode, GuardSettings, PlanGuards } from "./guards.ts";
 import { missingOptionsError } from "./shape.ts";
-import type { Condition, ConsulKvCondition, CatalogServicesCondition, ServicesCondition, TaskInputs } from "./conditions.ts";
+import type { Condition, ConfigEntriesCondition, ConsulKvCondition, CatalogServicesCondition, IntentionsCondition, NodesCondition, ServicesCondition, TaskInputs } from "./conditions.ts";
 
 /** The CDKTF stack a task builds its resources in (one stack per task). */
 export type TaskScope = TerraformStack;
@@ -14,13 +14,23 @@ type ConditionData<C> = C extends ServicesCondition
     ? { readonly catalogServices: Readonly<CatalogServices> }
     : C extends ConsulKvCondition
       ? { readonly kv: Readonly<KvPairs> }
-      : {};
+      : C extends NodesCondition
+        ? { readonly nodes: ReadonlyArray<Readonly<CatalogNode>> }
+        : C extends IntentionsCondition
+          ? { readonly intentions: ReadonlyArray<Readonly<Intention>> }
+          : C extends ConfigEntriesCondition
+            ? { readonly configEntries: ReadonlyArray<Readonly<ConfigEntry>> }
+            : {};
 type InputsData<I> = (I extends { services: ServicesCondition } ? { readonly services: ReadonlyArray<Readonly<ServiceInstance>> } : {}) &
-  (I extends { kv: ConsulKvCondition } ? { readonly kv: Readonly<KvPairs> } : {});
+  (I extends { kv: ConsulKvCondition } ? { readonly kv: Readonly<KvPairs> } : {}) &
+  (I extends { nodes: NodesCondition } ? { readonly nodes: ReadonlyArray<Readonly<CatalogNode>> } : {}) &
+  (I extends { intentions: IntentionsCondition } ? { readonly intentions: ReadonlyArray<Readonly<Intention>> } : {}) &
+  (I extends { configEntries: ConfigEntriesCondition } ? { readonly configEntries: ReadonlyArray<Readonly<ConfigEntry>> } : {});
 
 /**
  * The data a task receives: `services` for a services condition or input, `catalogServices` for a
- * catalog-services condition, `kv` for a consul-kv condition or input. Anything else is a compile error.
+ * catalog-services condition, `kv` for a consul-kv condition or input, `nodes`, `intentions` and
+ * `configEntries` for those conditions or inputs. Anything else is a compile error.
  */
 export type TaskInput<C extends Condition = Condition, I extends TaskInputs = {}> = ConditionData<C> & InputsData<I>;
 
@@ -29,6 +39,9 @@ export interface AnyTaskInput {
   services?: ServiceInstance[];
   catalogServices?: CatalogServices;
   kv?: KvPairs;
+  nodes?: CatalogNode[];
+  intentions?: Intention[];
+  configEntries?: ConfigEntry[];
 }
 
 /** A buffer period: quiet time before a run. Durations are ms or strings like "5s", "1m30s". */

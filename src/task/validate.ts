@@ -7,6 +7,7 @@ import type { Condition, TaskInputs } from "./conditions.ts";
 import type { Task } from "./task.ts";
 import { SECRET_NAME } from "./secrets.ts";
 import { isTemplateValue } from "./provider-templates.ts";
+import { CONFIG_ENTRY_KIND } from "../consul/query.ts";
 import { triggerProblems } from "./service-trigger.ts";
 
 /** CTS's rule for task names; it also keeps every path derived from a name inside the working dir. */
@@ -29,12 +30,13 @@ export function taskProblems(task: Task<Condition, TaskInputs>): Problem[] {
   const inputs = (task.inputs ?? {}) as TaskInputs;
   for (const [key, input] of Object.entries(inputs)) {
     if (input === undefined) continue;
-    if (key !== "services" && key !== "kv") {
-      problems.push({ field: `inputs.${key}`, message: "is not a known input. Use inputs.services or inputs.kv." });
+    const made = INPUT_KINDS[key];
+    if (!made) {
+      problems.push({ field: `inputs.${key}`, message: `is not a known input. Use ${Object.keys(INPUT_KINDS).map((k) => `inputs.${k}`).join(", ")}.` });
       continue;
     }
-    const expected = key === "services" ? "services" : "consul-kv";
-    if (input.kind !== expected) problems.push({ field: `inputs.${key}`, message: `must be made with ${key === "services" ? "services()" : "consulKv()"}.` });
+    const [expected, factory] = made;
+    if (input.kind !== expected) problems.push({ field: `inputs.${key}`, message: `must be made with ${factory}.` });
     else if (task.condition?.kind === expected)
       problems.push({ field: `inputs.${key}`, message: `repeats the condition's type (${expected}). Put the data in the condition, or drop the input.` });
     else {
@@ -80,13 +82,26 @@ function depthProblems(task: object): Problem[] {
   return problems;
 }
 
+/** Each input's condition kind and the function that makes it. */
+const INPUT_KINDS: Record<string, [Condition["kind"], string]> = {
+  services: ["services", "services()"],
+  kv: ["consul-kv", "consulKv()"],
+  nodes: ["nodes", "nodes()"],
+  intentions: ["intentions", "intentions()"],
+  configEntries: ["config-entries", "configEntries()"],
+};
+
 function conditionProblems(c: Condition | undefined, at: string): Problem[] {
   if (!c || typeof c !== "object" || !("kind" in c))
-    return [{ field: at, message: "is missing. Use services(), catalogServices(), consulKv() or schedule()." }];
+    return [{ field: at, message: "is missing. Use services(), catalogServices(), consulKv(), nodes(), intentions(), configEntries() or schedule()." }];
   const p: Problem[] = [];
   switch (c.kind) {
     case "services": {
       const q = c.query ?? {};
+      p.push(...stringProblems(q, ["peer", "partition", "samenessGroup"], at));
+      if (q.regexp !== undefined && (q.peer || q.samenessGroup))
+        p.push({ field: `${at}.${q.peer ? "peer" : "samenessGroup"}`, message: "needs names, not a regexp: Consul lists no peer's or sameness group's service names. Name the services." });
+      if (q.peer && q.samenessGroup) p.push({ field: `${at}.samenessGroup`, message: "and peer are both set. A sameness group already spans its peers: use one of them." });
       const hasNames = Array.isArray(q.names) && q.names.length > 0;
       if (q.names !== undefined && q.regexp !== undefined) p.push({ field: `${at}.names`, message: "and regexp are both set. Use one of them." });
       else if (!hasNames && q.regexp === undefined) p.push({ field: `${at}.names`, message: "is empty. Name at least one service or use a regexp." });
@@ -103,6 +118,17 @@ function conditionProblems(c: Condition | undefined, at: string): Problem[] {
     case "consul-kv":
       if (typeof c.query?.path !== "string" || c.query.path === "") p.push({ field: `${at}.path`, message: "is empty. Name the KV key (or prefix with recurse: true)." });
       break;
+    case "nodes":
+      p.push(...stringProblems(c.query, ["datacenter", "partition", "filter"], at), ...mapProblems(c.query?.nodeMeta, `${at}.nodeMeta`));
+      break;
+    case "intentions":
+      p.push(...stringProblems(c.query, ["destination", "datacenter", "namespace", "partition"], at));
+      break;
+    case "config-entries":
+      if (typeof c.query?.kind !== "string" || !CONFIG_ENTRY_KIND.test(c.query.kind))
+        p.push({ field: `${at}.kind`, message: `${JSON.stringify(c.query?.kind)} is not a config entry kind. Use Consul's spelling, e.g. "service-defaults" or "service-intentions".` });
+      p.push(...stringProblems(c.query, ["name", "datacenter", "namespace", "partition"], at));
+      break;
     case "schedule":
       try {
         parseCron(c.cron);
@@ -111,9 +137,26 @@ function conditionProblems(c: Condition | undefined, at: string): Problem[] {
       }
       break;
     default:
-      p.push({ field: `${at}.kind`, message: `'${(c as { kind: string }).kind}' is not a condition. Use services(), catalogServices(), consulKv() or schedule().` });
+      p.push({ field: `${at}.kind`, message: `'${(c as { kind: string }).kind}' is not a condition. Use services(), catalogServices(), consulKv(), nodes(), intentions(), configEntries() or schedule().` });
   }
   return p;
+}
+
+/** Each of `keys` that is set must be a non-empty string. */
+function stringProblems(q: object | undefined, keys: string[], at: string): Problem[] {
+  const out: Problem[] = [];
+  for (const k of keys) {
+    const v = (q as Record<string, unknown> | undefined)?.[k];
+    if (v !== undefined && (typeof v !== "string" || v === "")) out.push({ field: `${at}.${k}`, message: "must be a non-empty string (leave it out for the default)." });
+  }
+  return out;
+}
+
+/** A map of string values, or absent. */
+function mapProblems(m: unknown, field: string): Problem[] {
+  if (m === undefined) return [];
+  if (!m || typeof m !== "object" || Array.isArray(m) || Object.values(m).some((v) => typeof v !== "string")) return [{ field, message: 'must be an object of strings, e.g. { role: "edge" }.' }];
+  return [];
 }
 
 function regexpProblems(re: unknown, field: string): Problem[] {

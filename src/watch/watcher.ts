@@ -1,7 +1,7 @@
 import { CtsError } from "../errors/cts-error.ts";
-import type { CatalogServicesRequest, ConsulApi, HealthServiceRequest, KvRequest } from "../consul/client.ts";
-import { sortInstances, toCatalogServices, toKvPairs, toServiceInstances, withUserMeta } from "../consul/convert.ts";
-import { catalogRequestFor, kvRequestFor, matchingNames, normalizeServicesQuery } from "../consul/query.ts";
+import type { CatalogServicesRequest, ConsulApi, HealthServiceRequest, KvRequest, QueryOptions, QueryResult } from "../consul/client.ts";
+import { sortInstances, toCatalogNodes, toCatalogServices, toConfigEntries, toIntentions, toKvPairs, toServiceInstances, withUserMeta } from "../consul/convert.ts";
+import { catalogRequestFor, configEntriesRequestFor, intentionsRequestFor, kvRequestFor, matchingNames, nodesRequestFor, normalizeServicesQuery } from "../consul/query.ts";
 import { compileCatalogRegexp, filterCatalog } from "../consul/reader.ts";
 import type { CatalogServices, CatalogServicesQuery, KvPairs, KvQuery, ServiceInstance, ServicesQuery, Source } from "../consul/types.ts";
 import type { Clock } from "../time/clock.ts";
@@ -233,6 +233,21 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
     sub.derive({ key: () => sub.view<KvPairs>(key)?.digest, value: () => sub.view<KvPairs>(key)!.data! });
   }
 
+  /**
+   * A source answered by one JSON list (nodes, intentions, config entries): one shared view per
+   * distinct request, its data converted by `convert` and compared by digest.
+   */
+  function subscribeList<R, T>(sub: AnySubscription, prefix: string, req: R, read: (req: R, opts: QueryOptions) => Promise<QueryResult<T[]>>, convert: (raw: T[]) => unknown): void {
+    const handle = pool.acquire(`${prefix}:${stableStringify(req)}`, (): ViewFetch<unknown> => async ({ index, wait, signal }) => {
+      const res = await read(req, { index, wait, signal });
+      const data = convert(res.data);
+      return { data, index: res.index, digest: canonicalDigest(data) };
+    });
+    const key = handle.view.key;
+    sub.hold(handle);
+    sub.derive({ key: () => sub.view<unknown>(key)?.digest, value: () => sub.view<unknown>(key)!.data! });
+  }
+
   return {
     subscribe<S extends Source>(source: S, listener: SubscriptionListener): Subscription<S> {
       if (closed) throw new CtsError("WATCHER_CLOSED", "internal", "Cannot subscribe: the watcher was closed. Create a new watcher.");
@@ -249,8 +264,17 @@ export function createWatcher(api: ConsulApi, opts: WatcherOptions = {}): Consul
           case "consul-kv":
             subscribeKv(sub, source.query);
             break;
+          case "nodes":
+            subscribeList(sub, "nodes", nodesRequestFor(source.query), (r, o) => api.catalogNodes(r, o), toCatalogNodes);
+            break;
+          case "intentions":
+            subscribeList(sub, "intentions", intentionsRequestFor(source.query), (r, o) => api.intentions(r, o), toIntentions);
+            break;
+          case "config-entries":
+            subscribeList(sub, "config", configEntriesRequestFor(source.query), (r, o) => api.configEntries(r, o), toConfigEntries);
+            break;
           default:
-            throw new CtsError("SOURCE_KIND_UNKNOWN", "usage", `Unknown source kind '${(source as { kind: string }).kind}'. Use services, catalog-services or consul-kv.`);
+            throw new CtsError("SOURCE_KIND_UNKNOWN", "usage", `Unknown source kind '${(source as { kind: string }).kind}'. Use services, catalog-services, consul-kv, nodes, intentions or config-entries.`);
         }
       } catch (err) {
         sub.close();

@@ -32,6 +32,9 @@ function fakeApi() {
       kv.push(req);
       return { data: req.recurse ? [{ Key: "cfg/b", Value: "2" }, { Key: "cfg/a", Value: "1" }] : [], index: 5n };
     },
+    catalogNodes: async () => ({ data: [], index: 5n }),
+    intentions: async () => ({ data: [], index: 5n }),
+    configEntries: async () => ({ data: [], index: 5n }),
     close() {},
   };
   return { api, health, catalog, kv };

@@ -2,7 +2,7 @@ import { describe, it, afterEach } from "node:test";
 import assert from "node:assert/strict";
 import { CtsError } from "../../src/errors/cts-error.ts";
 import { refusedServiceName } from "../../src/consul/api-error.ts";
-import type { ConsulApi, HealthEntry, KvEntry, QueryOptions, QueryResult } from "../../src/consul/client.ts";
+import type { ConsulApi, HealthEntry, KvEntry, QueryOptions, QueryResult, RawConfigEntry, RawIntention, RawNode } from "../../src/consul/client.ts";
 import type { ServiceInstance } from "../../src/consul/types.ts";
 import { createWatcher, type ConsulWatcher } from "../../src/watch/watcher.ts";
 import { fakeClock, type FakeClock } from "../support/fake-clock.ts";
@@ -109,6 +109,17 @@ class FakeConsul implements ConsulApi {
     return this.answer(`kv:${req.path}`, opts, (): KvEntry[] =>
       [...this.kvs].filter(([k]) => (req.recurse ? k.startsWith(req.path) : k === req.path)).map(([Key, Value]) => ({ Key, Value })),
     );
+  }
+  /** Nodes, intentions and config entries: one list each, changed by the tests through `lists`. */
+  readonly lists = new Map<string, unknown[]>();
+  catalogNodes(_req: unknown, opts: QueryOptions = {}) {
+    return this.answer("nodes", opts, () => structuredClone(this.lists.get("nodes") ?? []) as RawNode[]);
+  }
+  intentions(_req: unknown, opts: QueryOptions = {}) {
+    return this.answer("intentions", opts, () => structuredClone(this.lists.get("intentions") ?? []) as RawIntention[]);
+  }
+  configEntries(_req: unknown, opts: QueryOptions = {}) {
+    return this.answer("config", opts, () => structuredClone(this.lists.get("config") ?? []) as RawConfigEntry[]);
   }
   close(): void {}
 }

@@ -165,7 +165,7 @@ function renderGraph() {
   const height = top * 2 + Math.max(sources.length, state.tasks.length) * rowH;
   const g = svg("svg", { width: w, height, viewBox: `0 0 ${w} ${height}`, role: "img", "aria-label": "sources feeding tasks" });
   const y = (i) => top + i * rowH + 11;
-  const label = { service: "service", catalog: "catalog", kv: "kv", schedule: "cron" };
+  const label = { service: "service", catalog: "catalog", kv: "kv", nodes: "nodes", intentions: "intentions", config: "config", schedule: "cron" };
   state.tasks.forEach((t, ti) => {
     for (const s of t.sources) {
       const si = sources.findIndex((x) => key(x) === key(s));

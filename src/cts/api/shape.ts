@@ -3,6 +3,8 @@ import type { TaskView } from "../../runtime/controller.ts";
 import type { TaskEvent, TaskStatus } from "../../runtime/events.ts";
 import type { DriftState } from "../../runtime/drift.ts";
 import type { HeldPlan } from "../../runtime/holds.ts";
+import type { OutputsRecord } from "../../runtime/interfaces.ts";
+import type { TaskOutputs } from "../../driver/types.ts";
 import type { ModuleTaskSpec } from "../../synth/task-ref.ts";
 import type { Condition, TaskInputs } from "../../task/conditions.ts";
 import type { TerraformCloudWorkspaceOption } from "../../task/task.ts";
@@ -45,6 +47,19 @@ export interface CtsTaskStatus {
   drift?: CtsDriftStatus;
   /** Beyond CTS, only while the task holds a plan waiting for approval. */
   held?: HeldPlanView;
+  /** Beyond CTS, only once the task applied: its latest Terraform outputs (sensitive values redacted) and when they were read. */
+  outputs?: OutputsView;
+}
+
+/** A task's outputs as the API shows them: `values` by name, each `{ value, type?, sensitive }`. */
+export interface OutputsView {
+  updated_at: string;
+  values: TaskOutputs;
+}
+
+/** Beyond CTS: a task's kept outputs in the API's shape. */
+export function outputsToApi(o: OutputsRecord): OutputsView {
+  return { updated_at: o.updatedAt, values: o.outputs };
 }
 
 /** A task's drift status as the API shows it. */
@@ -96,6 +111,10 @@ export function conditionToCts(c: Condition): Record<string, unknown> {
           namespace: q.namespace ?? "",
           filter: q.filter ?? "",
           cts_user_defined_meta: { ...(q.userMeta ?? {}) },
+          // cts's own (CTS has none), shown only when set so CTS's shape stays as it was.
+          ...(q.peer ? { peer: q.peer } : {}),
+          ...(q.partition ? { partition: q.partition } : {}),
+          ...(q.samenessGroup ? { sameness_group: q.samenessGroup } : {}),
           use_as_module_input: true,
           // cts's own, only when set: which changes run the task.
           ...(c.trigger !== undefined ? { cts_trigger: c.trigger } : {}),
@@ -122,6 +141,38 @@ export function conditionToCts(c: Condition): Record<string, unknown> {
           use_as_module_input: true,
         },
       };
+    // cts's own conditions (CTS has none), in the same style.
+    case "nodes":
+      return {
+        nodes: {
+          datacenter: c.query.datacenter ?? "",
+          partition: c.query.partition ?? "",
+          filter: c.query.filter ?? "",
+          node_meta: { ...(c.query.nodeMeta ?? {}) },
+          use_as_module_input: true,
+        },
+      };
+    case "intentions":
+      return {
+        intentions: {
+          destination: c.query.destination ?? "",
+          datacenter: c.query.datacenter ?? "",
+          namespace: c.query.namespace ?? "",
+          partition: c.query.partition ?? "",
+          use_as_module_input: true,
+        },
+      };
+    case "config-entries":
+      return {
+        config_entries: {
+          kind: c.query.kind,
+          name: c.query.name ?? "",
+          datacenter: c.query.datacenter ?? "",
+          namespace: c.query.namespace ?? "",
+          partition: c.query.partition ?? "",
+          use_as_module_input: true,
+        },
+      };
     case "schedule":
       return { schedule: { cron: c.cron } };
   }
@@ -137,6 +188,11 @@ export function inputsToCts(inputs: TaskInputs | undefined): Record<string, unkn
   if (inputs?.kv) {
     const { use_as_module_input: _, ...kv } = conditionToCts(inputs.kv).consul_kv as Record<string, unknown>;
     out.consul_kv = kv;
+  }
+  for (const [c, key] of [[inputs?.nodes, "nodes"], [inputs?.intentions, "intentions"], [inputs?.configEntries, "config_entries"]] as const) {
+    if (!c) continue;
+    const { use_as_module_input: _, ...rest } = conditionToCts(c)[key] as Record<string, unknown>;
+    out[key] = rest;
   }
   return out;
 }
@@ -197,7 +253,7 @@ export function specToCts(spec: ModuleTaskSpec): Record<string, unknown> {
 }
 
 /** A task's status entry; `events_url` is empty while there are no events, as in CTS. */
-export function taskStatus(v: TaskView, events: TaskEvent[], includeEvents: boolean): CtsTaskStatus {
+export function taskStatus(v: TaskView, events: TaskEvent[], includeEvents: boolean, outputs?: OutputsRecord): CtsTaskStatus {
   const shaped = events.map((e) => eventToCts(e, v));
   const union = (pick: (e: TaskEvent) => string[]) => [...new Set(shaped.flatMap(pick))];
   return {
@@ -211,6 +267,7 @@ export function taskStatus(v: TaskView, events: TaskEvent[], includeEvents: bool
     ...(v.stale ? { stale: { since: v.stale.since, last_status: v.stale.lastStatus, reason: v.stale.reason } } : {}),
     ...(v.drift ? { drift: driftToCts(v)! } : {}),
     ...(v.held ? { held: heldToApi(v.held) } : {}),
+    ...(outputs ? { outputs: outputsToApi(outputs) } : {}),
   };
 }
 

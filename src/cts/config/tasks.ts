@@ -2,7 +2,22 @@ import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { messageOf } from "../../errors/cts-error.ts";
 import { MAX_DATA_DEPTH } from "../../values/data-depth.ts";
-import { catalogServices, consulKv, schedule, services, type Condition, type ConsulKvCondition, type ServicesCondition, type TaskInputs } from "../../task/conditions.ts";
+import {
+  catalogServices,
+  configEntries,
+  consulKv,
+  intentions,
+  nodes,
+  schedule,
+  services,
+  type Condition,
+  type ConfigEntriesCondition,
+  type ConsulKvCondition,
+  type IntentionsCondition,
+  type NodesCondition,
+  type ServicesCondition,
+  type TaskInputs,
+} from "../../task/conditions.ts";
 import { ModuleTask, type ModuleProvider } from "../../task/module-task.ts";
 import type { BufferPeriodOption, TerraformCloudWorkspaceOption } from "../../task/task.ts";
 import type { CtsDriverLabel } from "./drivers.ts";
@@ -69,9 +84,14 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
       if (kind === "services" && listed) throw configError(mi.file, mi.line, `task '${name}': the 'services' list and module_input "services" both provide services; CTS allows only one of them.`);
       if (kind === "services") inputs.services = servicesQuery(mi);
       else if (kind === "consul-kv") inputs.kv = kvQuery(mi);
-      else throw configError(mi.file, mi.line, `module_input "${kind}" is not known. Use module_input "services" or "consul-kv".`);
+      // cts's own module inputs (CTS has none).
+      else if (kind === "nodes") inputs.nodes = nodesQuery(mi);
+      else if (kind === "intentions") inputs.intentions = intentionsQuery(mi);
+      else if (kind === "config-entries") inputs.configEntries = configEntriesQuery(mi);
+      else throw configError(mi.file, mi.line, `module_input "${kind}" is not known. Use module_input "services" or "consul-kv" (CTS's), or "nodes", "intentions" or "config-entries" (cts's own).`);
     }
-    if ((inputs.services && condition.kind === "services") || (inputs.kv && condition.kind === "consul-kv"))
+    const repeated = (["services", "kv", "nodes", "intentions", "configEntries"] as const).some((k) => inputs[k] && inputs[k]!.kind === condition.kind);
+    if (repeated)
       throw configError(t.file, t.line, `task '${name}': a module_input may not repeat the condition's type (${condition.kind}).`);
     const workspace = taskWorkspace(t, name, ctx);
     const bp = one(t, "buffer_period");
@@ -174,13 +194,17 @@ function readCondition(c: ReadBlock, warn: string[]): { condition: Condition; us
   const a = c.attrs;
   const use = useAsModuleInput(c, warn);
   const allowed: Record<string, string[]> = {
-    services: ["names", "regexp", "datacenter", "namespace", "filter", "cts_user_defined_meta", "cts_trigger"],
+    services: ["names", "regexp", "datacenter", "namespace", "filter", "cts_user_defined_meta", "cts_trigger", "peer", "partition", "sameness_group"],
     "catalog-services": ["regexp", "datacenter", "namespace", "node_meta"],
     "consul-kv": ["path", "recurse", "datacenter", "namespace"],
     schedule: ["cron"],
+    // cts's own conditions (CTS has none).
+    nodes: NODES_KEYS,
+    intentions: INTENTIONS_KEYS,
+    "config-entries": CONFIG_ENTRIES_KEYS,
   };
   const kind = c.labels[0]!;
-  if (!allowed[kind]) throw configError(c.file, c.line, `condition "${kind}" is not known. Use "services", "catalog-services", "consul-kv" or "schedule".`);
+  if (!allowed[kind]) throw configError(c.file, c.line, `condition "${kind}" is not known. Use "services", "catalog-services", "consul-kv" or "schedule" (CTS's), or "nodes", "intentions" or "config-entries" (cts's own).`);
   for (const k of Object.keys(a))
     if (!allowed[kind]!.includes(k) && !(kind !== "schedule" && (k === "use_as_module_input" || k === "source_includes_var")))
       throw configError(c.file, c.lines[k] ?? c.line, `'${k}' is not a valid key in condition "${kind}". Valid keys: ${allowed[kind]!.join(", ")}${kind === "schedule" ? "" : ", use_as_module_input"}.`);
@@ -191,7 +215,13 @@ function readCondition(c: ReadBlock, warn: string[]): { condition: Condition; us
         ? catalogServices({ regexp: String(a.regexp ?? ""), ...opt(a, "datacenter"), ...opt(a, "namespace"), ...(isObject(a.node_meta) ? { nodeMeta: a.node_meta as Record<string, string> } : {}) })
         : kind === "consul-kv"
           ? kvQuery(c)
-          : schedule({ cron: String(a.cron ?? "") });
+          : kind === "nodes"
+            ? nodesQuery(c)
+            : kind === "intentions"
+              ? intentionsQuery(c)
+              : kind === "config-entries"
+                ? configEntriesQuery(c)
+                : schedule({ cron: String(a.cron ?? "") });
   if (kind === "catalog-services" && a.regexp === undefined) throw configError(c.file, c.line, 'condition "catalog-services" needs regexp (use "" for every service).');
   return { condition, ...(use === undefined ? {} : { useAsModuleInput: use }) };
 }
@@ -220,8 +250,45 @@ function servicesQuery(b: ReadBlock, trigger?: ServicesTrigger): ServicesConditi
     ...opt(a, "namespace"),
     ...opt(a, "filter"),
     ...(isObject(a.cts_user_defined_meta) ? { userMeta: a.cts_user_defined_meta as Record<string, string> } : {}),
+    // cts's own keys (CTS has none): Consul's ?peer=, ?partition=, ?sameness-group=.
+    ...opt(a, "peer"),
+    ...opt(a, "partition"),
+    ...(a.sameness_group === undefined ? {} : { samenessGroup: String(a.sameness_group) }),
     ...(trigger === undefined ? {} : { trigger }),
   });
+}
+
+const NODES_KEYS = ["datacenter", "partition", "filter", "node_meta"];
+const INTENTIONS_KEYS = ["destination", "datacenter", "namespace", "partition"];
+const CONFIG_ENTRIES_KEYS = ["kind", "name", "datacenter", "namespace", "partition"];
+
+/** Refuses a key a cts-own block does not take (its schema is shared with CTS's condition kinds). */
+function onlyKeys(b: ReadBlock, what: string, keys: string[]): void {
+  for (const k of Object.keys(b.attrs))
+    if (!keys.includes(k) && k !== "use_as_module_input") throw configError(b.file, b.lines[k] ?? b.line, `'${k}' is not a valid key in ${what}. Valid keys: ${keys.join(", ")}.`);
+}
+
+/** cts's own `condition "nodes"` / `module_input "nodes"`: the catalog's nodes. */
+function nodesQuery(b: ReadBlock): NodesCondition {
+  onlyKeys(b, `a "nodes" block`, NODES_KEYS);
+  const a = b.attrs;
+  if (a.node_meta !== undefined && !isObject(a.node_meta)) throw configError(b.file, b.lines.node_meta ?? b.line, 'node_meta must be a map, e.g. node_meta = { role = "edge" }.');
+  return nodes({ ...opt(a, "datacenter"), ...opt(a, "partition"), ...opt(a, "filter"), ...(isObject(a.node_meta) ? { nodeMeta: a.node_meta as Record<string, string> } : {}) });
+}
+
+/** cts's own `condition "intentions"` / `module_input "intentions"`: one destination's intentions, or all. */
+function intentionsQuery(b: ReadBlock): IntentionsCondition {
+  onlyKeys(b, `an "intentions" block`, INTENTIONS_KEYS);
+  const a = b.attrs;
+  return intentions({ ...opt(a, "destination"), ...opt(a, "datacenter"), ...opt(a, "namespace"), ...opt(a, "partition") });
+}
+
+/** cts's own `condition "config-entries"` / `module_input "config-entries"`: a kind's entries, or one by name. */
+function configEntriesQuery(b: ReadBlock): ConfigEntriesCondition {
+  onlyKeys(b, `a "config-entries" block`, CONFIG_ENTRIES_KEYS);
+  const a = b.attrs;
+  if (typeof a.kind !== "string" || a.kind === "") throw configError(b.file, b.line, 'config-entries needs kind = "..." (e.g. "service-defaults").');
+  return configEntries({ kind: a.kind, ...opt(a, "name"), ...opt(a, "datacenter"), ...opt(a, "namespace"), ...opt(a, "partition") });
 }
 
 function kvQuery(b: ReadBlock): ConsulKvCondition {
