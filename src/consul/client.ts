@@ -145,6 +145,12 @@ export interface ConsulClient extends ConsulApi {
   readonly terraformEnv: Record<string, string>;
   /** Sends every later call with this token (what the token file's watch calls); calls in flight finish with the old one. */
   rotateToken(token: string): void;
+  /**
+   * Tells `listener` when the token changed (a token file or a Vault secret rotated): a blocking
+   * read sent with the old token is still waiting with it, and fails once the old token is deleted;
+   * the watch sends its reads again (src/daemon/compose.ts). Returns the unsubscribe.
+   */
+  onTokenChange(listener: () => void): () => void;
   /** Consul's URL for messages (never carries the token). */
   url(): string;
   /** Whether Consul answers, as this client's calls saw it (lost/back lines are logged here). */
@@ -180,12 +186,15 @@ export function createConsulClient(connection: ConsulConnection | ConsulConnecti
     ...(r.namespace ? { namespace: r.namespace } : {}),
     ...(r.partition ? { partition: r.partition } : {}),
   });
+  const tokenListeners = new Set<() => void>();
   const rotateToken = (token: string): void => {
     redactSecret(token);
+    const changed = conn.token !== undefined && conn.token !== token;
     conn = { ...conn, token };
     direct.setToken(token);
     for (const k of Object.keys(terraformEnv)) delete terraformEnv[k];
     Object.assign(terraformEnv, consulEnvForTerraform(conn));
+    if (changed) for (const l of tokenListeners) l();
   };
   // A token from elsewhere (Vault): the first call waits for it, a new value is used from the next call on.
   const source = options.tokenSource;
@@ -230,6 +239,10 @@ export function createConsulClient(connection: ConsulConnection | ConsulConnecti
     reachability,
     connection: () => conn,
     rotateToken,
+    onTokenChange(listener) {
+      tokenListeners.add(listener);
+      return () => tokenListeners.delete(listener);
+    },
     url: () => transport.url(),
     call: (desc, scope, opts, run, mapError) => transport.call(desc, scope, opts, run, mapError),
     healthService(req, opts = {}) {

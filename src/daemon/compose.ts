@@ -270,6 +270,9 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
   // Consul lost or back (unreachable, or no leader): every view ends the read it holds and reads
   // again, so the first answer after a quorum loss is not waiting on a read held across it.
   const stopRereads = watcher ? consul.reachability.onChange(() => watcher.rereadAll()) : undefined;
+  // A rotated token (token file, Vault): reads waiting with the old one are sent again with the new
+  // one, before the old token is deleted and they fail with "ACL not found".
+  const stopTokenRereads = watcher ? consul.onTokenChange(() => watcher.rereadAll()) : undefined;
   return {
     controller,
     metrics,
@@ -280,6 +283,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     async close(closeOpts = {}) {
       await controller.stop(closeOpts.graceMs);
       stopRereads?.();
+      stopTokenRereads?.();
       watcher?.close();
       templates.close();
       consul.close();

@@ -86,7 +86,7 @@ export default defineConfig({
       const all = live.lines.join("\n");
       assert.ok(!all.includes(tokens.first.secret) && !all.includes(tokens.second.secret), "no token in any log line");
       const statuses = live.controller.events.list("members").map((e) => e.outcome);
-      assert.ok(!statuses.includes("failed"), `no failed run: ${statuses.join(", ")}`);
+      assert.ok(!statuses.includes("failed"), `no failed run: ${JSON.stringify(live.controller.events.list("members"))}\n${live.lines.slice(-60).join("\n")}`);
     } finally {
       await live.close();
     }

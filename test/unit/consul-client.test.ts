@@ -107,6 +107,50 @@ describe("the one Consul client", () => {
     }
   });
 
+  it("tells its listeners when the token changes (so waiting reads are sent again), not when it stays", async () => {
+    const client = createConsulClient({ address, token: "first" }, {});
+    try {
+      let told = 0;
+      const stop = client.onTokenChange(() => told++);
+      client.rotateToken("first");
+      assert.equal(told, 0, "the same token is no change");
+      client.rotateToken("second");
+      assert.equal(told, 1);
+      stop();
+      client.rotateToken("third");
+      assert.equal(told, 1, "unsubscribed");
+    } finally {
+      client.close();
+    }
+  });
+
+  it("with a token source, the first call waits for its token; a failed read fails the calls and the next call tries again", async () => {
+    let attempts = 0;
+    let onToken: ((t: string) => void) | undefined;
+    const source = {
+      origin: "the Vault secret 'secret/data/cts'",
+      current: async () => {
+        attempts++;
+        if (attempts === 1) throw new Error("consul.token: Vault is down");
+        return "from-vault";
+      },
+      follow: (f: (t: string) => void) => ((onToken = f), () => (onToken = undefined)),
+      close: () => {},
+    };
+    const client = createConsulClient({ address }, { tokenSource: source });
+    try {
+      await assert.rejects(bothPaths(client), /Vault is down/);
+      const [put, get] = await bothPaths(client);
+      assert.deepEqual([put.token, get.token, client.terraformEnv.CONSUL_HTTP_TOKEN], ["from-vault", "from-vault", "from-vault"]);
+      assert.equal(attempts, 2, "read again after the failure, then kept");
+      onToken?.("rotated-in-vault");
+      const [put2] = await bothPaths(client);
+      assert.equal(put2.token, "rotated-in-vault");
+    } finally {
+      client.close();
+    }
+  });
+
   it("sends the namespace on both paths", async () => {
     const client = createConsulClient({ address }, {});
     try {
