@@ -47,6 +47,9 @@ const SELECTORS: Record<string, Kind> = {
   "Checks.ServiceName": "string",
 };
 
+/** The selectors of a health filter cts knows (Consul's, for service instances). */
+export const HEALTH_SELECTORS: readonly string[] = Object.keys(SELECTORS);
+
 /** The operators Consul accepts for each kind of field (others are an error in Consul too). */
 const OPERATORS: Record<Kind, readonly Op[]> = {
   string: ["==", "!=", "in", "not in", "matches", "not matches"],

@@ -12,6 +12,7 @@ import { backendSecretEnv } from "../config/backend-secrets.ts";
 import { DEFAULT_BACKEND } from "../synth/backend.ts";
 import { taskWorkingDir, workingRoot } from "../synth/paths.ts";
 import { synthesizeTask } from "../synth/synthesize.ts";
+import { taskFilterError } from "../task/filter-error.ts";
 import { fieldOf, allSources } from "../task/sources.ts";
 import type { AnyTaskInput } from "../task/task.ts";
 import { createCommandRunner } from "../terraform/command-runner.ts";
@@ -62,7 +63,10 @@ export async function runDoctor(
           add(fail(name, "not checked: Consul is not reachable", "fix the consul check first"));
       } else {
         const reader = createCatalogReader(consul);
-        for (const task of config.tasks) add(await checkTaskReads(task, (source, onSkipped) => reader.read(source, undefined, onSkipped)));
+        // A filter Consul refuses is reported as the task's configuration error, where it is written.
+        const files = loaded.ctsFiles ?? [loaded.file];
+        for (const task of config.tasks)
+          add(await checkTaskReads(task, (source, onSkipped) => reader.read(source, undefined, onSkipped).catch((err: unknown) => Promise.reject(taskFilterError(task.name, source, err, files)))));
         if (consulBackend) {
           // The backend's own access_token, when it has one, is the token Terraform keeps state with.
           const stateToken = backendSecretEnv({ consul: consulBackend }).CONSUL_HTTP_TOKEN;

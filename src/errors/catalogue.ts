@@ -29,6 +29,7 @@ export const ERROR_CATALOGUE = {
   // Tasks
   TASK_OPTION_INVALID: { category: "usage", fix: "Correct the option passed to the task's constructor in the config (the message names it)." },
   TASK_INVALID: { category: "usage", fix: "Correct the task field named in the message." },
+  TASK_FILTER_INVALID: { category: "usage", fix: "Fix the task's filter at the place named: Consul refused it (a selector it does not know, e.g. Service.Tag for Service.Tags, or bad syntax); the message gives Consul's reason. `cts synth --input` and Testing check filters offline; `cts doctor` reads every task's query." },
   TASK_NAME_INVALID: { category: "usage", fix: "Use letters, digits, '-' and '_' in task names (as CTS)." },
   TASK_SHAPE_INVALID: { category: "usage", fix: "Make the task a class extending Task (or a ModuleTask) exported from the config, as `cts init` scaffolds." },
   TASK_EMPTY_REFUSED: { category: "usage", fix: "If the empty data is right, set allowEmpty: true on the task (CTS HCL: cts_allow_empty = true) and the next run applies it; otherwise restore the instances (or the token's service:read) in Consul." },

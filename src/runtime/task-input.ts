@@ -1,7 +1,8 @@
 import type { CtsError } from "../errors/cts-error.ts";
 import type { AnyTaskInput } from "../task/task.ts";
 import { allSources, fieldOf } from "../task/sources.ts";
-import type { CatalogReader } from "../consul/types.ts";
+import type { CatalogReader, Source } from "../consul/types.ts";
+import { taskFilterError } from "../task/filter-error.ts";
 import type { SkippedServices } from "./skipped-services.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import type { WatchedData } from "./watched-data.ts";
@@ -28,15 +29,22 @@ export class TaskInputReader implements TaskInputSource {
   async inputOf(e: TaskEntry, signal: AbortSignal): Promise<AnyTaskInput> {
     const input: Record<string, unknown> = {};
     const subs = this.watched?.of(e.name) ?? [];
+    // A filter Consul refuses is the task's configuration error: it names the task and where the filter is written.
+    const asTaskError = (source: Source) => (err: unknown) => Promise.reject(taskFilterError(e.name, source, err, configFilesOf(e)));
     if (subs.length > 0) {
       for (const s of subs) {
-        await s.sub.ready;
+        await s.sub.ready.catch(asTaskError(s.source));
         input[s.field] = s.sub.current();
       }
     } else {
       const onSkipped = (service: string, error: CtsError) => this.skipped.report(e.name, service, error);
-      for (const source of allSources(e.task)) input[fieldOf(source)] = await this.reader.read(source, signal, onSkipped);
+      for (const source of allSources(e.task)) input[fieldOf(source)] = await this.reader.read(source, signal, onSkipped).catch(asTaskError(source));
     }
     return input as AnyTaskInput;
   }
+}
+
+/** The files a task's options are written in, as far as cts knows: the config (or CTS config files); none for an API task. */
+export function configFilesOf(e: TaskEntry): string[] {
+  return e.ref.kind === "config" ? [...(e.ref.configFiles ?? [e.ref.configFile])] : [];
 }

@@ -17,6 +17,8 @@ import type { WatchedData, WatchedSource } from "./watched-data.ts";
 import { taskTemplateDependencies, type TemplateDependency } from "../task/provider-templates.ts";
 import { firesOnAnyChange, snapshotOf, triggerFires, triggerText, type InstanceSnapshot } from "../task/service-trigger.ts";
 import type { ServiceInstance } from "../consul/types.ts";
+import { taskFilterError } from "../task/filter-error.ts";
+import { configFilesOf } from "./task-input.ts";
 
 /** What the triggers ask of the controller (Controller implements it). */
 export interface TriggerGate {
@@ -133,7 +135,7 @@ export class Triggers {
           this.fire(e, why ?? null, triggerText(trigger));
         },
         onError: (err, fatal) => {
-          if (fatal) this.deps.gate.watchFailed(e.name, err);
+          if (fatal) this.deps.gate.watchFailed(e.name, taskFilterError(e.name, source, err, configFilesOf(e)) as CtsError);
           // Consul unavailable (unreachable, no leader): the one client logs it once (and reminds); per task it is debug.
           else if (isUnavailable(err)) this.deps.log.debug(`task '${e.name}': watching Consul: ${err.message}`, { task: e.name });
           else this.deps.log.warn(`task '${e.name}': watching Consul: ${err.message}`, { task: e.name });
