@@ -26,6 +26,9 @@ interface SynthFlags {
   json?: boolean;
 }
 
+/** Where `cts synth` writes for review unless `--out` says otherwise: beside the config, as cdktf's `cdktf.out`. */
+export const REVIEW_DIR = "cts.out";
+
 /** One task's line in the summary. */
 interface SynthRow {
   task: string;
@@ -49,7 +52,7 @@ export function registerSynth(program: Command): void {
     .description("Synthesize tasks to Terraform JSON from current Consul data, for review")
     .argument("[task...]", "tasks to synthesize (default: all)")
     .option("-c, --config <file>", "config file (default ./cts.config.ts)")
-    .option("-o, --out <dir>", "write <dir>/<task>/main.tf.json instead of the working dir")
+    .option("-o, --out <dir>", `write <dir>/<task>/main.tf.json (default ${REVIEW_DIR}/ beside the config; never a task's working dir, which a running cts owns)`)
     .option("--stdout", "print the JSON instead of writing files")
     .option("-s, --snapshot <file>", "read service and KV data from a JSON snapshot (`cts snapshot`) instead of Consul")
     .option("-i, --input <file>", "the same as --snapshot (its first name)")
@@ -60,7 +63,7 @@ export function registerSynth(program: Command): void {
       const snapshot = flags.snapshot ?? flags.input;
       const read = snapshot ? snapshotReader(snapshot) : createConsulReader(loaded.config);
       const root = workingRoot(loaded.dir, loaded.config.driver?.terraform?.workingDir);
-      const outRoot = flags.out ? workingRoot(process.cwd(), flags.out) : root;
+      const outRoot = flags.out ? workingRoot(process.cwd(), flags.out) : join(loaded.dir, REVIEW_DIR);
       const rows: SynthRow[] = [];
       for (const task of tasks) rows.push(await synthOne(loaded, task, read, root, outRoot, flags));
       if (flags.json) printJson({ tasks: rows });
@@ -96,26 +99,31 @@ async function synthOne(
 ): Promise<SynthRow> {
   let result: SynthResult;
   const dir = taskDir(outRoot, task.name);
+  const live = taskWorkingDir(root, loaded.dir, task);
   try {
     const onSkipped = warnSkipped(task.name, (line) => process.stderr.write(`${line}\n`));
     const input = await assembleInput(task, (source) => read(source, onSkipped));
     result = synthesizeTask(task, input, {
       backend: loaded.config.driver?.terraform?.backend,
       configDir: loaded.dir,
-      taskDir: taskWorkingDir(root, loaded.dir, task),
+      taskDir: live,
       providerVersions: loaded.config.driver?.terraform?.providerVersions,
     });
   } catch (err) {
     const error = toCtsError(err, "TASK_SYNTH_FAILED", task.name);
     return { task: task.name, ok: false, error: error.message, ...userCodeFields(error) };
   }
-  const applied = keptAppliedKey(root, task.name, taskWorkingDir(root, loaded.dir, task));
+  const applied = keptAppliedKey(root, task.name, live);
   // A task that reads templates stores "<hash>+<digest of their values>": the JSON is the part before '+'.
   const changed = applied === undefined ? "never applied" : applied.split("+")[0] === result.hash ? "no" : "yes";
   let file: string | undefined;
   if (flags.stdout) {
     process.stdout.write(result.json);
   } else {
+    // The task's working dir is the daemon's: a main.tf.json written there would be what its next
+    // Terraform command reads. A review goes to a folder of its own.
+    if (dir === live)
+      return { task: task.name, ok: false, error: `Task '${task.name}': --out would write ${join(dir, "main.tf.json")}, the task's working dir, which a running cts reads. Pass another --out folder (default ${REVIEW_DIR}/ beside the config), or --stdout.` };
     try {
       // As the driver writes it: never through a link, a failure naming the folder, cause and fix.
       ownFolder(dir, task.name);

@@ -43,7 +43,8 @@ describe("catalog data stays literal from Consul to infrastructure", () => {
     const summary = JSON.parse(stdout);
     assert.equal(summary.tasks[0].ok, true);
     assert.equal(summary.tasks[0].resources, Object.keys(NASTY).length);
-    const json = await readFile(join(tmp.dir, "sync-tasks", "meta", "main.tf.json"), "utf8");
+    assert.equal(summary.tasks[0].file, join(tmp.dir, "cts.out", "meta", "main.tf.json"), "a review folder beside the config, not the task's working dir");
+    const json = await readFile(summary.tasks[0].file, "utf8");
     assert.doesNotMatch(json, /[^$]\$\{file/, "no live interpolation in the JSON");
 
     const rt = await startRuntime(config, { mode: "once" });
@@ -60,7 +61,7 @@ describe("catalog data stays literal from Consul to infrastructure", () => {
 
   it("`cts synth --stdout` prints the same JSON and reports whether it changed since the last apply", async () => {
     const { stdout } = await run("node", [CTS, "synth", "meta", "--config", config, "--stdout"]);
-    assert.equal(stdout, await readFile(join(tmp.dir, "sync-tasks", "meta", "main.tf.json"), "utf8"));
+    assert.equal(stdout, await readFile(join(tmp.dir, "cts.out", "meta", "main.tf.json"), "utf8"));
     const { stdout: table } = await run("node", [CTS, "synth", "--config", config, "--out", join(tmp.dir, "review")]);
     assert.match(table, /meta\s+5\s+\d+\s+[0-9a-f]{12}\s+no\s/);
   });
