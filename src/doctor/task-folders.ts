@@ -48,12 +48,21 @@ function existingFolder(dir: string): string {
  * WORKING_DIR_UNUSABLE error would.
  */
 export function checkTaskFolder(task: string, dir: string, probe: FolderProbe = realProbe, minFreeBytes = MIN_FREE_BYTES): CheckResult {
+  const r = folderCheck(task, dir, probe, minFreeBytes);
+  // A run fails on such a folder with WORKING_DIR_UNUSABLE: the check names the code docs/errors.md lists.
+  return r.ok ? r : { ...r, fix: `${r.fix} (a run fails with WORKING_DIR_UNUSABLE)` };
+}
+
+function folderCheck(task: string, dir: string, probe: FolderProbe, minFreeBytes: number): CheckResult {
   const name = `task-dir:${task}`;
   try {
     const st = lstatSync(dir, { throwIfNoEntry: false });
     if (st?.isSymbolicLink())
       return fail(name, `${dir} is a symbolic link; cts does not work through links in a task's folder`, `remove the link and let cts make the folder, or set the task's workingDir to the folder it points at`);
     if (st && !st.isDirectory()) return fail(name, `${dir} is a file, not a folder`, "remove or move the file; cts makes the folder");
+    // Made read-only on purpose (chmod a-w): root would write there all the same, against that intent.
+    if (st && (st.mode & 0o222) === 0)
+      return fail(name, `${dir} is read-only (mode ${(st.mode & 0o777).toString(8).padStart(4, "0")}): cts keeps the task's Terraform files there and writes them at every run`, "make it writable for the user cts runs as (chmod u+w), or give the task a working dir of its own that is (its workingDir option)");
     const at = st ? dir : existingFolder(dirname(dir));
     if (st) refuseLinks(dir, TASK_DIR_PATHS, task);
     probe.writeProbe(at, task);

@@ -30,10 +30,10 @@ export function folderFix(code: string | undefined, dir: string): string {
     case "EDQUOT":
       return `free space on the filesystem that holds ${dir} (df -h ${dir})`;
     case "EROFS":
-      return `${dir} is on a read-only mount: mount it read-write, or point the working dir at a writable filesystem`;
+      return `${dir} is on a read-only mount: mount it read-write, or move the working dir to a writable filesystem (the task's workingDir option, or driver.terraform.workingDir)`;
     case "EACCES":
     case "EPERM":
-      return `let the user cts runs as write there (chown or chmod ${dir}), or point the working dir elsewhere`;
+      return `let the user cts runs as write there (chown or chmod ${dir}), or move the working dir (the task's workingDir option, or driver.terraform.workingDir)`;
     case "ELOOP":
       return `remove the symbolic link (cts never writes through one); cts makes the file again`;
     case "ENOTDIR":

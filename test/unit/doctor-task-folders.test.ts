@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { formatCheck } from "../../src/doctor/check.ts";
@@ -67,6 +67,22 @@ describe("cts doctor's check of every task's own folder", () => {
       assert.equal(r.ok, false);
       assert.ok(r.detail.includes(join(s.root, "web", ".terraform.lock.hcl")), r.detail);
       assert.match(r.fix!, /remove the link/);
+    } finally {
+      s.done();
+    }
+  });
+
+  it("fails a folder made read-only (no write bit), whoever cts runs as, naming the error a run would fail with", () => {
+    const s = scratch();
+    try {
+      const dir = join(s.root, "own-dir");
+      mkdirSync(dir, { mode: 0o555 });
+      chmodSync(dir, 0o555);
+      const r = checkTaskFolder("web", dir);
+      assert.equal(r.ok, false);
+      assert.match(formatCheck(r), new RegExp(`✗ task-dir:web: ${dir} is read-only \\(mode 0555\\).*Fix: make it writable .*its workingDir option.*\\(a run fails with WORKING_DIR_UNUSABLE\\)`));
+      chmodSync(dir, 0o755);
+      assert.equal(checkTaskFolder("web", dir).ok, true);
     } finally {
       s.done();
     }
