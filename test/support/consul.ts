@@ -49,6 +49,8 @@ export interface ConsulOptions {
   node?: string;
   /** Serf WAN addresses (`127.0.0.1:<port>`) of servers in other datacenters to federate with. */
   retryJoinWan?: string[];
+  /** Open the gRPC TLS port (cluster peering dials it) and enable peering. */
+  peering?: boolean;
 }
 
 /** Makes a CA, a server certificate (SANs include 127.0.0.1) and a client certificate. */
@@ -106,7 +108,7 @@ export async function startConsul(opts: ConsulOptions = {}): Promise<ConsulAgent
 async function startConsulOnce(opts: ConsulOptions): Promise<ConsulAgent> {
   const { consul } = tools();
   const dir = await mkdtemp(join(tmpdir(), "cts-consul-"));
-  const [http, serfLan, serfWan, server, grpc] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+  const [http, serfLan, serfWan, server, grpc, grpcTls] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), opts.peering ? freePort() : Promise.resolve(-1)]);
   const cfg = join(dir, "agent.hcl");
   const certs = opts.tls ? makeCertificates(consul, dir) : undefined;
   const clientTls = certs ? { caFile: certs.caFile, certFile: certs.certFile, keyFile: certs.keyFile } : undefined;
@@ -134,9 +136,9 @@ ${tlsBlock}ports {
   serf_wan = ${serfWan}
   server = ${server}
   grpc = ${grpc}
-  grpc_tls = -1
+  grpc_tls = ${grpcTls}
 }
-${opts.datacenter ? `datacenter = "${opts.datacenter}"\n` : ""}${opts.retryJoinWan ? `retry_join_wan = ${JSON.stringify(opts.retryJoinWan)}\nretry_interval_wan = "1s"\n` : ""}${opts.extraConfig ?? ""}
+${opts.peering ? "peering {\n  enabled = true\n}\n" : ""}${opts.datacenter ? `datacenter = "${opts.datacenter}"\n` : ""}${opts.retryJoinWan ? `retry_join_wan = ${JSON.stringify(opts.retryJoinWan)}\nretry_interval_wan = "1s"\n` : ""}${opts.extraConfig ?? ""}
 `,
   );
   let child: ChildProcess | undefined;
