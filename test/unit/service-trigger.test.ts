@@ -14,6 +14,10 @@ import type { Subscription, SubscriptionListener, Watcher } from "../../src/watc
 import type { RunResult } from "../../src/terraform/types.ts";
 import { fakeClock } from "../support/fake-clock.ts";
 import { parseTask } from "../../src/api/task-request.ts";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fromCtsConfig } from "../../src/cts/config/load.ts";
 import { conditionToCts } from "../../src/cts/api/shape.ts";
 
 const inst = (id: string, node = "n1", extra: Partial<ServiceInstance> = {}): ServiceInstance => ({
@@ -283,5 +287,37 @@ describe("event triggers in the task API (cts_trigger, cts only)", () => {
       assert.match(e.message, /task\.condition\.services\.cts_trigger 'sometimes' is not a trigger\. Use "change"/);
       return true;
     });
+  });
+});
+
+describe("event triggers in a CTS HCL config (cts_trigger, cts only)", () => {
+  /** Loads one task whose condition "services" block holds `body`; its condition, or the load error's message. */
+  const load = async (body: string, extra = "") => {
+    const dir = await mkdtemp(join(tmpdir(), "cts-trigger-"));
+    try {
+      const file = join(dir, "cts.hcl");
+      await writeFile(file, `task {\n  name   = "t"\n  module = "./m"\n  condition "services" {\n    names = ["web"]\n    ${body}\n  }\n${extra}}\n`);
+      return (await fromCtsConfig(file))[0]!.condition;
+    } catch (e) {
+      return (e as Error).message.replace(dir, "<dir>");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  };
+
+  it("maps the attribute and the block forms to the task's trigger", async () => {
+    assert.deepEqual(await load('cts_trigger = "register"'), { kind: "services", query: { passingOnly: true, names: ["web"] }, trigger: "register" });
+    assert.deepEqual(((await load("cts_trigger { above = 3 }")) as ServicesCondition).trigger, { above: 3 });
+    assert.deepEqual(((await load("cts_trigger = { above = 0, below = 1 }")) as ServicesCondition).trigger, { above: 0, below: 1 });
+    assert.equal(((await load("")) as ServicesCondition).trigger, undefined, "CTS's behaviour without it");
+  });
+
+  it("refuses a bad value at its file and line, in CTS HCL's spelling", async () => {
+    assert.equal(
+      await load('cts_trigger = "sometimes"'),
+      '<dir>/cts.hcl:6: condition "services": cts_trigger \'sometimes\' is not a trigger. Use "change" (the default), "register", "deregister", or a count threshold { above = n } / { below = n } (or both).',
+    );
+    assert.match(String(await load("cts_trigger { below = 0 }")), /cts\.hcl:6: condition "services": cts_trigger\.below must be a whole number of instances, 1 or more \(got 0\).*E\.g\. below = 1/);
+    assert.match(String(await load('cts_trigger = "register"', '  module_input "services" {\n    names = ["api"]\n    cts_trigger = "register"\n  }\n')), /cts\.hcl:10: 'cts_trigger' is not a valid key in task\.module_input/);
   });
 });
