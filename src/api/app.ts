@@ -17,6 +17,7 @@ import { metricsRoutes } from "./routes/metrics.ts";
 import { statusRoutes } from "./routes/status.ts";
 import { taskActionRoutes } from "./routes/task-actions.ts";
 import { taskRoutes } from "./routes/tasks.ts";
+import { taskRunRoutes } from "./routes/task-runs.ts";
 import { mountUi } from "./ui.ts";
 
 /** Access settings of the API app. */
@@ -62,6 +63,7 @@ export function createApiApp(deps: ApiDeps, opts: ApiAppOptions = {}): ApiApp & 
   healthRoutes(app, kit);
   statusRoutes(app, kit);
   taskActionRoutes(app, kit);
+  taskRunRoutes(app, kit);
   taskRoutes(app, kit);
   metricsRoutes(app, kit, opts.metricsRequireToken === true);
 

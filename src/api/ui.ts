@@ -5,7 +5,7 @@ import { streamSSE } from "hono/streaming";
 import { knownSecrets } from "../secrets/redactor.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import type { TaskView } from "../runtime/interfaces.ts";
-import { classModuleLabel, driftToCts, heldToApi } from "../cts/api/shape.ts";
+import { classModuleLabel, driftToCts, heldToApi, outputsToApi } from "../cts/api/shape.ts";
 import type { ApiController, ConsulState } from "./deps.ts";
 import type { ApiApp, ApiEnv } from "./env.ts";
 import { ApiError } from "./http-error.ts";
@@ -82,6 +82,9 @@ function taskOf(v: TaskView, ctrl: ApiController): Record<string, unknown> {
     drift: driftToCts(v) ?? null,
     held: v.held ? heldToApi(v.held) : null,
     events: ctrl.events.list(v.name),
+    // Beyond CTS: the latest Terraform outputs (sensitive values redacted) and how many runs the history keeps (the page loads them from /v1/tasks/{name}/runs).
+    outputs: ((o) => (o ? outputsToApi(o) : null))(ctrl.taskOutputs?.(v.name)),
+    runs_kept: ctrl.taskRuns?.(v.name).length ?? 0,
   };
 }
 

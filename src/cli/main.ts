@@ -9,6 +9,7 @@ import { registerTask } from "./task.ts";
 import { registerStatus } from "./status.ts";
 import { registerDrift } from "./drift.ts";
 import { registerApprovals } from "./approve.ts";
+import { registerHistory } from "./history.ts";
 import { endQuietlyOnBrokenPipe, say } from "./output.ts";
 import { VERSION } from "../version.ts";
 import { normalizeStartArgs } from "./start-args.ts";
@@ -41,7 +42,7 @@ const LOCAL_COMMANDS: Record<string, () => Promise<(p: Command) => void>> = {
   doctor: async () => (await import("./doctor.ts")).registerDoctor,
 };
 const command = process.argv[2] ?? "";
-if (!["task", "status", "drift", "approve", "reject"].includes(command)) {
+if (!["task", "status", "drift", "approve", "reject", "history"].includes(command)) {
   const wanted = LOCAL_COMMANDS[command] ? [LOCAL_COMMANDS[command]] : [...new Set(Object.values(LOCAL_COMMANDS))];
   const registrars = new Set(await Promise.all(wanted.map((load) => load())));
   for (const register of registrars) register(program);
@@ -50,6 +51,7 @@ registerTask(program);
 registerStatus(program);
 registerDrift(program);
 registerApprovals(program);
+registerHistory(program);
 
 // `cts task …` takes CTS's flag spellings and exits with CTS's codes (src/cts/cli/flags.ts).
 const ctsTask = process.argv[2] === "task";

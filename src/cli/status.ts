@@ -4,6 +4,7 @@ import { clusterText } from "./cluster-status.ts";
 import { printJson, say, table } from "./output.ts";
 import { apiOptions, clientFor } from "./task.ts";
 import { counted } from "../values/counted.ts";
+import { outputsText } from "./outputs-text.ts";
 
 interface StatusFlags {
   httpAddr?: string;
@@ -90,6 +91,12 @@ export function registerStatus(program: Command): void {
         for (const r of (h.resources as ApiBody[] | undefined) ?? []) say(`      ${resourceLine(r.address, r.action)}\n`);
         say(`  decide: cts approve ${t.task_name}   |   cts reject ${t.task_name}\n`);
       }
+      // Beyond CTS: a task's latest Terraform outputs, when one task is asked for (`cts task outputs` shows them too).
+      if (name !== undefined)
+        for (const t of list.filter((t) => t.outputs)) {
+          process.stdout.write(`\n==> ${t.task_name}: outputs of ${t.outputs.updated_at}\n`);
+          say(outputsText(t.outputs.values as Record<string, ApiBody>).replace(/^/gm, "  "));
+        }
       if (!flags.events) return;
       for (const t of list) {
         const events = (t.events as ApiBody[] | undefined) ?? [];

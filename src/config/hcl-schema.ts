@@ -46,7 +46,8 @@ export const TFC_DRIVER_KEYS = ["hostname", "organization", "token", "workspace_
 
 /** The top level of a CTS config file. */
 export const CTS_SCHEMA: BlockSchema = {
-  attrs: ["log_level", "port", "working_dir", "id", "client_type", "license_path"],
+  // cts_history_*: cts's own (not CTS's): how long each task's run history is kept.
+  attrs: ["log_level", "port", "working_dir", "id", "client_type", "license_path", "cts_history_keep", "cts_history_max_age"],
   blocks: {
     syslog: { attrs: ["enabled", "facility", "name"] },
     buffer_period: BUFFER,

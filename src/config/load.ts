@@ -90,6 +90,9 @@ export async function loadConfig(path?: string | string[], cwd = process.cwd()):
   // A config outside an ESM package is loaded as CommonJS, whose default export arrives wrapped once more.
   let config = (mod.default ?? (mod as { config?: unknown }).config) as (CtsConfig & { default?: CtsConfig }) | undefined;
   if (config && (config as Partial<CtsConfig>).tasks === undefined && config.default) config = config.default;
+  // defineConfig() refused unknown keys already; a default export written without it is checked here.
+  const unknownKeys = (await import("./define-config.ts")).configOptionsError(config, file);
+  if (unknownKeys) throw unknownKeys;
   validateConfig(config, file);
   await readModuleVariableFiles(config, dirname(file));
   return { config: config!, file, dir: dirname(file) };
@@ -171,6 +174,7 @@ export function validateConfig(config: CtsConfig | undefined, file: string, dir:
     problems.push(...guardProblems(config.guards, "guards"));
     if ((config.guards as { check?: unknown } | null)?.check !== undefined) problems.push({ field: "guards.check", message: "is a task's own guard: put the predicate in the task's `guards` (it runs with the task's code)." });
   }
+  if (config.history !== undefined) problems.push(...historyProblems(config.history));
   if (config.concurrency !== undefined && (!Number.isInteger(config.concurrency) || config.concurrency < 1))
     problems.push({ field: "concurrency", message: `must be a whole number >= 1 (got ${String(config.concurrency)}).` });
   const tf = config.driver?.terraform;
@@ -255,4 +259,17 @@ function syslogProblems(syslog: CtsConfig["syslog"]): Problem[] {
     if (syslog[k] !== undefined && (typeof syslog[k] !== "string" || syslog[k] === "")) problems.push({ field: `syslog.${k}`, message: "must be a non-empty string." });
   if (syslog.enabled !== undefined && typeof syslog.enabled !== "boolean") problems.push({ field: "syslog.enabled", message: "must be true or false." });
   return problems;
+}
+
+/** Problems of `history` (`{ keep?: 1–1000, maxAge?: duration }`). */
+function historyProblems(h: unknown): Problem[] {
+  if (!h || typeof h !== "object" || Array.isArray(h)) return [{ field: "history", message: 'must be { keep?: number, maxAge?: "720h" }.' }];
+  const { keep, maxAge, ...rest } = h as { keep?: unknown; maxAge?: unknown };
+  const p: Problem[] = [];
+  for (const k of Object.keys(rest)) p.push({ field: `history.${k}`, message: "is not a setting of history. Use keep or maxAge." });
+  if (keep !== undefined && !(typeof keep === "number" && Number.isInteger(keep) && keep >= 1 && keep <= 1000))
+    p.push({ field: "history.keep", message: `must be a whole number from 1 to 1000 (got ${String(keep)}).` });
+  const ms = typeof maxAge === "string" || typeof maxAge === "number" ? parseDuration(maxAge) : undefined;
+  if (maxAge !== undefined && !(ms !== undefined && ms > 0)) p.push({ field: "history.maxAge", message: `'${String(maxAge)}' is not a positive duration. Use e.g. "720h" (30 days).` });
+  return p;
 }

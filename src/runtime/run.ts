@@ -17,6 +17,8 @@ import { memoryTaskState } from "../state/memory-state.ts";
 import type { TerraformStates } from "../state/terraform-states.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import { driftSettings } from "./drift.ts";
+import { historyRetention } from "./history.ts";
+import type { RunRetention } from "../state/records.ts";
 import type { TaskInputSource } from "./task-input.ts";
 
 /** What a run does with Terraform. */
@@ -90,6 +92,11 @@ export class TaskRunner {
     this.holds = new Holds(this.state);
   }
 
+  /** How long each task's run history is kept (the config's `history`, with its defaults). */
+  get retention(): RunRetention {
+    return historyRetention(this.deps.loaded.config.history);
+  }
+
   /** The guards a task's plans are checked with (its own over the config's), and whether every plan waits for approval. */
   guardsOf(e: TaskEntry): { guards?: GuardSettings; always: boolean } {
     const guards = effectiveGuards(this.deps.loaded.config.guards, e.task.guards);
@@ -124,6 +131,7 @@ export class TaskRunner {
     if (mode === "destroy") {
       await this.voidAppliedHash(e);
       const result = await driver.destroy(ws, { signal, onOutput });
+      this.state.recordOutputs(e.name, { outputs: {}, updatedAt: new Date().toISOString() });
       return { task: e.name, ok: true, outcome: "destroyed", result, synth };
     }
     const outcome = await this.apply(e, synth, ws, applied, signal, count, stateLost);
@@ -283,6 +291,8 @@ export class TaskRunner {
   private async applied(e: TaskEntry, synth: SynthResult, applied: string, result: RunResult, count?: number): Promise<RunOutcome> {
     const state = await this.deps.states?.fingerprint(e.name);
     this.state.recordApplied(e.name, { key: applied, ...(count !== undefined ? { count } : {}), ...(typeof state === "string" ? { state } : {}) });
+    // The outputs the apply left (a driver that could not read them leaves the ones from before).
+    if (result.outputs) this.state.recordOutputs(e.name, { outputs: knownSecrets.redactDeep(result.outputs), updatedAt: new Date().toISOString() });
     return { task: e.name, ok: true, outcome: "applied", result, synth };
   }
 

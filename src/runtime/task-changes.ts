@@ -43,7 +43,7 @@ export class TaskChanges {
     e.enabled = enabled;
     if (enabled) {
       this.d.rewatch(e);
-      if (opts.run !== false && this.d.mine(name)) runs.enqueue(name);
+      if (opts.run !== false && this.d.mine(name)) runs.enqueue(name, "task-change");
     } else {
       triggers.stop(e);
       runs.drop(name);
@@ -112,7 +112,7 @@ export class TaskChanges {
     if (!e || e.deleting || !e.enabled) return;
     this.d.runner.state.forgetAppliedKey(name);
     this.d.triggers.start(e);
-    this.d.runs.enqueue(name);
+    this.d.runs.enqueue(name, "task-change");
   }
 
   /** Shared mode, a task moving away: stop its triggers, cancel its run, wait (up to `graceMs`) until it is not running. */

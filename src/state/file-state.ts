@@ -1,7 +1,22 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import type { CtsError } from "../errors/cts-error.ts";
-import { isAppliedRecord, isHoldRecord, type AppliedRecord, type DriftResult, type HoldRecord, type StoredTask, type TaskChange, type TaskEvent } from "./records.ts";
+import {
+  isAppliedRecord,
+  isHoldRecord,
+  isOutputsRecord,
+  isRunRecord,
+  retainRuns,
+  type AppliedRecord,
+  type DriftResult,
+  type HoldRecord,
+  type OutputsRecord,
+  type RunRecord,
+  type RunRetention,
+  type StoredTask,
+  type TaskChange,
+  type TaskEvent,
+} from "./records.ts";
 import { readKept, removeKept, writeKept } from "../driver/safe-files.ts";
 import type { StoredState } from "./stored-state.ts";
 import type { TaskState } from "./task-state.ts";
@@ -12,6 +27,10 @@ export const STATE_FOLDER = ".cts-state";
 export const APPLIED_FILE = "applied.json";
 /** A task's held plan or rejected inputs. */
 export const HOLD_FILE = "hold.json";
+/** A task's latest Terraform outputs (sensitive values redacted). */
+export const OUTPUTS_FILE = "outputs.json";
+/** A task's run history, newest first (what the retention keeps). */
+export const RUNS_FILE = "runs.json";
 
 /** Files older versions kept in the task's working dir; read once when the new ones are missing, then removed. */
 const LEGACY = { hash: ".cts-applied-hash", count: ".cts-applied-count", hold: ".cts-hold.json" };
@@ -24,14 +43,17 @@ export function taskStateDir(root: string, task: string): string {
 interface Kept {
   applied?: AppliedRecord;
   hold: HoldRecord;
+  outputs?: OutputsRecord;
+  /** Read from its file on first use. */
+  runs?: RunRecord[];
 }
 
 /**
  * The task state of a single instance: one folder per task under `<working dir>/.cts-state/`,
  * each file written at once (temp file and rename) and never through a link. A new process takes
  * the count and the holds back, not the applied key: it applies every task once, as CTS does (the
- * key stays on disk for `cts synth`). Events and task records live in memory only (a restart
- * starts from the config, as CTS).
+ * key stays on disk for `cts synth`), the outputs and the run history. Events and task records
+ * live in memory only (a restart starts from the config, as CTS).
  */
 export class FileTaskState implements TaskState {
   private readonly kept = new Map<string, Kept>();
@@ -114,6 +136,42 @@ export class FileTaskState implements TaskState {
     else this.drifts.delete(task);
   }
 
+  outputs(task: string): OutputsRecord | undefined {
+    return this.load(task).outputs;
+  }
+
+  recordOutputs(task: string, record: OutputsRecord): void {
+    this.load(task).outputs = record;
+    try {
+      writeKept(this.dirOf(task), OUTPUTS_FILE, JSON.stringify(record) + "\n", task);
+    } catch (err) {
+      this.problem(err as CtsError); // kept in memory; a restart shows the outputs of the apply before
+    }
+  }
+
+  runs(task: string): RunRecord[] {
+    return [...this.runsOf(task)];
+  }
+
+  recordRun(task: string, run: RunRecord, retention: RunRetention): void {
+    const k = this.load(task);
+    k.runs = retainRuns([run, ...this.runsOf(task)], retention, Date.parse(run.end_time)).kept;
+    try {
+      writeKept(this.dirOf(task), RUNS_FILE, JSON.stringify(k.runs) + "\n", task);
+    } catch (err) {
+      this.problem(err as CtsError); // kept in memory; a restart forgets this run
+    }
+  }
+
+  private runsOf(task: string): RunRecord[] {
+    const k = this.load(task);
+    if (!k.runs) {
+      const list = parse(readOrNothing(join(this.dirOf(task), RUNS_FILE), task));
+      k.runs = Array.isArray(list) ? list.filter((r): r is RunRecord => isRunRecord(r, task)) : [];
+    }
+    return k.runs;
+  }
+
   recordEvents(_task: string, _events: TaskEvent[]): void {
     /* events live in memory (the runtime's EventStore) */
   }
@@ -148,6 +206,8 @@ export class FileTaskState implements TaskState {
     if (isAppliedRecord(applied) && applied.count !== undefined) k.applied = { count: applied.count };
     const hold = parse(readOrNothing(join(dir, HOLD_FILE), task));
     if (isHoldRecord(hold, task)) k.hold = hold;
+    const outputs = parse(readOrNothing(join(dir, OUTPUTS_FILE), task));
+    if (isOutputsRecord(outputs)) k.outputs = outputs;
     this.migrate(task, k);
     return k;
   }

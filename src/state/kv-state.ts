@@ -1,5 +1,5 @@
 import { CtsError } from "../errors/cts-error.ts";
-import type { AppliedRecord, DriftResult, HoldRecord, StoredTask, TaskChange, TaskEvent } from "./records.ts";
+import { retainRuns, type AppliedRecord, type DriftResult, type HoldRecord, type OutputsRecord, type RunRecord, type RunRetention, type StoredTask, type TaskChange, type TaskEvent } from "./records.ts";
 import { stateKeys, type StoredState } from "./stored-state.ts";
 import type { TaskState } from "./task-state.ts";
 
@@ -34,6 +34,9 @@ export class KvTaskState implements TaskState {
   private readonly holds = new Map<string, HoldRecord>();
   /** Drift findings live in memory (a new leader checks again). */
   private readonly drifts = new Map<string, DriftResult>();
+  private readonly outputsOf = new Map<string, OutputsRecord>();
+  /** Each task's runs, newest first: one KV key per run. */
+  private readonly runsOf = new Map<string, RunRecord[]>();
   /** Tasks whose applied record is in KV (or queued to be): only those need a stored void before a run. */
   private readonly stored = new Set<string>();
 
@@ -99,6 +102,30 @@ export class KvTaskState implements TaskState {
     else this.drifts.delete(task);
   }
 
+  outputs(task: string): OutputsRecord | undefined {
+    return this.outputsOf.get(task);
+  }
+
+  recordOutputs(task: string, record: OutputsRecord): void {
+    this.outputsOf.set(task, record);
+    const fence = this.access.fence(task, "run");
+    if (fence === null) return;
+    this.writes.set(stateKeys.outputs(this.prefix, task), JSON.stringify(record), fence);
+  }
+
+  runs(task: string): RunRecord[] {
+    return [...(this.runsOf.get(task) ?? [])];
+  }
+
+  recordRun(task: string, run: RunRecord, retention: RunRetention): void {
+    const { kept, dropped } = retainRuns([run, ...(this.runsOf.get(task) ?? [])], retention, Date.parse(run.end_time));
+    this.runsOf.set(task, kept);
+    const fence = this.access.fence(task, "run");
+    if (fence === null) return;
+    if (kept[0]?.id === run.id) this.writes.set(stateKeys.run(this.prefix, task, run.id), JSON.stringify(run), fence);
+    for (const id of dropped) if (id !== run.id) this.writes.set(stateKeys.run(this.prefix, task, id), null, fence);
+  }
+
   recordEvents(task: string, events: TaskEvent[]): void {
     const fence = this.access.fence(task, "run");
     if (fence === null) return;
@@ -115,6 +142,8 @@ export class KvTaskState implements TaskState {
       this.writes.set(stateKeys.events(p, change.task), null, fence);
       this.writes.set(stateKeys.hold(p, change.task), null, fence);
       this.writes.set(stateKeys.applied(p, change.task), null, fence);
+      this.writes.set(stateKeys.outputs(p, change.task), null, fence);
+      for (const run of this.runsOf.get(change.task) ?? []) this.writes.set(stateKeys.run(p, change.task, run.id), null, fence);
       this.stored.delete(change.task);
       this.access.tasksChanged?.();
       return;
@@ -128,6 +157,8 @@ export class KvTaskState implements TaskState {
     this.appliedOf.delete(task);
     this.holds.delete(task);
     this.drifts.delete(task);
+    this.outputsOf.delete(task);
+    this.runsOf.delete(task);
   }
 
   /**
@@ -142,6 +173,21 @@ export class KvTaskState implements TaskState {
       const record = state.holds.get(task);
       if (record?.held || record?.rejected) this.holds.set(task, record);
       else this.holds.delete(task);
+    }
+    // Outputs and runs: what the instance that ran the task kept (a follower shows them, a new leader goes on from them).
+    const outputs = state.outputs ?? new Map<string, OutputsRecord>();
+    const runs = state.runs ?? new Map<string, RunRecord[]>();
+    for (const task of new Set([...this.outputsOf.keys(), ...outputs.keys()])) {
+      if (opts.except?.has(task)) continue;
+      const record = outputs.get(task);
+      if (record) this.outputsOf.set(task, record);
+      else this.outputsOf.delete(task);
+    }
+    for (const task of new Set([...this.runsOf.keys(), ...runs.keys()])) {
+      if (opts.except?.has(task)) continue;
+      const list = runs.get(task);
+      if (list?.length) this.runsOf.set(task, list);
+      else this.runsOf.delete(task);
     }
     if (!opts.applied) return;
     this.appliedOf.clear();

@@ -1,4 +1,4 @@
-import type { AppliedRecord, DriftResult, HoldRecord } from "./records.ts";
+import { retainRuns, type AppliedRecord, type DriftResult, type HoldRecord, type OutputsRecord, type RunRecord } from "./records.ts";
 import type { TaskState } from "./task-state.ts";
 
 /** A task state kept in memory only (unit tests, a runner without a working dir): forgotten with the process. */
@@ -6,7 +6,15 @@ export function memoryTaskState(): TaskState {
   const applied = new Map<string, AppliedRecord>();
   const holds = new Map<string, HoldRecord>();
   const drift = new Map<string, DriftResult>();
+  const outputs = new Map<string, OutputsRecord>();
+  const runs = new Map<string, RunRecord[]>();
   return {
+    outputs: (task) => outputs.get(task),
+    recordOutputs: (task, record) => void outputs.set(task, record),
+    runs: (task) => [...(runs.get(task) ?? [])],
+    recordRun(task, run, retention) {
+      runs.set(task, retainRuns([run, ...(runs.get(task) ?? [])], retention, Date.parse(run.end_time)).kept);
+    },
     drift: (task) => drift.get(task),
     recordDrift: (task, result) => void (result ? drift.set(task, result) : drift.delete(task)),
     applied: (task) => applied.get(task),
@@ -31,6 +39,8 @@ export function memoryTaskState(): TaskState {
       applied.delete(task);
       holds.delete(task);
       drift.delete(task);
+      outputs.delete(task);
+      runs.delete(task);
     },
   };
 }

@@ -1,5 +1,6 @@
-import { createHash } from "node:crypto";
-import type { ChangeSummary, ResourceChange } from "../driver/types.ts";
+import { createHash, randomBytes } from "node:crypto";
+import type { ChangeSummary, ResourceChange, TaskOutputs } from "../driver/types.ts";
+import { isTaskOutputs } from "../driver/outputs.ts";
 import type { PlanJson } from "../task/guards.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 
@@ -81,6 +82,11 @@ export interface TaskEvent {
   state_lost?: string;
   /** Beyond CTS, drift checks only: whether the drift was corrected, and what that apply changed. */
   drift?: { corrected: boolean; applied?: { add: number; change: number; destroy: number } };
+  /**
+   * Beyond CTS, a run that applied or destroyed: the task's Terraform outputs after it (sensitive
+   * values redacted); left out when they take more than 16 KiB (`cts task outputs` shows them).
+   */
+  outputs?: TaskOutputs;
 }
 
 /** A plan that waits for a person: made, checked, not applied. */
@@ -164,4 +170,105 @@ export interface DriftResult {
   applied?: ChangeSummary;
   /** Why the check failed. */
   error?: string;
+}
+
+/** A task's latest Terraform outputs (sensitive values redacted), and the run that left them. */
+export interface OutputsRecord {
+  outputs: TaskOutputs;
+  /** When the apply that read them ended (ISO time). */
+  updatedAt: string;
+  /** The run (its history record's id) that read them. */
+  runId?: string;
+}
+
+/** Whether a stored value is an outputs record (files and KV are writable by others). */
+export function isOutputsRecord(v: unknown): v is OutputsRecord {
+  if (!v || typeof v !== "object") return false;
+  const r = v as Record<string, unknown>;
+  return isTaskOutputs(r.outputs) && typeof r.updatedAt === "string" && (r.runId === undefined || typeof r.runId === "string");
+}
+
+/** What started a run (kept in its history record). */
+export type RunTrigger =
+  | "change" // watched data (services, catalog, KV, a template's secret) changed
+  | "schedule" // a schedule condition's tick
+  | "start" // the first run after cts started or began leading
+  | "api" // `cts task run`, `PATCH /v1/tasks/{name}?run=now`
+  | "approve" // `cts approve`
+  | "task-change" // created or enabled through the API
+  | "state-lost" // its Terraform state was gone or replaced
+  | "once" // `cts once`
+  | "drift-check" // a drift check found drift
+  | "destroy"; // a destroy (`cts task delete --destroy`)
+
+/**
+ * One run of a task as its history keeps it (`GET /v1/tasks/{name}/runs`, `cts history`): beyond
+ * CTS's 5 events, every run, for as long as the retention setting says. Scrubbed like an event.
+ */
+export interface RunRecord {
+  /** Sortable and unique: `<ISO start time>-<8 hex>` (the paging cursor). */
+  id: string;
+  task: string;
+  trigger: RunTrigger;
+  /** applied | no-op | failed | held | rejected | cancelled | destroyed | drift … (as the event's outcome). */
+  outcome: string;
+  success: boolean;
+  start_time: string;
+  end_time: string;
+  duration_ms: number;
+  /** The sha256 of the synthesized Terraform JSON the run was given (absent when it failed before). */
+  inputs_digest?: string;
+  /** What the plan or apply changed, and the resources by address (at most 100). */
+  plan?: { changes: { add: number; change: number; destroy: number }; resources: Array<{ address: string; action: string }> };
+  /** Terraform Cloud driver: the run's page. */
+  run_url?: string;
+  /** Why it failed, was held or refused. */
+  error?: string;
+}
+
+/** How long a task's runs are kept: the newest `keep`, none older than `maxAgeMs`. */
+export interface RunRetention {
+  keep: number;
+  maxAgeMs: number;
+}
+
+/** Whether a stored value is a run record of `task`. */
+export function isRunRecord(v: unknown, task: string): v is RunRecord {
+  if (!v || typeof v !== "object") return false;
+  const r = v as Record<string, unknown>;
+  return (
+    r.task === task &&
+    typeof r.id === "string" &&
+    RUN_ID.test(r.id) &&
+    typeof r.trigger === "string" &&
+    typeof r.outcome === "string" &&
+    typeof r.success === "boolean" &&
+    typeof r.start_time === "string" &&
+    typeof r.end_time === "string" &&
+    typeof r.duration_ms === "number"
+  );
+}
+
+/** A run id: the start time (ms, UTC, sortable as text) and 8 hex characters. */
+export const RUN_ID = /^\d{8}T\d{9}Z-[0-9a-f]{8}$/;
+
+/** A new run id for a run started at `start`. */
+export function runId(start: Date): string {
+  const iso = start.toISOString(); // 2026-11-28T04:38:18.123Z
+  return `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}T${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}${iso.slice(20, 23)}Z-${randomBytes(4).toString("hex")}`;
+}
+
+/**
+ * A task's runs after a new one (`runs` newest first): what the retention keeps, and the ids it
+ * drops (the stores delete those).
+ */
+export function retainRuns(runs: RunRecord[], retention: RunRetention, now: number): { kept: RunRecord[]; dropped: string[] } {
+  const kept: RunRecord[] = [];
+  const dropped: string[] = [];
+  for (const r of runs) {
+    const age = now - Date.parse(r.start_time);
+    if (kept.length < retention.keep && !(age > retention.maxAgeMs)) kept.push(r);
+    else dropped.push(r.id);
+  }
+  return { kept, dropped };
 }

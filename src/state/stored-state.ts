@@ -1,5 +1,5 @@
 import { MAX_WALK_DEPTH, tooDeepAt } from "../values/data-depth.ts";
-import { isAppliedRecord, isHoldRecord, type AppliedRecord, type HoldRecord, type StoredTask, type TaskEvent } from "./records.ts";
+import { isAppliedRecord, isHoldRecord, isOutputsRecord, isRunRecord, type AppliedRecord, type HoldRecord, type OutputsRecord, type RunRecord, type StoredTask, type TaskEvent } from "./records.ts";
 
 /** One entry of a recursive KV read (the cluster's `HaKv` answers with these). */
 export interface KvEntry {
@@ -17,6 +17,10 @@ export interface StoredState {
   holds: Map<string, HoldRecord>;
   /** What the leader applied last, by task (the no-op skip of a new leader). */
   applied: Map<string, AppliedRecord>;
+  /** Each task's latest Terraform outputs (sensitive values redacted). */
+  outputs?: Map<string, OutputsRecord>;
+  /** Each task's run history, newest first. */
+  runs?: Map<string, RunRecord[]>;
   /** Entries that could not be parsed (logged, ignored). */
   problems: string[];
 }
@@ -27,17 +31,27 @@ export const stateKeys = {
   events: (prefix: string, name: string) => `${prefix}events/${name}`,
   hold: (prefix: string, name: string) => `${prefix}holds/${name}`,
   applied: (prefix: string, name: string) => `${prefix}applied/${name}`,
+  outputs: (prefix: string, name: string) => `${prefix}outputs/${name}`,
+  /** One key per run (a task's history can outgrow one KV value): `runs/<task>/<run id>`. */
+  run: (prefix: string, name: string, id: string) => `${prefix}runs/${name}/${id}`,
 };
 
 /** Parses the entries of `<parentPath>/state/` (a recursive read). */
 export function parseState(prefix: string, entries: KvEntry[]): StoredState {
-  const state: StoredState = { tasks: new Map(), events: new Map(), holds: new Map(), applied: new Map(), problems: [] };
+  const outputs = new Map<string, OutputsRecord>();
+  const runs = new Map<string, RunRecord[]>();
+  const state: StoredState = { tasks: new Map(), events: new Map(), holds: new Map(), applied: new Map(), outputs, runs, problems: [] };
   for (const e of entries) {
     if (!e.key.startsWith(prefix)) continue;
     const rest = e.key.slice(prefix.length);
     const slash = rest.indexOf("/");
     if (slash < 0) continue;
-    const [kind, name] = [rest.slice(0, slash), rest.slice(slash + 1)];
+    const kind = rest.slice(0, slash);
+    let name = rest.slice(slash + 1);
+    // runs/<task>/<run id>: the task's name has no slash.
+    const runAt = kind === "runs" ? name.indexOf("/") : -1;
+    const id = runAt >= 0 ? name.slice(runAt + 1) : "";
+    if (kind === "runs") name = runAt >= 0 ? name.slice(0, runAt) : "";
     if (!name) continue;
     try {
       const value = JSON.parse(e.value) as unknown;
@@ -56,6 +70,14 @@ export function parseState(prefix: string, entries: KvEntry[]): StoredState {
       } else if (kind === "applied") {
         if (!isAppliedRecord(value)) throw new Error("not an applied record");
         state.applied.set(name, { ...(value.key !== undefined ? { key: value.key } : {}), ...(value.count !== undefined ? { count: value.count } : {}), ...(value.state !== undefined ? { state: value.state } : {}) });
+      } else if (kind === "outputs") {
+        if (!isOutputsRecord(value)) throw new Error("not a task's outputs");
+        outputs.set(name, value);
+      } else if (kind === "runs") {
+        if (!isRunRecord(value, name) || value.id !== id) throw new Error("not a run of this task");
+        const list = runs.get(name) ?? [];
+        list.push(value);
+        runs.set(name, list);
       } else if (kind === "events") {
         if (!Array.isArray(value)) throw new Error("not a list of events");
         state.events.set(name, (value as TaskEvent[]).filter((ev) => ev && typeof ev === "object" && ev.task_name === name));
@@ -64,6 +86,8 @@ export function parseState(prefix: string, entries: KvEntry[]): StoredState {
       state.problems.push(`'${e.key}': ${err instanceof Error ? err.message : String(err)}`);
     }
   }
+  // Newest first (ids sort by start time).
+  for (const list of runs.values()) list.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
   return state;
 }
 

@@ -1,4 +1,4 @@
-import type { AppliedRecord, DriftResult, HoldRecord, StoredTask, TaskChange, TaskEvent } from "./records.ts";
+import type { AppliedRecord, DriftResult, HoldRecord, OutputsRecord, RunRecord, RunRetention, StoredTask, TaskChange, TaskEvent } from "./records.ts";
 import type { StoredState } from "./stored-state.ts";
 
 /**
@@ -36,6 +36,17 @@ export interface TaskState {
   drift(task: string): DriftResult | undefined;
   /** Keeps a drift check's finding (undefined clears it). */
   recordDrift(task: string, result: DriftResult | undefined): void;
+  /**
+   * The task's latest Terraform outputs (sensitive values redacted) and the run that read them;
+   * undefined before its first apply. What task chains read (`input.outputs.<task>`).
+   */
+  outputs(task: string): OutputsRecord | undefined;
+  /** After an apply or destroy: keeps the outputs it left (kept across restarts and failover). */
+  recordOutputs(task: string, record: OutputsRecord): void;
+  /** The task's run history, newest first (what the retention kept). */
+  runs(task: string): RunRecord[];
+  /** A run ended: keeps it, dropping the runs `retention` no longer keeps. */
+  recordRun(task: string, run: RunRecord, retention: RunRetention): void;
   /** The task's events changed: keeps the list (newest first). */
   recordEvents(task: string, events: TaskEvent[]): void;
   /** A task was created, replaced, enabled, disabled or deleted at run time: keeps its record (`record`, or a tombstone). */

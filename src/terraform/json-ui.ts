@@ -20,7 +20,7 @@ export interface UiChangeSummary extends ChangeSummary {
 export type UiEvent =
   | { kind: "summary"; summary: UiChangeSummary; lines: string[] }
   | { kind: "diagnostic"; diagnostic: Diagnostic; lines: string[] }
-  | { kind: "message"; type: string; lines: string[]; change?: ResourceChange };
+  | { kind: "message"; type: string; lines: string[]; change?: ResourceChange; outputs?: unknown };
 
 const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) ? v : 0);
 const str = (v: unknown): string => (typeof v === "string" ? v : "");
@@ -68,6 +68,8 @@ export function parseUiLine(line: string): UiEvent | undefined {
   }
   // The version banner is noise in a per-task log; everything else reads well as its @message.
   if (type === "version") return { kind: "message", type, lines: [] };
+  // An apply's outputs (sensitive ones without their value); the message itself is "Outputs: N".
+  if (type === "outputs") return { kind: "message", type, lines: text ? [text] : [], outputs: msg.outputs ?? {} };
   if (type === "planned_change") {
     const c = (msg.change ?? {}) as { resource?: { addr?: unknown }; action?: unknown };
     const address = str(c.resource?.addr);
@@ -92,6 +94,8 @@ export class UiStream {
   plannedChanges = 0;
   /** The first MAX_RESOURCE_CHANGES of them by address, in Terraform's order. */
   readonly resourceChanges: ResourceChange[] = [];
+  /** The last `outputs` message's outputs, as Terraform wrote them (read with redactOutputs, never logged). */
+  outputs: unknown;
 
   /** Feeds one stdout line; returns the human lines it produced (possibly none). */
   push(line: string): string[] {
@@ -99,6 +103,7 @@ export class UiStream {
     if (!ev) return [];
     if (ev.kind === "summary") this.summaries.set(ev.summary.operation, ev.summary);
     else if (ev.kind === "diagnostic") this.diagnostics.push(ev.diagnostic);
+    else if (ev.type === "outputs") this.outputs = ev.outputs;
     else if (ev.type === "planned_change") {
       this.plannedChanges++;
       if (ev.change && this.resourceChanges.length < MAX_RESOURCE_CHANGES) this.resourceChanges.push(ev.change);

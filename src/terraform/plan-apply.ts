@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { inFolder, linkRefused, refuseLinks, removeKept } from "../driver/safe-files.ts";
+import { redactOutputs } from "../driver/outputs.ts";
 import { CtsError } from "../errors/cts-error.ts";
 import { commandFailure, textErrors } from "./failures.ts";
 import type { JsonResult, Operation } from "./operation.ts";
@@ -53,7 +54,9 @@ export class ChangeCommands {
       throw this.failure(op, args, res, hint);
     }
     const summary = res.stream.summary(kind, "apply", "destroy");
-    return { changesPresent: summary.add + summary.change + summary.destroy > 0, summary, resources: res.stream.resourceChanges, output: res.stream.lines.join("\n") };
+    // A destroy leaves no outputs; an apply without an `outputs` message has none.
+    const outputs = kind === "destroy" ? {} : redactOutputs(res.stream.outputs ?? {});
+    return { changesPresent: summary.add + summary.change + summary.destroy > 0, summary, resources: res.stream.resourceChanges, output: res.stream.lines.join("\n"), outputs };
   }
 
   private async plan(op: Operation, extraEnv?: Record<string, string>): Promise<ChangeOutcome> {
@@ -130,7 +133,8 @@ export class ChangeCommands {
         throw this.failure(op, args, res, `Fix the task's configuration or run \`cts inspect ${op.task}\`.`);
       }
       const summary = res.stream.summary("apply", "apply", "destroy");
-      return { changesPresent: summary.add + summary.change + summary.destroy > 0, summary, resources: res.stream.resourceChanges, output: res.stream.lines.join("\n") };
+      const outputs = redactOutputs(res.stream.outputs ?? {});
+      return { changesPresent: summary.add + summary.change + summary.destroy > 0, summary, resources: res.stream.resourceChanges, output: res.stream.lines.join("\n"), outputs };
     } finally {
       removeKept(op.dir, ref, op.task);
     }

@@ -39,7 +39,9 @@ export function redactedError(err: unknown, redact: Redact): unknown {
 /** A run result whose plan/apply text and resource addresses (a for_each key can be catalog text) have secrets scrubbed. */
 export function redactedResult(result: RunResult, redact: Redact): RunResult {
   const resources = result.resources?.map((r) => ({ address: redact(r.address), action: r.action }));
-  return { ...result, output: redact(result.output), ...(resources ? { resources } : {}) };
+  // Outputs a module did not mark sensitive can still hold a known secret (a provider token passed through).
+  const outputs = result.outputs ? (deep(result.outputs, redact) as RunResult["outputs"]) : undefined;
+  return { ...result, output: redact(result.output), ...(resources ? { resources } : {}), ...(outputs ? { outputs } : {}) };
 }
 
 /** `done` with secrets scrubbed from its result or its error; `done` itself when there is no redactor. */

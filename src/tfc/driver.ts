@@ -9,6 +9,7 @@ import { knownSecrets } from "../secrets/redactor.ts";
 import { TfcClient, type TfcClientOptions } from "./client.ts";
 import { stageRootModule, type RequiredProviders } from "./root-module.ts";
 import { runOutcome } from "./run-outcome.ts";
+import { redactOutputs } from "../driver/outputs.ts";
 import { awaitsPerson } from "./runs.ts";
 import { ensureTaskWorkspace, type WorkspacePolicy } from "./task-workspace.ts";
 import { syncVariables, taskVariables, variablesFingerprint } from "./task-variables.ts";
@@ -164,10 +165,28 @@ export class TfcDriver implements Driver {
       if (kind !== "plan" && awaitsPerson(run)) mem.waiting = run.id;
       this.recordPhases(ws.task, kind, run);
       const result = await runOutcome(this.client, run, { task: ws.task, workspace: workspace.name, url }, { planOnly: kind === "plan", signal });
+      if (kind !== "plan" && run.status === "applied") await this.readOutputs(result, kind, workspace.id, log, signal);
       log(`run ${run.id} ${run.status}${result.changesPresent ? ` (${result.summary.add} to add, ${result.summary.change} to change, ${result.summary.destroy} to destroy)` : " (no changes)"}: ${url}`);
       return result;
     } catch (err) {
       throw this.failure(err, ws.task, signal);
+    }
+  }
+
+  /**
+   * After an apply: the workspace's current state version outputs (sensitive ones redacted, as
+   * Terraform Cloud answers them null anyway); after a destroy, none. A failed read leaves them out
+   * (the outputs kept from before stay) and is logged: the run itself succeeded.
+   */
+  private async readOutputs(result: RunResult, kind: Kind, workspaceId: string, log: (line: string) => void, signal: AbortSignal | undefined): Promise<void> {
+    if (kind === "destroy") {
+      result.outputs = {};
+      return;
+    }
+    try {
+      result.outputs = knownSecrets.redactDeep(redactOutputs(await this.client.stateOutputs(workspaceId, signal)));
+    } catch (err) {
+      log(`reading the workspace's state outputs failed (${messageOf(err)}); the outputs shown are from before this run`);
     }
   }
 

@@ -26,7 +26,7 @@ export function statusRoutes(app: ApiApp, { deps, guard }: RouteKit): void {
     for (const name of task !== undefined ? [task] : ctrl.taskNames()) {
       const v = ctrl.view(name);
       if (!v || (filter && v.status !== filter)) continue;
-      out[name] = taskStatus(v, ctrl.events.list(name), include === "events");
+      out[name] = taskStatus(v, ctrl.events.list(name), include === "events", ctrl.taskOutputs?.(name));
     }
     return jsonAnswer(c, 200, out);
   };

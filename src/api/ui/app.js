@@ -47,6 +47,9 @@ async function load() {
     const res = await fetch("/ui/state", { headers: { accept: "application/json" } });
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
     state = await res.json();
+    // An open history is read again (a run may have ended); the others are read when opened.
+    for (const name of [...history.keys()]) if (!historyOpen.has(name)) history.delete(name);
+    for (const name of historyOpen) loadHistory(name);
     render();
   } catch (err) {
     notice(`Cannot read the state: ${err.message}`);
@@ -215,9 +218,91 @@ function renderEvents() {
               ),
             )
           : el("div", { class: "muted event" }, "no runs yet"),
+        outputsBox(t),
+        historyBox(t),
       ),
     ),
   );
+}
+
+// A task's run history, loaded from /v1/tasks/{name}/runs when its "History" is opened (page by page).
+const history = new Map();
+const historyOpen = new Set();
+
+async function loadHistory(name, before) {
+  const headers = { accept: "application/json" };
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.authorization = `Bearer ${token}`;
+  try {
+    const q = before ? `&before=${encodeURIComponent(before)}` : "";
+    const res = await fetch(`/v1/tasks/${encodeURIComponent(name)}/runs?limit=20${q}`, { headers });
+    const body = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error((body.error && body.error.message) || `HTTP ${res.status}`);
+    const earlier = before ? (history.get(name)?.runs ?? []) : [];
+    history.set(name, { runs: [...earlier, ...body.runs], next: body.next, total: body.total });
+  } catch (err) {
+    history.set(name, { runs: [], error: err.message });
+  }
+  renderEvents();
+}
+
+function outputsBox(t) {
+  if (!t.outputs) return null;
+  const names = Object.keys(t.outputs.values).sort();
+  return el(
+    "div",
+    { class: "outputs" },
+    el("strong", {}, "Outputs"),
+    " ",
+    el("small", {}, `(${when(t.outputs.updated_at)})`),
+    names.length
+      ? el("table", { class: "outputs-table" }, names.map((n) => {
+          const o = t.outputs.values[n];
+          const text = typeof o.value === "string" ? o.value : JSON.stringify(o.value);
+          return el("tr", { "data-output": n }, el("td", {}, n), el("td", { class: o.sensitive ? "muted" : "" }, text), el("td", {}, o.sensitive ? el("span", { class: "pill sensitive" }, "sensitive") : ""));
+        }))
+      : el("div", { class: "muted" }, "no outputs"),
+  );
+}
+
+function historyBox(t) {
+  const h = history.get(t.name);
+  const box = el(
+    "details",
+    { class: "history", "data-history": t.name, open: historyOpen.has(t.name) },
+    el("summary", {}, `History `, el("small", {}, `(${t.runs_kept} runs kept)`)),
+  );
+  box.addEventListener("toggle", () => {
+    if (box.open) {
+      historyOpen.add(t.name);
+      if (!history.has(t.name)) loadHistory(t.name);
+    } else historyOpen.delete(t.name);
+  });
+  if (!historyOpen.has(t.name)) return box;
+  if (!h) return box.append(el("div", { class: "muted" }, "loading…")), box;
+  if (h.error) return box.append(el("div", { class: "bad" }, `cannot read the history: ${h.error}`)), box;
+  for (const r of h.runs)
+    box.append(
+      el(
+        "details",
+        { class: "run", "data-run": r.id },
+        el(
+          "summary",
+          {},
+          el("span", {}, when(r.start_time)),
+          " ",
+          el("span", { class: r.success ? r.outcome : outcomeWord(r) }, r.outcome),
+          ` · ${r.trigger} · ${duration(r.duration_ms)} `,
+          r.plan ? changes(r.plan.changes) : "",
+        ),
+        r.inputs_digest ? el("div", {}, el("small", {}, `inputs ${r.inputs_digest.slice(0, 16)}`)) : null,
+        r.error ? el("div", { class: "err" }, r.error) : null,
+        typeof r.run_url === "string" && /^https?:\/\//.test(r.run_url) ? el("div", {}, el("a", { href: r.run_url, target: "_blank", rel: "noopener noreferrer" }, "run in Terraform Cloud")) : null,
+        r.plan?.resources?.length ? el("ul", { class: "resources" }, r.plan.resources.map((x) => el("li", { class: `action-${x.action}` }, `${ACTION_SYMBOL[x.action] ?? "*"} ${x.address} (${x.action})`))) : el("div", { class: "muted" }, "no resource changes"),
+      ),
+    );
+  if (h.next) box.append(el("button", { "data-action": "older", onclick: () => loadHistory(t.name, h.next) }, `Older runs (${h.runs.length} of ${h.total})`));
+  return box;
 }
 
 function renderCluster() {
