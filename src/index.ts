@@ -39,3 +39,6 @@ export { expression, raw, untrusted } from "./task/catalog-text.ts";
 export { Testing, type TestInput, type InstanceInput, type CheckInput } from "./testing.ts";
 export type { ExpectedProperties, FoundResource, SynthesizedJson } from "./assertions.ts";
 export { CtsError } from "./errors/cts-error.ts";
+export { verifySignature as verifyWebhookSignature } from "./notify/signature.ts";
+export type { Notification as WebhookNotification, NotificationDetail as WebhookNotificationDetail } from "./notify/notification.ts";
+export type { NotificationKind, NotificationsConfig, WebhookConfig } from "./config/notifications.ts";

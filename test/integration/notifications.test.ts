@@ -124,7 +124,7 @@ export default defineConfig({
     await waitFor(() => events().length >= 1, 120_000, "the first run of flaky");
     assert.equal(events()[0]!.outcome, "failed");
     assert.match(events()[0]!.error!.message, /\[redacted\]/, "Terraform's error named the secret path (redacted in the event)");
-    const failed = await waitFor(() => parsed("/ok").find((n) => n.kind === "failed"), 30_000, "the failed notification at /ok");
+    const failed = (await waitFor(() => parsed("/ok").find((n) => n.kind === "failed"), 30_000, "the failed notification at /ok"))!;
     await waitFor(() => bodies("/hang").length >= 1, 30_000, "the first attempt at /hang");
 
     // 2. A change while /hang holds its request open and /down keeps answering 500: the next run
@@ -136,7 +136,7 @@ export default defineConfig({
     // 3. The folder can be written again: the next run applies, and /ok hears of the recovery.
     await rm(blocked);
     await consul.register({ Name: "web", ID: "web-3", Address: "10.0.0.3", Port: 80 });
-    const recovered = await waitFor(() => parsed("/ok").find((n) => n.kind === "recovered"), 120_000, "the recovered notification at /ok");
+    const recovered = (await waitFor(() => parsed("/ok").find((n) => n.kind === "recovered"), 120_000, "the recovered notification at /ok"))!;
     assert.equal(events()[0]!.outcome, "applied");
 
     // Both verify with the key, over the raw bytes received.
