@@ -14,6 +14,7 @@ import { Task, type TaskInput, type TaskScope } from "../../src/task/task.ts";
 import type { IntentionsCondition, NodesCondition, TaskInputs } from "../../src/task/conditions.ts";
 import { Testing } from "../../src/testing.ts";
 import { readCtsConfig } from "../../src/cts/config/load.ts";
+import type { Source, SourceData } from "../../src/consul/types.ts";
 
 /**
  * A stand-in for the agent's HTTP API (unit level: the queries cts sends and how it reads the
@@ -37,7 +38,7 @@ describe("peers, partitions, sameness groups, nodes, intentions and config entri
   });
   after(() => new Promise<void>((r) => server.close(() => r())));
 
-  async function read(source: Parameters<ReturnType<typeof createCatalogReader>["read"]>[0]) {
+  async function read<S extends Source>(source: S): Promise<SourceData<S>> {
     const api = createConsulClient({ address, token: "t" });
     try {
       return await createCatalogReader(api).read(source);
