@@ -86,6 +86,8 @@ export class TaskRunner {
   readonly holds: Holds;
   /** What outlives a run (applied keys and counts, holds). */
   readonly state: TaskState;
+  /** Tasks this process has applied: the first apply after a start runs Terraform whatever the inputs (as CTS). */
+  private readonly appliedHere = new Set<string>();
 
   constructor(private readonly deps: RunDeps) {
     this.state = deps.state ?? memoryTaskState();
@@ -291,9 +293,12 @@ export class TaskRunner {
   private async applied(e: TaskEntry, synth: SynthResult, applied: string, result: RunResult, count?: number): Promise<RunOutcome> {
     const state = await this.deps.states?.fingerprint(e.name);
     this.state.recordApplied(e.name, { key: applied, ...(count !== undefined ? { count } : {}), ...(typeof state === "string" ? { state } : {}) });
+    // The start's apply of what is already there (after `cts once`, a restart) changed nothing: a no-op, said as one.
+    const first = !this.appliedHere.has(e.name);
+    this.appliedHere.add(e.name);
     // The outputs the apply left (a driver that could not read them leaves the ones from before).
     if (result.outputs) this.state.recordOutputs(e.name, { outputs: knownSecrets.redactDeep(result.outputs), updatedAt: new Date().toISOString() });
-    return { task: e.name, ok: true, outcome: "applied", result, synth };
+    return { task: e.name, ok: true, outcome: first && !result.changesPresent ? "no-op" : "applied", result, synth };
   }
 
   /**
