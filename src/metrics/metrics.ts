@@ -17,6 +17,8 @@ export interface Metrics {
   bufferWaited(task: string, seconds: number): void;
   /** A drift check found changes while the task's inputs were unchanged. */
   driftDetected(task: string): void;
+  /** A drift check ended with `result` (in-sync, drifted, corrected, failed, not-applied, inputs-changed); drift checks are not runs. */
+  driftChecked?(task: string, result: string): void;
   /** A blocking-query view answered (or failed) after `seconds`. */
   viewFetched(kind: string, fetch: { ok: boolean; blocking: boolean; seconds: number }): void;
   /** A view started over from index 0 (Consul's index went backwards, or after an error). */
@@ -77,6 +79,7 @@ export const noMetrics: Metrics = {
   phase() {},
   bufferWaited() {},
   driftDetected() {},
+  driftChecked() {},
   viewFetched() {},
   viewIndexReset() {},
   blockingQuery() {},

@@ -2,6 +2,9 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 import type { Metrics, RunPhase, StateProbe } from "./metrics.ts";
 import { processLabel } from "./metrics.ts";
 
+/** Drift check results as the metrics label them (anything else is `other`). */
+export const DRIFT_RESULTS = ["in-sync", "drifted", "corrected", "failed", "not-applied", "inputs-changed", "other"] as const;
+
 /** Run outcomes as the metrics label them; anything else is `other`, so the label set stays fixed. */
 export const RUN_OUTCOMES = ["applied", "no-op", "planned", "destroyed", "errored", "cancelled", "drift", "held", "rejected", "other"] as const;
 
@@ -26,6 +29,7 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
   const changeToApplied = new Histogram({ name: "cts_task_change_to_applied_seconds", help: "Time from the first watched change of a task's data to the end of the run that applied it (or found nothing to apply).", labelNames: ["task"], buckets: LATENCY_BUCKETS, registers });
   const changes = new Counter({ name: "cts_task_changes_total", help: "Changes of watched data that reached a task's triggers.", labelNames: ["task"], registers });
   const drifts = new Counter({ name: "cts_task_drift_detected_total", help: "Drift checks that found changes while the task's inputs were unchanged.", labelNames: ["task"], registers });
+  const driftChecks = new Counter({ name: "cts_task_drift_checks_total", help: "Drift checks of a task, by result (in-sync, drifted, corrected, failed, not-applied, inputs-changed); a check is not a run.", labelNames: ["task", "result"], registers });
   const bufferWaits = new Histogram({ name: "cts_task_buffer_wait_seconds", help: "Time a buffer period held a task's changes before asking for a run.", labelNames: ["task"], buckets: LATENCY_BUCKETS, registers });
   new Gauge({
     name: "cts_task_enabled",
@@ -123,6 +127,7 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
     known.add(task);
     // Every outcome starts at 0, so rate() and increase() see the first run of each.
     for (const outcome of RUN_OUTCOMES) runs.inc({ task, outcome }, 0);
+    for (const result of DRIFT_RESULTS) driftChecks.inc({ task, result }, 0);
   };
 
   return {
@@ -164,6 +169,11 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
       if (!tracked(task)) return;
       know(task);
       drifts.inc({ task });
+    },
+    driftChecked(task, result) {
+      if (!tracked(task)) return;
+      know(task);
+      driftChecks.inc({ task, result: (DRIFT_RESULTS as readonly string[]).includes(result) ? result : "other" });
     },
     viewFetched(kind, f) {
       viewFetches.inc({ kind });

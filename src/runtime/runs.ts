@@ -193,6 +193,8 @@ export class TaskRuns {
     this.deps.runner.state.recordDrift(e.name, drift);
     // cts_task_drift_detected_total counts checks that found the infrastructure changed out of band.
     if (drift.state === "drifted" || drift.state === "corrected") this.deps.metrics?.driftDetected(e.name);
+    // A check counts as a drift check, never as a run (cts_task_runs_total).
+    this.deps.metrics?.driftChecked?.(e.name, drift.state);
     if (driftIsNews(drift)) {
       this.deps.gate.record(
         makeEvent(e.name, start, {
