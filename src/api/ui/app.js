@@ -192,7 +192,8 @@ function renderEvents() {
   const box = $("#events");
   const open = new Set([...box.querySelectorAll("details[open]")].map((d) => d.dataset.task));
   box.replaceChildren(
-    ...state.tasks.map((t) =>
+    // The history sits beside its task's events, not inside them (its runs are details of their own).
+    ...state.tasks.flatMap((t) => [
       el(
         "details",
         { "data-task": t.name, open: open.has(t.name) },
@@ -219,9 +220,9 @@ function renderEvents() {
             )
           : el("div", { class: "muted event" }, "no runs yet"),
         outputsBox(t),
-        historyBox(t),
       ),
-    ),
+      historyBox(t),
+    ]),
   );
 }
 
