@@ -1,62 +1,104 @@
-import type { BlockChange } from "../synth/json-diff.ts";
+import type { AttributeChange, BlockChange } from "../synth/json-diff.ts";
 
-/** One task's difference between the base ref and the working tree. */
+/** One task's difference between the base ref and the working tree (or the head ref). */
 export interface TaskDiff {
   task: string;
   /** "added"/"removed": the task exists on one side only; "error": a side failed to synthesize. */
   status: "unchanged" | "changed" | "added" | "removed" | "error";
   changes: BlockChange[];
   error?: string;
-  /** With --plan: Terraform's plan of the working tree's version against the task's state, or why it failed. */
+  /** With --plan: Terraform's plan of the compared version against the task's state, or why it failed. */
   plan?: PlanSummary | { error: string };
 }
 
-/** What Terraform would do: counts and the resources by address. */
+/** What Terraform would do: counts, and the resources by address with the plan's text of each (its values). */
 export interface PlanSummary {
   add: number;
   change: number;
   destroy: number;
-  resources: Array<{ address: string; action: string }>;
+  resources: PlannedResource[];
 }
 
-/** Terraform's plan symbols for an action. */
-const ACTION_SYMBOL: Record<string, string> = { create: "+", delete: "-", update: "~", replace: "-/+", read: "<=" };
-
-function planLines(p: TaskDiff["plan"]): string[] {
-  if (!p) return [];
-  if ("error" in p) return [`plan failed: ${p.error}`];
-  return [`plan against the task's state: ${p.add} to add, ${p.change} to change, ${p.destroy} to destroy`, ...p.resources.map((r) => `  ${ACTION_SYMBOL[r.action] ?? "*"} ${r.address} (${r.action})`)];
+/** One resource of a plan: Terraform's action, and the lines `tofu show` writes for it (values; sensitive ones as Terraform hides them). */
+export interface PlannedResource {
+  address: string;
+  action: string;
+  lines?: string[];
 }
 
 /** What `cts diff` compared, and the result per task. */
 export interface DiffReport {
   base: string;
+  /** The ref compared with `base` (--head); absent: the working tree. */
+  head?: string;
   snapshot?: string;
   tasks: TaskDiff[];
 }
 
+/** Terraform's plan symbols for an action. */
+const ACTION_SYMBOL: Record<string, string> = { create: "+", delete: "-", update: "~", replace: "-/+", read: "<=" };
 const SIGN = { add: "+", change: "~", remove: "-" } as const;
+const UNSET = "(unset)";
 
 /** "+1 ~2 -0" counts of a task's changes. */
 function counts(c: BlockChange[]): { add: number; change: number; remove: number } {
   return { add: c.filter((x) => x.action === "add").length, change: c.filter((x) => x.action === "change").length, remove: c.filter((x) => x.action === "remove").length };
 }
 
-function line(c: BlockChange): string {
-  return `${SIGN[c.action]} ${c.address}${c.paths ? `: ${c.paths.join(", ")}` : ""}`;
+function countText(c: BlockChange[]): string {
+  const n = counts(c);
+  return `${n.add} to add, ${n.change} to change, ${n.remove} to remove`;
+}
+
+/** The block as the task named it, with its Terraform address when that reads differently. */
+function label(c: BlockChange): string {
+  return c.name ? `${c.name} (${c.address})` : c.address;
+}
+
+function changeText(a: AttributeChange): string {
+  return `${a.path}: ${a.before ?? UNSET} → ${a.after ?? UNSET}`;
+}
+
+/**
+ * A block's lines: its sign and name, then each attribute (added, removed) or each change,
+ * indented. `signed`: an added or removed block's attributes carry its sign too (a `diff` code
+ * block then colours the whole block).
+ */
+function blockLines(c: BlockChange, signed = false): string[] {
+  const sign = SIGN[c.action];
+  const indent = signed && c.action !== "change" ? `${sign}   ` : "    ";
+  const out = [`${sign} ${label(c)}`];
+  if (c.changes) for (const a of c.changes) out.push(`${indent}${changeText(a)}`);
+  if (c.attributes) for (const a of c.attributes) out.push(`${indent}${a.path}: ${a.value}`);
+  if (c.more) out.push(`${indent}… ${c.more} more`);
+  return out;
+}
+
+function planHeadline(p: PlanSummary): string {
+  return `plan against the task's state: ${p.add} to add, ${p.change} to change, ${p.destroy} to destroy`;
+}
+
+function compared(r: DiffReport): string {
+  return r.head ? r.head : "the working tree";
 }
 
 /** The report as plain text for a terminal. */
 export function diffText(r: DiffReport): string {
-  const out = [`Comparing ${r.base} with the working tree${r.snapshot ? ` over ${r.snapshot}` : " over live Consul data"}.`];
+  const out = [`Comparing ${r.base} with ${compared(r)}${r.snapshot ? ` over ${r.snapshot}` : " over live Consul data"}.`];
   for (const t of r.tasks) {
-    const n = counts(t.changes);
     if (t.status === "error") out.push(`\nTask ${t.task}: error: ${t.error}`);
     else if (t.status === "unchanged") out.push(`\nTask ${t.task}: no changes`);
     else {
-      out.push(`\nTask ${t.task}${t.status === "changed" ? "" : ` (${t.status})`}: ${n.add} to add, ${n.change} to change, ${n.remove} to remove`);
-      for (const c of t.changes) out.push(`  ${line(c)}`);
-      for (const l of planLines(t.plan)) out.push(`  ${l}`);
+      out.push(`\nTask ${t.task}${t.status === "changed" ? "" : ` (${t.status})`}: ${countText(t.changes)}`);
+      for (const c of t.changes) for (const l of blockLines(c)) out.push(`  ${l}`);
+    }
+    if (t.plan && "error" in t.plan) out.push(`  plan failed: ${t.plan.error}`);
+    else if (t.plan) {
+      out.push(`  ${planHeadline(t.plan)}`);
+      for (const res of t.plan.resources) {
+        out.push(`    ${ACTION_SYMBOL[res.action] ?? "*"} ${res.address} (${res.action})`);
+        for (const l of res.lines ?? []) out.push(`      ${l}`);
+      }
     }
   }
   return out.join("\n") + "\n";
@@ -64,12 +106,14 @@ export function diffText(r: DiffReport): string {
 
 /**
  * The report as Markdown for a pull request comment: a table of tasks, then each changed task's
- * blocks in a collapsed `diff` code block. Attribute paths can carry catalog text, so backticks
- * in them are replaced (a fence in the data must not end the code block).
+ * blocks and values in a `diff` code block (and, with --plan, Terraform's plan of each resource).
+ * Values can carry catalog text: it only ever appears inside code blocks, whose fence is longer
+ * than any run of backticks in them, so no text in the data can end a block or become Markdown
+ * or HTML. Task names and refs outside them are written as code too.
  */
 export function diffMarkdown(r: DiffReport): string {
   const changed = r.tasks.filter((t) => t.status !== "unchanged");
-  const out = [`### cts diff: \`${r.base.replace(/`/g, "'")}\` → working tree`, ""];
+  const out = [`### cts diff: ${code(r.base)} → ${r.head ? code(r.head) : "working tree"}`, ""];
   if (changed.length === 0) {
     out.push(`No task's Terraform changes (${r.tasks.length} compared).`);
     return out.join("\n") + "\n";
@@ -77,18 +121,42 @@ export function diffMarkdown(r: DiffReport): string {
   out.push("| Task | Status | Add | Change | Remove |", "|---|---|---:|---:|---:|");
   for (const t of r.tasks) {
     const n = counts(t.changes);
-    out.push(`| \`${t.task}\` | ${t.status} | ${n.add} | ${n.change} | ${n.remove} |`);
+    out.push(`| ${code(t.task)} | ${t.status} | ${n.add} | ${n.change} | ${n.remove} |`);
   }
   for (const t of changed) {
-    out.push("", `<details><summary><code>${t.task}</code>: ${t.status}</summary>`, "", "```diff");
-    if (t.status === "error") out.push(`! ${(t.error ?? "").replace(/`/g, "'")}`);
-    for (const c of t.changes) out.push(line(c).replace(/`/g, "'"));
-    out.push("```");
-    const plan = planLines(t.plan);
-    if (plan.length) out.push("", `Plan: ${plan[0]!.replace(/`/g, "'")}`, ...(plan.length > 1 ? ["", "```", ...plan.slice(1).map((l) => l.trim().replace(/`/g, "'")), "```"] : []));
-    out.push("", "</details>");
+    const summary = t.status === "error" ? "error" : `${t.status}: ${countText(t.changes)}`;
+    out.push("", `<details open><summary><code>${t.task}</code>: ${summary}</summary>`, "");
+    const lines = t.status === "error" ? [`! ${t.error ?? ""}`] : t.changes.flatMap((c) => blockLines(c, true));
+    if (lines.length) out.push(...fenced("diff", lines), "");
+    if (t.plan && "error" in t.plan) out.push("Plan failed:", "", ...fenced("", [t.plan.error]), "");
+    else if (t.plan) {
+      out.push(`Terraform's ${planHeadline(t.plan)}:`, "");
+      const planned = t.plan.resources.flatMap((res) => (res.lines?.length ? res.lines.map(diffLine) : [`${ACTION_SYMBOL[res.action] ?? "*"} ${res.address} (${res.action})`]));
+      if (planned.length) out.push(...fenced("diff", planned), "");
+    }
+    out.push("</details>");
   }
   return out.join("\n") + "\n";
+}
+
+/** Inline code that no backtick in `text` can end. */
+function code(text: string): string {
+  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const ticks = "`".repeat(longest + 1);
+  return longest ? `${ticks} ${text} ${ticks}` : `${ticks}${text}${ticks}`;
+}
+
+/** A fenced code block whose fence is longer than any run of backticks in `lines`. */
+function fenced(info: string, lines: string[]): string[] {
+  const longest = Math.max(0, ...lines.flatMap((l) => [...l.matchAll(/`+/g)].map((m) => m[0].length)));
+  const fence = "`".repeat(Math.max(3, longest + 1));
+  return [`${fence}${info}`, ...lines, fence];
+}
+
+/** A line of Terraform's plan text with its action symbol moved to the front, as a `diff` block colours it (the text keeps its column). */
+function diffLine(line: string): string {
+  const m = /^(\s*)(-\/\+|\+\/-|[+~-]|<=)( .*)$/.exec(line);
+  return m ? `${m[2]}${m[1]}${m[3]}` : line;
 }
 
 /** True when some task's Terraform would change. */

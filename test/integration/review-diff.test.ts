@@ -92,7 +92,7 @@ describe("reviewing a task change as docs/tasks.md shows it (real Consul, a real
     assert.equal(diff.code, 2, diff.stderr);
     assert.match(diff.stdout, /^### cts diff: `origin\/main` → working tree$/m);
     assert.match(diff.stdout, /^\| `prod-members` \| changed \| 0 \| 1 \| 0 \|$/m);
-    assert.match(diff.stdout, /```diff\n~ local_file\.list: content\n```/);
+    assert.match(diff.stdout, /```diff\n~ local_file\.list\n {4}content: "10\.0\.0\.1\\n" → "10\.0\.0\.1:80\\n"\n```/);
   });
 
   it("the snapshot gives what Consul gives: Consul's filter applied, the same JSON as a live synth", async () => {
@@ -107,18 +107,28 @@ describe("reviewing a task change as docs/tasks.md shows it (real Consul, a real
   it("live Consul without a snapshot: the same result; against the branch itself nothing changes (exit 0)", async () => {
     const changed = await cts(["diff", "--base", "origin/main"]);
     assert.equal(changed.code, 2, changed.stderr);
-    assert.match(changed.stdout, /~ local_file\.list: content/);
+    assert.match(changed.stdout, /~ local_file\.list\n {6}content: "10\.0\.0\.1\\n" → "10\.0\.0\.1:80\\n"/);
     const same = await cts(["diff", "--base", "port"]);
     assert.equal(same.code, 0, same.stderr);
     assert.match(same.stdout, /Task prod-members: no changes/);
   });
 
-  it("--plan adds Terraform's plan of each changed task against its real state (here: none yet), by address", async () => {
+  it("--plan adds Terraform's plan of each changed task against its real state (here: none yet), by address, with the plan's values", async () => {
     const r = await cts(["diff", "--base", "origin/main", "--snapshot", "snapshot.json", "--plan", "--format", "json"]);
     assert.equal(r.code, 2, r.stderr);
     const [task] = JSON.parse(r.stdout).tasks;
-    assert.deepEqual(task.plan, { add: 1, change: 0, destroy: 0, resources: [{ address: "local_file.list", action: "create" }] });
+    assert.deepEqual({ ...task.plan, resources: task.plan.resources.map((x: { address: string; action: string }) => ({ address: x.address, action: x.action })) }, {
+      add: 1,
+      change: 0,
+      destroy: 0,
+      resources: [{ address: "local_file.list", action: "create" }],
+    });
+    const lines: string[] = task.plan.resources[0].lines;
+    assert.equal(lines[0], "# local_file.list will be created");
+    assert.ok(lines.some((l) => /^ {4}\+ filename +=  ?"\/tmp\/prod\.txt"$/.test(l)), lines.join("\n"));
     const text = await cts(["diff", "--base", "origin/main", "--snapshot", "snapshot.json", "--plan"]);
-    assert.match(text.stdout, /plan against the task's state: 1 to add, 0 to change, 0 to destroy\n {4}\+ local_file\.list \(create\)/);
+    assert.match(text.stdout, /plan against the task's state: 1 to add, 0 to change, 0 to destroy\n {4}\+ local_file\.list \(create\)\n {6}# local_file\.list will be created\n {6}\+ resource "local_file" "list" \{/);
+    const markdown = await cts(["diff", "--base", "origin/main", "--snapshot", "snapshot.json", "--plan", "--format", "markdown"]);
+    assert.match(markdown.stdout, /Terraform's plan against the task's state: 1 to add, 0 to change, 0 to destroy:\n\n```diff\n# local_file\.list will be created\n\+ resource "local_file" "list" \{\n/);
   });
 });

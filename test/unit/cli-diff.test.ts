@@ -75,12 +75,10 @@ describe("cts diff in a git repository with two commits of a task class", () => 
     assert.match(r.stdout, /Task members: no changes/);
   });
 
-  it("exits 2 and lists added and changed resources by address, with the changed attribute", async () => {
+  it("exits 2 and lists added resources with their attributes and changed ones as attribute: old → new", async () => {
     const r = await cts("diff", "--base", "HEAD~1", "--snapshot", snapshot);
     assert.equal(r.code, 2, r.stderr);
-    assert.match(r.stdout, /Task members: 1 to add, 1 to change, 0 to remove/);
-    assert.match(r.stdout, /^ {2}\+ local_file\.count$/m);
-    assert.match(r.stdout, /^ {2}~ local_file\.list: content$/m);
+    assert.match(r.stdout, /Task members: 1 to add, 1 to change, 0 to remove\n {2}\+ local_file\.count\n {6}content: "1"\n {6}filename: "\/tmp\/count\.txt"\n {2}~ local_file\.list\n {6}content: "10\.0\.0\.1\\n" → "10\.0\.0\.1:80\\n"\n$/);
   });
 
   it("writes Markdown for a pull request comment: a table of tasks and each task's changes in a diff block", async () => {
@@ -88,7 +86,7 @@ describe("cts diff in a git repository with two commits of a task class", () => 
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stdout, /^### cts diff: `HEAD~1` → working tree$/m);
     assert.match(r.stdout, /^\| `members` \| changed \| 1 \| 1 \| 0 \|$/m);
-    assert.match(r.stdout, /<details><summary><code>members<\/code>: changed<\/summary>\n\n```diff\n\+ local_file\.count\n~ local_file\.list: content\n```\n\n<\/details>/);
+    assert.match(r.stdout, /<details open><summary><code>members<\/code>: changed: 1 to add, 1 to change, 0 to remove<\/summary>\n\n```diff\n\+ local_file\.count\n\+ {3}content: "1"\n\+ {3}filename: "\/tmp\/count\.txt"\n~ local_file\.list\n {4}content: "10\.0\.0\.1\\n" → "10\.0\.0\.1:80\\n"\n```\n\n<\/details>/);
   });
 
   it("reports as JSON, and the base is read from git, not from the working tree (the repository is left alone)", async () => {
@@ -97,7 +95,14 @@ describe("cts diff in a git repository with two commits of a task class", () => 
     const report = JSON.parse(r.stdout);
     assert.equal(report.changed, true);
     assert.deepEqual(report.tasks, [
-      { task: "members", status: "changed", changes: [{ address: "local_file.count", action: "add" }, { address: "local_file.list", action: "change", paths: ["content"] }] },
+      {
+        task: "members",
+        status: "changed",
+        changes: [
+          { address: "local_file.count", action: "add", attributes: [{ path: "content", value: '"1"' }, { path: "filename", value: '"/tmp/count.txt"' }] },
+          { address: "local_file.list", action: "change", paths: ["content"], changes: [{ path: "content", before: '"10.0.0.1\\n"', after: '"10.0.0.1:80\\n"' }] },
+        ],
+      },
     ]);
     assert.equal((await git("status", "--porcelain")).stdout, "");
     assert.equal((await git("worktree", "list")).stdout.trim().split("\n").length, 1);
@@ -110,7 +115,7 @@ describe("cts diff in a git repository with two commits of a task class", () => 
     try {
       const r = await cts("diff", "--snapshot", snapshot);
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stdout, /0 to add, 0 to change, 1 to remove\n {2}- local_file\.count/);
+      assert.match(r.stdout, /0 to add, 0 to change, 1 to remove\n {2}- local_file\.count\n {6}content: "1"/);
     } finally {
       await writeFile(file, committed);
     }
@@ -134,12 +139,23 @@ describe("cts diff in a git repository with two commits of a task class", () => 
 describe("json diff", () => {
   const doc = (resource: object, extra: object = {}) => JSON.stringify({ "//": { metadata: { stack: "x" } }, resource, ...extra });
 
-  it("ignores cdktf's // metadata and names nested attribute paths", () => {
-    const a = doc({ t: { n: { "//": { metadata: { path: "a" } }, tags: { env: "dev" }, list: [1, 2] } } });
-    const b = doc({ t: { n: { "//": { metadata: { path: "b" } }, tags: { env: "prod" }, list: [1, 3, 4] } } }, { output: { o: { value: 1 } } });
+  it("ignores cdktf's // metadata and names nested attribute paths, with each value before and after", () => {
+    const a = doc({ t: { n: { "//": { metadata: { path: "x/n" } }, tags: { env: "dev" }, list: [1, 2], rule: [{ port: 1 }] } } });
+    const b = doc({ t: { n: { "//": { metadata: { path: "x/n" } }, tags: { env: "prod", "a.b": "c" }, list: [1, 3, 4], rule: [{ port: 2 }, { port: 3 }] } } }, { output: { o: { value: 1 } } });
     assert.deepEqual(diffSynthesized(a, b), [
-      { address: "output.o", action: "add" },
-      { address: "t.n", action: "change", paths: ["list[1]", "list[2]", "tags.env"] },
+      { address: "output.o", action: "add", attributes: [{ path: "value", value: "1" }] },
+      {
+        address: "t.n",
+        action: "change",
+        paths: ["list", "rule[0].port", "rule[1].port", "tags.env", 'tags["a.b"]'],
+        changes: [
+          { path: "list", before: "[1,2]", after: "[1,3,4]" },
+          { path: "rule[0].port", before: "1", after: "2" },
+          { path: "rule[1].port", after: "3" },
+          { path: "tags.env", before: '"dev"', after: '"prod"' },
+          { path: 'tags["a.b"]', after: '"c"' },
+        ],
+      },
     ]);
   });
 
