@@ -18,6 +18,7 @@ describe("intentions, config entries and nodes as task input (real Consul, real 
   let rules: string;
   let edges: string;
   let moduleOut: string;
+  let entry: string;
   const moduleData = async () => JSON.parse((await read(moduleOut)) ?? "null") as { rules: string[]; defaults: Record<string, string>; nodes: string[] } | null;
 
   before(async () => {
@@ -26,12 +27,13 @@ describe("intentions, config entries and nodes as task input (real Consul, real 
     rules = join(tmp.dir, "rules.txt");
     edges = join(tmp.dir, "edges.txt");
     moduleOut = join(tmp.dir, "module.json");
+    entry = join(tmp.dir, "entry.txt");
     const t = tools();
     const file = join(tmp.dir, "cts.config.ts");
     await writeFile(
       file,
       `import { defineConfig, ModuleTask, intentions, configEntries, nodes } from ${JSON.stringify(PUBLIC_API)};
-import { FirewallRules, NodeList } from ${JSON.stringify(MESH_TASKS)};
+import { EntryProtocol, FirewallRules, NodeList } from ${JSON.stringify(MESH_TASKS)};
 export default defineConfig({
   consul: { address: ${JSON.stringify(consul.address)} },
   driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(tmp.dir, "sync-tasks"))}, log: true } },
@@ -39,6 +41,7 @@ export default defineConfig({
   tasks: [
     new FirewallRules("firewall", ${JSON.stringify(rules)}, "db"),
     new NodeList("edges", ${JSON.stringify(edges)}, 'Meta.role == "edge"'),
+    new EntryProtocol("api-protocol", ${JSON.stringify(entry)}, "service-defaults", "api"),
     new ModuleTask({
       name: "fw-module",
       module: ${JSON.stringify(FIREWALL_MODULE)},
@@ -52,7 +55,7 @@ export default defineConfig({
 `,
     );
     rt = await startRuntime(file);
-    await waitFor(async () => (await read(rules)) === "" && (await read(edges)) === "" && (await moduleData()) !== null, 60_000, "the first applies");
+    await waitFor(async () => (await read(rules)) === "" && (await read(edges)) === "" && (await read(entry)) === "" && (await moduleData()) !== null, 60_000, "the first applies");
   });
   after(async () => {
     await rt?.close();
@@ -96,6 +99,15 @@ export default defineConfig({
       return d?.defaults.web === "tcp" && !d.rules.some((x) => x.endsWith("->db  1"));
     }, 30_000, "a second entry and the deleted intentions");
     await waitFor(async () => (await read(rules)) === "", 30_000, "the firewall closed when db's intentions were deleted");
+  });
+
+  it("runs a task whose condition is one config entry: created, changed and deleted", async () => {
+    await consul.api("PUT", "/v1/config", { Kind: "service-defaults", Name: "api", Protocol: "http" });
+    await waitFor(async () => (await read(entry)) === "service-defaults api http\n", 30_000, "the entry created");
+    await consul.api("PUT", "/v1/config", { Kind: "service-defaults", Name: "api", Protocol: "grpc" });
+    await waitFor(async () => (await read(entry)) === "service-defaults api grpc\n", 30_000, "the entry changed");
+    await consul.api("DELETE", "/v1/config/service-defaults/api");
+    await waitFor(async () => (await read(entry)) === "", 30_000, "the entry deleted");
   });
 
   it("watches the catalog's nodes through a filter: a node registered, changed and deregistered", async () => {
