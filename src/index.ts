@@ -2,17 +2,12 @@
  * cts: Consul-Terraform-Sync with tasks as TypeScript classes. This module is the whole public
  * surface for task authors and config files.
  */
-export { Task, type TaskOptions, type TaskInput, type TaskScope, type BufferPeriodOption, type DriftCheckOption } from "./task/task.ts";
-export { ModuleTask, type ModuleTaskOptions, type ModuleProvider } from "./task/module-task.ts";
+// Task, ModuleTask, the condition factories and defineConfig refuse option keys they do not take (task/checked.ts).
+export { Task, ModuleTask, services, catalogServices, consulKv, nodes, intentions, configEntries, schedule } from "./task/checked.ts";
+export type { TaskOptions, TaskInput, TaskScope, BufferPeriodOption, DriftCheckOption } from "./task/task.ts";
+export type { ModuleTaskOptions, ModuleProvider } from "./task/module-task.ts";
 export type { PlanGuards, PlanJson, PlanResourceChange, PlanPredicate, ApprovalMode } from "./task/guards.ts";
 export {
-  services,
-  catalogServices,
-  consulKv,
-  nodes,
-  intentions,
-  configEntries,
-  schedule,
   type Condition,
   type ServicesCondition,
   type ServicesOptions,
@@ -33,7 +28,8 @@ export { vaultSecret, consulKey, type TemplateValue } from "./task/provider-temp
 export { toCtsServices, ctsServiceKey, type CtsService } from "./task/module-protocol.ts";
 export type { ServiceInstance, CatalogServices, KvPairs, ServicesQuery, CatalogServicesQuery, KvQuery } from "./consul/types.ts";
 export { fromCtsConfig, readCtsConfig } from "./cts/config/load.ts";
-export { defineConfig, type CtsConfig, type ConsulConfig, type ConsulTlsConfig, type ServiceRegistrationConfig, type TerraformDriverConfig, type ApiConfig, type VaultConfig } from "./config/types.ts";
+export { defineConfig } from "./config/define-config.ts";
+export type { CtsConfig, ConsulConfig, ConsulTlsConfig, ServiceRegistrationConfig, TerraformDriverConfig, ApiConfig, VaultConfig } from "./config/types.ts";
 export { render, TEMPLATES_DIR } from "./values/render.ts";
 export { expression, raw, untrusted } from "./task/catalog-text.ts";
 export { Testing, type TestInput, type InstanceInput, type CheckInput } from "./testing.ts";

@@ -8,6 +8,7 @@ import { z } from "zod";
 
 /** Whether a JSON value is an object (not null, not a list). */
 import { isObject } from "../values/is-object.ts";
+import { suggestKey } from "../errors/unknown-options.ts";
 
 export { isObject };
 /** A short description of a JSON value for messages. */
@@ -44,10 +45,18 @@ export interface ObjectWording {
 
 /** zod's `error` option for an object: our wording for "not an object" and for unknown keys. */
 export function objectErrors(w: ObjectWording) {
-  return (iss: { code?: string; input?: unknown }) =>
+  return (iss: { code?: string; input?: unknown; keys?: string[] }) =>
     iss.code === "unrecognized_keys"
-      ? (w.unknownKey ?? `is not a known field. Use: ${(w.known ?? []).join(", ")}.`)
+      ? (w.unknownKey ?? `is not a known field${meant(iss.keys ?? [], w.known ?? [])}. Use: ${(w.known ?? []).join(", ")}.`)
       : `must be an object${w.like ? ` ${w.like}` : ""} (got ${show(iss.input)}).`;
+}
+
+/** " (did you mean `filter`?)" for a misspelt key, "" when no known key is close (one message serves every unknown key of the object). */
+function meant(keys: readonly string[], known: readonly string[]): string {
+  const pairs = keys.map((k) => [k, suggestKey(k, known)] as const).filter((p): p is readonly [string, string] => p[1] !== undefined);
+  if (pairs.length === 0) return "";
+  if (keys.length === 1) return ` (did you mean \`${pairs[0]![1]}\`?)`;
+  return ` (did you mean ${pairs.map(([k, s]) => `\`${s}\` for \`${k.slice(0, 60)}\``).join(", ")}?)`;
 }
 
 /** An object that refuses unknown keys, naming the keys it knows. */

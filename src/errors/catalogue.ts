@@ -28,6 +28,7 @@ export const ERROR_CATALOGUE = {
 
   // Tasks
   TASK_OPTION_INVALID: { category: "usage", fix: "Correct the option passed to the task's constructor in the config (the message names it)." },
+  OPTION_UNKNOWN: { category: "usage", fix: "Rename or remove the option at the file:line named (the message suggests the key you probably meant and lists the ones the object takes; docs/tasks.md, \"Options are checked when cts loads them\"); `npx tsc --noEmit` finds such typos before cts runs." },
   TASK_INVALID: { category: "usage", fix: "Correct the task field named in the message." },
   TASK_FILTER_INVALID: { category: "usage", fix: "Fix the task's filter at the place named: Consul refused it (a selector it does not know, e.g. Service.Tag for Service.Tags, or bad syntax); the message gives Consul's reason. `cts synth --input` and Testing check filters offline; `cts doctor` reads every task's query." },
   TASK_NAME_INVALID: { category: "usage", fix: "Use letters, digits, '-' and '_' in task names (as CTS)." },
