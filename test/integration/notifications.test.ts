@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
 import { PUBLIC_API, tempDir, waitFor } from "../support/cts.ts";
 import { tools } from "../support/tools.ts";
+import { writeHaConfig } from "../support/cts-process.ts";
 import { parseMetrics, sampleValue } from "../support/prometheus.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { createLogger } from "../../src/log/logger.ts";
@@ -68,7 +69,7 @@ describe("notifications (real Consul, real OpenTofu, a real HTTP receiver)", () 
   const lines: string[] = [];
 
   before(async () => {
-    consul = await startConsul();
+    consul = await startConsul({ extraConfig: 'session_ttl_min = "1s"' });
     tmp = await tempDir();
     receiver = await startReceiver();
     await consul.register({ Name: "web", ID: "web-1", Address: "10.0.0.1", Port: 80 });
@@ -173,5 +174,43 @@ export default defineConfig({
     assert.ok(!lines.join("\n").includes(SECRET), "nor in the log");
     assert.ok(!lines.join("\n").includes(HOOK_KEY), "nor the webhook key");
     assert.ok(lines.some((l) => /webhook 'down': gave up the failed notification of task 'flaky' after 3 attempt\(s\): HTTP 500/.test(l)), "the give-up is logged");
+  });
+
+  it("a leadership change is told by the instance that becomes the leader", async () => {
+    const ha = (id: string) =>
+      writeHaConfig(join(tmp.dir, id), {
+        consulAddress: consul.address,
+        id,
+        cluster: "notify",
+        sessionTtl: "3s",
+        tasks: [`new MemberList("members", ${JSON.stringify(join(tmp.dir, id, "members.txt"))})`],
+        extra: `notifications: { webhooks: [{ name: "leaders", url: ${JSON.stringify(receiver.url + "/leaders")}, events: ["leader_changed"], secretEnv: "CTS_TEST_HOOK_KEY" }] },`,
+      });
+    const start = async (id: string) => {
+      const loaded = await loadConfig(await ha(id));
+      const log = createLogger({ level: "info", write: (l) => lines.push(l) });
+      return startDaemon(loaded, { log, synthesizer: inProcessSynthesizer((n) => loaded.config.tasks.find((x) => x.name === n)) });
+    };
+    const leaders = () => parsed("/leaders").filter((n) => n.detail.leader === true);
+    const a = await start("cts-notify-a");
+    let b: Daemon | undefined;
+    let aStopped = false;
+    try {
+      await waitFor(() => leaders().some((n) => n.instance === "cts-notify-a"), 60_000, "cts-notify-a told it leads");
+      b = await start("cts-notify-b");
+      // A graceful stop releases the lock at once: B takes it and says so.
+      await a.stop();
+      aStopped = true;
+      const told = (await waitFor(() => leaders().find((n) => n.instance === "cts-notify-b"), 60_000, "cts-notify-b told it leads"))!;
+      assert.equal(told.kind, "leader_changed");
+      assert.equal(told.task, null);
+      assert.equal(told.links?.status, `${b.apiUrl}/v1/status`);
+      assert.match(told.summary, /cts instance 'cts-notify-b' became the high-availability leader/);
+      for (const g of bodies("/leaders")) assert.equal(verifySignature(g.body, g.headers["x-cts-signature-256"] as string, HOOK_KEY), true);
+      assert.equal(leaders().filter((n) => n.instance === "cts-notify-a").length, 1, "told once by each new leader");
+    } finally {
+      if (!aStopped) await a.stop();
+      await b?.stop();
+    }
   });
 });
