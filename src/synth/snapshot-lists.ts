@@ -88,3 +88,19 @@ export function configEntriesFrom(given: ConfigEntry[] | undefined, query: Confi
 function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/** What is wrong with a snapshot's nodes, intentions or config entries (undefined: nothing). */
+export function listsProblem(snap: { nodes?: unknown; intentions?: unknown; configEntries?: unknown }): string | undefined {
+  const each = (field: string, list: unknown, ok: (item: Record<string, unknown>) => boolean, shape: string): string | undefined => {
+    if (list === undefined) return undefined;
+    if (!Array.isArray(list)) return `${field} must be an array of ${shape}.`;
+    const bad = list.findIndex((item) => !item || typeof item !== "object" || !ok(item as Record<string, unknown>));
+    return bad < 0 ? undefined : `${field}[${bad}] must be ${shape}.`;
+  };
+  const str = (v: unknown) => typeof v === "string" && v !== "";
+  return (
+    each("nodes", snap.nodes, (n) => str(n.node), '{"node": "<name>", "address"?, "datacenter"?, "meta"?, …}') ??
+    each("intentions", snap.intentions, (i) => str(i.sourceName) && str(i.destinationName), '{"sourceName": "<service>", "destinationName": "<service>", "action"?, "precedence"?, …}') ??
+    each("configEntries", snap.configEntries, (e) => str(e.Kind) && str(e.Name), '{"Kind": "<kind>", "Name": "<name>", …} as Consul gives it')
+  );
+}

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { CatalogServices, ConfigEntry, KvPairs, ServiceInstance, Source, SourceData } from "../consul/types.ts";
-import { configEntriesFrom, intentionsFrom, nodesFrom, type IntentionInput, type NodeInput } from "./snapshot-lists.ts";
+import { configEntriesFrom, intentionsFrom, listsProblem, nodesFrom, type IntentionInput, type NodeInput } from "./snapshot-lists.ts";
 
 export type { IntentionInput, NodeInput } from "./snapshot-lists.ts";
 import { CtsError, messageOf } from "../errors/cts-error.ts";
@@ -70,6 +70,8 @@ export function readSnapshot(file: string): Snapshot {
     throw new CtsError("INPUT_INVALID", "usage", `${file}: services must be an array of instances.`);
   if (snap.answers !== undefined && (!Array.isArray(snap.answers) || snap.answers.some((a) => !a || typeof a !== "object" || !a.source || typeof a.source.kind !== "string" || a.data === undefined)))
     throw new CtsError("INPUT_INVALID", "usage", `${file}: answers must be an array of {source, data} as \`cts snapshot\` writes them.`);
+  const lists = listsProblem(snap);
+  if (lists) throw new CtsError("INPUT_INVALID", "usage", `${file}: ${lists}`);
   snap.services?.forEach((s, i) => {
     if (!s || typeof s.name !== "string") throw new CtsError("INPUT_INVALID", "usage", `${file}: services[${i}].name must be a string.`);
     for (const field of ["checks", "nodeChecks"] as const) {

@@ -15,6 +15,7 @@ import type { IntentionsCondition, NodesCondition, TaskInputs } from "../../src/
 import { Testing } from "../../src/testing.ts";
 import { readCtsConfig } from "../../src/cts/config/load.ts";
 import type { Source, SourceData } from "../../src/consul/types.ts";
+import { readFromSnapshot, readSnapshot } from "../../src/synth/snapshot.ts";
 
 /**
  * A stand-in for the agent's HTTP API (unit level: the queries cts sends and how it reads the
@@ -247,6 +248,32 @@ describe("nodes, intentions and config entries as task input", () => {
     });
     assert.deepEqual(input.nodes, [{ id: "", node: "b", address: "10.0.0.2", datacenter: "", taggedAddresses: {}, meta: { role: "edge" } }]);
     assert.throws(() => Testing.taskInput(new ModuleTask<NodesCondition>({ name: "n", module: "./m", condition: nodes({ filter: "Node == a" }) }), { nodes: [{ node: "a" }] }), /FILTER_UNSUPPORTED|nodes filters only in Consul/);
+  });
+});
+
+describe("cts synth --input: a snapshot's nodes, intentions and config entries", () => {
+  let dir = "";
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), "cts-snap-mesh-"));
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  it("serves what each source selects, and names the field of a malformed entry", async () => {
+    const file = join(dir, "snap.json");
+    await writeFile(
+      file,
+      JSON.stringify({
+        intentions: [{ sourceName: "web", destinationName: "db", action: "deny" }],
+        configEntries: [{ Kind: "mesh", Name: "mesh", TransparentProxy: { MeshDestinationsOnly: true } }],
+        nodes: [{ node: "n1", meta: { role: "edge" } }],
+      }),
+    );
+    const snap = readSnapshot(file);
+    assert.deepEqual((readFromSnapshot(snap, intentions({ destination: "db" })) as { action: string }[]).map((i) => i.action), ["deny"]);
+    assert.deepEqual(readFromSnapshot(snap, configEntries({ kind: "mesh" })), [{ Kind: "mesh", Name: "mesh", TransparentProxy: { MeshDestinationsOnly: true } }]);
+    assert.deepEqual((readFromSnapshot(snap, nodes({ nodeMeta: { role: "edge" } })) as { node: string }[]).map((n) => n.node), ["n1"]);
+    await writeFile(file, JSON.stringify({ intentions: [{ sourceName: "web" }] }));
+    assert.throws(() => readSnapshot(file), (e: Error & { code?: string }) => e.code === "INPUT_INVALID" && /intentions\[0\] must be/.test(e.message));
   });
 });
 
