@@ -8,8 +8,14 @@ export type { OwnExpressions } from "../cdktf/literal-text.ts";
  * tell them from catalog text Terraform would evaluate. Kept by the object (the parsed JSON, the
  * SynthResult) and, for the last few, by the JSON text.
  */
-const byObject = new WeakMap<object, OwnExpressions>();
-const byText = new Map<string, OwnExpressions>();
+interface Store {
+  byObject: WeakMap<object, OwnExpressions>;
+  byText: Map<string, OwnExpressions>;
+}
+// On globalThis: a test runner or a config's tsx namespace may load a second copy of this module
+// (Testing's and the assertions' must still meet).
+const STORE = Symbol.for("cdktf-sync.own-expressions");
+const { byObject, byText } = ((globalThis as Record<symbol, unknown>)[STORE] ??= { byObject: new WeakMap(), byText: new Map() } satisfies Store) as Store;
 const TEXTS_KEPT = 16;
 
 /** Remembers `own` as the task's expressions in `of` (an object, or the JSON text). */
