@@ -9,6 +9,7 @@ import { classModuleLabel, driftToCts, heldToApi, outputsToApi } from "../cts/ap
 import type { ApiController, ConsulState } from "./deps.ts";
 import type { ApiApp, ApiEnv } from "./env.ts";
 import { ApiError } from "./http-error.ts";
+import { pageWithState } from "./ui-page.ts";
 import { allow, queryParams } from "./request-target.ts";
 
 /** What the dashboard reads. */
@@ -109,17 +110,26 @@ export function mountUi(app: ApiApp, deps: UiDeps, guard: MiddlewareHandler<ApiE
     const a = ASSETS[c.req.path]!;
     return c.body(files.get(a.file)!, 200, { "content-type": a.type, "content-security-policy": CSP, "x-content-type-options": "nosniff", "cache-control": "no-cache", "referrer-policy": "no-referrer" });
   };
-  for (const path of Object.keys(ASSETS)) app.get(path, asset);
+  // The page comes with its state rendered in (ui-page.ts): its first paint shows the tasks, not "loading…".
+  const page = async (c: Context<ApiEnv>) => {
+    const html = pageWithState(files.get("index.html")!.toString("utf8"), await uiState());
+    return c.body(html, 200, { "content-type": ASSETS["/ui"]!.type, "content-security-policy": CSP, "x-content-type-options": "nosniff", "cache-control": "no-store", "referrer-policy": "no-referrer" });
+  };
+  for (const path of Object.keys(ASSETS)) {
+    if (ASSETS[path]!.file === "index.html") app.get(path, page);
+    else app.get(path, asset);
+  }
 
-  app.get("/ui/state", async (c) => {
+  /** Everything the page shows, secrets redacted: `/ui/state`, and rendered into the page itself. */
+  const uiState = async () => {
     const tasks = ctrl.taskNames().flatMap((n) => ctrl.view(n) ?? []).map((v) => taskOf(v, ctrl));
     let cluster: Record<string, unknown> | null = null;
     if (deps.cluster) cluster = await deps.cluster().catch((err: Error) => ({ error: err.message }));
     const r = deps.consul;
     const consul = r ? { reachable: r.reachable, ...(r.reachable ? {} : { since: r.lostSince ?? null, reason: r.reason ?? null }) } : null;
-    const body = { tasks, cluster, consul, token_required: deps.tokenRequired, time: new Date().toISOString() };
-    return c.body(JSON.stringify(knownSecrets.redactDeep(body)), 200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
-  });
+    return knownSecrets.redactDeep({ tasks, cluster, consul, token_required: deps.tokenRequired, time: new Date().toISOString() });
+  };
+  app.get("/ui/state", async (c) => c.body(JSON.stringify(await uiState()), 200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" }));
 
   app.get("/ui/events", (c) => {
     const res = streamSSE(c, async (stream) => {

@@ -101,6 +101,23 @@ describe("the dashboard at /ui in headless Chromium (real Consul, real OpenTofu)
     assert.deepEqual(foreign, [], "no request left the API");
   });
 
+  it("paints the tasks at once: the page arrives with its state, before any script or /ui/state answer", async () => {
+    // No JavaScript at all: what shows is what the server rendered into the page.
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    try {
+      const bare = await context.newPage();
+      await bare.goto(`${api.url}/ui`);
+      const cell = (task: string, c: string) => bare.locator(`tr[data-task="${task}"] .${c}`).innerText();
+      assert.match(await cell("web-pool", "status"), /successful/);
+      assert.match(await cell("web-pool", "last-run"), /applied/);
+      assert.match(await cell("kv-echo", "status"), /errored/);
+      assert.match(await bare.locator("#summary").innerText(), /^5 tasks · /);
+      assert.equal(await bare.locator("text=loading…").count(), 0);
+    } finally {
+      await context.close();
+    }
+  });
+
   it("shows a run that happens while the page is open, without a reload", async () => {
     await page.evaluate("window.marker = 42");
     const before = await row("web-pool").getAttribute("data-event");

@@ -105,6 +105,10 @@ describe("the API server (fake controller)", () => {
     assert.equal(page.status, 200);
     assert.match(String(page.headers["content-type"]), /text\/html/);
     assert.match(page.text, /<script src="\/ui\/app.js" defer><\/script>/);
+    // The first paint has the tasks: rendered in by the server, with the state for the script.
+    assert.match(page.text, /<span id="summary">1 task · 1 successful<\/span>/);
+    assert.match(page.text, /<tr data-task="web">.*<span class="pill successful">successful<\/span>/s);
+    assert.match(page.text, /<script type="application\/json" id="initial-state">\{"tasks":\[\{"name":"web"/);
     assert.doesNotMatch(page.text, /https?:\/\//, "no address outside this API");
     const js = await http(url, "GET", "/ui/app.js");
     assert.equal(js.status, 200);

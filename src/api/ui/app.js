@@ -37,6 +37,7 @@ const when = (iso) => (iso ? new Date(iso).toLocaleString() : "-");
 const ACTION_SYMBOL = { create: "+", delete: "-", update: "~", replace: "-/+", read: "<=" };
 const changes = (c) => (c ? `+${c.add} ~${c.change} -${c.destroy}` : "");
 const eventMs = (e) => Date.parse(e.end_time) - Date.parse(e.start_time);
+const counted = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 function notice(text) {
   $("#notice").textContent = text || "";
@@ -197,7 +198,7 @@ function renderEvents() {
       el(
         "details",
         { "data-task": t.name, open: open.has(t.name) },
-        el("summary", {}, `${t.name} `, el("small", {}, `(${t.events.length} events)`)),
+        el("summary", {}, `${t.name} `, el("small", {}, `(${counted(t.events.length, "event")})`)),
         t.events.length
           ? t.events.map((e) =>
               el(
@@ -340,7 +341,7 @@ function render() {
   renderConsul();
   const counts = {};
   for (const t of state.tasks) counts[t.status] = (counts[t.status] || 0) + 1;
-  $("#summary").textContent = `${state.tasks.length} tasks · ${Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", ")}`;
+  $("#summary").textContent = `${counted(state.tasks.length, "task")} · ${Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", ")}`;
   $("#tasks tbody").replaceChildren(...(state.tasks.length ? state.tasks.map(taskRow) : [el("tr", {}, el("td", { colspan: 6, class: "muted" }, "no tasks"))]));
   $("#token").placeholder = state.token_required ? "needed to change tasks" : "not needed (API has no token)";
   renderCluster();
@@ -379,6 +380,16 @@ document.addEventListener("DOMContentLoaded", () => {
     else sessionStorage.removeItem(TOKEN_KEY);
     render();
   });
+  // The server rendered the state into the page (no wait for /ui/state before the first paint): start from it.
+  const initial = document.getElementById("initial-state");
+  if (initial) {
+    try {
+      state = JSON.parse(initial.textContent);
+      render();
+    } catch (err) {
+      notice(`Cannot read the state in the page: ${err.message}`);
+    }
+  }
   load();
   live();
 });
