@@ -109,7 +109,7 @@ export default defineConfig({
       { name: "ok", url: ${JSON.stringify(receiver.url + "/ok")}, secretEnv: "CTS_TEST_HOOK_KEY", events: ["failed", "recovered"] },
       { name: "slack", url: ${JSON.stringify(receiver.url + "/slack")}, format: "slack", events: ["failed"] },
       { name: "down", url: ${JSON.stringify(receiver.url + "/down")}, events: ["failed"], retries: 2 },
-      { name: "hang", url: ${JSON.stringify(receiver.url + "/hang")}, events: ["failed"], timeout: "15s", retries: 1 },
+      { name: "hang", url: ${JSON.stringify(receiver.url + "/hang")}, events: ["failed"], timeout: "30s", retries: 1 },
     ],
   },
   tasks: [new SecretPathMembers("flaky", ${JSON.stringify(blocked)})],
@@ -159,8 +159,8 @@ export default defineConfig({
     await waitFor(async () => (await metric("cts_notifications_failed_total", { webhook: "down", kind: "failed" })) >= 2, 60_000, "both /down deliveries given up");
     assert.equal(bodies("/down").length >= 6, true, `three attempts each (got ${bodies("/down").length})`);
     assert.equal(await metric("cts_notifications_delivered_total", { webhook: "down", kind: "failed" }), 0);
-    // /hang: each attempt cut off after 15 s, retried once, then given up.
-    await waitFor(async () => (await metric("cts_notifications_failed_total", { webhook: "hang", kind: "failed" })) >= 1, 90_000, "the first /hang delivery given up");
+    // /hang: each attempt cut off after 30 s, retried once, then given up.
+    await waitFor(async () => (await metric("cts_notifications_failed_total", { webhook: "hang", kind: "failed" })) >= 1, 150_000, "the first /hang delivery given up");
     assert.ok((await metric("cts_notification_attempt_duration_seconds", { webhook: "hang", result: "timeout" })) >= 2, "two attempts, each cut off");
     assert.equal(await metric("cts_notifications_delivered_total", { webhook: "ok", kind: "recovered" }), 1);
     assert.equal(await metric("cts_notifications_delivered_total", { webhook: "ok", kind: "failed" }), 2, "one per failed run");
