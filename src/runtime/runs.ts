@@ -323,10 +323,11 @@ function eventOf(e: TaskEntry, start: Date, outcome: RunOutcome): TaskEvent {
 /** The largest outputs an event carries (events are few and small; `cts task outputs` shows any size). */
 const EVENT_OUTPUTS_BYTES = 16 * 1024;
 
-/** An apply's or destroy's outputs for its event (sensitive values already redacted by the driver), when small enough. */
+/** An apply's outputs for its event (sensitive values already redacted by the driver), when it has any and they are small enough. */
 function eventOutputs(outcome: RunOutcome): { outputs?: TaskEvent["outputs"] } {
   const outputs = outcome.result?.outputs;
-  if (!outputs || !outcome.ok || (outcome.outcome !== "applied" && outcome.outcome !== "destroyed")) return {};
+  // A run without outputs keeps CTS's event shape.
+  if (!outputs || !Object.keys(outputs).length || !outcome.ok || (outcome.outcome !== "applied" && outcome.outcome !== "destroyed")) return {};
   return Buffer.byteLength(JSON.stringify(outputs)) <= EVENT_OUTPUTS_BYTES ? { outputs } : {};
 }
 

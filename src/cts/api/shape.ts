@@ -47,7 +47,7 @@ export interface CtsTaskStatus {
   drift?: CtsDriftStatus;
   /** Beyond CTS, only while the task holds a plan waiting for approval. */
   held?: HeldPlanView;
-  /** Beyond CTS, only once the task applied: its latest Terraform outputs (sensitive values redacted) and when they were read. */
+  /** Beyond CTS, only once the task applied outputs: its latest Terraform outputs (sensitive values redacted) and when they were read. */
   outputs?: OutputsView;
 }
 
@@ -267,7 +267,8 @@ export function taskStatus(v: TaskView, events: TaskEvent[], includeEvents: bool
     ...(v.stale ? { stale: { since: v.stale.since, last_status: v.stale.lastStatus, reason: v.stale.reason } } : {}),
     ...(v.drift ? { drift: driftToCts(v)! } : {}),
     ...(v.held ? { held: heldToApi(v.held) } : {}),
-    ...(outputs ? { outputs: outputsToApi(outputs) } : {}),
+    // Only with outputs: a task without any (every CTS module task) answers exactly CTS's shape.
+    ...(outputs && Object.keys(outputs.outputs).length ? { outputs: outputsToApi(outputs) } : {}),
   };
 }
 
