@@ -62,13 +62,26 @@ export interface RunDeps {
 /** `applied`: what the no-op skip compares, the JSON's hash and, when the task reads templates, a keyed digest of their values. */
 type Prepared = { synth: SynthResult; ws: TaskWorkspace; applied: string; count: number | undefined };
 
-/** How many instances (services) or catalog services the condition's data holds; undefined for other conditions. */
+/** How many instances (services), catalog services, nodes, intentions or config entries the condition's data holds; undefined for other conditions. */
 function conditionCount(e: TaskEntry, input: AnyTaskInput): number | undefined {
-  const kind = e.task.condition.kind;
-  if (kind === "services") return input.services?.length;
-  if (kind === "catalog-services") return input.catalogServices ? Object.keys(input.catalogServices).length : undefined;
-  return undefined;
+  switch (e.task.condition.kind) {
+    case "services":
+      return input.services?.length;
+    case "catalog-services":
+      return input.catalogServices ? Object.keys(input.catalogServices).length : undefined;
+    case "nodes":
+      return input.nodes?.length;
+    case "intentions":
+      return input.intentions?.length;
+    case "config-entries":
+      return input.configEntries?.length;
+    default:
+      return undefined;
+  }
 }
+
+/** What a condition's data is made of, in a message. */
+const COUNTED: Record<string, string> = { services: "instances", "catalog-services": "catalog services", nodes: "nodes", intentions: "intentions", "config-entries": "config entries" };
 
 /**
  * The last hop of a run: one attempt reads the task's input (task-input.ts), synthesizes it
@@ -265,7 +278,7 @@ export class TaskRunner {
   private checkEmpty(e: TaskEntry, count: number | undefined): void {
     const before = this.state.applied(e.name)?.count;
     if (count !== 0 || before === undefined || before === 0) return;
-    const what = e.task.condition.kind === "services" ? "instances" : "catalog services";
+    const what = COUNTED[e.task.condition.kind] ?? "items";
     if (e.task.allowEmpty === false) {
       throw new CtsError(
         "TASK_EMPTY_REFUSED",

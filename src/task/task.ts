@@ -92,7 +92,7 @@ export interface TaskOptions<C extends Condition = Condition, I extends TaskInpu
   approval?: ApprovalMode;
   /**
    * Whether a run may apply a condition whose data dropped from some instances (or catalog
-   * services) to none (default true, as CTS). `false`: such a run fails with TASK_EMPTY_REFUSED and
+   * services, nodes, intentions, config entries) to none (default true, as CTS). `false`: such a run fails with TASK_EMPTY_REFUSED and
    * nothing is applied until the data is back or the option is turned on; empty data at a task's
    * first run is always applied. Either way the drop is logged.
    */

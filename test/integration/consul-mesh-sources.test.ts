@@ -19,6 +19,7 @@ describe("intentions, config entries and nodes as task input (real Consul, real 
   let edges: string;
   let moduleOut: string;
   let entry: string;
+  let strictRules: string;
   const moduleData = async () => JSON.parse((await read(moduleOut)) ?? "null") as { rules: string[]; defaults: Record<string, string>; nodes: string[] } | null;
 
   before(async () => {
@@ -28,6 +29,7 @@ describe("intentions, config entries and nodes as task input (real Consul, real 
     edges = join(tmp.dir, "edges.txt");
     moduleOut = join(tmp.dir, "module.json");
     entry = join(tmp.dir, "entry.txt");
+    strictRules = join(tmp.dir, "strict-rules.txt");
     const t = tools();
     const file = join(tmp.dir, "cts.config.ts");
     await writeFile(
@@ -40,6 +42,7 @@ export default defineConfig({
   api: { port: 0 },
   tasks: [
     new FirewallRules("firewall", ${JSON.stringify(rules)}, "db"),
+    new FirewallRules("firewall-strict", ${JSON.stringify(strictRules)}, "db", false),
     new NodeList("edges", ${JSON.stringify(edges)}, 'Meta.role == "edge"'),
     new EntryProtocol("api-protocol", ${JSON.stringify(entry)}, "service-defaults", "api"),
     new ModuleTask({
@@ -99,6 +102,9 @@ export default defineConfig({
       return d?.defaults.web === "tcp" && !d.rules.some((x) => x.endsWith("->db  1"));
     }, 30_000, "a second entry and the deleted intentions");
     await waitFor(async () => (await read(rules)) === "", 30_000, "the firewall closed when db's intentions were deleted");
+    // With allowEmpty: false, a drop to no intentions is refused and the rules stay.
+    await waitFor(() => rt.controller.events.list("firewall-strict").some((e) => !e.success && /dropped from 1 intentions to none/.test(e.error?.message ?? "")), 30_000, "the strict firewall refusing");
+    assert.equal(await read(strictRules), "local/api allow\n");
   });
 
   it("runs a task whose condition is one config entry: created, changed and deleted", async () => {
