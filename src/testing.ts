@@ -6,6 +6,9 @@ import { readFromSnapshot, type InstanceInput, type IntentionInput, type NodeInp
 import { synthesizeTask, type SynthContext, type SynthResult } from "./synth/synthesize.ts";
 import { assertions } from "./assertions.ts";
 import { keepOwnExpressions, ownExpressionsOf } from "./synth/own-expressions.ts";
+import { instanceInput, intentionInput, nodeInput } from "./synth/test-input-schema.ts";
+import { refuseUnknownOptions, strict, value, type ShapeOf } from "./task/strict-options.ts";
+import { z } from "zod";
 
 export type { InstanceInput, CheckInput, NodeInput, IntentionInput } from "./synth/snapshot.ts";
 
@@ -39,6 +42,17 @@ export interface TestInput {
   asGiven?: boolean;
 }
 
+/** The keys of a test's input, and of its instances, checks, nodes and intentions (a typo, `tag` for `tags`, would test data Consul never holds). */
+export const testInputSchema = strict({
+  services: z.array(instanceInput).optional(),
+  catalogServices: value(),
+  kv: value(),
+  nodes: z.array(nodeInput).optional(),
+  intentions: z.array(intentionInput).optional(),
+  configEntries: value(),
+  asGiven: value(),
+} satisfies ShapeOf<TestInput>);
+
 /**
  * The input the daemon would give the task if Consul held `input`: each of the task's sources
  * (condition first, then inputs) selects from the given data as Consul would — names or regexp,
@@ -46,6 +60,7 @@ export interface TestInput {
  * passed through completed, so tests of tasks without conditions keep working.
  */
 function taskInputOf(task: Task<Condition, TaskInputs>, input: TestInput): AnyTaskInput {
+  refuseUnknownOptions(testInputSchema, input, "Testing's input");
   const all = input.services ? { services: input.services } : {};
   const out: AnyTaskInput = {};
   if (input.services) out.services = readFromSnapshot(all, { kind: "services", query: { regexp: "", passingOnly: false } }) as ServiceInstance[];

@@ -11,6 +11,8 @@ import type { z } from "zod";
 import { catalogServices, configEntries, consulKv, intentions, ModuleTask, nodes, schedule, services, Task } from "../../src/task/checked.ts";
 import { defineConfig } from "../../src/config/define-config.ts";
 import { Testing } from "../../src/index.ts";
+import { testInputSchema } from "../../src/testing.ts";
+import { TEST_INPUT_ITEM_SCHEMAS } from "../../src/synth/test-input-schema.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { parseTask } from "../../src/api/task-request.ts";
 import { CtsError } from "../../src/errors/cts-error.ts";
@@ -128,6 +130,25 @@ describe("an option key a factory, a task or the config does not take is refused
     assert.match(err.message, /Did you mean 'passingOnly'\?/);
   });
 
+  it("Testing refuses a misspelt field of its input (an instance's `tag` would test an untagged instance)", () => {
+    class Prod extends Task {
+      constructor() {
+        super({ name: "prod", condition: services({ names: ["web"], filter: 'Service.Tags contains "prod"' }) });
+      }
+      synthesize(): void {}
+    }
+    const err = unknownOption(() =>
+      Testing.taskInput(new Prod(), {
+        services: [
+          // @ts-expect-error the typo under test
+          { name: "web", tag: ["prod"] },
+        ],
+      }),
+    );
+    assert.match(err.message, /^Testing's input: 'services\[0\]\.tag' is not an option \(at [^)]*\)\. Did you mean 'services\[0\]\.tags'\?/);
+    assert.equal(err.detail.at, here('tag: ["prod"]'));
+  });
+
   it("cts's own rebuilds from checked data (the daemon's main thread) take the data as it is", () => {
     const task = taskFromDeclaration({ kind: "module", spec: { ...named, module: "./m", fileVariables: { a: 1 } } as never });
     assert.deepEqual((task as { fileVariables?: unknown }).fileVariables, { a: 1 });
@@ -188,9 +209,10 @@ describe("suggestKey", () => {
 const cron = "* * * * *";
 const inTask = (extra: object) => new AnyTask({ name: "t", condition: schedule({ cron }), ...extra });
 const inConfig = (extra: object) => defineConfig({ tasks: [], ...extra } as never);
+const testedWith = (input: object) => Testing.taskInput(new AnyTask({ name: "t", condition: schedule({ cron }) }), input as never);
 
 /** How an object of each option type reaches the public entry that checks it, and the keys it needs. */
-const REACH: Record<keyof typeof TASK_OPTION_SCHEMAS | keyof typeof CONFIG_OPTION_SCHEMAS, { base: object; put(o: object): unknown }> = {
+const REACH: Record<keyof typeof TASK_OPTION_SCHEMAS | keyof typeof CONFIG_OPTION_SCHEMAS | keyof typeof TEST_INPUT_ITEM_SCHEMAS | "TestInput", { base: object; put(o: object): unknown }> = {
   ServicesOptions: { base: { names: ["web"] }, put: (o) => services(o as never) },
   ServicesQuery: { base: { names: ["web"] }, put: (o) => new AnyTask({ name: "t", condition: { kind: "services", query: o } }) },
   ServiceQueryEntry: { base: { name: "web" }, put: (o) => services({ names: ["web"], each: [o as never] }) },
@@ -243,9 +265,14 @@ const REACH: Record<keyof typeof TASK_OPTION_SCHEMAS | keyof typeof CONFIG_OPTIO
   RunHistoryOption: { base: {}, put: (o) => inConfig({ history: o }) },
   NotificationsConfig: { base: {}, put: (o) => inConfig({ notifications: o }) },
   WebhookConfig: { base: { url: "https://hooks.example/x" }, put: (o) => inConfig({ notifications: { webhooks: [o] } }) },
+  TestInput: { base: {}, put: (o) => testedWith(o) },
+  InstanceInput: { base: { name: "web" }, put: (o) => testedWith({ services: [o] }) },
+  CheckInput: { base: { status: "passing" }, put: (o) => testedWith({ services: [{ name: "web", checks: [o] }] }) },
+  NodeInput: { base: { node: "n1" }, put: (o) => testedWith({ nodes: [o] }) },
+  IntentionInput: { base: { sourceName: "a", destinationName: "b" }, put: (o) => testedWith({ intentions: [o] }) },
 };
 
-const SCHEMAS: Record<string, z.ZodObject> = { ...TASK_OPTION_SCHEMAS, ...CONFIG_OPTION_SCHEMAS };
+const SCHEMAS: Record<string, z.ZodObject> = { ...TASK_OPTION_SCHEMAS, ...CONFIG_OPTION_SCHEMAS, ...TEST_INPUT_ITEM_SCHEMAS, TestInput: testInputSchema };
 
 /** Edit distance with swaps of neighbours, written out again here so the test does not trust the code it checks. */
 function distance(a: string, b: string): number {
