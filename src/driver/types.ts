@@ -52,8 +52,6 @@ export interface ResourceChange {
   action: string;
 }
 
-import type { StateObject } from "./state-objects.ts";
-
 /**
  * The reason a run's signal is aborted with when its instance lost the lock it ran under (a
  * high-availability leader or a task owner whose session is gone or about to be given away): the
@@ -165,12 +163,6 @@ export interface Driver extends TerraformDriver, Partial<SavedPlans> {
   keepWarm?(on: boolean): void;
   /** Lets go of what the driver keeps warm for one task (deleted) or for all (leadership lost); drivers that keep nothing leave it out. */
   coolDown?(task?: string): Promise<void>;
-  /**
-   * The objects the task's saved state holds (address and id), read with Terraform (`show -json`);
-   * after an apply that could not save its state, what it had made is compared with them. Drivers
-   * that cannot read a state leave it out.
-   */
-  stateObjects?(ws: TaskWorkspace, opts?: RunOptions): Promise<StateObject[]>;
   /** The Terraform version the driver runs ("1.12.6"), asked once and remembered. */
   version(): Promise<string>;
   /** Ends what the driver keeps running between runs (warm provider processes); later runs do without. */

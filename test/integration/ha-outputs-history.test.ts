@@ -79,7 +79,7 @@ describe("outputs and run history under high availability (real Consul, real Ope
       const list: string[] = (await consul.api("GET", `/v1/kv/${prefix}?keys`).catch(() => [])) ?? [];
       return list.includes(`${prefix}outputs/pool`) && list.some((k) => k.startsWith(`${prefix}runs/pool/`)) ? list : undefined;
     }, 30_000, "the outputs and the first run in KV");
-    assert.equal(keys.filter((k) => k.startsWith(`${prefix}runs/pool/`)).length, 1);
+    assert.equal(keys!.filter((k) => k.startsWith(`${prefix}runs/pool/`)).length, 1);
     const entries: Array<{ Key: string; Value: string }> = await consul.api("GET", `/v1/kv/${prefix}?recurse`);
     for (const e of entries) assert.ok(!Buffer.from(e.Value ?? "", "base64").toString("utf8").includes(POOL_TOKEN), e.Key);
     const outputs = JSON.parse(Buffer.from(entries.find((e) => e.Key === `${prefix}outputs/pool`)!.Value, "base64").toString("utf8"));

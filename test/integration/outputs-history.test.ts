@@ -206,12 +206,12 @@ describe("task outputs and run history (real Consul, real OpenTofu)", () => {
     api = undefined;
     // A runtime that has not run anything yet: what it shows comes from the task state's files.
     rt = await startRuntime(config, { mode: "once" });
-    assert.equal(rt.controller.taskOutputs("pool")?.outputs.member_count?.value, 2);
-    assert.equal(rt.controller.taskOutputs("pool")?.outputs.api_token?.value, "(sensitive)");
-    assert.deepEqual(rt.controller.taskRuns("pool").map((r) => r.id), before.map((r: { id: string }) => r.id));
+    assert.equal(rt.controller.taskOutputs!("pool")?.outputs.member_count?.value, 2);
+    assert.equal(rt.controller.taskOutputs!("pool")?.outputs.api_token?.value, "(sensitive)");
+    assert.deepEqual(rt.controller.taskRuns!("pool").map((r) => r.id), before.map((r: { id: string }) => r.id));
     const [outcome] = await rt.controller.once();
     assert.equal(outcome!.ok, true, outcome!.error?.message);
-    const runs = rt.controller.taskRuns("pool");
+    const runs = rt.controller.taskRuns!("pool");
     assert.equal(runs.length, KEEP);
     assert.equal(runs[0]!.trigger, "once");
     assert.equal(runs[1]!.id, before[0].id);
