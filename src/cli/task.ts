@@ -29,7 +29,7 @@ interface TaskFlags extends ApiClientOptions {
 export function apiOptions(cmd: Command): Command {
   return cmd
     .option("--http-addr <url>", "address of the cts API (default CTS_ADDRESS, then the config's api.address/api.port, then http://127.0.0.1:8558)")
-    .option("-c, --config <file>", "the config whose api settings give the address (default ./cts.config.ts, when it exists)")
+    .option("--config <file>", "the config whose api settings give the address (default ./cts.config.ts, when it exists)")
     .option("--port <port>", "deprecated (CTS): the port of the API; prefer --http-addr")
     .option("--ca-cert <file>", "CA that signed the API's certificate (default CTS_CACERT)")
     .option("--ca-path <dir>", "directory of CA certificates, used when --ca-cert is not set (default CTS_CAPATH)")

@@ -18,7 +18,8 @@ describe("cts status --cluster", () => {
     assert.match(text, /Cluster 'prod' \(shared mode/);
     assert.match(text, /cts-a\s+http:\/\/a:8558\s+healthy\s+2/);
     assert.match(text, /cts-b\s+http:\/\/b:8558\s+unhealthy\s+1/);
-    assert.match(text, /==> cts-a: 2 task\(s\)\n  t1\n  t2\n/);
+    assert.match(text, /==> cts-a: 2 tasks\n  t1\n  t2\n/);
+    assert.match(text, /==> cts-b: 1 task\n  t3\n/);
     assert.match(text, /not running anywhere right now.*t4/);
   });
 
