@@ -125,7 +125,7 @@ export function diffMarkdown(r: DiffReport): string {
   }
   for (const t of changed) {
     const summary = t.status === "error" ? "error" : `${t.status}: ${countText(t.changes)}`;
-    out.push("", `<details open><summary><code>${t.task}</code>: ${summary}</summary>`, "");
+    out.push("", `<details open><summary><code>${html(t.task)}</code>: ${summary}</summary>`, "");
     const lines = t.status === "error" ? [`! ${t.error ?? ""}`] : t.changes.flatMap((c) => blockLines(c, true));
     if (lines.length) out.push(...fenced("diff", lines), "");
     if (t.plan && "error" in t.plan) out.push("Plan failed:", "", ...fenced("", [t.plan.error]), "");
@@ -137,6 +137,11 @@ export function diffMarkdown(r: DiffReport): string {
     out.push("</details>");
   }
   return out.join("\n") + "\n";
+}
+
+/** Text for HTML (a task name may hold `&`). */
+function html(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
 /** Inline code that no backtick in `text` can end. */

@@ -6,6 +6,7 @@
  * redacted, long values shortened with a hash), nested blocks as paths (`ingress[0].cidr_blocks`).
  */
 import { constructIdParts } from "../task/ids.ts";
+import { quote } from "../values/quote.ts";
 import { sensitiveName, shownValue } from "./review-values.ts";
 
 /** One attribute of an added or removed block, its value as shown. */
@@ -107,6 +108,8 @@ export function diffSynthesized(base: string | undefined, head: string | undefin
       const x = was.get(path);
       const y = now.get(path);
       if (was.has(path) && now.has(path) && JSON.stringify(x) === JSON.stringify(y)) continue;
+      // An empty map that gained entries (or lost its last) shows as its entries, not as itself.
+      if ((!now.has(path) && isEmpty(x) && hasUnder(now, path)) || (!was.has(path) && isEmpty(y) && hasUnder(was, path))) continue;
       const hide = hidden(a, path) || hidden(b, path);
       diffs.push({ path, ...(was.has(path) ? { before: shownValue(x, hide) } : {}), ...(now.has(path) ? { after: shownValue(y, hide) } : {}) });
     }
@@ -149,16 +152,27 @@ function leaves(body: Json, at = "", out = new Map<string, Json>()): Map<string,
   if (isObject(body)) {
     const keys = Object.keys(body);
     if (keys.length === 0 && at) out.set(at, body);
-    for (const k of keys) leaves(body[k], at ? `${at}${segment(k)}` : /^[A-Za-z_][A-Za-z0-9_-]*$/.test(k) ? k : `[${JSON.stringify(k)}]`, out);
+    for (const k of keys) leaves(body[k], at ? `${at}${segment(k)}` : IDENTIFIER.test(k) ? k : `[${quote(k)}]`, out);
   } else if (Array.isArray(body) && body.some((x) => isObject(x) || Array.isArray(x))) {
     body.forEach((x, i) => leaves(x, `${at}[${i}]`, out));
   } else out.set(at || "(value)", body);
   return out;
 }
 
-/** A key as a path segment: `.name`, or `["a.b"]` for a key that is not an identifier (catalog text in a map). */
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+
+/** A key as a path segment: `.name`, or `["a.b"]` for a key that is not an identifier (catalog text in a map, quoted as a log line would be). */
 function segment(k: string): string {
-  return /^[A-Za-z_][A-Za-z0-9_-]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`;
+  return IDENTIFIER.test(k) ? `.${k}` : `[${quote(k)}]`;
+}
+
+function isEmpty(v: Json): boolean {
+  return (Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0);
+}
+
+function hasUnder(values: Map<string, Json>, path: string): boolean {
+  for (const p of values.keys()) if (p.startsWith(`${path}.`) || p.startsWith(`${path}[`)) return true;
+  return false;
 }
 
 /** Paths in reading order: `a[2]` before `a[10]`. */

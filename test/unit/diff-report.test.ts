@@ -28,6 +28,11 @@ describe("cts diff's values: what a reviewer sees of each attribute", () => {
     ]);
   });
 
+  it("quotes a map key from the catalog as a path segment, with characters a page would act on escaped", () => {
+    const [c] = diffSynthesized(doc({ f: { x: { tags: {} } } }), doc({ f: { x: { tags: { "a.b\u2028c": "v\u202e" } } } }));
+    assert.deepEqual(c!.changes, [{ path: 'tags["a.b\\u2028c"]', after: '"v\\u202e"' }]);
+  });
+
   it("shortens a long value to its start, its length and a hash, so equal values read equal", () => {
     const cert = `-----BEGIN CERTIFICATE-----${"A".repeat(400)}`;
     const [c] = diffSynthesized(doc({ f: { x: { content: "short" } } }), doc({ f: { x: { content: cert } } }));
@@ -143,6 +148,10 @@ describe("cts diff's Markdown, rendered as a pull request comment would be", () 
   it("shows Terraform's plan of each resource with its action symbol first, as a diff block colours it", () => {
     assert.deepEqual(code[1]!.text.split("\n"), ["# aws_rule.web-web_2d_1 will be updated in-place", '~ resource "aws_rule" "web-web_2d_1" {', "~     from_port = 443 -> 8443", "  }"]);
     assert.match(md, /Terraform's plan against the task's state: 1 to add, 1 to change, 1 to destroy:/);
+  });
+
+  it("writes a task name into HTML escaped", () => {
+    assert.match(diffMarkdown({ base: "HEAD", tasks: [{ task: "a&b", status: "added", changes: [] }] }), /<summary><code>a&amp;b<\/code>: added:/);
   });
 
   it("says so in one line when nothing changes; the text form lists the same values", () => {
