@@ -88,6 +88,6 @@ export const normalPath: MiddlewareHandler<ApiEnv> = async (c, next) => {
 export function noRoute(path: string): ApiError {
   return new ApiError(
     404,
-    `no route for '${path.slice(0, 200)}'. Routes: /v1/status, /v1/status/tasks[/{name}], /v1/tasks[/{name}], /v1/tasks/{name}/drift, /v1/tasks/{name}/approve, /v1/tasks/{name}/reject, /v1/health, /v1/status/cluster, /metrics, /ui.`,
+    `no route for '${path.slice(0, 200)}'. Routes: /v1/status, /v1/status/tasks[/{name}], /v1/tasks[/{name}], /v1/tasks/{name}/drift, /v1/tasks/{name}/approve, /v1/tasks/{name}/reject, /v1/tasks/{name}/runs, /v1/tasks/{name}/outputs, /v1/health, /v1/status/cluster, /metrics, /ui.`,
   );
 }
