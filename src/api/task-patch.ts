@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ApiError } from "./http-error.ts";
 import { flag, problemsOf, show, whenObject } from "./schema-messages.ts";
 import { decodeCtsJson } from "./task-schema.ts";
+import { suggestKey } from "../errors/unknown-options.ts";
 
 type Json = Record<string, unknown>;
 
@@ -28,6 +29,12 @@ const patchFields = {
 /** Fields PATCH may change on a task created through the API (beyond CTS, which allows only `enabled`). */
 export const PATCHABLE_FIELDS = Object.keys(patchFields);
 
+/** An unknown key, with the known one it was probably meant to be: "enabeld (did you mean `enabled`?)". */
+function withMeant(key: string, known: readonly string[]): string {
+  const meant = suggestKey(key, known);
+  return `${key.slice(0, 60)}${meant ? ` (did you mean \`${meant}\`?)` : ""}`;
+}
+
 /** `PATCH /v1/tasks/{task}`'s body: the whole-body problems are checked beside the field ones. */
 function patchBodySchema(task: string) {
   return z
@@ -35,7 +42,7 @@ function patchBodySchema(task: string) {
     .superRefine((body, ctx) => {
       const unknown = Object.keys(body).filter((k) => !PATCHABLE_FIELDS.includes(k) && k !== "name");
       const problem = unknown.length
-        ? `the request body has unsupported keys: ${unknown.join(", ")}. PATCH takes: ${PATCHABLE_FIELDS.join(", ")}.`
+        ? `the request body has unsupported keys: ${unknown.map((k) => withMeant(k, PATCHABLE_FIELDS)).join(", ")}. PATCH takes: ${PATCHABLE_FIELDS.join(", ")}.`
         : body.name !== undefined && body.name !== task
           ? `a task cannot be renamed ('${task}' → '${String(body.name).slice(0, 60)}'). Create a new task instead.`
           : Object.keys(body).every((k) => k === "name")

@@ -15,6 +15,7 @@ import { testInputSchema } from "../../src/testing.ts";
 import { TEST_INPUT_ITEM_SCHEMAS } from "../../src/synth/test-input-schema.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { parseTask } from "../../src/api/task-request.ts";
+import { parsePatchBody } from "../../src/api/task-patch.ts";
 import { CtsError } from "../../src/errors/cts-error.ts";
 import { suggestKey } from "../../src/errors/unknown-options.ts";
 import { TASK_OPTION_SCHEMAS } from "../../src/task/option-schemas.ts";
@@ -191,6 +192,15 @@ process._rawDebug("main thread done"); await import("./src/index.ts");`;
     assert.throws(
       () => parseTask(task),
       (err: Error & { status?: number }) => err.status === 400 && /task\.condition\.services\.fitler is not a known field \(did you mean `filter`\?\)/.test(err.message),
+    );
+  });
+});
+
+describe("the API's task changes", () => {
+  it("PATCH names the key meant for a misspelt one", () => {
+    assert.throws(
+      () => parsePatchBody({ enabeld: false }, "web"),
+      (err: Error & { status?: number }) => err.status === 400 && /unsupported keys: enabeld \(did you mean `enabled`\?\)\. PATCH takes: enabled,/.test(err.message),
     );
   });
 });
