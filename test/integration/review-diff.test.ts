@@ -128,6 +128,12 @@ describe("reviewing a task change as docs/tasks.md shows it (real Consul, a real
     assert.ok(lines.some((l) => /^ {4}\+ filename +=  ?"\/tmp\/prod\.txt"$/.test(l)), lines.join("\n"));
     const text = await cts(["diff", "--base", "origin/main", "--snapshot", "snapshot.json", "--plan"]);
     assert.match(text.stdout, /plan against the task's state: 1 to add, 0 to change, 0 to destroy\n {4}\+ local_file\.list \(create\)\n {6}# local_file\.list will be created\n {6}\+ resource "local_file" "list" \{/);
+    // --head plans the head ref's version, in the working tree's folders.
+    const head = await cts(["diff", "--base", "origin/main", "--head", "port", "--snapshot", "snapshot.json", "--plan", "--format", "json"]);
+    assert.equal(head.code, 2, head.stderr);
+    const headReport = JSON.parse(head.stdout);
+    assert.equal(headReport.head, "port");
+    assert.deepEqual(headReport.tasks[0].plan, task.plan);
     const markdown = await cts(["diff", "--base", "origin/main", "--snapshot", "snapshot.json", "--plan", "--format", "markdown"]);
     assert.match(markdown.stdout, /Terraform's plan against the task's state: 1 to add, 0 to change, 0 to destroy:\n\n```diff\n# local_file\.list will be created\n\+ resource "local_file" "list" \{\n/);
   });
