@@ -346,6 +346,35 @@ describe("createWatcher", () => {
     assert.deepEqual(all.current(), { "app/a": "1", "app/b": "2" });
   });
 
+  it("watches nodes, intentions and config entries: one shared view per distinct query, a change told, an identical answer not", async () => {
+    const consul = new FakeConsul();
+    consul.lists.set("nodes", [{ Node: "n1", Address: "10.0.0.1" }]);
+    consul.lists.set("intentions", [{ SourceName: "web", DestinationName: "db", Action: "allow", Precedence: 9 }]);
+    consul.lists.set("config", [{ Kind: "service-defaults", Name: "db", Protocol: "http" }]);
+    watcher = watch(consul);
+    const nodesA = counter();
+    const intentionsL = counter();
+    const configL = counter();
+    const a = watcher.subscribe({ kind: "nodes", query: { filter: "Meta.role == edge" } }, nodesA);
+    const b = watcher.subscribe({ kind: "nodes", query: { filter: "Meta.role == edge" } }, counter());
+    const i = watcher.subscribe({ kind: "intentions", query: { destination: "db" } }, intentionsL);
+    const c = watcher.subscribe({ kind: "config-entries", query: { kind: "service-defaults", name: "db" } }, configL);
+    await Promise.all([a.ready, b.ready, i.ready, c.ready]);
+    assert.equal(watcher.viewCount(), 3, "the two identical nodes queries share one view");
+    assert.deepEqual(a.current(), [{ id: "", node: "n1", address: "10.0.0.1", datacenter: "", taggedAddresses: {}, meta: {} }]);
+    assert.equal(i.current()![0]!.action, "allow");
+    assert.deepEqual(c.current(), [{ Kind: "service-defaults", Name: "db", Protocol: "http" }]);
+
+    consul.lists.set("intentions", [{ SourceName: "web", DestinationName: "db", Action: "deny", Precedence: 9 }]);
+    consul.bump();
+    await consul.clock.runUntil(() => intentionsL.changes === 1);
+    assert.equal(i.current()![0]!.action, "deny");
+    // Consul woke every query (one index for the whole fake), but only the intentions changed.
+    await consul.clock.runUntil(() => consul.count("nodes") >= 3 && consul.count("config") >= 3);
+    assert.equal(nodesA.changes, 0);
+    assert.equal(configL.changes, 0);
+  });
+
   it("rejects ready and reports a fatal error on a 403, then heals when the ACL is fixed", async () => {
     const consul = new FakeConsul();
     consul.register("web", "w1");
