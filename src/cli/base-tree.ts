@@ -5,7 +5,7 @@ import { execa } from "execa";
 import { extract } from "tar";
 import { CtsError } from "../errors/cts-error.ts";
 
-/** A project's files at a git ref, unpacked in a temporary folder (`cts diff --base`). */
+/** A project's files at a git ref, unpacked in a temporary folder (`cts diff --base`, `--head`). */
 export interface BaseTree {
   /** The config file's path inside the unpacked tree. */
   config: string;
@@ -18,14 +18,14 @@ export interface BaseTree {
  * finds `config` there. The tree has no node_modules of its own, so the working tree's nearest
  * node_modules is linked in where it sits: the base config imports the installed cdktf-sync.
  */
-export async function checkoutBase(ref: string, config: string): Promise<BaseTree> {
+export async function checkoutBase(ref: string, config: string, role: "base" | "head" = "base"): Promise<BaseTree> {
   const configDir = dirname(resolve(config));
-  const top = (await git(["rev-parse", "--show-toplevel"], configDir, ref)).trim();
-  await git(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], top, ref);
-  const dir = await mkdtemp(join(tmpdir(), "cts-diff-base-"));
+  const top = (await git(["rev-parse", "--show-toplevel"], configDir, ref, role)).trim();
+  await git(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], top, ref, role);
+  const dir = await mkdtemp(join(tmpdir(), `cts-diff-${role}-`));
   try {
-    const archive = join(dir, "base.tar");
-    await git(["archive", "--format=tar", "-o", archive, ref], top, ref);
+    const archive = join(dir, `${role}.tar`);
+    await git(["archive", "--format=tar", "-o", archive, ref], top, ref, role);
     const tree = join(dir, "tree");
     await mkdir(tree);
     await extract({ file: archive, cwd: tree });
@@ -46,11 +46,11 @@ export async function checkoutBase(ref: string, config: string): Promise<BaseTre
   }
 }
 
-async function git(args: string[], cwd: string, ref: string): Promise<string> {
+async function git(args: string[], cwd: string, ref: string, role: string): Promise<string> {
   const r = await execa("git", args, { cwd, reject: false });
   if (r.exitCode !== 0) {
     const why = (r.stderr || r.stdout || `exit ${r.exitCode ?? r.signal}`).trim().split("\n")[0];
-    throw new CtsError("DIFF_BASE_UNAVAILABLE", "external", `cannot read the base ref '${ref}' (git ${args[0]} in ${cwd}): ${why}.`);
+    throw new CtsError("DIFF_BASE_UNAVAILABLE", "external", `cannot read the ${role} ref '${ref}' (git ${args[0]} in ${cwd}): ${why}.`);
   }
   return r.stdout;
 }

@@ -66,7 +66,7 @@ async function review(names: string[], flags: DiffFlags): Promise<DiffReport> {
   try {
     const base = await checkoutBase(flags.base, tree.file);
     unpacked.push(base);
-    const head = flags.head ? await checkoutBase(flags.head, tree.file) : undefined;
+    const head = flags.head ? await checkoutBase(flags.head, tree.file, "head") : undefined;
     if (head) unpacked.push(head);
     const before = await loadConfig(base.config);
     // The head ref's config, with the working tree's folders: its task dirs, module paths and state are the same.

@@ -129,6 +129,6 @@ describe("cts diff shows a firewall change with its values (a real git repositor
     assert.match(same.stdout, /Task firewall: no changes/);
     const bad = await cts("diff", "--head", "no-such-ref", "--snapshot", "snapshot.json");
     assert.equal(bad.code, 1);
-    assert.match(bad.stderr, /cannot read the base ref 'no-such-ref'/);
+    assert.match(bad.stderr, /cannot read the head ref 'no-such-ref'/);
   });
 });
