@@ -200,7 +200,9 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
 
   /** The task's run history, newest first, from the task state. */
   taskRuns(name: string): RunRecord[] {
-    return this.parts.runner.state.runs(name);
+    // A run past maxAge is deleted when the task's next run is kept; until then it is no longer answered.
+    const oldest = Date.now() - this.parts.runner.retention.maxAgeMs;
+    return this.parts.runner.state.runs(name).filter((r) => Date.parse(r.start_time) >= oldest);
   }
 
   /** Calls `listener` when a run or drift check starts or ends; returns the unsubscribe function. */
