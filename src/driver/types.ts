@@ -31,7 +31,24 @@ export interface RunResult {
    * failed read of the outputs): the outputs kept from before stay.
    */
   outputs?: TaskOutputs;
+  /**
+   * What the remote service's own checks of the run said (the Terraform Cloud driver: its policy
+   * checks and cost estimate); drivers without such checks, and runs that had none, leave it out.
+   */
+  checks?: RunChecks;
 }
+
+/**
+ * Terraform Cloud's own checks of a run, summarized for the run's event (names as the API spells
+ * them, in the event's snake_case). Each part is there only when the run had it.
+ */
+export interface RunChecks {
+  /** The run's policy checks (Sentinel/OPA), added up: the worst status and the counts of policies. */
+  policies?: { status: string; passed: number; failed: number; hard_failed: number; soft_failed: number; advisory_failed: number };
+  /** The run's cost estimate: monthly costs as the server gives them (decimal strings, USD), and how many resources it could price. */
+  cost_estimate?: { status: string; prior_monthly_cost?: string; proposed_monthly_cost?: string; delta_monthly_cost?: string; resources?: number; matched_resources?: number };
+}
+
 
 /** One Terraform output of a task: a sensitive one never carries its value (it reads "(sensitive)"). */
 export interface TaskOutput {

@@ -314,6 +314,7 @@ function eventOf(e: TaskEntry, start: Date, outcome: RunOutcome): TaskEvent {
     ...(outcome.result ? { changes: outcome.result.summary } : {}),
     ...(outcome.result?.resources?.length ? { resources: outcome.result.resources } : {}),
     ...runUrl(outcome),
+    ...(outcome.result?.checks ? { checks: outcome.result.checks } : {}),
     ...(outcome.hold ? { hold: { reasons: outcome.hold.reasons, why: outcome.hold.why, heldAt: outcome.hold.heldAt } } : {}),
     ...(outcome.stateLost ? { state_lost: outcome.stateLost } : {}),
     ...eventOutputs(outcome),

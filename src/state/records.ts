@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import type { ChangeSummary, ResourceChange, TaskOutputs } from "../driver/types.ts";
+import type { ChangeSummary, ResourceChange, RunChecks, TaskOutputs } from "../driver/types.ts";
 import { isTaskOutputs } from "../driver/outputs.ts";
 import type { PlanJson } from "../task/guards.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
@@ -78,6 +78,12 @@ export interface TaskEvent {
   run_url?: string;
   /** Beyond CTS, a plan held for approval (outcome "held"): why, and since when. `changes`/`resources` say what it would change. */
   hold?: { reasons: string[]; why: "guards" | "always"; heldAt: string };
+  /**
+   * Beyond CTS, Terraform Cloud driver: the run's own checks in Terraform Cloud, when it had them:
+   * its policy checks added up (worst status; passed, failed: hard, soft, advisory) and its cost
+   * estimate (prior, proposed and delta monthly cost).
+   */
+  checks?: RunChecks;
   /** Beyond CTS: the Terraform state this task had applied to was gone or replaced when the run started (why it was not skipped). */
   state_lost?: string;
   /** Beyond CTS, drift checks only: whether the drift was corrected, and what that apply changed. */

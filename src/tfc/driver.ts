@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import { ownFolder } from "../driver/safe-files.ts";
 import { createKeyedSerializer } from "../driver/serial.ts";
 import { taskFolder } from "../driver/task-name.ts";
-import type { Driver, RunOptions, RunResult, TaskWorkspace } from "../driver/types.ts";
+import type { Driver, RunOptions, RunResult, SavedPlan, TaskWorkspace } from "../driver/types.ts";
 import { CtsError, messageOf } from "../errors/cts-error.ts";
 import { pause } from "../time/pause.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
@@ -10,7 +10,9 @@ import { TfcClient, type TfcClientOptions } from "./client.ts";
 import { stageRootModule, type RequiredProviders } from "./root-module.ts";
 import { runOutcome } from "./run-outcome.ts";
 import { redactOutputs } from "../driver/outputs.ts";
-import { awaitsPerson } from "./runs.ts";
+import { awaitsPerson, isFinal } from "./runs.ts";
+import { heldPlanJson, heldRunGone, isRunId, wasConfirmed } from "./held-runs.ts";
+import { checksWords, runChecks } from "./run-checks.ts";
 import { ensureTaskWorkspace, type WorkspacePolicy } from "./task-workspace.ts";
 import { syncVariables, taskVariables, variablesFingerprint } from "./task-variables.ts";
 import { TFC_TERRAFORM_CONSTRAINT } from "./supported-versions.ts";
@@ -37,7 +39,8 @@ export interface TfcDriverOptions extends WorkspacePolicy {
   metrics?: Pick<Metrics, "phase">;
 }
 
-type Kind = "apply" | "plan" | "destroy";
+/** "hold": an apply whose run waits for confirmation, for the plan guards (planToApply). */
+type Kind = "apply" | "plan" | "destroy" | "hold";
 
 /** What the driver remembers of a task between runs (in memory: a restart finds it all again). */
 interface TaskMemory {
@@ -58,6 +61,10 @@ interface TaskMemory {
  * (auto-apply unless the workspace applies manually), follows it to its end and answers with its
  * outcome and URL (run-outcome.ts). A plan is a speculative plan-only run, which never locks the
  * workspace and is not listed among its runs. One operation per task at a time; tasks in parallel.
+ *
+ * Plan guards and approvals (SavedPlans): `planToApply` queues the run without auto-apply and
+ * stops where it waits for confirmation, answering with its plan's JSON and the run id as the
+ * ref; `applyPlan` confirms exactly that run and follows it to its end; `discardPlan` discards it.
  */
 export class TfcDriver implements Driver {
   readonly client: TfcClient;
@@ -82,6 +89,44 @@ export class TfcDriver implements Driver {
 
   destroy(ws: TaskWorkspace, opts?: RunOptions): Promise<RunResult> {
     return this.run("destroy", ws, opts);
+  }
+
+  /**
+   * Queues the task's run without auto-apply and follows it until it is planned and waits for
+   * confirmation (cost estimate and policy checks included); answers with the plan's JSON and the
+   * run id as the ref, the run left waiting. A plan without changes ends the run (`planned_and_finished`).
+   */
+  async planToApply(ws: TaskWorkspace, opts?: RunOptions): Promise<SavedPlan> {
+    return (await this.run("hold", ws, opts)) as SavedPlan;
+  }
+
+  /**
+   * Confirms the held run `ref` (its plan, nothing planned anew) and follows it to its end. A run
+   * that no longer waits for confirmation is PLAN_NOT_FOUND (gone, or discarded or canceled in
+   * Terraform Cloud) or PLAN_STALE (errored, or it cannot be confirmed any more); one someone
+   * already confirmed in Terraform Cloud is followed to its end.
+   */
+  applyPlan(ws: TaskWorkspace, ref: string, opts: RunOptions = {}): Promise<RunResult> {
+    let dir: string;
+    try {
+      dir = this.taskDir(ws.task);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.tasks.run(ws.task, () => this.confirmHeld(ws, ref, dir, opts));
+  }
+
+  /** Discards the held run `ref` (rejected, or superseded by a newer change); a run gone or no longer waiting is left as it is. */
+  discardPlan(task: string, ref: string): Promise<void> {
+    return this.tasks.run(task, async () => {
+      const mem = this.memory.get(task);
+      if (mem?.waiting === ref) mem.waiting = undefined;
+      if (!isRunId(ref)) return;
+      const run = await this.client.runs.read(ref).catch(() => undefined);
+      if (!run || !run.actions.isDiscardable || wasConfirmed(run)) return;
+      await this.client.runs.discard(ref, `Discarded by cts: the plan held for task ${task} was rejected or superseded by a newer change`).catch(() => undefined);
+      this.options.log?.(task, `run ${ref} discarded (its held plan was rejected or superseded)`);
+    });
   }
 
   taskDir(task: string): string {
@@ -110,7 +155,7 @@ export class TfcDriver implements Driver {
   }
 
   /** One operation of a task, queued behind its previous one. */
-  private run(kind: Kind, ws: TaskWorkspace, opts: RunOptions = {}): Promise<RunResult> {
+  private run(kind: Kind, ws: TaskWorkspace, opts: RunOptions = {}): Promise<RunResult | SavedPlan> {
     let dir: string;
     try {
       dir = this.taskDir(ws.task);
@@ -120,7 +165,7 @@ export class TfcDriver implements Driver {
     return this.tasks.run(ws.task, () => this.operate(kind, ws, dir, opts));
   }
 
-  private async operate(kind: Kind, ws: TaskWorkspace, dir: string, opts: RunOptions): Promise<RunResult> {
+  private async operate(kind: Kind, ws: TaskWorkspace, dir: string, opts: RunOptions): Promise<RunResult | SavedPlan> {
     const { signal } = opts;
     const log = (line: string) => this.options.log?.(ws.task, knownSecrets.redact(line));
     const clock = this.client.clock;
@@ -130,14 +175,8 @@ export class TfcDriver implements Driver {
     try {
       throwIfAborted(signal, ws.task);
       await this.makeTaskDir(ws.task);
-      const mem = this.memory.get(ws.task) ?? {};
-      this.memory.set(ws.task, mem);
-      if (!mem.workspace) {
-        const { workspace, created } = await ensureTaskWorkspace(this.client, this.options, ws, signal, () => this.newWorkspaceVersion(log));
-        mem.workspace = workspace;
-        log(`workspace ${workspace.name} (${workspace.id}) ${created ? "created" : "found"}`);
-      }
-      const workspace = mem.workspace;
+      const mem = this.taskMemory(ws.task);
+      const workspace = await this.workspaceOf(ws, mem, log, signal);
       const vars = taskVariables(ws.env, ws.json);
       const fingerprint = variablesFingerprint(vars);
       if (mem.variables !== fingerprint) {
@@ -156,7 +195,15 @@ export class TfcDriver implements Driver {
       }
       if (kind !== "plan") await this.waitForUnlock(workspace, ws.task, log, signal, interval);
       const created = await this.client.runs.create(
-        { workspaceId: workspace.id, configurationVersionId: cvId, message: runMessage(kind, ws.task), ...(kind === "plan" ? { planOnly: true } : {}), ...(kind === "destroy" ? { isDestroy: true } : {}) },
+        {
+          workspaceId: workspace.id,
+          configurationVersionId: cvId,
+          message: runMessage(kind, ws.task),
+          ...(kind === "plan" ? { planOnly: true } : {}),
+          ...(kind === "destroy" ? { isDestroy: true } : {}),
+          // Held for the plan guards: it must wait for confirmation, whatever the workspace's auto-apply says.
+          ...(kind === "hold" ? { autoApply: false } : {}),
+        },
         signal,
       );
       const url = this.client.runUrl(this.options.organization, workspace.name, created.id);
@@ -164,13 +211,88 @@ export class TfcDriver implements Driver {
       const run = await this.follow(created, ws.task, url, signal, Math.max(1, limitMs - (clock.now() - started)), interval, log);
       if (kind !== "plan" && awaitsPerson(run)) mem.waiting = run.id;
       this.recordPhases(ws.task, kind, run);
-      const result = await runOutcome(this.client, run, { task: ws.task, workspace: workspace.name, url }, { planOnly: kind === "plan", signal });
+      const result = await runOutcome(this.client, run, { task: ws.task, workspace: workspace.name, url }, { planOnly: kind === "plan" || kind === "hold", signal });
+      if (kind !== "plan") await this.addChecks(result, run, log, signal);
       if (kind !== "plan" && run.status === "applied") await this.readOutputs(result, kind, workspace.id, log, signal);
       log(`run ${run.id} ${run.status}${result.changesPresent ? ` (${result.summary.add} to add, ${result.summary.change} to change, ${result.summary.destroy} to destroy)` : " (no changes)"}: ${url}`);
+      if (kind !== "hold") return result;
+      if (!result.changesPresent || isFinal(run)) return { ...result, changesPresent: false, plan: {}, ref: "" };
+      const planId = run.planId ?? run.included.plan?.id;
+      const plan = await heldPlanJson(this.client, planId, run.id, { signal, intervalMs: interval });
+      log(`run ${run.id} waits for confirmation while the task's guards check its plan`);
+      return { ...result, plan, ref: run.id };
+    } catch (err) {
+      throw this.failure(err, ws.task, signal);
+    }
+  }
+
+  /** Confirms a held run and follows it to its end (applyPlan). */
+  private async confirmHeld(ws: TaskWorkspace, ref: string, dir: string, opts: RunOptions): Promise<RunResult> {
+    const { signal } = opts;
+    const log = (line: string) => this.options.log?.(ws.task, knownSecrets.redact(line));
+    const started = this.client.clock.now();
+    const limitMs = opts.timeoutMs ?? this.options.runTimeoutMs ?? 30 * 60_000;
+    const interval = this.options.pollIntervalMs ?? 1000;
+    try {
+      throwIfAborted(signal, ws.task);
+      await this.makeTaskDir(ws.task);
+      const mem = this.taskMemory(ws.task);
+      const workspace = await this.workspaceOf(ws, mem, log, signal);
+      if (!isRunId(ref)) throw heldRunGone(ws.task, ref, workspace.name, undefined);
+      const read = () => this.client.runs.read(ref, signal).catch((err: unknown) => (err instanceof CtsError && err.code === "TFC_NOT_FOUND" ? undefined : Promise.reject(err)));
+      let run = await read();
+      if (!run || (run.workspaceId !== undefined && run.workspaceId !== workspace.id)) throw heldRunGone(ws.task, ref, workspace.name, undefined);
+      const url = this.client.runUrl(this.options.organization, workspace.name, run.id);
+      if (awaitsPerson(run) && run.actions.isConfirmable) {
+        try {
+          await this.client.runs.apply(run.id, `Approved in cts: applying the plan held for task ${ws.task}`, signal);
+          log(`run ${run.id} confirmed: the held plan was approved (${url})`);
+        } catch (err) {
+          // Someone acted on it in between (confirmed, discarded): what it is now decides.
+          if (!(err instanceof CtsError && err.code === "TFC_CONFLICT")) throw err;
+          run = await read();
+          if (!run || !wasConfirmed(run)) throw heldRunGone(ws.task, ref, workspace.name, run, url);
+        }
+      } else if (wasConfirmed(run)) {
+        log(`run ${run.id} was already confirmed in Terraform Cloud; following it (${url})`);
+      } else {
+        throw heldRunGone(ws.task, ref, workspace.name, run, url);
+      }
+      if (mem.waiting === ref) mem.waiting = undefined;
+      const done = await this.follow(run, ws.task, url, signal, Math.max(1, limitMs - (this.client.clock.now() - started)), interval, log);
+      this.recordPhases(ws.task, "apply", done, "apply");
+      const result = await runOutcome(this.client, done, { task: ws.task, workspace: workspace.name, url }, { planOnly: false, signal });
+      await this.addChecks(result, done, log, signal);
+      if (done.status === "applied") await this.readOutputs(result, "apply", workspace.id, log, signal);
+      log(`run ${done.id} ${done.status}${result.changesPresent ? ` (${result.summary.add} to add, ${result.summary.change} to change, ${result.summary.destroy} to destroy)` : " (no changes)"}: ${url}`);
       return result;
     } catch (err) {
       throw this.failure(err, ws.task, signal);
     }
+  }
+
+  private taskMemory(task: string): TaskMemory {
+    const mem = this.memory.get(task) ?? {};
+    this.memory.set(task, mem);
+    return mem;
+  }
+
+  /** The task's workspace: found or created (and checked) on the task's first operation, then remembered. */
+  private async workspaceOf(ws: TaskWorkspace, mem: TaskMemory, log: (line: string) => void, signal: AbortSignal | undefined): Promise<Workspace> {
+    if (!mem.workspace) {
+      const { workspace, created } = await ensureTaskWorkspace(this.client, this.options, ws, signal, () => this.newWorkspaceVersion(log));
+      mem.workspace = workspace;
+      log(`workspace ${workspace.name} (${workspace.id}) ${created ? "created" : "found"}`);
+    }
+    return mem.workspace;
+  }
+
+  /** Terraform Cloud's policy checks and cost estimate of the run, into the result (for its event) and the log. */
+  private async addChecks(result: RunResult, run: Run, log: (line: string) => void, signal: AbortSignal | undefined): Promise<void> {
+    const checks = await runChecks(this.client, run, signal);
+    if (!checks) return;
+    result.checks = checks;
+    log(`run ${run.id}: ${checksWords(checks)}`);
   }
 
   /**
@@ -230,14 +352,14 @@ export class TfcDriver implements Driver {
   }
 
   /** Plan and apply (or destroy) durations as Terraform Cloud timed them, when it says (status-timestamps). */
-  private recordPhases(task: string, kind: Kind, run: Run): void {
+  private recordPhases(task: string, kind: Kind, run: Run, phases: "all" | "apply" = "all"): void {
     const at = (k: string) => {
       const t = Date.parse(run.statusTimestamps[k] ?? "");
       return Number.isFinite(t) ? t : undefined;
     };
     const span = (from: number | undefined, to: number | undefined) => (from !== undefined && to !== undefined && to >= from ? (to - from) / 1000 : undefined);
     const planned = span(at("planning-at"), at("planned-at") ?? at("planned-and-finished-at"));
-    if (planned !== undefined) this.options.metrics?.phase(task, "plan", planned);
+    if (planned !== undefined && phases === "all") this.options.metrics?.phase(task, "plan", planned);
     const applied = span(at("applying-at"), at("applied-at"));
     if (applied !== undefined) this.options.metrics?.phase(task, kind === "destroy" ? "destroy" : "apply", applied);
   }
@@ -299,6 +421,7 @@ function throwIfAborted(signal: AbortSignal | undefined, task: string): void {
 const RUN_MESSAGE_PREFIX = "cts: ";
 
 function runMessage(kind: Kind, task: string): string {
+  if (kind === "hold") return `${RUN_MESSAGE_PREFIX}task ${task} changed (waits for confirmation: its plan is checked by the task's guards)`;
   return `${RUN_MESSAGE_PREFIX}${kind === "plan" ? `speculative plan of task ${task}` : kind === "destroy" ? `destroy of task ${task}` : `task ${task} changed`}`;
 }
 

@@ -1,5 +1,5 @@
 import { badAnswer, type CallSite } from "./errors.ts";
-import type { AgentPool, Apply, ConfigurationVersion, Organization, Plan, Run, StateOutput, Variable, Workspace } from "./types.ts";
+import type { AgentPool, Apply, ConfigurationVersion, CostEstimate, Organization, Plan, PolicyCheck, Run, StateOutput, Variable, Workspace } from "./types.ts";
 
 /** A JSON:API resource object. */
 export interface Resource {
@@ -127,6 +127,7 @@ export function toRun(r: Resource, with_: Resource[] = []): Run {
     configurationVersionId: relId(r, "configuration-version"),
     planId,
     applyId,
+    costEstimateId: relId(r, "cost-estimate"),
     included: { ...(plan ? { plan: toPlan(plan) } : {}), ...(apply ? { apply: toApply(apply) } : {}) },
   };
 }
@@ -159,4 +160,25 @@ export function toApply(r: Resource): Apply {
 /** A state version output. */
 export function toStateOutput(r: Resource): StateOutput {
   return { name: str(r, "name") ?? "", sensitive: bool(r, "sensitive") ?? false, value: r.attributes.value ?? null };
+}
+
+/** A policy check; its `result` counts (absent while it runs) read as 0. */
+export function toPolicyCheck(r: Resource): PolicyCheck {
+  const result = (r.attributes.result ?? {}) as Record<string, unknown>;
+  const n = (k: string) => (typeof result[k] === "number" ? (result[k] as number) : 0);
+  return { id: r.id, status: str(r, "status") ?? "", passed: n("passed"), totalFailed: n("total-failed"), hardFailed: n("hard-failed"), softFailed: n("soft-failed"), advisoryFailed: n("advisory-failed") };
+}
+
+/** A cost estimate (its costs are decimal strings; a server sending numbers is read the same). */
+export function toCostEstimate(r: Resource): CostEstimate {
+  const cost = (k: string) => (typeof r.attributes[k] === "number" ? String(r.attributes[k]) : str(r, k));
+  return {
+    id: r.id,
+    status: str(r, "status") ?? "",
+    priorMonthlyCost: cost("prior-monthly-cost"),
+    proposedMonthlyCost: cost("proposed-monthly-cost"),
+    deltaMonthlyCost: cost("delta-monthly-cost"),
+    resourcesCount: num(r, "resources-count"),
+    matchedResourcesCount: num(r, "matched-resources-count"),
+  };
 }

@@ -3,9 +3,9 @@ import { CtsError } from "../errors/cts-error.ts";
 import { pause } from "../time/pause.ts";
 import { PollPacer } from "./poll-pacer.ts";
 import { cancelledError } from "./errors.ts";
-import { included, many, one, toRun } from "./jsonapi.ts";
+import { included, many, nextPage, one, toCostEstimate, toPolicyCheck, toRun } from "./jsonapi.ts";
 import type { Transport } from "./transport.ts";
-import { FINAL_RUN_STATUSES, type Run, type RunInput } from "./types.ts";
+import { FINAL_RUN_STATUSES, type CostEstimate, type PolicyCheck, type Run, type RunInput } from "./types.ts";
 import { enc } from "./workspaces.ts";
 
 /** The first wait of a run's poll, after it is created and after each status change (doubling up to the interval). */
@@ -71,6 +71,24 @@ export class Runs {
     const path = `/api/v2/runs/${enc(id)}`;
     const doc = await this.t.json({ method: "GET", path, query: { include: "plan,apply" }, signal, idempotent: true });
     return toRun(one(doc, { method: "GET", path }), included(doc));
+  }
+
+  /** The run's policy checks, all pages (none when the organization has no policy sets for the workspace). */
+  async policyChecks(id: string, signal?: AbortSignal): Promise<PolicyCheck[]> {
+    const path = `/api/v2/runs/${enc(id)}/policy-checks`;
+    const out: PolicyCheck[] = [];
+    for (let page: number | undefined = 1; page !== undefined; ) {
+      const doc = await this.t.json({ method: "GET", path, query: { "page[number]": String(page), "page[size]": "100" }, signal, idempotent: true });
+      out.push(...many(doc, { method: "GET", path }).map(toPolicyCheck));
+      page = nextPage(doc);
+    }
+    return out;
+  }
+
+  /** A cost estimate, by the id of the run's `cost-estimate` relationship. */
+  async costEstimate(id: string, signal?: AbortSignal): Promise<CostEstimate> {
+    const path = `/api/v2/cost-estimates/${enc(id)}`;
+    return toCostEstimate(one(await this.t.json({ method: "GET", path, signal, idempotent: true }), { method: "GET", path }));
   }
 
   /** Confirms a run waiting for it (TFC_CONFLICT otherwise). */

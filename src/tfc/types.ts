@@ -127,6 +127,8 @@ export interface Run {
   configurationVersionId: string | undefined;
   planId: string | undefined;
   applyId: string | undefined;
+  /** The run's cost estimate, when the organization estimates costs. */
+  costEstimateId: string | undefined;
   /** Plan and apply when the server honoured `include=plan,apply` (some ignore it). */
   included: { plan?: Plan; apply?: Apply };
 }
@@ -176,4 +178,28 @@ export interface StateOutput {
 export interface PlanOutcome {
   changesPresent: boolean;
   summary: { add: number; change: number; destroy: number };
+}
+
+/** A policy check of a run (Sentinel or OPA): its status and the counts of its policies' results. */
+export interface PolicyCheck {
+  id: string;
+  /** queued, passed, soft_failed, hard_failed, overridden, errored, unreachable, … */
+  status: string;
+  passed: number;
+  totalFailed: number;
+  hardFailed: number;
+  softFailed: number;
+  advisoryFailed: number;
+}
+
+/** A run's cost estimate: monthly costs as decimal strings (USD). */
+export interface CostEstimate {
+  id: string;
+  /** pending, queued, finished, errored, canceled, skipped_due_to_targeting */
+  status: string;
+  priorMonthlyCost: string | undefined;
+  proposedMonthlyCost: string | undefined;
+  deltaMonthlyCost: string | undefined;
+  resourcesCount: number | undefined;
+  matchedResourcesCount: number | undefined;
 }

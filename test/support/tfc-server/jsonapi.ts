@@ -194,8 +194,49 @@ export function runResource(run: Run, ctx: ServerContext) {
       plan: rel("plans", run.plan.id),
       apply: rel("applies", run.apply.id),
       "created-by": rel("users", run.createdBy),
+      ...(run.costEstimate ? { "cost-estimate": rel("cost-estimates", run.costEstimate.id) } : {}),
+      ...(run.policyCheck ? { "policy-checks": { data: [{ type: "policy-checks", id: run.policyCheck.id }] } } : {}),
     },
     links: { self: `/api/v2/runs/${run.id}` },
+  };
+}
+
+/** A policy check resource (`result` as TFC counts it; `sentinel` details are left out). */
+export function policyCheckResource(check: NonNullable<Run["policyCheck"]>) {
+  const failed = check.softFailed + check.hardFailed;
+  return {
+    id: check.id,
+    type: "policy-checks",
+    attributes: {
+      status: check.status,
+      scope: "organization",
+      result: { result: failed === 0, passed: check.passed, "total-failed": failed, "hard-failed": check.hardFailed, "soft-failed": check.softFailed, "advisory-failed": 0, "duration-ms": 0, sentinel: null },
+      actions: { "is-overridable": check.status === "soft_failed" },
+      permissions: { "can-override": false },
+      "status-timestamps": {},
+    },
+    relationships: { run: rel("runs", check.runId) },
+    links: { self: `/api/v2/policy-checks/${check.id}` },
+  };
+}
+
+/** A cost estimate resource. */
+export function costEstimateResource(e: NonNullable<Run["costEstimate"]>) {
+  return {
+    id: e.id,
+    type: "cost-estimates",
+    attributes: {
+      status: e.status,
+      "resources-count": e.resourcesCount,
+      "matched-resources-count": e.matchedResourcesCount,
+      "unmatched-resources-count": e.resourcesCount - e.matchedResourcesCount,
+      "prior-monthly-cost": e.priorMonthlyCost,
+      "proposed-monthly-cost": e.proposedMonthlyCost,
+      "delta-monthly-cost": e.deltaMonthlyCost,
+      "error-message": null,
+      "status-timestamps": {},
+    },
+    links: { self: `/api/v2/cost-estimates/${e.id}` },
   };
 }
 

@@ -160,6 +160,32 @@ export interface Run {
   planFile: Buffer | undefined;
   /** Stops the run's tofu processes (cancel, discard, server stop). */
   abort: AbortController;
+  /** Its policy check, once the run passed through `policy_checking` (variants policyChecks, policySoftFails). */
+  policyCheck?: PolicyCheck;
+  /** Its cost estimate, once the run passed through `cost_estimating` (variant costEstimation). */
+  costEstimate?: CostEstimate;
+}
+
+/** A run's policy check: one policy set, counted as TFC's `result` does. */
+export interface PolicyCheck {
+  id: string;
+  runId: string;
+  status: "passed" | "soft_failed" | "hard_failed" | "overridden";
+  passed: number;
+  softFailed: number;
+  hardFailed: number;
+}
+
+/** A run's cost estimate: monthly costs as decimal strings, as TFC sends them. */
+export interface CostEstimate {
+  id: string;
+  runId: string;
+  status: "finished";
+  resourcesCount: number;
+  matchedResourcesCount: number;
+  priorMonthlyCost: string;
+  proposedMonthlyCost: string;
+  deltaMonthlyCost: string;
 }
 
 /** A blob behind an archivist URL (logs, plan JSON, upload targets). */

@@ -38,11 +38,17 @@ export interface TfcServerVariants {
   installableVersions?: string[];
   /** Read `pending` this many times after an upload before `uploaded` (TFC processes uploads asynchronously). */
   uploadPendingReads?: number;
-  /** Runs pass through `cost_estimating` → `cost_estimated`. */
+  /**
+   * Runs pass through `cost_estimating` → `cost_estimated`, and have a cost estimate
+   * (`GET /cost-estimates/:id`, the run's `cost-estimate` relationship) that prices every resource of
+   * the state at `monthlyCostPerResource` (default 0): no real prices, only the shape and the arithmetic.
+   */
   costEstimation?: boolean;
-  /** Runs pass through `policy_checking` → `policy_checked`. */
+  /** With costEstimation: the monthly cost of each resource (USD). */
+  monthlyCostPerResource?: number;
+  /** Runs pass through `policy_checking` → `policy_checked`, with one policy check that passed one policy (`GET /runs/:id/policy-checks`). */
   policyChecks?: boolean;
-  /** Policy checks soft-fail: the run stops at `policy_soft_failed` (only discard moves it on). */
+  /** Policy checks soft-fail: the run stops at `policy_soft_failed` (only discard moves it on); its policy check counts one soft-failed policy. */
   policySoftFails?: boolean;
   /** A fixed-window rate limit per token over `/api/v2` (TFC: 30 requests a second). Unset: none. */
   rateLimit?: { limit: number; windowMs: number };

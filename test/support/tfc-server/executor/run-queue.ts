@@ -4,6 +4,24 @@ import { type Run, setPhaseStatus, setRunStatus, type Workspace } from "../store
 import { executeApply, executePlan, type PhaseInput } from "./phase.ts";
 import type { ProcessGroups } from "./processes.ts";
 
+/** A cost estimate pricing each resource of the state before and after the plan at `perResource` a month. */
+function costEstimateOf(run: Run, ws: Workspace, perResource: number): NonNullable<Run["costEstimate"]> {
+  const state = ws.stateVersions.at(-1)?.state;
+  const before = state ? ((JSON.parse(state) as { resources?: unknown[] }).resources ?? []).length : 0;
+  const after = Math.max(0, before + run.plan.additions - run.plan.destructions);
+  const money = (n: number) => n.toFixed(2);
+  return {
+    id: newId("ce"),
+    runId: run.id,
+    status: "finished",
+    resourcesCount: after,
+    matchedResourcesCount: perResource > 0 ? after : 0,
+    priorMonthlyCost: money(before * perResource),
+    proposedMonthlyCost: money(after * perResource),
+    deltaMonthlyCost: money((after - before) * perResource),
+  };
+}
+
 /** What the queue needs besides the server context. */
 export interface RunQueueDeps {
   tofu: { binary: string; cliConfig: string };
@@ -121,10 +139,16 @@ export class RunQueue {
       return this.end(run, "planned_and_finished");
     }
     setRunStatus(run, "planned");
-    if (this.ctx.variants.costEstimation) for (const s of ["cost_estimating", "cost_estimated"] as const) setRunStatus(run, s);
+    if (this.ctx.variants.costEstimation) {
+      setRunStatus(run, "cost_estimating");
+      run.costEstimate = costEstimateOf(run, ws, this.ctx.variants.monthlyCostPerResource ?? 0);
+      setRunStatus(run, "cost_estimated");
+    }
     if (this.ctx.variants.policyChecks || this.ctx.variants.policySoftFails) {
       setRunStatus(run, "policy_checking");
-      if (this.ctx.variants.policySoftFails) return setRunStatus(run, "policy_soft_failed");
+      const soft = this.ctx.variants.policySoftFails === true;
+      run.policyCheck = { id: newId("polchk"), runId: run.id, status: soft ? "soft_failed" : "passed", passed: soft ? 0 : 1, softFailed: soft ? 1 : 0, hardFailed: 0 };
+      if (soft) return setRunStatus(run, "policy_soft_failed");
       setRunStatus(run, "policy_checked");
     }
     if (run.autoApply) this.confirm(run);

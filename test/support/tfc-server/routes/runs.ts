@@ -1,6 +1,6 @@
 import type { Context, Hono } from "hono";
 import { workspaceFor } from "../access.ts";
-import { ApiError, document, type Env, notFound, paginate, phaseResource, requestData, runResource, type ServerContext } from "../jsonapi.ts";
+import { ApiError, costEstimateResource, document, type Env, notFound, paginate, phaseResource, policyCheckResource, requestData, runResource, type ServerContext } from "../jsonapi.ts";
 import type { Run } from "../store.ts";
 import type { RunQueue } from "../executor/run-queue.ts";
 
@@ -61,6 +61,30 @@ export function runRoutes(app: Hono<Env>, ctx: ServerContext, queue: RunQueue): 
     const runs = [...store.runs.values()].filter((r) => r.workspaceId === ws.id && !r.planOnly).reverse();
     const page = paginate(c, runs);
     return document(c, { ...page, data: page.data.map((r) => runResource(r, ctx)) });
+  });
+
+  // Policy checks and cost estimates: read through their run (a run without them lists none, or 404).
+  app.get("/api/v2/runs/:id/policy-checks", (c) => {
+    const run = find(c);
+    const page = paginate(c, run.policyCheck ? [run.policyCheck] : []);
+    return document(c, { ...page, data: page.data.map(policyCheckResource) });
+  });
+
+  const byPart = (c: Context<Env>, match: (r: Run) => boolean): Run => {
+    const run = [...store.runs.values()].find(match);
+    if (!run) throw notFound();
+    workspaceFor(c, ctx, run.workspaceId);
+    return run;
+  };
+
+  app.get("/api/v2/policy-checks/:id", (c) => {
+    const run = byPart(c, (r) => r.policyCheck?.id === c.req.param("id"));
+    return document(c, { data: policyCheckResource(run.policyCheck!) });
+  });
+
+  app.get("/api/v2/cost-estimates/:id", (c) => {
+    const run = byPart(c, (r) => r.costEstimate?.id === c.req.param("id"));
+    return document(c, { data: costEstimateResource(run.costEstimate!) });
   });
 
   app.post("/api/v2/runs/:id/actions/:action", (c) => {
