@@ -81,6 +81,7 @@ export const ERROR_CATALOGUE = {
   TERRAFORM_HUNG: { category: "external", fix: "Check the state backend (for consul: the agent and its leader) and the providers; raise driver.terraform.commandTimeouts if the command is merely slow." },
   TERRAFORM_STATE_LOCKED: { category: "external", fix: "Wait: cts waits such locks out. Only if no Terraform runs for the task anywhere, `tofu force-unlock ID` in the task's working dir." },
   TERRAFORM_CANCELLED: { category: "external", fix: "Nothing to fix: the run was stopped (shutdown, task deleted or disabled) and runs again when needed." },
+  TERRAFORM_STATE_NOT_SAVED: { category: "external", fix: "cts runs the task again (a plan with refresh) and its event lists what exists outside the state (`outside_state`): import those objects (`tofu import` in the task's working dir) or delete them; errored-*.tfstate in the working dir holds what the failed apply had made. Look for two instances applying one task (a stalled high-availability leader) or a Consul that lost the state's key." },
 
   // Plan guards and approvals
   PLAN_HELD: { category: "external", fix: "Review the held plan (`cts status`, GET /v1/tasks/NAME/hold), then `cts approve NAME` to apply exactly it or `cts reject NAME` to discard it." },

@@ -33,6 +33,10 @@ export interface Metrics {
   terraformProcess(command: string, delta: 1 | -1): void;
   /** A Terraform command hung (no exit within its limit, or silent too long) and was killed. */
   terraformHung(command: string): void;
+  /** An apply of a task could not save its state or lost its state lock (TERRAFORM_STATE_NOT_SAVED). */
+  stateNotSaved?(task: string): void;
+  /** The next apply found `count` objects that failed apply had made outside the saved state. */
+  objectsOutsideState?(task: string, count: number): void;
   /** This instance became (true) or stopped being (false) the high-availability leader. */
   leadership(leader: boolean): void;
   /** A notification left the queue of `webhook`: delivered, given up (failed) or dropped (queue full, stopping). */

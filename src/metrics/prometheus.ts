@@ -30,6 +30,8 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
   const changes = new Counter({ name: "cts_task_changes_total", help: "Changes of watched data that reached a task's triggers.", labelNames: ["task"], registers });
   const drifts = new Counter({ name: "cts_task_drift_detected_total", help: "Drift checks that found changes while the task's inputs were unchanged.", labelNames: ["task"], registers });
   const driftChecks = new Counter({ name: "cts_task_drift_checks_total", help: "Drift checks of a task, by result (in-sync, drifted, corrected, failed, not-applied, inputs-changed); a check is not a run.", labelNames: ["task", "result"], registers });
+  const notSaved = new Counter({ name: "cts_task_state_not_saved_total", help: "Applies that could not save their Terraform state, or lost its lock while they ran (TERRAFORM_STATE_NOT_SAVED).", labelNames: ["task"], registers });
+  const outsideState = new Counter({ name: "cts_task_objects_outside_state_total", help: "Objects an apply that could not save its state had made, found outside the saved state by the next apply.", labelNames: ["task"], registers });
   const bufferWaits = new Histogram({ name: "cts_task_buffer_wait_seconds", help: "Time a buffer period held a task's changes before asking for a run.", labelNames: ["task"], buckets: LATENCY_BUCKETS, registers });
   new Gauge({
     name: "cts_task_enabled",
@@ -174,6 +176,14 @@ export function createPrometheusMetrics(opts: { defaultMetrics?: boolean } = {})
       if (!tracked(task)) return;
       know(task);
       driftChecks.inc({ task, result: (DRIFT_RESULTS as readonly string[]).includes(result) ? result : "other" });
+    },
+    stateNotSaved(task) {
+      if (!tracked(task)) return;
+      notSaved.inc({ task });
+    },
+    objectsOutsideState(task, count) {
+      if (!tracked(task)) return;
+      outsideState.inc({ task }, count);
     },
     viewFetched(kind, f) {
       viewFetches.inc({ kind });

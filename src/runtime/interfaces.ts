@@ -8,6 +8,7 @@ import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { EventStore, RunActivity, TaskEvent, TaskStatus } from "./events.ts";
 import type { DriftResult, DriftSettings } from "./drift.ts";
 import type { HeldPlan } from "./holds.ts";
+import type { StateNotSavedReport } from "./unsaved-state.ts";
 import type { StoredState } from "../state/stored-state.ts";
 import type { GuardSettings } from "../task/guards.ts";
 
@@ -29,6 +30,8 @@ export interface RunOutcome {
   hold?: HeldPlan;
   /** The Terraform state the task had applied to was gone or replaced (so the run was not skipped): why. */
   stateLost?: string;
+  /** An earlier apply of the task could not save its state (or lost its lock): what this apply found outside the saved state. */
+  stateNotSaved?: StateNotSavedReport;
 }
 
 /** A task as the API and CLI see it. */

@@ -19,6 +19,9 @@ import { createWarmPool, DEFAULT_WARM_LIMITS } from "./warm-pool.ts";
 import { launchedProviders, PooledProviders, type ProviderSource } from "./warm-providers.ts";
 import { identityText } from "./version.ts";
 import { WorkingRoot } from "./working-root.ts";
+import { stateNotSavedError, stateNotSavedSign, takeErroredState } from "./state-save.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import { shownObjects, type StateObject } from "../driver/state-objects.ts";
 
 /** A main command other than plain plan/apply/destroy (a kept plan, its apply). */
 type MainCommand = (op: Operation, extraEnv?: Record<string, string>) => Promise<ChangeOutcome>;
@@ -78,6 +81,30 @@ export class LocalDriver implements LocalTerraformDriver {
     validateTaskName(task);
     if (!KEPT_PLAN_FILE.test(ref)) return;
     await this.tasks.run(task, () => discardKeptPlans(this.parts.folders.taskDir(task), ref, task));
+  }
+
+  /** `show -json` of the task's saved state (in its workspace), read for its objects. */
+  stateObjects(ws: TaskWorkspace, opts: RunOptions = {}): Promise<StateObject[]> {
+    try {
+      validateTaskName(ws.task);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.tasks.run(ws.task, async () => {
+      const { folders, runner, initializer } = this.parts;
+      const dir = await folders.prepare(ws.task);
+      const op = runner.operation(ws, dir, opts);
+      try {
+        await folders.writeFiles(dir, ws);
+        await initializer.ensure(op, ws);
+        const shown = await op.text(["show", "-json", "-no-color"], ws.task, { quiet: true });
+        const objects = shown.exitCode === 0 ? shownObjects(shown.lines.join("\n")) : undefined;
+        if (!objects) throw new CtsError("TERRAFORM_FAILED", "external", `\`${op.commandName(["show"])} -json\` could not read the task's state (exit ${shown.exitCode ?? "by signal"}).`, { task: ws.task });
+        return objects;
+      } finally {
+        op.dispose();
+      }
+    });
   }
 
   version(): Promise<string> {
@@ -153,13 +180,35 @@ export class LocalDriver implements LocalTerraformDriver {
    */
   private mainCommand(kind: ChangeKind, op: Operation, ws: TaskWorkspace, command?: MainCommand): Promise<ChangeOutcome> {
     const { runner, providers, changes, waitForLocks } = this.parts;
-    return providers.run(
+    const done = providers.run(
       ws.task,
       op.dir,
       () => runner.env(ws.env, ws.task),
       (extraEnv) => runner.phase(ws.task, kind, () => waitForLocks(op, () => (command ? command(op, extraEnv) : changes.run(kind, op, extraEnv)))),
     );
+    return kind === "plan" ? done : stateSaved(op, done);
   }
+}
+
+/**
+ * An apply or destroy whose output says its state was not saved or its state lock was lost fails
+ * with TERRAFORM_STATE_NOT_SAVED, naming what Terraform left in errored.tfstate, even when it
+ * exited 0: the run must not count as applied (its key stays void, the next run plans with refresh).
+ */
+async function stateSaved(op: Operation, done: Promise<ChangeOutcome>): Promise<ChangeOutcome> {
+  let outcome: ChangeOutcome;
+  try {
+    outcome = await done;
+  } catch (err) {
+    if (!(err instanceof CtsError) || err.code !== "TERRAFORM_FAILED") throw err;
+    const errors = String(err.detail.errors ?? err.message);
+    const sign = stateNotSavedSign(errors);
+    if (!sign) throw err;
+    throw stateNotSavedError(op.task, { command: String(err.detail.command ?? op.commandName(["apply"])), sign, errors, left: takeErroredState(op.dir, op.task) });
+  }
+  const sign = stateNotSavedSign(outcome.output);
+  if (sign) throw stateNotSavedError(op.task, { command: op.commandName(["apply"]), sign, errors: sign, left: takeErroredState(op.dir, op.task) });
+  return outcome;
 }
 
 /** The local driver `options` describe, made of its parts. */

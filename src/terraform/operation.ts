@@ -1,6 +1,7 @@
 import { pause } from "../time/pause.ts";
 import { basename } from "node:path";
-import type { CtsError } from "../errors/cts-error.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import { fencedCancel } from "../driver/types.ts";
 import { abortedError, formatDuration, hungError, notStartedError, type AbortReason } from "./failures.ts";
 import { UiStream } from "./json-ui.ts";
 import { runProcess } from "./process.ts";
@@ -242,6 +243,13 @@ export class Operation {
   }
 
   private abortError(command: string): CtsError {
+    if (fencedCancel(this.controller.signal.reason))
+      return new CtsError(
+        "TERRAFORM_CANCELLED",
+        "external",
+        `\`${command}\` was stopped because this instance lost the lock it ran the task under (its Consul session is gone or about to be given away); it was ended before another instance could take the lock. What it was changing may be half done: the instance that holds the lock now runs the task again.`,
+        { task: this.task, detail: { command, fenced: true } },
+      );
     return abortedError(this.task, command, this.reason ?? "cancel", this.timeoutMs);
   }
 }
