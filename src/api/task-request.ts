@@ -1,5 +1,5 @@
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
-import { catalogServices, consulKv, schedule, services, type Condition, type TaskInputs } from "../task/conditions.ts";
+import { catalogServices, configEntries, consulKv, intentions, nodes, schedule, services, type Condition, type TaskInputs } from "../task/conditions.ts";
 import type { ServicesTrigger } from "../task/service-trigger.ts";
 import { ModuleTask } from "../task/module-task.ts";
 import { taskProblems } from "../task/validate.ts";
@@ -10,7 +10,7 @@ import { CREATE_SHAPE, foldKeys } from "../cts/api/decode.ts";
 import { ApiError } from "./http-error.ts";
 import { isObject, problemsOf, show } from "./schema-messages.ts";
 import type { ApprovalMode, PlanGuards } from "../task/guards.ts";
-import { ctsTaskSchema, decodeCtsJson, type CtsGuardsJson, type CtsBufferPeriodJson, type CtsConditionJson, type CtsConsulKvJson, type CtsServicesJson, type CtsTaskJson } from "./task-schema.ts";
+import { ctsTaskSchema, decodeCtsJson, type CtsGuardsJson, type CtsBufferPeriodJson, type CtsConditionJson, type CtsConsulKvJson, type CtsServicesJson, type CtsNodesJson, type CtsIntentionsJson, type CtsConfigEntriesJson, type CtsTaskJson } from "./task-schema.ts";
 
 /** What parsing a task depends on: the daemon's driver decides whether Terraform Cloud settings are allowed. */
 export interface TaskParseOptions {
@@ -97,7 +97,8 @@ function apiField(field: string): string {
     .replace(/^guards\.neverEmpty/, "guards.never_empty")
     .replace(/^approval$/, "guards.approval")
     .replace(/^condition\.trigger/, "condition.services.cts_trigger")
-    .replace(/^allowEmpty$/, "cts_allow_empty").replace(/^bufferPeriod/, "buffer_period").replace(/^inputs\.kv/, "module_input.consul_kv").replace(/^inputs\./, "module_input.");
+    .replace(/^allowEmpty$/, "cts_allow_empty").replace(/^bufferPeriod/, "buffer_period").replace(/^inputs\.kv/, "module_input.consul_kv").replace(/^inputs\.configEntries/, "module_input.config_entries").replace(/^inputs\./, "module_input.")
+    .replace(/\.samenessGroup$/, ".sameness_group").replace(/\.nodeMeta$/, ".node_meta");
 }
 
 /** A valid CTS task as the module task spec the runtime runs. */
@@ -139,20 +140,43 @@ function conditionOf(c: CtsConditionJson): Condition {
   }
   const kv = c.consul_kv ?? c["consul-kv"];
   if (kv) return consulKv(kvQuery(kv));
+  if (c.nodes) return nodes(nodesQuery(c.nodes));
+  if (c.intentions) return intentions(intentionsQuery(c.intentions));
+  const entries = c.config_entries ?? c["config-entries"];
+  if (entries) return configEntries(configEntriesQuery(entries));
   if (c.schedule) return schedule({ cron: c.schedule.cron });
   throw new Error("unreachable: the condition schema requires exactly one block");
 }
 
 function inputsOf(m: CtsTaskJson["module_input"]): TaskInputs {
   const kv = m?.consul_kv ?? m?.["consul-kv"];
-  return { ...(m?.services ? { services: services(servicesQuery(m.services)) } : {}), ...(kv ? { kv: consulKv(kvQuery(kv)) } : {}) };
+  const entries = m?.config_entries ?? m?.["config-entries"];
+  return {
+    ...(m?.services ? { services: services(servicesQuery(m.services)) } : {}),
+    ...(kv ? { kv: consulKv(kvQuery(kv)) } : {}),
+    ...(m?.nodes ? { nodes: nodes(nodesQuery(m.nodes)) } : {}),
+    ...(m?.intentions ? { intentions: intentions(intentionsQuery(m.intentions)) } : {}),
+    ...(entries ? { configEntries: configEntries(configEntriesQuery(entries)) } : {}),
+  };
+}
+
+function nodesQuery(o: CtsNodesJson) {
+  return { ...nonEmpty({ datacenter: o.datacenter, partition: o.partition, filter: o.filter }), ...(o.node_meta && Object.keys(o.node_meta).length ? { nodeMeta: o.node_meta } : {}) };
+}
+
+function intentionsQuery(o: CtsIntentionsJson) {
+  return nonEmpty({ destination: o.destination, datacenter: o.datacenter, namespace: o.namespace, partition: o.partition });
+}
+
+function configEntriesQuery(o: CtsConfigEntriesJson) {
+  return { kind: o.kind, ...nonEmpty({ name: o.name, datacenter: o.datacenter, namespace: o.namespace, partition: o.partition }) };
 }
 
 function servicesQuery(o: CtsServicesJson) {
-  const { names, regexp, datacenter, namespace, filter, cts_user_defined_meta: userMeta } = o;
+  const { names, regexp, datacenter, namespace, filter, cts_user_defined_meta: userMeta, peer, partition, sameness_group: samenessGroup } = o;
   return {
     ...(names?.length ? { names } : { regexp: regexp ?? "" }),
-    ...nonEmpty({ datacenter, namespace, filter }),
+    ...nonEmpty({ datacenter, namespace, filter, peer, partition, samenessGroup }),
     ...(userMeta && Object.keys(userMeta).length ? { userMeta } : {}),
   };
 }

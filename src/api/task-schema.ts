@@ -19,10 +19,10 @@ export function decodeCtsJson(raw: unknown, at = "task"): unknown {
   return foldKeys(raw, TASK_SHAPE, at);
 }
 
-const USE_CONDITIONS = "services, catalog_services, consul_kv or schedule";
+const USE_CONDITIONS = "services, catalog_services, consul_kv, nodes, intentions, config_entries or schedule";
 const NAMES = "must be a non-empty list of strings.";
 /** Names a module block reserves for itself or that cts fills from Consul data. */
-const RESERVED_VARIABLES = new Set(["source", "version", "count", "for_each", "providers", "depends_on", "services", "catalog_services", "consul_kv"]);
+const RESERVED_VARIABLES = new Set(["source", "version", "count", "for_each", "providers", "depends_on", "services", "catalog_services", "consul_kv", "nodes", "intentions", "config_entries"]);
 const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 /** CTS task fields cts refuses, with the fix. */
 const REFUSED = {
@@ -65,7 +65,15 @@ const servicesFields = {
   namespace: text().optional(),
   filter: text().optional(),
   cts_user_defined_meta: stringMap().optional(),
+  // cts's own (CTS has none): Consul's ?peer=, ?partition=, ?sameness-group= (checked with the task).
+  peer: text().optional(),
+  partition: text().optional(),
+  sameness_group: text().optional(),
 };
+// cts's own blocks (CTS has none): catalog nodes, service intentions, config entries.
+const nodesFields = { datacenter: text().optional(), partition: text().optional(), filter: text().optional(), node_meta: stringMap().optional() };
+const intentionsFields = { destination: text().optional(), datacenter: text().optional(), namespace: text().optional(), partition: text().optional() };
+const configEntriesFields = { kind: text({ nonEmpty: true }), name: text().optional(), datacenter: text().optional(), namespace: text().optional(), partition: text().optional() };
 const kvFields = {
   path: text({ nonEmpty: true }),
   recurse: flag().optional(),
@@ -84,6 +92,9 @@ const catalogServicesCondition = fields({
 });
 const consulKvCondition = fields({ ...kvFields, use_as_module_input: useAsModuleInput });
 const scheduleCondition = fields({ cron: text({ nonEmpty: true }) });
+const nodesCondition = fields({ ...nodesFields, use_as_module_input: useAsModuleInput });
+const intentionsCondition = fields({ ...intentionsFields, use_as_module_input: useAsModuleInput });
+const configEntriesCondition = fields({ ...configEntriesFields, use_as_module_input: useAsModuleInput });
 
 /** The condition blocks by key, with HCL's dashed spellings beside the API's underscored ones. */
 const CONDITION_BLOCKS = {
@@ -92,6 +103,10 @@ const CONDITION_BLOCKS = {
   "catalog-services": catalogServicesCondition,
   consul_kv: consulKvCondition,
   "consul-kv": consulKvCondition,
+  nodes: nodesCondition,
+  intentions: intentionsCondition,
+  config_entries: configEntriesCondition,
+  "config-entries": configEntriesCondition,
   schedule: scheduleCondition,
 };
 
@@ -110,9 +125,20 @@ const conditionSchema = z
 
 const servicesInput = fields(servicesFields).superRefine(namesOrRegexp, whenObject);
 const consulKvInput = fields(kvFields);
+const nodesInput = fields(nodesFields);
+const intentionsInput = fields(intentionsFields);
+const configEntriesInput = fields(configEntriesFields);
 const moduleInputSchema = fields(
-  { services: servicesInput.optional(), consul_kv: consulKvInput.optional(), "consul-kv": consulKvInput.optional() },
-  { like: "with services and/or consul_kv", unknownKey: "is not a module input. Use services or consul_kv." },
+  {
+    services: servicesInput.optional(),
+    consul_kv: consulKvInput.optional(),
+    "consul-kv": consulKvInput.optional(),
+    nodes: nodesInput.optional(),
+    intentions: intentionsInput.optional(),
+    config_entries: configEntriesInput.optional(),
+    "config-entries": configEntriesInput.optional(),
+  },
+  { like: "with services, consul_kv, nodes, intentions and/or config_entries", unknownKey: "is not a module input. Use services, consul_kv, nodes, intentions or config_entries." },
 );
 
 const bufferPeriodSchema = fields(
@@ -198,7 +224,18 @@ const taskFields = {
 };
 
 /** Which condition kind each block key is (module_input may not repeat the condition's kind). */
-const KIND_OF: Record<string, string> = { services: "services", catalog_services: "catalog", "catalog-services": "catalog", consul_kv: "kv", "consul-kv": "kv", schedule: "schedule" };
+const KIND_OF: Record<string, string> = {
+  services: "services",
+  catalog_services: "catalog",
+  "catalog-services": "catalog",
+  consul_kv: "kv",
+  "consul-kv": "kv",
+  nodes: "nodes",
+  intentions: "intentions",
+  config_entries: "config",
+  "config-entries": "config",
+  schedule: "schedule",
+};
 
 /** A task in CTS's API JSON shape; the refused CTS fields come first so their hints lead. */
 export const ctsTaskSchema = z
@@ -221,6 +258,10 @@ export type CtsConditionJson = CtsTaskJson["condition"];
 export type CtsServicesJson = z.output<typeof servicesInput>;
 /** A valid consul-kv block (condition or module input). */
 export type CtsConsulKvJson = z.output<typeof consulKvInput>;
+/** A valid nodes, intentions or config-entries block (condition or module input). */
+export type CtsNodesJson = z.output<typeof nodesInput>;
+export type CtsIntentionsJson = z.output<typeof intentionsInput>;
+export type CtsConfigEntriesJson = z.output<typeof configEntriesInput>;
 /** A valid terraform_cloud_workspace block. */
 export type CtsTfcWorkspaceJson = z.output<typeof tfcWorkspaceSchema>;
 /** A valid guards block. */

@@ -63,7 +63,7 @@ describe("task schemas speak our messages, never zod's", () => {
   });
 
   it("checks a condition's keys before its block, and module_input against the condition", () => {
-    assert.equal(message(() => parseTask({ ...base, condition: { colour: {}, services: {} } })), "invalid task: task.condition.colour is not a condition. Use services, catalog_services, consul_kv or schedule.");
+    assert.equal(message(() => parseTask({ ...base, condition: { colour: {}, services: {} } })), "invalid task: task.condition.colour is not a condition. Use services, catalog_services, consul_kv, nodes, intentions, config_entries or schedule.");
     assert.equal(message(() => parseTask({ ...base, condition: { ...BLOCKS } })), "invalid task: task.condition must have exactly one condition (got services, catalog_services, consul_kv, schedule).");
     assert.match(message(() => parseTask({ ...base, module: 1, module_input: { services: { names: ["b"] } } })), /task\.module must be a string.*task\.module_input\.services repeats the condition's type/);
   });

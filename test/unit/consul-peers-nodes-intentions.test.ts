@@ -16,6 +16,7 @@ import { Testing } from "../../src/testing.ts";
 import { readCtsConfig } from "../../src/cts/config/load.ts";
 import type { Source, SourceData } from "../../src/consul/types.ts";
 import { readFromSnapshot, readSnapshot } from "../../src/synth/snapshot.ts";
+import { parseTask } from "../../src/api/task-request.ts";
 
 /**
  * A stand-in for the agent's HTTP API (unit level: the queries cts sends and how it reads the
@@ -344,5 +345,29 @@ task {
 `),
       /samenessGroup needs names/,
     );
+  });
+});
+
+describe("the task API: cts's own condition and module_input blocks", () => {
+  it("creates tasks with peer, nodes, intentions and config_entries blocks, as the CTS HCL blocks map", () => {
+    const a = parseTask({
+      name: "a",
+      module: "./m",
+      condition: { services: { names: ["web"], peer: "east", sameness_group: "" } },
+      module_input: { intentions: { destination: "web" }, config_entries: { kind: "service-defaults", name: "web" } },
+    });
+    assert.deepEqual(a.condition, { kind: "services", query: { passingOnly: true, names: ["web"], peer: "east" } });
+    assert.deepEqual(a.inputs, {
+      intentions: { kind: "intentions", query: { destination: "web" } },
+      configEntries: { kind: "config-entries", query: { kind: "service-defaults", name: "web" } },
+    });
+    const b = parseTask({ name: "b", module: "./m", condition: { nodes: { filter: "Meta.role == edge", node_meta: { zone: "a" } } } });
+    assert.deepEqual(b.condition, { kind: "nodes", query: { filter: "Meta.role == edge", nodeMeta: { zone: "a" } } });
+  });
+
+  it("answers 400 for a config_entries block without a kind, a regexp with a peer, and a variable named like the data cts passes", () => {
+    assert.throws(() => parseTask({ name: "c", module: "./m", condition: { config_entries: { name: "web" } } }), (e: Error & { status?: number }) => e.status === 400 && /kind/.test(e.message));
+    assert.throws(() => parseTask({ name: "c", module: "./m", condition: { services: { regexp: "^web", peer: "east" } } }), (e: Error & { status?: number }) => e.status === 400 && /needs names/.test(e.message));
+    assert.throws(() => parseTask({ name: "c", module: "./m", condition: { intentions: {} }, variables: { intentions: [] } }), (e: Error & { status?: number }) => e.status === 400 && /reserved/.test(e.message));
   });
 });

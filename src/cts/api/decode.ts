@@ -13,11 +13,16 @@ import { isObject } from "../../values/is-object.ts";
 /** A known object shape: each canonical key with the shape of its value (`free` = user keys). */
 type Shape = { [key: string]: Shape | "leaf" | "free" };
 
-const SERVICES: Shape = { names: "leaf", regexp: "leaf", datacenter: "leaf", namespace: "leaf", filter: "leaf", cts_user_defined_meta: "free", use_as_module_input: "leaf" };
+const SERVICES: Shape = { names: "leaf", regexp: "leaf", datacenter: "leaf", namespace: "leaf", filter: "leaf", cts_user_defined_meta: "free", use_as_module_input: "leaf", peer: "leaf", partition: "leaf", sameness_group: "leaf" };
 const CATALOG: Shape = { regexp: "leaf", datacenter: "leaf", namespace: "leaf", node_meta: "free", use_as_module_input: "leaf" };
 const KV: Shape = { path: "leaf", recurse: "leaf", datacenter: "leaf", namespace: "leaf", use_as_module_input: "leaf" };
-const CONDITION: Shape = { services: SERVICES, catalog_services: CATALOG, "catalog-services": CATALOG, consul_kv: KV, "consul-kv": KV, schedule: { cron: "leaf" } };
-const MODULE_INPUT: Shape = { services: SERVICES, consul_kv: KV, "consul-kv": KV };
+// cts's own blocks (CTS has none).
+const NODES: Shape = { datacenter: "leaf", partition: "leaf", filter: "leaf", node_meta: "free", use_as_module_input: "leaf" };
+const INTENTIONS: Shape = { destination: "leaf", datacenter: "leaf", namespace: "leaf", partition: "leaf", use_as_module_input: "leaf" };
+const ENTRIES: Shape = { kind: "leaf", name: "leaf", datacenter: "leaf", namespace: "leaf", partition: "leaf", use_as_module_input: "leaf" };
+const OWN = { nodes: NODES, intentions: INTENTIONS, config_entries: ENTRIES, "config-entries": ENTRIES };
+const CONDITION: Shape = { services: SERVICES, catalog_services: CATALOG, "catalog-services": CATALOG, consul_kv: KV, "consul-kv": KV, ...OWN, schedule: { cron: "leaf" } };
+const MODULE_INPUT: Shape = { services: SERVICES, consul_kv: KV, "consul-kv": KV, ...OWN };
 
 /** A task as `POST /v1/tasks` takes it (and a PATCH body, whose keys are a subset plus `name`). */
 export const TASK_SHAPE: Shape = {
