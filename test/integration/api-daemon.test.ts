@@ -66,8 +66,11 @@ describe("the HTTP API of a running daemon (real Consul, real OpenTofu)", () => 
   it("GET /v1/status summarizes statuses and enabled counts in CTS's shape", async () => {
     const res = await call("GET", "/v1/status");
     assert.equal(res.status, 200);
-    // CTS's task_summary exactly; beside it (beyond CTS) whether Consul answers.
-    assert.deepEqual(res.body, { task_summary: { status: { successful: 2, errored: 0, critical: 0, unknown: 0 }, enabled: { true: 2, false: 0 } }, consul: { reachable: true } });
+    // CTS's task_summary exactly; beside it (beyond CTS) whether Consul answers and which instance this is.
+    const { instance, ...cts } = res.body;
+    assert.deepEqual(cts, { task_summary: { status: { successful: 2, errored: 0, critical: 0, unknown: 0 }, enabled: { true: 2, false: 0 } }, consul: { reachable: true } });
+    assert.deepEqual(Object.keys(instance), ["id"]);
+    assert.equal(typeof instance.id, "string");
     assert.match(String(res.headers["x-request-id"]), UUID);
   });
 
