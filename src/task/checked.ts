@@ -95,6 +95,11 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
     if (options && typeof options === "object") refuseUnknownOptions(taskOptions, options, taskWhat(options, new.target.name || "an anonymous class"));
     super(options);
   }
+
+  /** `x instanceof Task` holds for every task, those cts builds from checked data too; a subclass keeps the usual test. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return this === Task ? value instanceof BaseTask : Function.prototype[Symbol.hasInstance].call(this, value);
+  }
 }
 
 /**
@@ -105,5 +110,10 @@ export class ModuleTask<C extends Condition = Condition, I extends TaskInputs = 
   constructor(options: ModuleTaskOptions<C, I>) {
     if (options && typeof options === "object") refuseUnknownOptions(moduleTaskOptions, options, taskWhat(options, new.target.name || "ModuleTask"));
     super(options);
+  }
+
+  /** `x instanceof ModuleTask` holds for the module tasks of a CTS config too (built without this check); a subclass keeps the usual test. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return this === ModuleTask ? value instanceof BaseModuleTask : Function.prototype[Symbol.hasInstance].call(this, value);
   }
 }

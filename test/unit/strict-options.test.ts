@@ -171,6 +171,14 @@ process._rawDebug("main thread done"); await import("./src/index.ts");`;
     assert.doesNotMatch(out.slice(0, out.indexOf("main thread done")), /zod loaded/, out);
   });
 
+  it("`instanceof` the public Task and ModuleTask holds for tasks cts builds from checked data; a subclass keeps the usual test", () => {
+    const rebuilt = taskFromDeclaration({ kind: "module", spec: { ...named, module: "./m" } as never });
+    assert.ok(rebuilt instanceof ModuleTask && rebuilt instanceof Task);
+    const declared = taskFromDeclaration({ kind: "class", className: "WebPool", options: named as never });
+    assert.ok(declared instanceof Task && !(declared instanceof ModuleTask) && !(declared instanceof AnyTask));
+    assert.ok(new AnyTask(named) instanceof AnyTask && new AnyTask(named) instanceof Task);
+  });
+
   it("a config exported without defineConfig() is checked when it loads, naming the key's line in the config file", async () => {
     const dir = await mkdtemp(join(tmpdir(), "cts-strict-"));
     try {
