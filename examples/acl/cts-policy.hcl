@@ -10,6 +10,12 @@ node_prefix "" {
   policy = "read"
 }
 
+# cts's own conditions and inputs: nodes need the node_prefix read above; intentions need
+# intentions = "read" added to the service_prefix block above; config entries need the read rule of
+# their kind (service read for a service's entries; mesh = "read" for mesh-wide ones such as
+# proxy-defaults, mesh or exported-services). Uncomment what your tasks watch:
+# mesh = "read"
+
 # KV conditions and inputs read their keys (narrow to the prefixes your tasks watch).
 key_prefix "" {
   policy = "read"
