@@ -12,8 +12,9 @@ node_prefix "" {
 
 # cts's own conditions and inputs: nodes need the node_prefix read above; intentions need
 # intentions = "read" added to the service_prefix block above; config entries need the read rule of
-# their kind (service read for a service's entries; mesh = "read" for mesh-wide ones such as
-# proxy-defaults, mesh or exported-services). Uncomment what your tasks watch:
+# their kind (the service read above for service-defaults, -resolver, -router, -splitter and
+# gateways; intentions = "read" for service-intentions; mesh = "read" for exported-services and
+# api-gateway; proxy-defaults and mesh need none). Uncomment what your tasks watch:
 # mesh = "read"
 
 # KV conditions and inputs read their keys (narrow to the prefixes your tasks watch).

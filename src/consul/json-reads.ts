@@ -128,7 +128,7 @@ export function jsonReads(
       const one = req.name !== undefined;
       const describe = () => ({
         what: one ? `reading config entry ${quote(req.kind)} ${quote(req.name!)}` : `listing the config entries of kind ${quote(req.kind)}`,
-        permission: "the read permission of that kind (service:read for a service's entries, mesh:read or operator:read for mesh-wide ones)",
+        permission: "the read permission of that kind (service:read for service-defaults, -resolver, -router, -splitter and gateways; intentions:read for service-intentions; mesh:read for exported-services and api-gateway)",
       });
       let path: string;
       try {

@@ -63,7 +63,7 @@ function readRule(source: Source): string {
     case "intentions":
       return 'service_prefix "" { policy = "read" intentions = "read" }';
     case "config-entries":
-      return 'service_prefix "" { policy = "read" } and mesh = "read" (or operator = "read", by the kind)';
+      return 'service_prefix "" { policy = "read" intentions = "read" } and, for exported-services or api-gateway entries, mesh = "read"';
     default:
       return 'service_prefix "" { policy = "read" } and node_prefix "" { policy = "read" }';
   }
