@@ -49,7 +49,6 @@ export interface RunChecks {
   cost_estimate?: { status: string; prior_monthly_cost?: string; proposed_monthly_cost?: string; delta_monthly_cost?: string; resources?: number; matched_resources?: number };
 }
 
-
 /** One Terraform output of a task: a sensitive one never carries its value (it reads "(sensitive)"). */
 export interface TaskOutput {
   value: unknown;
@@ -68,6 +67,8 @@ export interface ResourceChange {
   address: string;
   action: string;
 }
+
+import type { StateObject } from "./state-objects.ts";
 
 /**
  * The reason a run's signal is aborted with when its instance lost the lock it ran under (a
@@ -180,6 +181,12 @@ export interface Driver extends TerraformDriver, Partial<SavedPlans> {
   keepWarm?(on: boolean): void;
   /** Lets go of what the driver keeps warm for one task (deleted) or for all (leadership lost); drivers that keep nothing leave it out. */
   coolDown?(task?: string): Promise<void>;
+  /**
+   * The objects the task's saved state holds (address and id), read with Terraform (`show -json`);
+   * after an apply that could not save its state, what it had made is compared with them. Drivers
+   * that cannot read a state leave it out.
+   */
+  stateObjects?(ws: TaskWorkspace, opts?: RunOptions): Promise<StateObject[]>;
   /** The Terraform version the driver runs ("1.12.6"), asked once and remembered. */
   version(): Promise<string>;
   /** Ends what the driver keeps running between runs (warm provider processes); later runs do without. */
