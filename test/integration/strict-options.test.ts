@@ -68,7 +68,10 @@ export default defineConfig({
     let out = "";
     child.stdout.on("data", (d) => (out += d));
     child.stderr.on("data", (d) => (out += d));
+    // Should it not stop, it is ended here rather than left running (the assertion then fails with its output).
+    const stopper = setTimeout(() => child.kill("SIGKILL"), 180_000);
     const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    clearTimeout(stopper);
     assert.equal(code, 2, out);
     assert.ok(out.includes(MESSAGE), out);
     assert.equal(existsSync(join(tmp.dir, "sync-tasks", "prod-allow-list")), false, "no working dir was made for the task");
