@@ -111,6 +111,9 @@ export function registerStatus(program: Command): void {
           for (const r of (e.resources as ApiBody[] | undefined) ?? []) say(`      ${resourceLine(r.address, r.action)}\n`);
           // Terraform Cloud driver: where the run can be seen.
           if (typeof e.run_url === "string") say(`      run: ${e.run_url}\n`);
+          // An apply that could not save its state: what it left outside the saved state.
+          if (typeof e.state_not_saved === "string" && e.success) say(`      after an apply that could not save its state: ${e.state_not_saved}\n`);
+          for (const o of (e.outside_state as ApiBody[] | undefined) ?? []) say(`      outside the saved state: ${o.address}${o.id ? ` (id ${o.id})` : ""}\n`);
         }
       }
     });

@@ -213,6 +213,9 @@ function renderEvents() {
                   e.changes ? `${e.outcome === "drift" ? "plan found" : "changed"} ${changes(e.changes)}` : "",
                   e.drift ? (e.drift.corrected ? ` · corrected ${changes(e.drift.applied)}` : " · not corrected") : "",
                   e.error ? el("div", { class: "err" }, e.error.message) : null,
+                  // An apply whose state was not saved (a stalled leader, another writer): never shown as a plain success.
+                  e.state_not_saved && e.success ? el("div", { class: "err" }, `after an apply that could not save its state: ${e.state_not_saved}`) : null,
+                  e.outside_state?.length ? el("div", { class: "err" }, `outside the saved state (import or delete): ${e.outside_state.map((o) => (o.id ? `${o.address} (id ${o.id})` : o.address)).join(", ")}`) : null,
                   // Terraform Cloud driver: the run's page (only http(s) links are made).
                   typeof e.run_url === "string" && /^https?:\/\//.test(e.run_url) ? el("div", {}, el("a", { href: e.run_url, target: "_blank", rel: "noopener noreferrer" }, "run in Terraform Cloud")) : null,
                   e.resources?.length ? el("ul", { class: "resources" }, e.resources.map((r) => el("li", { class: `action-${r.action}` }, `${ACTION_SYMBOL[r.action] ?? "*"} ${r.address} (${r.action})`))) : null,
