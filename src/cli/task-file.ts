@@ -7,13 +7,16 @@ import { isObject } from "../values/is-object.ts";
 
 type Json = Record<string, unknown>;
 
+// nodes, intentions and config-entries are cts's own (CTS has none), as in a CTS HCL config.
+const OWN_TYPES: Record<string, string> = { nodes: "nodes", intentions: "intentions", "config-entries": "config_entries" };
 const CONDITION_TYPES: Record<string, string> = {
   services: "services",
   "catalog-services": "catalog_services",
   "consul-kv": "consul_kv",
+  ...OWN_TYPES,
   schedule: "schedule",
 };
-const INPUT_TYPES: Record<string, string> = { services: "services", "consul-kv": "consul_kv" };
+const INPUT_TYPES: Record<string, string> = { services: "services", "consul-kv": "consul_kv", ...OWN_TYPES };
 const ATTRIBUTES = ["name", "description", "enabled", "module", "source", "version", "providers", "variables", "terraform_version", "cts_allow_empty"];
 
 /**

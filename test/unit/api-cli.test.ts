@@ -115,7 +115,7 @@ describe("the task file parser (CTS HCL subset)", () => {
     await rejectsUsage(() => taskFromHcl(`task "t" {\n  module = "\${var.x}"\n}`, "t.hcl"), /^t\.hcl:2:\d+: '\$\{' starts a template/);
     await rejectsUsage(() => taskFromHcl(`task "a" {}\ntask "b" {}`, "t.hcl"), /exactly one task block \(found 2\)/);
     await rejectsUsage(() => taskFromHcl(`consul { address = "x" }\ntask "a" {}`, "t.hcl"), /'consul' is not allowed in a task file/);
-    await rejectsUsage(() => taskFromHcl(`task "t" {\n  condition "nodes" {}\n}`, "t.hcl"), /condition needs one label: "services", "catalog-services", "consul-kv", "schedule"/);
+    await rejectsUsage(() => taskFromHcl(`task "t" {\n  condition "colour" {}\n}`, "t.hcl"), /condition needs one label: "services", "catalog-services", "consul-kv", "nodes", "intentions", "config-entries", "schedule"/);
     await rejectsUsage(() => taskFromHcl(`task "t" {\n  module = foo\n}`, "t.hcl"), /'foo' is an expression; task files take literal values only/);
     await rejectsUsage(() => taskFromHcl(`task "t" {\n  module = "m"\n`, "t.hcl"), /a block is not closed/);
     await rejectsUsage(() => taskFromHcl(`task "t" {\n  name = "u"\n}`, "t.hcl"), /label \('t'\) and its name \('u'\) differ/);

@@ -17,6 +17,7 @@ import { readCtsConfig } from "../../src/cts/config/load.ts";
 import type { Source, SourceData } from "../../src/consul/types.ts";
 import { readFromSnapshot, readSnapshot } from "../../src/synth/snapshot.ts";
 import { parseTask } from "../../src/api/task-request.ts";
+import { taskFromHcl } from "../../src/cli/task-file.ts";
 
 /**
  * A stand-in for the agent's HTTP API (unit level: the queries cts sends and how it reads the
@@ -363,6 +364,23 @@ describe("the task API: cts's own condition and module_input blocks", () => {
     });
     const b = parseTask({ name: "b", module: "./m", condition: { nodes: { filter: "Meta.role == edge", node_meta: { zone: "a" } } } });
     assert.deepEqual(b.condition, { kind: "nodes", query: { filter: "Meta.role == edge", nodeMeta: { zone: "a" } } });
+  });
+
+  it("takes the same blocks from a task file (cts task create -task-file)", async () => {
+    const json = await taskFromHcl(
+      `task {
+  name = "fw"
+  module = "./m"
+  condition "intentions" { destination = "db" }
+  module_input "config-entries" { kind = "service-defaults" }
+  module_input "nodes" { node_meta = { role = "edge" } }
+}
+`,
+      "fw.hcl",
+    );
+    const spec = parseTask(json);
+    assert.deepEqual(spec.condition, { kind: "intentions", query: { destination: "db" } });
+    assert.deepEqual(Object.keys(spec.inputs ?? {}).sort(), ["configEntries", "nodes"]);
   });
 
   it("answers 400 for a config_entries block without a kind, a regexp with a peer, and a variable named like the data cts passes", () => {
