@@ -65,6 +65,29 @@ for (const [name, variants] of VARIANTS) {
       assert.equal(await readFile(join(out, "web.txt"), "utf8"), "v1|p1");
     });
 
+    it("plan guards: keeps a plan in a run waiting for confirmation (its JSON read), applies exactly that run, discards another; a discarded ref is PLAN_NOT_FOUND", async () => {
+      const kept = await driver.planToApply(fileTask("web", out, "v2"));
+      assert.equal(kept.changesPresent, true);
+      assert.match(kept.ref, /^run-/);
+      assert.ok(Array.isArray(kept.plan.resource_changes), "the plan's JSON, through the redirect");
+      const admin = new TfcClient({ hostname: server.url, token: server.token, retry: FAST });
+      try {
+        const waiting = await admin.runs.read(kept.ref);
+        assert.deepEqual([waiting.autoApply, waiting.actions.isConfirmable], [false, true], "created without auto-apply, waiting for confirmation");
+      } finally {
+        admin.close();
+      }
+      const applied = await driver.applyPlan(fileTask("web", out, "v2"), kept.ref);
+      assert.equal(applied.changesPresent, true);
+      assert.equal(await readFile(join(out, "web.txt"), "utf8"), "v2|p1");
+      const other = await driver.planToApply(fileTask("web", out, "v3"));
+      await driver.discardPlan("web", other.ref);
+      await assert.rejects(driver.applyPlan(fileTask("web", out, "v3"), other.ref), { code: "PLAN_NOT_FOUND" });
+      assert.equal(await readFile(join(out, "web.txt"), "utf8"), "v2|p1");
+      // Back to what the other tests expect.
+      await driver.apply(fileTask("web", out, "v1"));
+    });
+
     it("refuses a bad token as TFC_UNAUTHORIZED", async () => {
       const bad = make("not-a-valid-token-value-0000");
       try {
