@@ -88,7 +88,7 @@ export const ERROR_CATALOGUE = {
   PLAN_NOT_HELD: { category: "usage", fix: "Nothing is waiting for approval for this task; `cts status` shows which tasks hold a plan." },
   PLAN_NOT_FOUND: { category: "external", fix: "Nothing to fix: the kept plan is gone (another instance made it, or it was discarded); cts plans again and checks the new plan." },
   PLAN_STALE: { category: "external", fix: "Nothing to fix: the state changed since the plan was made; cts plans again and checks the new plan." },
-  PLAN_UNSUPPORTED: { category: "usage", fix: "Use a driver that can keep a plan (the local driver), or remove the task's guards and approval." },
+  PLAN_UNSUPPORTED: { category: "usage", fix: "Use a driver that can keep a plan (the local and the Terraform Cloud drivers both can), or remove the task's guards and approval." },
 
   // Terraform Cloud / Enterprise
   TFC_UNREACHABLE: { category: "external", fix: "Check driver.terraformCloud.hostname and the network (proxy, firewall) between cts and it; `cts doctor` checks reachability." },
