@@ -34,6 +34,8 @@ export function moduleTaskData(task: ModuleTask<Condition, TaskInputs>): ModuleT
     variableFiles: task.variableFiles,
     useAsModuleInput: task.useAsModuleInput,
     providers: task.providers,
+    ...(task.outputs !== undefined ? { outputs: [...task.outputs] } : {}),
+    ...(task.sensitiveOutputs.length ? { sensitiveOutputs: [...task.sensitiveOutputs] } : {}),
     ...(task.fileVariables !== undefined ? { fileVariables: task.fileVariables } : {}),
   };
 }

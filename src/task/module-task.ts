@@ -4,6 +4,7 @@ import { literalData } from "../cdktf/literal-text.ts";
 import type { Condition, TaskInputs } from "./conditions.ts";
 import { toCtsServices, toModuleIntentions, toModuleNodes } from "./module-protocol.ts";
 import { providerEnvironment, providerJson, type ModuleProvider } from "./module-providers.ts";
+import { localModuleOutputs, type ModuleOutput } from "./module-outputs.ts";
 import type { TemplateLookup } from "./provider-templates.ts";
 import { verbatim } from "../cdktf/cdktf-literals.ts";
 import { currentCdk } from "../cdktf/load.ts";
@@ -25,6 +26,14 @@ export interface ModuleTaskOptions<C extends Condition, I extends TaskInputs> ex
   useAsModuleInput?: boolean;
   /** Provider blocks of the root module (CTS's `terraform_provider` blocks the task lists in `providers`). */
   providers?: ModuleProvider[];
+  /**
+   * The module's outputs shown as the task's outputs (cts's own; CTS shows none). Default: every
+   * `output` a local module declares (read from its files, `sensitive` kept); a registry or remote
+   * module shows only the outputs listed here. `[]` shows none.
+   */
+  outputs?: string[];
+  /** Outputs shown as sensitive (redacted): for a registry module, whose `sensitive = true` cts cannot read; listed ones are shown too. */
+  sensitiveOutputs?: string[];
 }
 
 /** Where the root module is written from: the config dir (module sources) and the task's working dir. */
@@ -53,6 +62,10 @@ export class ModuleTask<C extends Condition = Condition, I extends TaskInputs = 
   readonly useAsModuleInput: boolean;
   /** Provider blocks. */
   readonly providers: ModuleProvider[];
+  /** The module outputs shown as the task's outputs (undefined: every one a local module declares). */
+  readonly outputs: string[] | undefined;
+  /** Outputs shown as sensitive whatever the module declares. */
+  readonly sensitiveOutputs: string[];
   /** Values read from the variable files, set by the config loader. */
   fileVariables: Record<string, unknown> | undefined;
 
@@ -64,6 +77,8 @@ export class ModuleTask<C extends Condition = Condition, I extends TaskInputs = 
     this.variableFiles = options.variableFiles ?? [];
     this.useAsModuleInput = options.useAsModuleInput ?? true;
     this.providers = options.providers ?? [];
+    this.outputs = options.outputs;
+    this.sensitiveOutputs = options.sensitiveOutputs ?? [];
   }
 
   /** The root module CTS would generate for this task and input, as Terraform JSON (backend excluded). */
@@ -85,7 +100,21 @@ export class ModuleTask<C extends Condition = Condition, I extends TaskInputs = 
     if ((cond === "intentions" && fromCondition) || inputs.intentions) args.intentions = literalData(toModuleIntentions(input.intentions ?? []));
     if ((cond === "config-entries" && fromCondition) || inputs.configEntries) args.config_entries = literalData(input.configEntries ?? []);
     Object.assign(args, literalData(this.fileVariables ?? {}), literalData(this.variables));
-    return { ...providerJson(this.providers), module: { [this.name]: args } };
+    const output = this.rootOutputs(ctx);
+    return { ...providerJson(this.providers), module: { [this.name]: args }, ...(output ? { output } : {}) };
+  }
+
+  /**
+   * The module's outputs re-exported as root outputs (`output "<name>" { value = module.<task>.<name> }`,
+   * `sensitive` as the module declares it or as `sensitiveOutputs` says): Terraform keeps only a root
+   * module's outputs, and the task's outputs are read from those. Outputs change nothing Terraform applies.
+   */
+  rootOutputs(ctx: ModuleJsonContext = {}): Record<string, { value: string; sensitive?: true }> | undefined {
+    const declared = isLocalSource(this.module) ? localModuleOutputs(resolve(ctx.configDir ?? process.cwd(), this.module)) : [];
+    const sensitive = new Set([...declared.filter((o: ModuleOutput) => o.sensitive).map((o) => o.name), ...this.sensitiveOutputs]);
+    const names = [...new Set([...(this.outputs ?? declared.map((o) => o.name)), ...this.sensitiveOutputs])].sort();
+    if (!names.length) return undefined;
+    return Object.fromEntries(names.map((n) => [n, { value: `\${module.${this.name}.${n}}`, ...(sensitive.has(n) ? { sensitive: true as const } : {}) }]));
   }
 
   /** Environment of this task's Terraform commands: provider values (TF_VAR_<provider>) and `task_env`. */
@@ -110,10 +139,14 @@ export function isModuleTask(task: unknown): task is ModuleTask<Condition, TaskI
 
 /** Local sources are resolved from the config dir and written relative to the task's working dir. */
 function moduleSource(source: string, ctx: ModuleJsonContext): string {
-  const isLocal = source.startsWith("./") || source.startsWith("../") || isAbsolute(source);
-  if (!isLocal) return source;
+  if (!isLocalSource(source)) return source;
   const abs = resolve(ctx.configDir ?? process.cwd(), source);
   if (!ctx.taskDir) return abs;
   const rel = relative(ctx.taskDir, abs);
   return rel.startsWith("..") ? rel : `./${rel}`;
+}
+
+/** A local path (Terraform's rule: `./`, `../` or absolute), as opposed to a registry or remote address. */
+function isLocalSource(source: string): boolean {
+  return source.startsWith("./") || source.startsWith("../") || isAbsolute(source);
 }

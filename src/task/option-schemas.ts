@@ -121,6 +121,8 @@ export const moduleTaskOptions = strict({
   variableFiles: value(),
   useAsModuleInput: value(),
   providers: z.array(moduleProvider).optional(),
+  outputs: value(),
+  sensitiveOutputs: value(),
 } satisfies ShapeOf<ModuleTaskOptions<ServicesCondition, TaskInputs>>);
 
 /** Every option object of the task model by name (the property test takes each one in turn). */

@@ -9,6 +9,7 @@ import { SECRET_NAME } from "./secrets.ts";
 import { isTemplateValue } from "./provider-templates.ts";
 import { CONFIG_ENTRY_KIND } from "../consul/query.ts";
 import { triggerProblems } from "./service-trigger.ts";
+import { moduleOutputProblems } from "./module-outputs.ts";
 
 /** CTS's rule for task names; it also keeps every path derived from a name inside the working dir. */
 export const TASK_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,127}$/;
@@ -60,7 +61,7 @@ export function taskProblems(task: Task<Condition, TaskInputs>): Problem[] {
     problems.push({ field: "bufferPeriod", message: "is not used by schedule tasks (they run on their cron). Remove it." });
   if (task.workingDir !== undefined && (typeof task.workingDir !== "string" || task.workingDir.trim() === "" || /[\0\n\r]/.test(task.workingDir)))
     problems.push({ field: "workingDir", message: `must be a folder path (got ${JSON.stringify(task.workingDir)?.slice(0, 60)}). Leave it out to work in <workingDir>/${task.name}.` });
-  problems.push(...depthProblems(task));
+  problems.push(...depthProblems(task), ...moduleOutputProblems(task));
   return problems;
 }
 

@@ -121,9 +121,17 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
       ...guardsOf(one(t, "guards"), true),
       // cts's own key (CTS has none): refuse to apply a condition that dropped to no instances.
       ...(a.cts_allow_empty !== undefined ? { allowEmpty: a.cts_allow_empty as boolean } : {}),
+      // cts's own keys (CTS has none): the module outputs shown as the task's outputs (CTS #1046).
+      ...(a.cts_outputs !== undefined ? { outputs: a.cts_outputs as string[] } : {}),
+      ...(a.cts_sensitive_outputs !== undefined ? { sensitiveOutputs: a.cts_sensitive_outputs as string[] } : {}),
     });
     // The checks every task gets (cron, regexp, buffer period…), reported at the task's place in the file.
     const problems = taskProblems(task);
+    const outputsProblem = problems.find((p) => /^(outputs|sensitiveOutputs)\b/.test(p.field));
+    if (outputsProblem) {
+      const key = outputsProblem.field.startsWith("outputs") ? "cts_outputs" : "cts_sensitive_outputs";
+      fail(key, `task '${name}': ${key}${outputsProblem.field.replace(/^\w+/, "")} ${outputsProblem.message}`);
+    }
     if (problems.length) throw configError(t.file, t.line, `task '${name}': ${problems.map((p) => `${p.field} ${p.message}`).join(" ")}`);
     tasks.push(task);
     blocks.push(t);
