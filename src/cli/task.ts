@@ -208,5 +208,8 @@ export function conditionText(condition: ApiBody | undefined): string {
   if (kind === "catalog_services") return `catalog-services regexp=${c.regexp}`;
   if (kind === "consul_kv") return `consul-kv ${c.path}${c.recurse ? " (recurse)" : ""}`;
   if (kind === "schedule") return `schedule ${c.cron}`;
+  if (kind === "nodes") return `nodes${c.filter ? ` filter=${c.filter}` : ""}`;
+  if (kind === "intentions") return `intentions ${c.destination || "(all)"}`;
+  if (kind === "config_entries") return `config-entries ${c.kind}${c.name ? `/${c.name}` : ""}`;
   return kind;
 }
