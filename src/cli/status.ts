@@ -5,6 +5,8 @@ import { printJson, say, table } from "./output.ts";
 import { apiOptions, clientFor } from "./task.ts";
 import { counted } from "../values/counted.ts";
 import { outputsText } from "./outputs-text.ts";
+import { checksWords } from "../tfc/run-checks.ts";
+import type { RunChecks } from "../driver/types.ts";
 
 interface StatusFlags {
   httpAddr?: string;
@@ -111,6 +113,8 @@ export function registerStatus(program: Command): void {
           for (const r of (e.resources as ApiBody[] | undefined) ?? []) say(`      ${resourceLine(r.address, r.action)}\n`);
           // Terraform Cloud driver: where the run can be seen.
           if (typeof e.run_url === "string") say(`      run: ${e.run_url}\n`);
+          // Terraform Cloud's own checks of the run: policies and cost estimate.
+          if (e.checks && typeof e.checks === "object") say(`      checks: ${checksWords(e.checks as RunChecks)}\n`);
           // An apply that could not save its state: what it left outside the saved state.
           if (typeof e.state_not_saved === "string" && e.success) say(`      after an apply that could not save its state: ${e.state_not_saved}\n`);
           for (const o of (e.outside_state as ApiBody[] | undefined) ?? []) say(`      outside the saved state: ${o.address}${o.id ? ` (id ${o.id})` : ""}\n`);
