@@ -4,7 +4,7 @@
  */
 // Task, ModuleTask, the condition factories and defineConfig refuse option keys they do not take (task/checked.ts).
 export { Task, ModuleTask, services, catalogServices, consulKv, nodes, intentions, configEntries, schedule } from "./task/checked.ts";
-export type { TaskOptions, TaskInput, TaskScope, BufferPeriodOption, DriftCheckOption } from "./task/task.ts";
+export type { TaskOptions, TaskInput, TaskScope, BufferPeriodOption, DriftCheckOption, UpstreamOutputs } from "./task/task.ts";
 export type { ModuleTaskOptions, ModuleProvider } from "./task/module-task.ts";
 export type { PlanGuards, PlanJson, PlanResourceChange, PlanPredicate, ApprovalMode } from "./task/guards.ts";
 export {

@@ -40,6 +40,12 @@ export interface TestInput {
   configEntries?: ConfigEntry[];
   /** Pass the data to the task as given, without applying its condition (default false). */
   asGiven?: boolean;
+  /**
+   * Task chains: the outputs of the tasks the task runs after, as `input.outputs` gives them
+   * (task → output → value), e.g. `{ pool: { pool_id: "p-1" } }`. An upstream task in the task's
+   * `after` that is not given reads `{}`, as before its first apply.
+   */
+  outputs?: Record<string, Record<string, unknown>>;
 }
 
 /** The keys of a test's input, and of its instances, checks, nodes and intentions (a typo, `tag` for `tags`, would test data Consul never holds). */
@@ -51,6 +57,7 @@ export const testInputSchema = strict({
   intentions: z.array(intentionInput).optional(),
   configEntries: value(),
   asGiven: value(),
+  outputs: value(),
 } satisfies ShapeOf<TestInput>);
 
 /**
@@ -70,6 +77,8 @@ function taskInputOf(task: Task<Condition, TaskInputs>, input: TestInput): AnyTa
   if (input.nodes) out.nodes = readFromSnapshot({ nodes: input.nodes }, { kind: "nodes", query: {} }) as CatalogNode[];
   if (input.intentions) out.intentions = readFromSnapshot({ intentions: input.intentions }, { kind: "intentions", query: {} }) as Intention[];
   if (input.configEntries) out.configEntries = input.configEntries;
+  const after = task.after ?? [];
+  if (input.outputs || after.length) out.outputs = { ...Object.fromEntries(after.map((name) => [name, {}])), ...(input.outputs ?? {}) };
   if (input.asGiven) return out;
   for (const source of allSources(task)) {
     if (source.kind === "services" && input.services) out.services = readFromSnapshot(all, source) as ServiceInstance[];

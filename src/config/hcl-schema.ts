@@ -85,7 +85,7 @@ export const CTS_SCHEMA: BlockSchema = {
     terraform_provider: { labels: 1, repeat: true, open: true },
     task: {
       repeat: true,
-      attrs: ["name", "description", "enabled", "module", "source", "version", "providers", "variable_files", "variables", "working_dir", "services", "terraform_version", "cts_allow_empty", "cts_outputs", "cts_sensitive_outputs"],
+      attrs: ["name", "description", "enabled", "module", "source", "version", "providers", "variable_files", "variables", "working_dir", "services", "terraform_version", "cts_allow_empty", "cts_outputs", "cts_sensitive_outputs", "cts_after"],
       blocks: { condition: CONDITION, module_input: MODULE_INPUT, source_input: MODULE_INPUT, buffer_period: BUFFER, guards: GUARDS, notifications: NOTIFICATIONS, terraform_cloud_workspace: { attrs: ["execution_mode", "agent_pool_id", "agent_pool_name", "terraform_version"] } },
     },
     service: { repeat: true, attrs: ["name", "id", "description", "datacenter", "namespace", "filter", "cts_user_defined_meta"] },

@@ -9,6 +9,7 @@ import { userCode } from "../errors/user-frames.ts";
 import type { Task } from "../task/task.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import { className, duplicateNameProblems, shapeProblems } from "../task/shape.ts";
+import { chainProblems } from "../task/chains.ts";
 import { throwProblems, type Problem } from "../errors/problems.ts";
 import { bufferProblems, driftCheckProblems, taskProblems } from "../task/validate.ts";
 import { guardProblems } from "../task/guards.ts";
@@ -165,6 +166,9 @@ export function validateConfig(config: CtsConfig | undefined, file: string, dir:
   });
   problems.push(...terraformCloudDriverProblems(config.driver));
   problems.push(...duplicateNameProblems(tasks));
+  // Task chains: every name in an `after` is a task here, and no chain runs in a circle.
+  for (const p of chainProblems(tasks.filter((t): t is Task<Condition, TaskInputs> => !!t && typeof (t as { name?: unknown }).name === "string" && Array.isArray((t as { after?: unknown }).after))))
+    problems.push({ field: `tasks[${tasks.findIndex((t) => (t as { name?: unknown } | null)?.name === (p.task))}].${p.field}`, message: p.message });
   const tfDir = config.driver?.terraform?.workingDir;
   const places = tasks.filter((t): t is Task<Condition, TaskInputs> => !!t && typeof t === "object" && typeof (t as { name?: unknown }).name === "string");
   if (tfDir === undefined || typeof tfDir === "string") problems.push(...workingDirProblems(dir, workingRoot(dir, tfDir), places, file));

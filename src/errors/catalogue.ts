@@ -34,6 +34,7 @@ export const ERROR_CATALOGUE = {
   TASK_NAME_INVALID: { category: "usage", fix: "Use letters, digits, '-' and '_' in task names (as CTS)." },
   TASK_SHAPE_INVALID: { category: "usage", fix: "Make the task a class extending Task (or a ModuleTask) exported from the config, as `cts init` scaffolds." },
   TASK_EMPTY_REFUSED: { category: "usage", fix: "If the empty data is right, set allowEmpty: true on the task (CTS HCL: cts_allow_empty = true) and the next run applies it; otherwise restore the instances (or the token's service:read) in Consul." },
+  TASK_UPSTREAM_FAILED: { category: "external", fix: "Fix the upstream task the message names (its own event says why it failed), or approve or reject its held plan: once it applies, the skipped task runs with its new outputs." },
   TASK_NOT_FOUND: { category: "usage", fix: "Check the task's name with `cts task list` or GET /v1/tasks." },
   TASK_EXISTS: { category: "usage", fix: "Choose another name, or delete the existing task first." },
   TASK_DISABLED: { category: "usage", fix: "Enable the task (`cts task enable NAME`) before running it." },

@@ -20,6 +20,8 @@ import type { TaskEntry } from "./task-entry.ts";
 import type { TaskRegistry } from "./tasks.ts";
 import { keepsSynthesizerWarm } from "./warm-policy.ts";
 import { Triggers, type TriggerGate, type TriggerSettings } from "./triggers.ts";
+import { ChainRuns } from "./chains.ts";
+import { chainOrder } from "../task/chains.ts";
 
 export type { RestoredTask, RunOutcome, TaskChange, TaskView } from "./interfaces.ts";
 
@@ -51,6 +53,8 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
   readonly events: EventStore;
   private readonly triggers: Triggers;
   private readonly runs: TaskRuns;
+  /** Task chains: what waits for, follows or is skipped after an upstream run. */
+  private readonly chains: ChainRuns;
   private watching = false;
   private stopped = false;
   /** Paused (a high-availability follower): nothing watches, queued runs are dropped. */
@@ -64,7 +68,8 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
   constructor(private readonly parts: ControllerParts) {
     const { runner, activity, log, metrics } = parts;
     this.events = parts.events;
-    this.runs = new TaskRuns({ ...parts.runs, runner, gate: this, log, activity, metrics });
+    const chains = (this.chains = new ChainRuns(() => parts.tasks.all().map((e) => ({ name: e.name, after: e.task.after }))));
+    this.runs = new TaskRuns({ ...parts.runs, runner, gate: this, log, activity, metrics, chains });
     this.triggers = new Triggers({ ...parts.triggers, runs: this.runs, gate: this, activity, log, metrics, warm: (e) => runner.warm(e) });
     this.changes = new TaskChanges({
       tasks: parts.tasks,
@@ -221,21 +226,28 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     // quiet spell: then the synthesis worker stays warm (runtime/warm-policy.ts).
     this.parts.runner.keepWarm(keepsSynthesizerWarm(this.parts.tasks.enabled().map((e) => ({ ref: e.ref, buffer: this.triggers.bufferFor(e) }))));
     for (const e of this.parts.tasks.enabled()) if (this.mine(e.name)) this.triggers.start(e);
-    for (const e of this.parts.tasks.enabled()) if (this.mine(e.name)) this.runs.enqueue(e.name, "start");
+    for (const e of this.chainOrdered(this.parts.tasks.enabled())) if (this.mine(e.name)) this.runs.enqueue(e.name, "start");
   }
 
   /** Runs every enabled task once (no watching); resolves with each outcome. */
   async once(): Promise<RunOutcome[]> {
     this.parts.log.info("ctrl: executing all tasks once through");
-    return Promise.all(this.parts.tasks.enabled().map((e) => this.runs.request(e.name, "once")));
+    // Task chains: upstream tasks are queued first; a downstream run waits for theirs (runs.ts).
+    return Promise.all(this.chainOrdered(this.parts.tasks.enabled()).map((e) => this.runs.request(e.name, "once")));
   }
 
   /** Plans the named tasks (default all enabled). */
   async inspect(names?: string[]): Promise<RunOutcome[]> {
     const list = names?.length ? names.map((n) => this.parts.tasks.get(n)) : this.parts.tasks.enabled();
     const out: RunOutcome[] = [];
-    for (const e of list) out.push(await this.runs.execute(e, "plan"));
+    // Task chains: upstream tasks are planned first (a downstream plan reads their applied outputs).
+    for (const e of chainOrder(list.map((e) => ({ name: e.name, after: e.task.after, e })))) out.push(await this.runs.execute(e.e, "plan"));
     return out;
+  }
+
+  /** Tasks in chain order: each after the tasks it lists in `after`. */
+  private chainOrdered(entries: TaskEntry[]): TaskEntry[] {
+    return chainOrder(entries.map((e) => ({ name: e.name, after: e.task.after, e }))).map((x) => x.e);
   }
 
   /** Resolves when no run is queued or running. */
@@ -378,6 +390,7 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     this.runs.cancelAll();
     // A run in progress took its own waiters when it started; the rest wait for dropped runs.
     for (const name of this.runs.waiting()) this.runs.answer(name, refused(name, "paused"));
+    this.chains.reset();
     await atMost(this.runs.queue.idle(), graceMs);
     // A follower keeps no provider processes and lets its synthesis worker end when idle: the
     // leader's runs may need the memory, and nothing runs here.

@@ -21,6 +21,7 @@ import { historyRetention } from "./history.ts";
 import type { RunRetention } from "../state/records.ts";
 import type { TaskInputSource } from "./task-input.ts";
 
+import { upstreamOutputs } from "./chains.ts";
 /** What a run does with Terraform. */
 export type RunMode = "apply" | "plan" | "destroy";
 
@@ -234,6 +235,8 @@ export class TaskRunner {
     const described = (ws: TaskWorkspace): TaskWorkspace => {
       if (e.task.description) ws.description = e.task.description;
       if (e.task.terraformCloudWorkspace) ws.terraformCloudWorkspace = e.task.terraformCloudWorkspace;
+    // Task chains: the upstream tasks' latest plain outputs, as the task state keeps them.
+    if (e.task.after?.length) input.outputs = upstreamOutputs(e.task.after, (task) => this.state.outputs(task));
       return ws;
     };
     const deps = taskTemplateDependencies(e.task as { secrets?: unknown; providers?: unknown });

@@ -13,6 +13,7 @@ import type { ModuleTask } from "../task/module-task.ts";
 import { WorkQueue } from "./work-queue.ts";
 import { runRecord } from "./history.ts";
 import type { RunTrigger } from "../state/records.ts";
+import type { ChainRuns } from "./chains.ts";
 
 /** What the runs ask of the controller (Controller implements it). */
 export interface RunGate {
@@ -43,6 +44,8 @@ export interface RunsDeps extends RunSettings {
   activity: Activity;
   /** Where runs, their outcomes and found drift are counted. */
   metrics?: Metrics;
+  /** Task chains: which runs wait for, follow or are skipped after an upstream task's run (chains.ts). */
+  chains?: ChainRuns;
 }
 
 /**
@@ -124,6 +127,7 @@ export class TaskRuns {
   /** Drops queued runs and drift checks of a task; its waiting callers get `outcome` (a dropped run never ends otherwise). */
   drop(name: string, outcome?: RunOutcome): void {
     this.queue.forget(name);
+    for (const d of this.deps.chains?.dropped(name, (t) => t !== name && this.applyWanted.has(t)) ?? []) this.queue.enqueue(d);
     this.triggers.delete(name);
     this.applyWanted.delete(name);
     const checks = this.driftWanted.get(name) ?? [];
@@ -230,6 +234,7 @@ export class TaskRuns {
   private async runQueued(name: string): Promise<void> {
     const e = this.deps.gate.runnable(name);
     if ("ok" in e) {
+      for (const d of this.deps.chains?.dropped(name, this.wanted) ?? []) this.queue.enqueue(d);
       // Whoever asked for this run (runNow, once) or drift check still gets an answer.
       this.answer(name, e);
       const checks = this.driftWanted.get(name) ?? [];
@@ -241,14 +246,72 @@ export class TaskRuns {
     }
     // A wanted apply goes first (new data matters more than a check); the check then runs in the
     // next turn of the slot, against what was just applied.
-    if (this.applyWanted.delete(name) || !this.driftWanted.has(name)) {
-      await this.execute(e, "apply");
+    if (this.applyWanted.has(name) || !this.driftWanted.has(name)) {
+      // Task chains: the run waits while an upstream task's run is wanted or in progress (it is
+      // queued again when that ends), and is skipped while an upstream task is broken.
+      // A change that reaches an upstream task and this one fires their triggers in one turn: the
+      // upstream task's run is asked for by the end of it, and this run then waits for it.
+      if (this.deps.chains?.upstreamOf(name).length) await new Promise((r) => setImmediate(r));
+      const chain = this.deps.chains?.before(name, this.wanted);
+      if (chain && "wait" in chain) {
+        this.deps.log.debug(`task '${name}': waits for upstream task '${chain.wait}'`, { task: name });
+        if (this.driftWanted.has(name)) this.queue.enqueue(name);
+        return;
+      }
+      this.applyWanted.delete(name);
+      if (chain) return this.skip(e, chain.skip, chain.upstream);
+      this.deps.chains?.started(name);
+      const outcome = await this.execute(e, "apply");
+      this.followChain(name, outcome);
       if (this.driftWanted.has(name)) this.queue.enqueue(name);
       return;
     }
     const checks = this.driftWanted.get(name) ?? [];
     this.driftWanted.delete(name);
     await this.checkDrift(e, checks);
+  }
+
+  /** Whether a task has an apply run wanted (queued, or waiting in its chain). */
+  private readonly wanted = (task: string): boolean => this.applyWanted.has(task);
+
+  /** After an apply run of `name`: its downstream tasks run next, or are skipped (chains.ts). */
+  private followChain(name: string, outcome: RunOutcome): void {
+    const chains = this.deps.chains;
+    if (!chains) return;
+    const next = chains.ended(name, outcome, this.wanted);
+    for (const s of next.skip) {
+      const e = this.deps.gate.runnable(s.task);
+      // A downstream task that cannot run here (disabled, elsewhere) has nothing to skip; one in
+      // its queue slot now skips itself (chains.before says so).
+      if ("ok" in e || this.queue.isRunning(s.task)) continue;
+      this.queue.forget(s.task);
+      this.applyWanted.delete(s.task);
+      void this.skip(e, s.why, s.upstream);
+    }
+    for (const d of next.run) this.enqueue(d, "upstream");
+  }
+
+  /**
+   * A run skipped because an upstream task failed or is held (task chains): an event and a history
+   * record say why, its waiting callers get the outcome, nothing is synthesized or applied.
+   */
+  private async skip(e: TaskEntry, why: string, upstream: string): Promise<void> {
+    const start = new Date();
+    const trigger = this.triggers.get(e.name) ?? "upstream";
+    this.triggers.delete(e.name);
+    const outcome: RunOutcome = {
+      task: e.name,
+      ok: false,
+      outcome: "skipped",
+      error: new CtsError("TASK_UPSTREAM_FAILED", "external", `was skipped: ${why}. It runs again once '${upstream}' applies.`, { task: e.name, detail: { upstream } }),
+    };
+    this.deps.gate.record(eventOf(e, start, outcome));
+    this.recordRun(e, trigger, start, outcome);
+    this.deps.metrics?.runFinished(e.name, "skipped", 0);
+    this.deps.log.warn(`task '${e.name}': skipped: ${why}`, { task: e.name, upstream });
+    this.deps.activity.ran(e.name);
+    this.deps.activity.report({ type: "end", task: e.name, kind: "run", outcome: "skipped", ok: false });
+    this.answer(e.name, outcome);
   }
 
   private async attempts(e: TaskEntry, mode: RunMode, signal: AbortSignal, attempt = (s: AbortSignal) => this.deps.runner.attempt(e, mode, s)): Promise<RunOutcome> {

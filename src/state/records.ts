@@ -66,7 +66,7 @@ export interface TaskEvent {
   error: { message: string; at?: string; stack?: string[] } | null;
   config: { source?: string; services?: string[]; providers?: string[] };
   /** Beyond CTS: what the run did ("applied", "no-op" when the JSON was unchanged, "planned", "destroyed"). */
-  outcome?: "applied" | "no-op" | "planned" | "destroyed" | "failed" | "cancelled" | "drift" | "held" | "rejected" | "approved";
+  outcome?: "applied" | "no-op" | "planned" | "destroyed" | "failed" | "cancelled" | "drift" | "held" | "rejected" | "approved" | "skipped";
   /** Beyond CTS: resource changes of the run (of a drift check: what the plan found). */
   changes?: { add: number; change: number; destroy: number };
   /**
@@ -205,7 +205,8 @@ export type RunTrigger =
   | "state-lost" // its Terraform state was gone or replaced
   | "once" // `cts once`
   | "drift-check" // a drift check found drift
-  | "destroy"; // a destroy (`cts task delete --destroy`)
+  | "destroy" // a destroy (`cts task delete --destroy`)
+  | "upstream"; // an upstream task of its chain applied (task chains)
 
 /**
  * One run of a task as its history keeps it (`GET /v1/tasks/{name}/runs`, `cts history`): beyond

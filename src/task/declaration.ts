@@ -87,5 +87,6 @@ function taskOptions(task: Task<Condition, TaskInputs>): TaskOptions<Condition, 
     ...(task.guards !== undefined ? { guards: task.guards === false ? false : (guardSettings(task.guards) as TaskOptions["guards"]) } : {}),
     ...(task.approval !== undefined ? { approval: task.approval } : {}),
     ...(task.allowEmpty === false ? { allowEmpty: false } : {}),
+    ...(task.after?.length ? { after: [...task.after] } : {}),
   };
 }

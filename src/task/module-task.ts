@@ -99,6 +99,9 @@ export class ModuleTask<C extends Condition = Condition, I extends TaskInputs = 
     if ((cond === "nodes" && fromCondition) || inputs.nodes) args.nodes = literalData(toModuleNodes(input.nodes ?? []));
     if ((cond === "intentions" && fromCondition) || inputs.intentions) args.intentions = literalData(toModuleIntentions(input.intentions ?? []));
     if ((cond === "config-entries" && fromCondition) || inputs.configEntries) args.config_entries = literalData(input.configEntries ?? []);
+    // Task chains (cts's own): the upstream tasks' plain outputs, task → output → value. The module
+    // declares `variable "upstream_outputs" { type = any }`.
+    if (this.after.length) args.upstream_outputs = literalData(upstreamOutputsOf(this.after, input.outputs));
     Object.assign(args, literalData(this.fileVariables ?? {}), literalData(this.variables));
     const output = this.rootOutputs(ctx);
     return { ...providerJson(this.providers), module: { [this.name]: args }, ...(output ? { output } : {}) };
@@ -130,6 +133,11 @@ export class ModuleTask<C extends Condition = Condition, I extends TaskInputs = 
     const lib = currentCdk();
     for (const [key, value] of Object.entries(this.terraformJson(input as AnyTaskInput, ctx))) scope.addOverride(key, verbatim(lib, value));
   }
+}
+
+/** The `upstream_outputs` variable: every upstream task listed (`{}` before its first apply), in `after`'s order. */
+function upstreamOutputsOf(after: readonly string[], outputs: AnyTaskInput["outputs"]): Record<string, Record<string, unknown>> {
+  return Object.fromEntries(after.map((name) => [name, outputs?.[name] ?? {}]));
 }
 
 /** Structural check for a task that builds its root module without CDKTF (the config may load its own copy). */

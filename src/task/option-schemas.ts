@@ -105,6 +105,7 @@ const taskShape = {
   guards: falseOr(planGuards).optional(),
   approval: value(),
   allowEmpty: value(),
+  after: value(),
   terraformCloudWorkspace: terraformCloudWorkspace.optional(),
 } satisfies ShapeOf<TaskOptions>;
 /** What a Task subclass passes to `super()`. */

@@ -32,7 +32,19 @@ type InputsData<I> = (I extends { services: ServicesCondition } ? { readonly ser
  * catalog-services condition, `kv` for a consul-kv condition or input, `nodes`, `intentions` and
  * `configEntries` for those conditions or inputs. Anything else is a compile error.
  */
-export type TaskInput<C extends Condition = Condition, I extends TaskInputs = {}> = ConditionData<C> & InputsData<I>;
+export type TaskInput<C extends Condition = Condition, I extends TaskInputs = {}, O extends UpstreamOutputs | undefined = undefined> = ConditionData<C> &
+  InputsData<I> &
+  /**
+   * `outputs`: the Terraform outputs of the tasks this task runs after (`after`), by task and
+   * output name: `input.outputs.pool.pool_id`. Only plain outputs flow: a sensitive one, or one
+   * too large to keep, is left out; a task that has not applied yet gives `{}`. Name their types
+   * with the third parameter, `TaskInput<ServicesCondition, {}, { pool: { pool_id: string } }>`,
+   * and `outputs` is required; without it, it is optional (a task without `after` has none).
+   */
+  (O extends UpstreamOutputs ? { readonly outputs: Readonly<O> } : { readonly outputs?: Readonly<UpstreamOutputs> });
+
+/** The outputs a task reads of its upstream tasks: task name → output name → value. */
+export type UpstreamOutputs = Record<string, Record<string, unknown>>;
 
 /** The data of any task, as the runtime passes it around. */
 export interface AnyTaskInput {
@@ -42,6 +54,8 @@ export interface AnyTaskInput {
   nodes?: CatalogNode[];
   intentions?: Intention[];
   configEntries?: ConfigEntry[];
+  /** The upstream tasks' outputs (tasks with `after` only). */
+  outputs?: UpstreamOutputs;
 }
 
 /** A buffer period: quiet time before a run. Durations are ms or strings like "5s", "1m30s". */
@@ -97,6 +111,13 @@ export interface TaskOptions<C extends Condition = Condition, I extends TaskInpu
    * first run is always applied. Either way the drop is logged.
    */
   allowEmpty?: boolean;
+  /**
+   * Task chains (CTS #329): the tasks this task runs after. A change runs them first; when one of
+   * them applies, this task runs next with its new outputs (`input.outputs.<task>`); when one of
+   * them fails or is held, this task's run is skipped. Names must be tasks of the same config, in
+   * no circle. CTS HCL: `cts_after = ["a"]`.
+   */
+  after?: string[];
   /** The task's workspace settings under the Terraform Cloud driver (CTS's `terraform_cloud_workspace`); ignored by the local driver. */
   terraformCloudWorkspace?: TerraformCloudWorkspaceOption;
 }
@@ -149,6 +170,8 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
   readonly approval: ApprovalMode | undefined;
   /** Whether data dropping to empty is applied (default true). */
   readonly allowEmpty: boolean;
+  /** The tasks this task runs after (task chains); empty when none. */
+  readonly after: string[];
 
   constructor(options: TaskOptions<C, I>) {
     // Configs are loaded without a type-check: a missing argument arrives here at run time.
@@ -166,6 +189,7 @@ export abstract class Task<C extends Condition = Condition, I extends TaskInputs
     this.guards = options.guards;
     this.approval = options.approval;
     this.allowEmpty = options.allowEmpty ?? true;
+    this.after = options.after ?? [];
   }
 
   /** Builds the task's resources in `scope` from `input`. Called on every run; must be deterministic. */

@@ -10,6 +10,7 @@ import { isTemplateValue } from "./provider-templates.ts";
 import { CONFIG_ENTRY_KIND } from "../consul/query.ts";
 import { triggerProblems } from "./service-trigger.ts";
 import { moduleOutputProblems } from "./module-outputs.ts";
+import { afterProblems } from "./chains.ts";
 
 /** CTS's rule for task names; it also keeps every path derived from a name inside the working dir. */
 export const TASK_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,127}$/;
@@ -48,6 +49,7 @@ export function taskProblems(task: Task<Condition, TaskInputs>): Problem[] {
     }
   }
   if (task.bufferPeriod) problems.push(...bufferProblems(task.bufferPeriod, "bufferPeriod"));
+  problems.push(...afterProblems(task.name, task.after));
   if (task.allowEmpty !== undefined && typeof task.allowEmpty !== "boolean") problems.push({ field: "allowEmpty", message: "must be true or false." });
   if (task.driftCheck !== undefined) problems.push(...driftCheckProblems(task.driftCheck, "driftCheck"));
   problems.push(...guardProblems(task.guards, "guards"), ...approvalProblems(task.approval, "approval"));

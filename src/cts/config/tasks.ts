@@ -32,6 +32,7 @@ import { isTemplateValue, parseProviderTemplate, TemplateSyntaxError, type Templ
 import { parseHcl, type HclValue } from "../../config/hcl.ts";
 import { workingDirProblems } from "../../config/working-dirs.ts";
 import { triggerProblems, type ServicesTrigger } from "../../task/service-trigger.ts";
+import { chainProblems } from "../../task/chains.ts";
 import { deprecatedServices, taskModule, useAsModuleInput, warnSourceInputs } from "./deprecated.ts";
 
 interface TaskContext {
@@ -124,6 +125,8 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
       // cts's own keys (CTS has none): the module outputs shown as the task's outputs (CTS #1046).
       ...(a.cts_outputs !== undefined ? { outputs: a.cts_outputs as string[] } : {}),
       ...(a.cts_sensitive_outputs !== undefined ? { sensitiveOutputs: a.cts_sensitive_outputs as string[] } : {}),
+      // cts's own key (CTS has none): task chains (CTS #329), the tasks this one runs after.
+      ...(a.cts_after !== undefined ? { after: a.cts_after as string[] } : {}),
     });
     // The checks every task gets (cron, regexp, buffer period…), reported at the task's place in the file.
     const problems = taskProblems(task);
@@ -132,9 +135,17 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
       const key = outputsProblem.field.startsWith("outputs") ? "cts_outputs" : "cts_sensitive_outputs";
       fail(key, `task '${name}': ${key}${outputsProblem.field.replace(/^\w+/, "")} ${outputsProblem.message}`);
     }
+    const afterProblem = problems.find((p) => p.field.startsWith("after"));
+    if (afterProblem) fail("cts_after", `task '${name}': cts_after${afterProblem.field.slice("after".length)} ${afterProblem.message.replace("after: [", "cts_after = [")}`);
     if (problems.length) throw configError(t.file, t.line, `task '${name}': ${problems.map((p) => `${p.field} ${p.message}`).join(" ")}`);
     tasks.push(task);
     blocks.push(t);
+  }
+  // Task chains: every name in a cts_after is a task here, and no chain runs in a circle.
+  const [chain] = chainProblems(tasks);
+  if (chain) {
+    const b = blocks[tasks.findIndex((t) => t.name === chain.task)]!;
+    throw configError(b.file, b.lines.cts_after ?? b.line, `task '${chain.task}': cts_after${chain.field.slice("after".length)} ${chain.message.replace("`after`", "`cts_after`")}`);
   }
   // Where the tasks work, reported at the working_dir of the task that cannot have it.
   const [first] = ctx.root ? workingDirProblems(ctx.cwd, ctx.root, tasks) : [];

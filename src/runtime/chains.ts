@@ -1,0 +1,160 @@
+import { allDownstreamOf, downstreamOf, type ChainNode } from "../task/chains.ts";
+import type { UpstreamOutputs } from "../task/task.ts";
+import type { OutputsRecord } from "../state/records.ts";
+import type { RunOutcome } from "./interfaces.ts";
+
+// Task chains (CTS #329) at run time. A task that lists others in `after` runs after them: while
+// one of them has a run wanted or in progress, its own run waits; when one applies, it runs next
+// with the new outputs; when one fails or is held, its run is skipped (and so are the runs of the
+// tasks after it), until that upstream task runs well again. The order and the checks at load are
+// src/task/chains.ts; the queue is runs.ts, which asks this class before and after each apply run.
+
+/** What a chain says of a run about to start. */
+export type ChainVerdict = { wait: string } | { skip: string; upstream: string } | undefined;
+
+/** What to do after an upstream task's run ended: tasks to run next, tasks whose runs are skipped (and why). */
+export interface ChainFollowUp {
+  run: string[];
+  skip: Array<{ task: string; why: string; upstream: string }>;
+}
+
+/**
+ * The chain state of one instance's runs: which upstream tasks are broken (their last run failed,
+ * was held or skipped), which downstream runs wait, which were skipped. Kept in memory: after a
+ * restart or a failover every task runs once, upstream tasks first.
+ */
+export class ChainRuns {
+  /** Upstream tasks whose last apply run did not succeed, with what happened ("failed", "is held for approval"…). */
+  private readonly broken = new Map<string, string>();
+  /** Downstream tasks whose run waits for an upstream run. */
+  private readonly waiting = new Set<string>();
+  /** Tasks whose run was skipped because an upstream task broke: they run when it recovers. */
+  private readonly skipped = new Set<string>();
+  /** Tasks with an apply run in progress. */
+  private readonly applying = new Set<string>();
+
+  constructor(private readonly nodes: () => ChainNode[]) {}
+
+  /** The tasks `name` runs after. */
+  upstreamOf(name: string): readonly string[] {
+    return this.nodes().find((n) => n.name === name)?.after ?? [];
+  }
+
+  /** Whether any task is in a chain (nothing to do otherwise). */
+  private get chained(): boolean {
+    return this.nodes().some((n) => n.after?.length);
+  }
+
+  /**
+   * Asked before an apply run of `name`: wait (an upstream task has a run wanted or in progress;
+   * `wanted` says which are queued), skip (an upstream task is broken), or run.
+   */
+  before(name: string, wanted: (task: string) => boolean): ChainVerdict {
+    const ups = this.upstreamOf(name);
+    for (const u of ups) {
+      const why = this.broken.get(u);
+      if (why) return { skip: `upstream task '${u}' ${why}`, upstream: u };
+    }
+    const busy = ups.find((u) => this.applying.has(u) || wanted(u));
+    if (busy) {
+      this.waiting.add(name);
+      return { wait: busy };
+    }
+    this.waiting.delete(name);
+    return undefined;
+  }
+
+  /** An apply run of `name` starts. */
+  started(name: string): void {
+    this.applying.add(name);
+  }
+
+  /**
+   * An apply run of `name` ended with `outcome`: its downstream tasks run next when it applied (or
+   * when they were skipped before and it is well again), are skipped when it failed or was held, and
+   * waiting ones whose upstream tasks are all done are let go.
+   */
+  ended(name: string, outcome: Pick<RunOutcome, "ok" | "outcome">, wanted: (task: string) => boolean): ChainFollowUp {
+    this.applying.delete(name);
+    const follow: ChainFollowUp = { run: [], skip: [] };
+    if (!this.chained) return follow;
+    const nodes = this.nodes();
+    const why = brokenWhy(outcome);
+    if (why) {
+      this.broken.set(name, why);
+      for (const d of allDownstreamOf(name, nodes)) {
+        this.waiting.delete(d);
+        this.skipped.add(d);
+        this.broken.set(d, `was skipped (upstream task '${name}' ${why})`);
+        follow.skip.push({ task: d, why: `upstream task '${name}' ${why}`, upstream: name });
+      }
+      return follow;
+    }
+    if (outcome.ok) {
+      this.broken.delete(name);
+      this.skipped.delete(name);
+      for (const d of downstreamOf(name, nodes)) {
+        const again = this.skipped.has(d) && this.upstreamOf(d).every((u) => !this.broken.has(u));
+        if (outcome.outcome === "applied" || again) {
+          this.skipped.delete(d);
+          follow.run.push(d);
+        }
+      }
+    }
+    // Waiting runs whose upstream tasks are all done go now (in the queue's order).
+    for (const d of [...this.waiting]) {
+      if (follow.run.includes(d)) continue;
+      if (this.upstreamOf(d).every((u) => !this.applying.has(u) && !wanted(u))) {
+        this.waiting.delete(d);
+        follow.run.push(d);
+      }
+    }
+    return follow;
+  }
+
+  /** A queued run of `name` was refused or dropped (paused, elsewhere, disabled): runs waiting for it may go. */
+  dropped(name: string, wanted: (task: string) => boolean): string[] {
+    this.applying.delete(name);
+    const out: string[] = [];
+    for (const d of [...this.waiting]) {
+      if (this.upstreamOf(d).every((u) => !this.applying.has(u) && !wanted(u))) {
+        this.waiting.delete(d);
+        out.push(d);
+      }
+    }
+    return out;
+  }
+
+  /** Forgets what this instance knew (paused: the next leader, or this one resumed, runs every task once). */
+  reset(): void {
+    this.broken.clear();
+    this.waiting.clear();
+    this.skipped.clear();
+    this.applying.clear();
+  }
+}
+
+/** What an upstream run that breaks its chain did ("failed", "is held for approval", "was rejected"), or undefined. */
+function brokenWhy(outcome: Pick<RunOutcome, "ok" | "outcome">): string | undefined {
+  if (outcome.ok) return undefined;
+  if (outcome.outcome === "failed") return "failed";
+  if (outcome.outcome === "held") return "is held for approval";
+  if (outcome.outcome === "rejected") return "was rejected";
+  if (outcome.outcome === "skipped") return "was skipped";
+  return undefined;
+}
+
+/**
+ * The outputs a downstream task reads (`input.outputs`): each upstream task's latest plain outputs
+ * by name, `{}` before its first apply. A sensitive output (kept redacted) and one too large to keep
+ * never flow: a downstream task gets no stand-in text it could mistake for the value.
+ */
+export function upstreamOutputs(after: readonly string[], outputsOf: (task: string) => OutputsRecord | undefined): UpstreamOutputs {
+  const out: UpstreamOutputs = {};
+  for (const name of after) {
+    const values: Record<string, unknown> = {};
+    for (const [key, o] of Object.entries(outputsOf(name)?.outputs ?? {})) if (!o.sensitive && !o.truncated) values[key] = o.value;
+    out[name] = values;
+  }
+  return out;
+}
