@@ -97,7 +97,7 @@ function apiField(field: string): string {
     .replace(/^guards\.neverEmpty/, "guards.never_empty")
     .replace(/^approval$/, "guards.approval")
     .replace(/^condition\.trigger/, "condition.services.cts_trigger")
-    .replace(/^allowEmpty$/, "cts_allow_empty").replace(/^bufferPeriod/, "buffer_period").replace(/^inputs\.kv/, "module_input.consul_kv").replace(/^inputs\.configEntries/, "module_input.config_entries").replace(/^inputs\./, "module_input.")
+    .replace(/^allowEmpty$/, "cts_allow_empty").replace(/^outputs/, "cts_outputs").replace(/^sensitiveOutputs/, "cts_sensitive_outputs").replace(/^bufferPeriod/, "buffer_period").replace(/^inputs\.kv/, "module_input.consul_kv").replace(/^inputs\.configEntries/, "module_input.config_entries").replace(/^inputs\./, "module_input.")
     .replace(/\.samenessGroup$/, ".sameness_group").replace(/\.nodeMeta$/, ".node_meta");
 }
 
@@ -117,6 +117,8 @@ function specOf(t: CtsTaskJson): ModuleTaskSpec {
     ...(bufferPeriod !== undefined ? { bufferPeriod } : {}),
     ...guardsOf(t.guards),
     ...(t.cts_allow_empty !== undefined ? { allowEmpty: t.cts_allow_empty } : {}),
+    ...(t.cts_outputs !== undefined ? { outputs: t.cts_outputs } : {}),
+    ...(t.cts_sensitive_outputs !== undefined ? { sensitiveOutputs: t.cts_sensitive_outputs } : {}),
   };
 }
 

@@ -172,6 +172,7 @@ const tfcWorkspaceSchema = fields(
   { like: `like {"execution_mode":"agent","agent_pool_name":"pool","terraform_version":"1.5.7"}` },
 );
 
+const OUTPUT_NAMES = 'must be a list of the module\'s output names, e.g. ["pool_id"].';
 const NEVER_EMPTY = 'must be a list of resource types or addresses, e.g. ["local_file", "module.web.consul_service.pool"].';
 const number = () => z.number({ error: (iss) => `must be a number (got ${show(iss.input)}).` });
 
@@ -219,6 +220,9 @@ const taskFields = {
   guards: guardsSchema.optional(),
   /** cts's own (CTS HCL: `cts_allow_empty`): false refuses a condition that dropped from N instances to none. */
   cts_allow_empty: flag().optional(),
+  /** cts's own (CTS HCL: `cts_outputs`, `cts_sensitive_outputs`): the module outputs shown as the task's outputs. */
+  cts_outputs: listOf(z.string({ error: OUTPUT_NAMES }), OUTPUT_NAMES).optional(),
+  cts_sensitive_outputs: listOf(z.string({ error: OUTPUT_NAMES }), OUTPUT_NAMES).optional(),
   /** What GET answers (where the task was defined); accepted so a GET answer can be sent back. */
   origin: z.unknown().optional(),
 };

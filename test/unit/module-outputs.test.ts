@@ -8,6 +8,8 @@ import { moduleTaskData, moduleTaskFrom } from "../../src/task/declaration.ts";
 import { readCtsConfig } from "../../src/cts/config/load.ts";
 import { synthesizeTask } from "../../src/synth/synthesize.ts";
 import { taskProblems } from "../../src/task/validate.ts";
+import { parseTask } from "../../src/api/task-request.ts";
+import { taskFromHcl } from "../../src/cli/task-file.ts";
 import { tempDir } from "../support/cts.ts";
 
 const MODULE_TF = `
@@ -191,5 +193,36 @@ describe("cts_outputs and cts_sensitive_outputs in a CTS task block", () => {
     } finally {
       await tmp.cleanup();
     }
+  });
+});
+
+describe("cts_outputs and cts_sensitive_outputs through the API and cts task create", () => {
+  const base = { name: "t", module: "findkim/print/cts", condition: { services: { names: ["web"] } } };
+  const message = (fn: () => unknown): string => {
+    try {
+      fn();
+    } catch (err) {
+      return (err as Error).message;
+    }
+    throw new Error("no error");
+  };
+
+  it("maps the keys of a create request onto the task, keys in any case", () => {
+    const spec = parseTask({ ...base, cts_outputs: ["pool_id"], CTS_SENSITIVE_OUTPUTS: ["token"] });
+    assert.deepEqual([spec.outputs, spec.sensitiveOutputs], [["pool_id"], ["token"]]);
+    assert.deepEqual(new ModuleTask(spec).terraformJson({ services: [] }).output, {
+      pool_id: { value: "${module.t.pool_id}" },
+      token: { value: "${module.t.token}", sensitive: true },
+    });
+  });
+
+  it("answers 400 naming the key and the fix for a bad value", () => {
+    assert.match(message(() => parseTask({ ...base, cts_outputs: "pool_id" })), /task\.cts_outputs must be a list of the module's output names/);
+    assert.match(message(() => parseTask({ ...base, cts_sensitive_outputs: ["a b"] })), /task\.cts_sensitive_outputs\[0\] "a b" is not an output name/);
+  });
+
+  it("reads them from a task file", async () => {
+    const task = await taskFromHcl(`task "web" {\n  module = "m"\n  cts_outputs = ["pool_id"]\n  cts_sensitive_outputs = []\n  condition "services" {\n    names = ["web"]\n  }\n}`, "t.hcl");
+    assert.deepEqual([task.cts_outputs, task.cts_sensitive_outputs], [["pool_id"], []]);
   });
 });

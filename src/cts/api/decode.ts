@@ -41,6 +41,8 @@ export const TASK_SHAPE: Shape = {
   terraform_version: "leaf",
   guards: { max_destroy: "leaf", max_destroy_percent: "leaf", never_empty: "leaf", approval: "leaf" },
   cts_allow_empty: "leaf",
+  cts_outputs: "leaf",
+  cts_sensitive_outputs: "leaf",
   // CTS fields we refuse with a hint: renamed so the hint applies whatever their case.
   services: "leaf",
   source: "leaf",
