@@ -86,6 +86,18 @@ export interface TaskEvent {
   checks?: RunChecks;
   /** Beyond CTS: the Terraform state this task had applied to was gone or replaced when the run started (why it was not skipped). */
   state_lost?: string;
+  /**
+   * Beyond CTS: an apply of this task could not save its Terraform state, or lost its state lock
+   * (TERRAFORM_STATE_NOT_SAVED: two Terraforms on one state, e.g. a stalled leader): that apply's
+   * error. On the run that failed so, or on the next apply, which planned with refresh.
+   */
+  state_not_saved?: string;
+  /**
+   * Beyond CTS, with `state_not_saved`: what that apply had made (from its errored.tfstate) that
+   * the saved state does not hold, by address and id — infrastructure no state tracks. On the
+   * failed run: everything it had made; on the next apply: what is still outside the saved state.
+   */
+  outside_state?: Array<{ address: string; id?: string }>;
   /** Beyond CTS, drift checks only: whether the drift was corrected, and what that apply changed. */
   drift?: { corrected: boolean; applied?: { add: number; change: number; destroy: number } };
   /**
