@@ -61,6 +61,6 @@ describe("cts diff of a cdktn task between two commits", () => {
     assert.equal(json.resource.terraform_data.head.input, '${upper("web")}');
     const r = await cts("diff", "--base", "HEAD", "--snapshot", snapshot);
     assert.equal(r.code, 2, r.stderr);
-    assert.match(r.stdout, /~ terraform_data\.web-1: input/);
+    assert.match(r.stdout, /~ terraform_data\.web-1\n\s+input\.member: "10\.0\.0\.1" → "10\.0\.0\.1:80"/);
   });
 });
