@@ -20,7 +20,8 @@ export function isOutputName(name: unknown): name is string {
  * reads them), sorted by name. Read synchronously when the root module is built: the files are few
  * and small, and a change to the module shows in the next run. A folder that cannot be read, or a
  * file that does not parse, gives what could be read: Terraform's `init` and `plan` report the
- * module's problems with their place, better than a guess here would.
+ * module's problems with their place, better than a guess here would. An `ephemeral = true` output
+ * is left out: Terraform refuses it in a root output, and it is never kept in the state anyway.
  */
 export function localModuleOutputs(dir: string): ModuleOutput[] {
   let files: string[];
@@ -32,7 +33,7 @@ export function localModuleOutputs(dir: string): ModuleOutput[] {
   // Override files (`*_override.tf`) are read last, as Terraform merges them over the others.
   const isOverride = (f: string) => /(^|_)override\.tf(\.json)?$/.test(f);
   files.sort((a, b) => Number(isOverride(a)) - Number(isOverride(b)) || a.localeCompare(b));
-  const found = new Map<string, boolean>();
+  const found = new Map<string, { sensitive: boolean; ephemeral: boolean }>();
   for (const f of files) {
     let text: string;
     try {
@@ -44,13 +45,17 @@ export function localModuleOutputs(dir: string): ModuleOutput[] {
     for (const b of blocks) {
       if (!isOutputName(b.name)) continue;
       // An override block changes only what it states.
-      found.set(b.name, b.sensitive ?? found.get(b.name) ?? false);
+      const before = found.get(b.name);
+      found.set(b.name, { sensitive: b.sensitive ?? before?.sensitive ?? false, ephemeral: b.ephemeral ?? before?.ephemeral ?? false });
     }
   }
-  return [...found].map(([name, sensitive]) => ({ name, sensitive })).sort((a, b) => a.name.localeCompare(b.name));
+  return [...found]
+    .filter(([, o]) => !o.ephemeral)
+    .map(([name, o]) => ({ name, sensitive: o.sensitive }))
+    .sort((a, b) => a.name.localeCompare(b.name));
 }
 
-type Declared = { name: string; sensitive?: boolean };
+type Declared = { name: string; sensitive?: boolean; ephemeral?: boolean };
 
 /** `output` of a `.tf.json` file: `{ "output": { "<name>": { … } } }`, or a list of such objects. */
 function jsonOutputs(text: string): Declared[] {
@@ -66,9 +71,8 @@ function jsonOutputs(text: string): Declared[] {
   for (const g of groups) {
     if (!g || typeof g !== "object") continue;
     for (const [name, body] of Object.entries(g as Record<string, unknown>)) {
-      const b = Array.isArray(body) ? body[0] : body;
-      const s = (b as { sensitive?: unknown } | null)?.sensitive;
-      found.push({ name, ...(typeof s === "boolean" ? { sensitive: s } : {}) });
+      const b = (Array.isArray(body) ? body[0] : body) as { sensitive?: unknown; ephemeral?: unknown } | null;
+      found.push({ name, ...(typeof b?.sensitive === "boolean" ? { sensitive: b.sensitive } : {}), ...(typeof b?.ephemeral === "boolean" ? { ephemeral: b.ephemeral } : {}) });
     }
   }
   return found;
@@ -225,16 +229,16 @@ class Scanner {
     this.pos = close ? m.lastIndex + close.index + close[0].length : this.t.length;
     return true;
   }
-  /** The body of an output block (after its `{`), up to its `}`: whether it says `sensitive = true|false`. */
-  outputBody(): { sensitive?: boolean } {
-    let sensitive: boolean | undefined;
+  /** The body of an output block (after its `{`), up to its `}`: what it says of `sensitive` and `ephemeral`. */
+  outputBody(): { sensitive?: boolean; ephemeral?: boolean } {
+    const flags: { sensitive?: boolean; ephemeral?: boolean } = {};
     for (;;) {
       this.space(false);
       const c = this.peek();
-      if (c === undefined) return sensitive === undefined ? {} : { sensitive };
+      if (c === undefined) return flags;
       if (c === "}") {
         this.pos++;
-        return sensitive === undefined ? {} : { sensitive };
+        return flags;
       }
       const word = this.word();
       if (word === undefined) {
@@ -246,7 +250,7 @@ class Scanner {
         this.pos++;
         this.space(true);
         const value = this.word();
-        if (word === "sensitive" && (value === "true" || value === "false")) sensitive = value === "true";
+        if ((word === "sensitive" || word === "ephemeral") && (value === "true" || value === "false")) flags[word] = value === "true";
         this.skipLine();
       } else this.skipLine(); // a nested block (`precondition { … }`) or something unexpected
     }

@@ -46,6 +46,11 @@ output plain_word {
   sensitive = false
   value = [for k, v in var.services : { id = k }]
 }
+
+output "session" {
+  value     = "only during the run"
+  ephemeral = true
+}
 `;
 
 async function moduleDir(dir: string, files: Record<string, string>): Promise<string> {
@@ -57,10 +62,15 @@ async function moduleDir(dir: string, files: Record<string, string>): Promise<st
 
 describe("a module's output blocks, read from its files", () => {
   it("finds every top-level output block and its sensitive flag, never one inside a comment, string, heredoc or block", () => {
-    assert.deepEqual(hclOutputs(MODULE_TF), [{ name: "pool_id" }, { name: "token", sensitive: true }, { name: "plain_word", sensitive: false }]);
+    assert.deepEqual(hclOutputs(MODULE_TF), [
+      { name: "pool_id" },
+      { name: "token", sensitive: true },
+      { name: "plain_word", sensitive: false },
+      { name: "session", ephemeral: true },
+    ]);
   });
 
-  it("reads .tf and .tf.json files, override files last, and ignores other files and a folder that is not there", async () => {
+  it("reads .tf and .tf.json files, override files last, and leaves out ephemeral outputs, other files and a folder that is not there", async () => {
     const tmp = await tempDir("cts-module-outputs-");
     try {
       const dir = await moduleDir(tmp.dir, {
