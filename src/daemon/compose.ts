@@ -9,6 +9,8 @@ import type { Watcher } from "../watch/types.ts";
 import { createLogger, type Logger } from "../log/logger.ts";
 import { noMetrics, type Metrics } from "../metrics/metrics.ts";
 import { createPrometheusMetrics } from "../metrics/prometheus.ts";
+import { startTracing } from "../trace/start.ts";
+import { installTracer } from "../trace/tracing.ts";
 import { inProcessSynthesizer, workerSynthesizer, type Synthesizer } from "../synth/synthesizer.ts";
 import { workingRoot } from "../synth/paths.ts";
 import { startDaemonApi } from "./api.ts";
@@ -333,6 +335,14 @@ export interface Daemon {
  */
 export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Promise<Daemon> {
   const { log } = opts;
+  // Traces, when the OTEL_* environment asks for them: OpenTelemetry's SDK is loaded only then (src/trace/).
+  const tracer = await startTracing({ attributes: { "cts.driver": loaded.config.driver?.terraformCloud ? "terraform-cloud" : "terraform" }, notice: (line) => log.warn(line) });
+  installTracer(tracer);
+  const stopTracing = async () => {
+    if (!tracer) return;
+    installTracer(undefined);
+    await tracer.shutdown();
+  };
   const settings = loaded.config.highAvailability ? resolveHaSettings(loaded.config) : undefined;
   // In a cluster the task state lives in Consul KV; the member (made below, once the runtime is)
   // says which writes it may make and fences them with its lock.
@@ -358,6 +368,7 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
     await runtime.close();
     stopNotifying?.();
     notifier?.close();
+    await stopTracing();
   };
   // With high availability only the leader watches and runs tasks; the rest wait for the lock.
   // Shared mode: every healthy member runs a share of the tasks (docs/clustering.md "Shared mode").
@@ -424,6 +435,7 @@ export async function startDaemon(loaded: LoadedConfig, opts: DaemonOptions): Pr
       await runtime.close(graceMs !== undefined ? { graceMs: Math.max(0, Math.round(graceEnds - performance.now())) } : {});
       stopNotifying?.();
       notifier?.close();
+      await stopTracing();
       const ms = Math.round(performance.now() - started);
       if (offline)
         log.warn(

@@ -22,6 +22,7 @@ import type { RunRetention } from "../state/records.ts";
 import type { TaskInputSource } from "./task-input.ts";
 
 import { upstreamOutputs } from "./chains.ts";
+import { tracePhase } from "../trace/tracing.ts";
 /** What a run does with Terraform. */
 export type RunMode = "apply" | "plan" | "destroy";
 
@@ -221,12 +222,14 @@ export class TaskRunner {
     const { loaded, driver, synthesizer } = this.deps;
     const input = await this.deps.inputs.inputOf(e, signal);
     const synthStarted = performance.now();
-    const synth = await synthesizer.synth(e.ref, input, {
-      backend: loaded.config.driver?.terraform?.backend,
-      configDir: loaded.dir,
-      taskDir: driver.taskDir(e.name),
-      providerVersions: loaded.config.driver?.terraform?.providerVersions,
-    });
+    const synth = await tracePhase("synthesize", () =>
+      synthesizer.synth(e.ref, input, {
+        backend: loaded.config.driver?.terraform?.backend,
+        configDir: loaded.dir,
+        taskDir: driver.taskDir(e.name),
+        providerVersions: loaded.config.driver?.terraform?.providerVersions,
+      }),
+    );
     this.deps.metrics?.phase(e.name, "synthesize", (performance.now() - synthStarted) / 1000);
     // Stopped (pause, stop, delete) while reading or synthesizing: Terraform is not started at all.
     if (signal.aborted) throw new CtsError("TERRAFORM_CANCELLED", "external", "was cancelled before Terraform started; nothing was changed.", { task: e.name });
@@ -371,9 +374,9 @@ export class TaskRunner {
     let reasons: string[] = [];
     let why: HeldPlan["why"] = "guards";
     if (approvedDigest !== digest) {
-      reasons = guards ? guardViolations(plan.plan as PlanJson, guards) : [];
+      reasons = guards ? await tracePhase("guard-check", async () => guardViolations(plan.plan as PlanJson, guards)) : [];
       if (guards?.check) {
-        const reason = await this.deps.synthesizer.checkPlan?.(e.ref, plan.plan as PlanJson);
+        const reason = await tracePhase("guard-check", async () => this.deps.synthesizer.checkPlan?.(e.ref, plan.plan as PlanJson));
         if (reason) reasons.push(reason);
       }
       // A lost state with guards set: a person decides whether to create it all again (or import it first).

@@ -14,6 +14,8 @@ import { WorkQueue } from "./work-queue.ts";
 import { runRecord } from "./history.ts";
 import type { RunTrigger } from "../state/records.ts";
 import type { ChainRuns } from "./chains.ts";
+import { traceRun } from "../trace/tracing.ts";
+import { runTraceAttributes, runTraceEnd } from "./run-trace.ts";
 
 /** What the runs ask of the controller (Controller implements it). */
 export interface RunGate {
@@ -163,7 +165,8 @@ export class TaskRuns {
     if (mode === "apply") this.waiters.delete(e.name);
     const started = performance.now();
     this.deps.metrics?.runStarted(e.name);
-    const outcome = await this.attempts(e, mode, abort.signal);
+    // A traced run (OTEL_* set): its root span, the phases' spans within it (src/trace/).
+    const outcome = await traceRun(e.name, runTraceAttributes(e, mode, why), () => this.attempts(e, mode, abort.signal), runTraceEnd);
     this.deps.metrics?.runFinished(e.name, outcome.outcome, (performance.now() - started) / 1000);
     if (mode !== "plan") {
       if (this.inProgress.get(e.name) === abort) this.inProgress.delete(e.name);

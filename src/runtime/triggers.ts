@@ -5,6 +5,7 @@ import type { Logger } from "../log/logger.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { allSources, fieldOf } from "../task/sources.ts";
 import { BufferPeriod, DEFAULT_BUFFER_PERIOD, normalizeBufferPeriod, type BufferPeriodConfig, type BufferPeriodSettings } from "../watch/buffer.ts";
+import { traceChange } from "../trace/tracing.ts";
 import type { Watcher } from "../watch/types.ts";
 import { followCron, parseCron } from "../task/cron.ts";
 import { driftSettings, type DriftSettings } from "./drift.ts";
@@ -211,6 +212,7 @@ export class Triggers {
     this.deps.metrics?.taskChanged(e.name);
     this.deps.log.debug(`task '${e.name}': watched data changed${why ? ` (trigger ${trigger}: ${why})` : ""}`, { task: e.name });
     this.deps.warm?.(e);
+    traceChange(e.name, why ? `${e.task.condition.kind}: ${why}` : `${e.task.condition.kind}: the data changed`);
     const buffer = this.held.get(e.name)?.buffer;
     if (buffer) {
       if (!buffer.pending) this.bufferSince.set(e.name, performance.now());

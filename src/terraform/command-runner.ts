@@ -1,4 +1,5 @@
 import { noMetrics, type Metrics } from "../metrics/metrics.ts";
+import { tracePhase, traceEnv } from "../trace/tracing.ts";
 import { commandEnv } from "./env.ts";
 import { createGroupFile } from "./group-file.ts";
 import { Operation } from "./operation.ts";
@@ -85,7 +86,8 @@ export class CommandRunner implements TerraformProbe {
     const deps = {
       binary,
       killGraceMs,
-      env: (workspace?: string) => this.env(ws.env, workspace),
+      // TRACEPARENT of the run's phase span (traced runs only): OpenTofu's own spans join the run's trace.
+      env: (workspace?: string) => ({ ...this.env(ws.env, workspace), ...traceEnv() }),
       ...(this.o.log ? { log: this.o.log } : {}),
       ...(this.o.redact ? { redact: this.o.redact } : {}),
       timeouts,
@@ -118,7 +120,7 @@ export class CommandRunner implements TerraformProbe {
   async phase<T>(task: string, phase: Phase, step: () => Promise<T>): Promise<T> {
     const started = performance.now();
     try {
-      return await step();
+      return await tracePhase(phase, step);
     } finally {
       this.o.metrics.phase(task, phase, (performance.now() - started) / 1000);
     }

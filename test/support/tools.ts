@@ -41,6 +41,25 @@ export function tools(): Tools {
   return cached;
 }
 
+let otelcolPath: string | undefined;
+
+/**
+ * The OpenTelemetry Collector built by scripts/tools.sh (an OTLP receiver and the debug exporter),
+ * for the traces test; built when missing. Apart from tools(): only that test needs it.
+ */
+export function otelcol(): string {
+  if (otelcolPath) return otelcolPath;
+  let path = process.env.CTS_OTELCOL_BIN;
+  if (!path) {
+    const script = fileURLToPath(new URL("../../scripts/tools.sh", import.meta.url));
+    const out = execFileSync("bash", [script, "--env"], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+    path = /^export CTS_OTELCOL_BIN='(.*)'$/m.exec(out)?.[1];
+  }
+  if (!path || !existsSync(path)) throw new Error(`test tool 'otelcol' not found at '${path}'. Run 'bash scripts/tools.sh'.`);
+  otelcolPath = path;
+  return path;
+}
+
 /**
  * A copy of the tools' CLI config whose plugin cache belongs to this test process alone: test
  * files run side by side, and Terraform's plugin cache is not safe for concurrent installs from

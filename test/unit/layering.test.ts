@@ -32,7 +32,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ["cdktf", "consul", "vault"],
   ["terraform", "tfc"],
   ["driver"],
-  ["log"],
+  ["log", "trace"],
   ["secrets", "metrics"],
   ["time", "values"],
   ["errors", "shared"],
