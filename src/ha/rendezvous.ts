@@ -29,13 +29,20 @@ export function ownerOf(task: string, members: readonly string[]): string | unde
 /**
  * Owners of every task: a pin to a member in `members` wins; otherwise rendezvous hashing.
  * A pin to a member that is not healthy is ignored (the task must still run somewhere).
+ * `groupOf` names the group a task runs in (task chains: a chain's tasks run on one member): a
+ * group's tasks share one owner, hashed by the group's name, or the pin of its first pinned task.
  */
-export function assign(tasks: readonly string[], members: readonly string[], pins: ReadonlyMap<string, string> = new Map()): Map<string, string> {
+export function assign(tasks: readonly string[], members: readonly string[], pins: ReadonlyMap<string, string> = new Map(), groupOf: (task: string) => string = (t) => t): Map<string, string> {
   const out = new Map<string, string>();
   const healthy = new Set(members);
+  const groupPins = new Map<string, string>();
   for (const t of tasks) {
     const pin = pins.get(t);
-    const owner = pin !== undefined && healthy.has(pin) ? pin : ownerOf(t, members);
+    if (pin !== undefined && healthy.has(pin) && !groupPins.has(groupOf(t))) groupPins.set(groupOf(t), pin);
+  }
+  for (const t of tasks) {
+    const group = groupOf(t);
+    const owner = groupPins.get(group) ?? ownerOf(group, members);
     if (owner !== undefined) out.set(t, owner);
   }
   return out;
@@ -62,10 +69,10 @@ export function moved(before: ReadonlyMap<string, string>, after: ReadonlyMap<st
 export function memoizedAssign(): typeof assign {
   let lastKey = "";
   let last = new Map<string, string>();
-  return (tasks, members, pins = new Map()) => {
-    const key = `${tasks.join("\u0000")}\u0001${members.join("\u0000")}\u0001${[...pins].map(([t, m]) => `${t}=${m}`).join("\u0000")}`;
+  return (tasks, members, pins = new Map(), groupOf = (t) => t) => {
+    const key = `${tasks.map((t) => `${t}>${groupOf(t)}`).join("\u0000")}\u0001${members.join("\u0000")}\u0001${[...pins].map(([t, m]) => `${t}=${m}`).join("\u0000")}`;
     if (key !== lastKey) {
-      last = assign(tasks, members, pins);
+      last = assign(tasks, members, pins, groupOf);
       lastKey = key;
     }
     return last;

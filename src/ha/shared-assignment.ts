@@ -189,7 +189,8 @@ export class SharedAssignment implements ClusterMode {
       log.info(`ha: membership stable (${this.view.healthyMembers().length} member(s)); taking this member's share`);
     }
     const tasks = controller.taskNames();
-    const want = this.assign(tasks, this.view.healthyMembers(), this.view.pins());
+    // Task chains run on one member: a chain's tasks share the owner of the chain (runtime/chains.ts).
+    const want = this.assign(tasks, this.view.healthyMembers(), this.view.pins(), (t) => controller.chainOf?.(t) ?? t);
     // Give away first: the new owner is waiting for exactly these locks.
     const leaving = controller.ownedNames().filter((t) => want.get(t) !== id);
     await Promise.all(

@@ -21,7 +21,7 @@ import type { TaskRegistry } from "./tasks.ts";
 import { keepsSynthesizerWarm } from "./warm-policy.ts";
 import { Triggers, type TriggerGate, type TriggerSettings } from "./triggers.ts";
 import { ChainRuns } from "./chains.ts";
-import { chainOrder } from "../task/chains.ts";
+import { chainIdOf, chainOrder } from "../task/chains.ts";
 
 export type { RestoredTask, RunOutcome, TaskChange, TaskView } from "./interfaces.ts";
 
@@ -438,6 +438,11 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
   /** Whether this instance may run `name` now (always, outside shared mode). */
   mine(name: string): boolean {
     return this.owned.mine(name);
+  }
+
+  /** Task chains: the chain `name` runs in, named by its first task (its own name outside a chain); shared mode gives a chain one owner. */
+  chainOf(name: string): string {
+    return chainIdOf(name, this.parts.tasks.all().map((e) => ({ name: e.name, after: e.task.after })));
   }
 
   /** Shared mode: from now on only owned tasks watch and run; call before resume(). */

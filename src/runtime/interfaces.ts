@@ -136,6 +136,8 @@ export interface HaControl {
   onRetry(listener: (notice: RetryNotice) => void): () => void;
   /** Shared cluster mode: only owned tasks watch and run (call before resume). */
   shareTasks(): void;
+  /** Task chains: the name of the chain a task runs in (shared mode gives a chain's tasks one owner); the task's own name outside a chain. */
+  chainOf?(name: string): string;
   /** Shared mode: this instance holds the task's lock now; runs it once and watches it. */
   own(name: string): void;
   /** Shared mode: the task moved away; stops it and waits until it is not running. */

@@ -279,3 +279,18 @@ task {
     }
   });
 });
+
+describe("task chains in shared mode", () => {
+  it("gives every task of a chain one owner, and follows a pin of any of its tasks", async () => {
+    const { assign } = await import("../../src/ha/rendezvous.ts");
+    const tasks = ["a", "b", "c", "d", "e", "f", "g", "h"];
+    const chained = [{ name: "a" }, { name: "b", after: ["a"] }, { name: "c", after: ["b"] }];
+    const groupOf = (t: string) => chainIdOf(t, [...chained, ...tasks.slice(3).map((name) => ({ name }))]);
+    const members = ["m1", "m2", "m3", "m4"];
+    const owners = assign(tasks, members, new Map(), groupOf);
+    assert.equal(new Set(["a", "b", "c"].map((t) => owners.get(t))).size, 1, "a, b and c on one member");
+    const pinned = assign(tasks, members, new Map([["c", "m3"]]), groupOf);
+    assert.deepEqual(["a", "b", "c"].map((t) => pinned.get(t)), ["m3", "m3", "m3"]);
+    assert.deepEqual(assign(tasks, members), assign(tasks, members, new Map(), (t) => t), "without chains: as before");
+  });
+});
