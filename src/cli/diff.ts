@@ -6,6 +6,8 @@ import { taskWorkingDir, workingRoot } from "../synth/paths.ts";
 import { synthesizeTask } from "../synth/synthesize.ts";
 import { diffSynthesized } from "../synth/json-diff.ts";
 import { assembleInput } from "../task/sources.ts";
+import { keptOutputs } from "../state/file-state.ts";
+import { upstreamOutputs } from "../runtime/chains.ts";
 import type { SkippedServiceListener, Source, SourceData } from "../consul/types.ts";
 import type { Condition, TaskInputs } from "../task/conditions.ts";
 import type { Task } from "../task/task.ts";
@@ -152,6 +154,8 @@ async function synth(side: LoadedConfig, head: LoadedConfig, task: Task<Conditio
   try {
     const input = await assembleInput(task, read);
     const root = workingRoot(head.dir, head.config.driver?.terraform?.workingDir);
+    // Task chains: both sides read the upstream tasks' outputs the daemon kept (none kept: `{}`).
+    if (task.after?.length) input.outputs = upstreamOutputs(task.after, (name) => keptOutputs(root, name));
     const result = synthesizeTask(task, input, {
       backend: side.config.driver?.terraform?.backend,
       configDir: head.dir,

@@ -6,7 +6,8 @@ import { ownFolder, writeKept } from "../driver/safe-files.ts";
 import { CtsError, messageOf, toCtsError } from "../errors/cts-error.ts";
 import { readFromSnapshot, readSnapshot } from "../synth/snapshot.ts";
 import { taskDir, taskWorkingDir, workingRoot } from "../synth/paths.ts";
-import { keptAppliedKey } from "../state/file-state.ts";
+import { keptAppliedKey, keptOutputs } from "../state/file-state.ts";
+import { upstreamOutputs } from "../runtime/chains.ts";
 import { synthesizeTask, type SynthResult } from "../synth/synthesize.ts";
 import { assembleInput } from "../task/sources.ts";
 import type { Source, SourceData } from "../consul/types.ts";
@@ -103,6 +104,8 @@ async function synthOne(
   try {
     const onSkipped = warnSkipped(task.name, (line) => process.stderr.write(`${line}\n`));
     const input = await assembleInput(task, (source) => read(source, onSkipped));
+    // Task chains: the upstream tasks' outputs as this config's daemon kept them (none kept: `{}`).
+    if (task.after?.length) input.outputs = upstreamOutputs(task.after, (name) => keptOutputs(root, name));
     result = synthesizeTask(task, input, {
       backend: loaded.config.driver?.terraform?.backend,
       configDir: loaded.dir,

@@ -241,6 +241,12 @@ export function keptAppliedKey(root: string, task: string, legacyDir?: string): 
   return legacyDir ? readOrNothing(join(legacyDir, LEGACY.hash), task)?.trim() || undefined : undefined;
 }
 
+/** The outputs kept for `task` (sensitive values redacted), read without changing anything (`cts synth`, `cts diff`: task chains). */
+export function keptOutputs(root: string, task: string): OutputsRecord | undefined {
+  const outputs = parse(readOrNothing(join(taskStateDir(root, task), OUTPUTS_FILE), task));
+  return isOutputsRecord(outputs) ? outputs : undefined;
+}
+
 function readOrNothing(path: string, task: string): string | undefined {
   try {
     return readKept(path, task);

@@ -58,6 +58,9 @@ export interface SynthOptions {
  * Starts no Terraform process.
  */
 export function synthesizeTask(task: Task<Condition, TaskInputs>, input: AnyTaskInput, ctx: SynthContext = {}, options: SynthOptions = {}): SynthResult {
+  // Task chains: every upstream task has its entry in `input.outputs` (`{}` when its outputs are not
+  // known here: before its first apply, `cts synth` without a kept state).
+  if (task.after?.length) input = { ...input, outputs: Object.fromEntries(task.after.map((name) => [name, input.outputs?.[name] ?? {}])) };
   // A module task is CTS's generated root module: plain JSON, no CDKTF app or stack.
   if (isModuleTask(task)) {
     const json = task.terraformJson(input, ctx);

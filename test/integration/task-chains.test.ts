@@ -69,8 +69,8 @@ describe("task chains in cts.config.ts (real Consul, real OpenTofu)", () => {
   it("runs the upstream task first and gives the downstream one its outputs, never the sensitive one", async () => {
     assert.equal(await read(poolFile), "web-1\n");
     assert.equal(await read(seenFile), `${sha256("web-1\n")} 1 no-secret\n`);
+    const reader = await waitFor(() => events("reader")[0], 30_000, "reader's event");
     const [pool] = events("pool");
-    const [reader] = events("reader");
     assert.ok(Date.parse(reader!.start_time) >= Date.parse(pool!.end_time), "reader started after pool ended");
   });
 
@@ -82,6 +82,16 @@ describe("task chains in cts.config.ts (real Consul, real OpenTofu)", () => {
     const newest = history![0];
     assert.equal(newest!.outcome, "applied");
     assert.ok(Date.parse(newest!.start_time) >= Date.parse(runs("pool")[0]!.end_time), "after pool's run ended");
+  });
+
+  it("cts synth gives the downstream task the outputs the daemon kept", async () => {
+    const res = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+      execFile(process.execPath, [CTS_BIN, "synth", "--config", join(tmp.dir, "cts.config.ts"), "--stdout", "reader"], (err, stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      ),
+    );
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stdout, new RegExp(`${sha256("web-1\nweb-2\n")} 2 no-secret`));
   });
 
   it("a failing upstream run skips the downstream one, and the event says why", async () => {
