@@ -294,3 +294,14 @@ describe("task chains in shared mode", () => {
     assert.deepEqual(assign(tasks, members), assign(tasks, members, new Map(), (t) => t), "without chains: as before");
   });
 });
+
+describe("task chains across the daemon's thread boundary", () => {
+  it("a task's `after` survives its declaration (the daemon's main thread keeps a stand-in of each task)", async () => {
+    const { declareTask, taskFromDeclaration } = await import("../../src/task/declaration.ts");
+    const ModuleTaskBase = (await import("../../src/task/module-task.ts")).ModuleTask;
+    const back = taskFromDeclaration(structuredClone(declareTask(new Member("b", "a"))));
+    assert.deepEqual(back.after, ["a"]);
+    const module = taskFromDeclaration(structuredClone(declareTask(new ModuleTaskBase({ name: "fw", module: "./m", condition: services({ names: ["web"] }), after: ["pool"] }))));
+    assert.deepEqual(module.after, ["pool"]);
+  });
+});
