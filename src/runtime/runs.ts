@@ -383,6 +383,7 @@ function eventOf(e: TaskEntry, start: Date, outcome: RunOutcome): TaskEvent {
     ...(outcome.result?.checks ? { checks: outcome.result.checks } : {}),
     ...(outcome.hold ? { hold: { reasons: outcome.hold.reasons, why: outcome.hold.why, heldAt: outcome.hold.heldAt } } : {}),
     ...(outcome.stateLost ? { state_lost: outcome.stateLost } : {}),
+    ...notSavedFields(outcome),
     ...eventOutputs(outcome),
   });
 }
@@ -402,4 +403,14 @@ function eventOutputs(outcome: RunOutcome): { outputs?: TaskEvent["outputs"] } {
 function runUrl(outcome: RunOutcome): { run_url?: string } {
   const url = outcome.result?.url ?? outcome.error?.detail?.url;
   return typeof url === "string" ? { run_url: url } : {};
+}
+
+/** The event's `state_not_saved` and `outside_state`: from the report of an apply after a failed save, or from the failed save itself. */
+function notSavedFields(outcome: RunOutcome): Pick<TaskEvent, "state_not_saved" | "outside_state"> {
+  const report = outcome.stateNotSaved;
+  if (report) return { state_not_saved: report.error, outside_state: report.outside };
+  const err = outcome.error;
+  if (err?.code !== "TERRAFORM_STATE_NOT_SAVED") return {};
+  const objects = err.detail.outsideState;
+  return { state_not_saved: err.message, ...(Array.isArray(objects) ? { outside_state: objects as Array<{ address: string; id?: string }> } : {}) };
 }
