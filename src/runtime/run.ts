@@ -17,17 +17,18 @@ import { memoryTaskState } from "../state/memory-state.ts";
 import type { TerraformStates } from "../state/terraform-states.ts";
 import type { TaskEntry } from "./task-entry.ts";
 import { driftSettings } from "./drift.ts";
+import { UnsavedStates } from "./unsaved-state.ts";
 import { historyRetention } from "./history.ts";
 import type { RunRetention } from "../state/records.ts";
 import type { TaskInputSource } from "./task-input.ts";
-
 import { upstreamOutputs } from "./chains.ts";
 import { tracePhase } from "../trace/tracing.ts";
+
 /** What a run does with Terraform. */
 export type RunMode = "apply" | "plan" | "destroy";
 
 /** The driver as a run uses it (src/driver/types.ts): the operations, where each task works, cooling down. */
-export type RunDriver = Pick<Driver, "apply" | "plan" | "destroy" | "taskDir" | "coolDown" | "keepWarm" | "planToApply" | "applyPlan" | "discardPlan">;
+export type RunDriver = Pick<Driver, "apply" | "plan" | "destroy" | "taskDir" | "coolDown" | "keepWarm" | "planToApply" | "applyPlan" | "discardPlan" | "stateObjects">;
 
 /** A module task's provider values and `task_env` (CTS passes them through the environment only). */
 function taskEnvironment(e: TaskEntry, lookup?: TemplateLookup): Record<string, string> {
@@ -107,7 +108,11 @@ export class TaskRunner {
   constructor(private readonly deps: RunDeps) {
     this.state = deps.state ?? memoryTaskState();
     this.holds = new Holds(this.state);
+    this.unsaved = new UnsavedStates({ log: deps.log, ...(deps.metrics ? { metrics: deps.metrics } : {}) });
   }
+
+  /** Applies that could not save their state, until the next successful apply of the task reports what is outside it. */
+  private readonly unsaved: UnsavedStates;
 
   /** How long each task's run history is kept (the config's `history`, with its defaults). */
   get retention(): RunRetention {
@@ -151,8 +156,18 @@ export class TaskRunner {
       this.state.recordOutputs(e.name, { outputs: {}, updatedAt: new Date().toISOString() });
       return { task: e.name, ok: true, outcome: "destroyed", result, synth };
     }
-    const outcome = await this.apply(e, synth, ws, applied, signal, count, stateLost);
-    return stateLost ? { ...outcome, stateLost } : outcome;
+    let outcome: RunOutcome;
+    try {
+      outcome = await this.apply(e, synth, ws, applied, signal, count, stateLost);
+    } catch (err) {
+      // Terraform could not save the state (or lost its lock): the retry or the next run plans with
+      // refresh, and its apply reports what the failed one left outside the state.
+      this.unsaved.failed(e.name, err);
+      throw err;
+    }
+    const stateObjects = driver.stateObjects?.bind(driver);
+    const unsaved = outcome.outcome === "applied" ? await this.unsaved.settle(e.name, stateObjects ? () => stateObjects(ws, { signal }) : undefined) : undefined;
+    return { ...outcome, ...(stateLost ? { stateLost } : {}), ...(unsaved ? { stateNotSaved: unsaved } : {}) };
   }
 
   /**
@@ -221,6 +236,8 @@ export class TaskRunner {
   private async prepare(e: TaskEntry, signal: AbortSignal): Promise<Prepared> {
     const { loaded, driver, synthesizer } = this.deps;
     const input = await this.deps.inputs.inputOf(e, signal);
+    // Task chains: the upstream tasks' latest plain outputs, as the task state keeps them.
+    if (e.task.after?.length) input.outputs = upstreamOutputs(e.task.after, (task) => this.state.outputs(task));
     const synthStarted = performance.now();
     const synth = await tracePhase("synthesize", () =>
       synthesizer.synth(e.ref, input, {
@@ -238,8 +255,6 @@ export class TaskRunner {
     const described = (ws: TaskWorkspace): TaskWorkspace => {
       if (e.task.description) ws.description = e.task.description;
       if (e.task.terraformCloudWorkspace) ws.terraformCloudWorkspace = e.task.terraformCloudWorkspace;
-    // Task chains: the upstream tasks' latest plain outputs, as the task state keeps them.
-    if (e.task.after?.length) input.outputs = upstreamOutputs(e.task.after, (task) => this.state.outputs(task));
       return ws;
     };
     const deps = taskTemplateDependencies(e.task as { secrets?: unknown; providers?: unknown });
