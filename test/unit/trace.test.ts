@@ -103,14 +103,14 @@ describe("traces: a run of a task is one trace (the SDK's in-memory exporter)", 
   it("marks a failed run and a failed phase with the error's code, and never fails the run itself", async () => {
     const { exporter, tracer } = await memoryTracer();
     await assert.rejects(
-      traceRun("db", {}, () => tracePhase("plan", async () => Promise.reject(Object.assign(new Error("boom"), { code: "TERRAFORM_PLAN_FAILED" }))), () => ({ attributes: {} })),
+      traceRun("db", {}, () => tracePhase("plan", async () => Promise.reject(Object.assign(new Error("boom"), { code: "TERRAFORM_FAILED" }))), () => ({ attributes: {} })),
       /boom/,
     );
     const spans = await finished(exporter);
     await tracer.shutdown();
     const plan = spans.find((s) => s.name === "cts.terraform.plan")!;
     const run = spans.find((s) => s.name === "cts.run")!;
-    assert.equal(plan.status.message, "TERRAFORM_PLAN_FAILED");
+    assert.equal(plan.status.message, "TERRAFORM_FAILED");
     assert.equal(run.status.code, 2);
   });
 
@@ -149,5 +149,32 @@ describe("traces: a run of a task is one trace (the SDK's in-memory exporter)", 
     } finally {
       for (const k of ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_BSP_SCHEDULE_DELAY"]) if (saved[k] === undefined) delete process.env[k];
     }
+  });
+});
+
+describe("traces: what a run's span says about its outcome", () => {
+  it("an applied run: its outcome and the plan's resource counts, no error", async () => {
+    const { runTraceEnd } = await import("../../src/runtime/run-trace.ts");
+    const end = runTraceEnd({ task: "web", ok: true, outcome: "applied", result: { changesPresent: true, summary: { add: 2, change: 1, destroy: 0 }, output: "" } });
+    assert.deepEqual(end.attributes, { "cts.run.outcome": "applied", "cts.run.ok": true, "cts.resources.add": 2, "cts.resources.change": 1, "cts.resources.destroy": 0 });
+    assert.equal(end.error, undefined);
+  });
+
+  it("a held plan is an event with why and how many reasons (never the reasons' text), not an error", async () => {
+    const { runTraceEnd } = await import("../../src/runtime/run-trace.ts");
+    const { CtsError } = await import("../../src/errors/cts-error.ts");
+    const hold = { task: "web", hash: "h", ref: "p", digest: "d", reasons: ["destroys 10.0.0.9's record"], why: "guards" as const, summary: { add: 0, change: 0, destroy: 3 }, resources: [], heldAt: "2026-01-01T00:00:00Z" };
+    const end = runTraceEnd({ task: "web", ok: false, outcome: "held", hold, error: new CtsError("PLAN_HELD", "external", "held", { task: "web" }) });
+    assert.equal(end.error, undefined);
+    assert.deepEqual(end.events, [{ name: "cts.hold", attributes: { "cts.hold.why": "guards", "cts.hold.reasons": 1 } }]);
+    assert.equal(end.attributes["cts.error.code"], "PLAN_HELD");
+  });
+
+  it("a failed run carries its error's code as the span's error", async () => {
+    const { runTraceEnd } = await import("../../src/runtime/run-trace.ts");
+    const { CtsError } = await import("../../src/errors/cts-error.ts");
+    const end = runTraceEnd({ task: "web", ok: false, outcome: "failed", error: new CtsError("TERRAFORM_FAILED", "external", "apply failed at 10.0.0.9", { task: "web" }) });
+    assert.equal(end.error, "TERRAFORM_FAILED");
+    assert.ok(!JSON.stringify(end).includes("10.0.0.9"), "the message (which may quote catalog data) stays out");
   });
 });
