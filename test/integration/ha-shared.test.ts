@@ -141,7 +141,7 @@ describe("shared mode: three cts processes share 24 tasks (real Consul, real Ope
     assert.match(out, /Cluster 'shared-test' \(shared mode/);
     for (const id of ["cts-a", "cts-b", "cts-c"]) {
       const mine = TASKS.filter((t) => owners.get(t) === id);
-      assert.match(out, new RegExp(`==> ${id}: ${mine.length} task\\(s\\)\\n  ${mine.join("\\n  ")}\\n`), out);
+      assert.match(out, new RegExp(`==> ${id}: ${mine.length} ${mine.length === 1 ? "task" : "tasks"}\\n  ${mine.join("\\n  ")}\\n`), out);
     }
   });
 
