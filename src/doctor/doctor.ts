@@ -2,7 +2,11 @@ import { mkdir } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LoadedConfig } from "../config/load.ts";
-import { messageOf } from "../errors/cts-error.ts";
+import { CtsError, messageOf } from "../errors/cts-error.ts";
+import { ERROR_CATALOGUE } from "../errors/catalogue.ts";
+import type { ConsulTokenSource } from "../consul/token-source.ts";
+import { createLogger } from "../log/logger.ts";
+import { consulTokenFromVault } from "../watch/consul-token.ts";
 import { userCodeFields } from "../errors/user-frames.ts";
 import { createConsulProbe } from "./consul-probe.ts";
 import { consulClientFor } from "../config/consul-connection.ts";
@@ -45,10 +49,24 @@ export async function runDoctor(
 
   // One Consul client for every Consul check: the probes and the task reads.
   let consul: ConsulClient | undefined;
+  let tokenSource: ConsulTokenSource | undefined;
   try {
-    consul = consulClientFor(config);
+    tokenSource = consulTokenFromVault(config, { watch: false, log: createLogger({ level: "error" }).child("vault") });
+    consul = consulClientFor(config, tokenSource ? { tokenSource } : {});
   } catch (err) {
     add(fail("consul", messageOf(err), "fix the consul settings in the config"));
+  }
+  // A token from Vault is read first: without it no Consul check can say anything true.
+  if (consul && tokenSource) {
+    try {
+      await tokenSource.current();
+      add(pass("consul-token", `read from ${tokenSource.origin}`));
+    } catch (err) {
+      add(fail("consul-token", messageOf(err), err instanceof CtsError ? ERROR_CATALOGUE[err.code].fix : "check the vault settings and the secret consul.token names"));
+      for (const name of ["consul", ...config.tasks.map((t) => `reads:${t.name}`)]) add(fail(name, "not checked: the Consul token could not be read from Vault", "fix the consul-token check first"));
+      consul.close();
+      consul = undefined;
+    }
   }
   if (consul) {
     const http = createConsulProbe(consul);
