@@ -166,8 +166,8 @@ describe("task chains at run time", () => {
     const before = d.started.value;
     w.set([{ id: "1" }, { id: "2" }, { id: "3" }]);
     await d.started.reached(before + 1);
-    // Give b every chance to start: it must not while a runs.
-    await new Promise((r) => setTimeout(r, 50));
+    // Give b every chance to start (many turns of the event loop): it must not while a runs.
+    for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
     assert.equal(d.started.value, before + 1, "only a's apply started");
     release();
     await controller.whenIdle();

@@ -136,13 +136,28 @@ describe("traces: a run of a task is one trace (the SDK's in-memory exporter)", 
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${port}`;
     process.env.OTEL_BSP_SCHEDULE_DELAY = "50";
     const notices: string[] = [];
+    let noticed!: () => void;
+    const firstNotice = new Promise<void>((r) => (noticed = r));
     try {
-      const tracer = await startTracing({ env: { OTEL_TRACES_EXPORTER: "otlp" }, notice: (l) => notices.push(l) });
+      const tracer = await startTracing({
+        env: { OTEL_TRACES_EXPORTER: "otlp" },
+        notice: (l) => {
+          notices.push(l);
+          noticed();
+        },
+      });
       assert.ok(tracer);
       installTracer(tracer);
       for (let i = 0; i < 3; i++) assert.equal(await traceRun("web", {}, () => tracePhase("apply", async () => i), () => ({ attributes: {} })), i);
-      const until = Date.now() + 60_000;
-      while (notices.length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+      // The batch is exported (and fails) in the SDK's own unref'd time: a listening server keeps the
+      // process alive until that failure's notice, the event waited for, arrives.
+      const alive = createServer();
+      await new Promise<void>((r) => alive.listen(0, "127.0.0.1", r));
+      try {
+        await firstNotice;
+      } finally {
+        await new Promise<void>((r) => alive.close(() => r()));
+      }
       await tracer.shutdown();
       assert.equal(notices.length, 1, notices.join("\n"));
       assert.match(notices[0]!, /spans could not be exported .*dropped, runs go on/);
