@@ -95,7 +95,11 @@ export default defineConfig({
   });
 
   it("a plan the guards pass is applied from the very run that was checked: one run, created without auto-apply and confirmed by cts", async () => {
-    const all = await runs("guarded");
+    // The files appear while the server's run is still finishing ("applying"): wait for it to end.
+    const all = await waitFor(async () => {
+      const list = await runs("guarded");
+      return list[0]?.status === "applying" ? undefined : list;
+    }, 60_000, "the first run to finish");
     assert.equal(all.length, 1, "one run: no second run was queued to apply");
     assert.equal(all[0]!.status, "applied");
     assert.equal(all[0]!.autoApply, false);
