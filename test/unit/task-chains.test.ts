@@ -11,7 +11,7 @@ import { Testing } from "../../src/testing.ts";
 import { chainOrder, chainProblems, findCycle, afterProblems, chainIdOf } from "../../src/task/chains.ts";
 import { upstreamOutputs } from "../../src/runtime/chains.ts";
 import { loadConfig } from "../../src/config/load.ts";
-import type { RunResult, TaskWorkspace } from "../../src/driver/types.ts";
+import type { RunResult, SavedPlan, TaskWorkspace } from "../../src/driver/types.ts";
 import { fakeWatcher } from "../support/fake-watcher.ts";
 import { counter } from "../support/waits.ts";
 import { tempDir } from "../support/cts.ts";
@@ -20,6 +20,16 @@ import { tempDir } from "../support/cts.ts";
 class Pool extends Task<ServicesCondition> {
   constructor(name = "a", after?: string[]) {
     super({ name, condition: services({ names: ["web"] }), bufferPeriod: false, ...(after ? { after } : {}) });
+  }
+  synthesize(scope: TaskScope, input: TaskInput<ServicesCondition>): void {
+    new TerraformOutput(scope, "pool_id", { value: `pool-${input.services.length}` });
+  }
+}
+
+/** A Pool whose every plan waits for `cts approve`. */
+class ApprovedPool extends Task<ServicesCondition> {
+  constructor(name = "a") {
+    super({ name, condition: services({ names: ["web"] }), bufferPeriod: false, approval: "always" });
   }
   synthesize(scope: TaskScope, input: TaskInput<ServicesCondition>): void {
     new TerraformOutput(scope, "pool_id", { value: `pool-${input.services.length}` });
@@ -45,6 +55,7 @@ function fakeDriver() {
   const started = counter();
   const gates = new Map<string, Promise<void>>();
   const failing = new Set<string>();
+  const kept = new Map<string, TaskWorkspace>();
   return {
     applied,
     started,
@@ -74,6 +85,19 @@ function fakeDriver() {
       },
       async destroy(): Promise<RunResult> {
         return { changesPresent: true, summary: { add: 0, change: 0, destroy: 1 }, output: "" };
+      },
+      // A kept plan is the workspace itself: applying it is applying that JSON (a task with `approval`).
+      async planToApply(ws: TaskWorkspace): Promise<SavedPlan> {
+        kept.set(`plan-${ws.task}`, ws);
+        return { changesPresent: true, summary: { add: 1, change: 0, destroy: 0 }, output: "", plan: { resource_changes: [] }, ref: `plan-${ws.task}` };
+      },
+      async applyPlan(_ws: TaskWorkspace, ref: string): Promise<RunResult> {
+        const ws = kept.get(ref)!;
+        kept.delete(ref);
+        return this.apply(ws);
+      },
+      async discardPlan(_task: string, ref: string): Promise<void> {
+        kept.delete(ref);
       },
     },
   };
@@ -198,6 +222,23 @@ describe("task chains at run time", () => {
     await controller.whenIdle();
     assert.deepEqual(seen(d, "b").at(-1), "pool-2 with 2");
     assert.equal(controller.events.list("c")[0]!.outcome, "applied", "the chain ran through once a applied");
+    await controller.stop(100);
+  });
+
+  it("skips the downstream task of a held upstream run, saying why, and runs it once the plan is approved and applied", async () => {
+    const { controller, w, d } = setup([new ApprovedPool("a"), new Member("b", "a")]);
+    w.set([{ id: "1" }], false);
+    await controller.watch();
+    await controller.idle();
+    assert.equal(controller.events.list("a")[0]!.outcome, "held");
+    const [skipped] = controller.events.list("b");
+    assert.equal(skipped!.outcome, "skipped");
+    assert.match(skipped!.error!.message, /upstream task 'a' is held for approval/);
+    assert.deepEqual(d.applied.map((x) => x.task), [], "nothing applied while a is held");
+    await controller.approve("a");
+    await controller.whenIdle();
+    assert.deepEqual(d.applied.map((x) => x.task), ["a", "b"]);
+    assert.deepEqual(seen(d, "b"), ["pool-1 with 1"], "b ran with the approved plan's outputs");
     await controller.stop(100);
   });
 
