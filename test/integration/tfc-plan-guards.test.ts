@@ -99,7 +99,7 @@ export default defineConfig({
     const all = await waitFor(async () => {
       const list = await runs("guarded");
       return list[0]?.status === "applying" ? undefined : list;
-    }, 60_000, "the first run to finish");
+    }, 60_000, "the first run to finish") ?? [];
     assert.equal(all.length, 1, "one run: no second run was queued to apply");
     assert.equal(all[0]!.status, "applied");
     assert.equal(all[0]!.autoApply, false);
