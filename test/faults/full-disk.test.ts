@@ -117,7 +117,11 @@ describe("a working dir on a tmpfs that fills up (real cts watch, OpenTofu, Cons
     await rm(filler);
     await consul.register({ Name: "web", ID: "web-3", Address: "10.0.0.3", Port: 80 });
     await waitFor(async () => (await read(members)) === "web-1 10.0.0.1:80\nweb-2 10.0.0.2:80\nweb-3 10.0.0.3:80\n", 180_000, "the next change to apply");
-    const last = ((await getJson(`${url}/v1/status/tasks/web?include=events`)).web.events as Event[])[0]!;
-    assert.equal(last.success, true);
+    // The file is written inside the apply; the run's event comes after it (and after any retry of the failed run).
+    const last = await waitFor(async () => {
+      const newest = ((await getJson(`${url}/v1/status/tasks/web?include=events`)).web.events as Event[])[0];
+      return newest?.success ? newest : undefined;
+    }, 60_000, "the successful run's event");
+    assert.equal(last?.success, true);
   });
 });
