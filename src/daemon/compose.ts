@@ -39,6 +39,8 @@ import { TaskRunner, type RunDriver, type RunTemplates } from "../runtime/run.ts
 import { skippedServices } from "../runtime/skipped-services.ts";
 import { TaskInputReader } from "../runtime/task-input.ts";
 import { WatchedData } from "../runtime/watched-data.ts";
+import { ChainInputs } from "../runtime/chain-inputs.ts";
+import { ChainRuns } from "../runtime/chains.ts";
 import { TaskRegistry } from "../runtime/tasks.ts";
 import type { ConsulApi, ConsulClient } from "../consul/client.ts";
 import { vaultUseFor } from "../config/vault-settings.ts";
@@ -144,11 +146,14 @@ export function createController(deps: ControllerDeps): Controller {
   const skipped = skippedServices(log, metrics);
   // The watched tasks' subscriptions: opened by the triggers, read by each run's input.
   const watched = new WatchedData();
+  const tasks = new TaskRegistry(loaded);
+  // Task chains: what waits for, follows or is skipped after an upstream run, and the data a chain runs on.
+  const chains = new ChainRuns(() => tasks.all().map((e) => ({ name: e.name, after: e.task.after })));
   const runner = new TaskRunner({
     loaded,
     driver: deps.driver,
     synthesizer: deps.synthesizer,
-    inputs: new TaskInputReader(deps.reader, skipped, watched),
+    inputs: new ChainInputs(new TaskInputReader(deps.reader, skipped, watched), chains, (name) => tasks.find(name)),
     log,
     metrics,
     ...(deps.templates ? { templates: deps.templates } : {}),
@@ -156,7 +161,8 @@ export function createController(deps: ControllerDeps): Controller {
     ...(deps.states ? { states: deps.states } : {}),
   });
   const controller = new Controller({
-    tasks: new TaskRegistry(loaded),
+    tasks,
+    chains,
     runner,
     events: new EventStore(deps.eventsKept),
     activity: new Activity(),

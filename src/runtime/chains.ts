@@ -1,5 +1,5 @@
 import { allDownstreamOf, downstreamOf, type ChainNode } from "../task/chains.ts";
-import type { UpstreamOutputs } from "../task/task.ts";
+import type { AnyTaskInput, UpstreamOutputs } from "../task/task.ts";
 import type { OutputsRecord } from "../state/records.ts";
 import type { RunOutcome } from "./interfaces.ts";
 
@@ -16,6 +16,17 @@ export type ChainVerdict = { wait: string } | { skip: string; upstream: string }
 export interface ChainFollowUp {
   run: string[];
   skip: Array<{ task: string; why: string; upstream: string }>;
+  /** The task that just ran was given the chain's data while its own had changed since: it runs again with the newer data. */
+  again?: true;
+}
+
+/**
+ * The data a chain runs on: each of its tasks' input as cts held it when the first run of the
+ * chain read its own, with the change keys of the watched ones (to tell when newer data came).
+ */
+export interface ChainSnapshot {
+  inputs: ReadonlyMap<string, AnyTaskInput>;
+  versions: ReadonlyMap<string, readonly string[] | undefined>;
 }
 
 /**
@@ -32,12 +43,38 @@ export class ChainRuns {
   private readonly skipped = new Set<string>();
   /** Tasks with an apply run in progress. */
   private readonly applying = new Set<string>();
+  /** Per task whose run read its input: the chain's data its downstream runs get. */
+  private readonly taken = new Map<string, ChainSnapshot>();
+  /** Per downstream task: the chain's data its next run reads (set when its upstream run ends). */
+  private readonly pinned = new Map<string, ChainSnapshot>();
+  /** Tasks whose run was given the chain's data while their own had changed since. */
+  private readonly stale = new Set<string>();
 
   constructor(private readonly nodes: () => ChainNode[]) {}
 
   /** The tasks `name` runs after. */
   upstreamOf(name: string): readonly string[] {
     return this.nodes().find((n) => n.name === name)?.after ?? [];
+  }
+
+  /** Every task downstream of `name`, near ones first. */
+  downstreamOf(name: string): string[] {
+    return this.chained ? allDownstreamOf(name, this.nodes()) : [];
+  }
+
+  /** The chain's data the next run of `name` reads, if an upstream run left it some. */
+  pinnedFor(name: string): ChainSnapshot | undefined {
+    return this.pinned.get(name);
+  }
+
+  /** A run of `name` read its input: `snapshot` is what its downstream runs read (replacing any earlier read's). */
+  took(name: string, snapshot: ChainSnapshot): void {
+    this.taken.set(name, snapshot);
+  }
+
+  /** A run of `name` got the chain's data while its own had changed since: it runs again after. */
+  newerData(name: string): void {
+    this.stale.add(name);
   }
 
   /** Whether any task is in a chain (nothing to do otherwise). */
@@ -53,7 +90,10 @@ export class ChainRuns {
     const ups = this.upstreamOf(name);
     for (const u of ups) {
       const why = this.broken.get(u);
-      if (why) return { skip: `upstream task '${u}' ${why}`, upstream: u };
+      if (why) {
+        this.pinned.delete(name);
+        return { skip: `upstream task '${u}' ${why}`, upstream: u };
+      }
     }
     const busy = ups.find((u) => this.applying.has(u) || wanted(u));
     if (busy) {
@@ -77,6 +117,10 @@ export class ChainRuns {
   ended(name: string, outcome: Pick<RunOutcome, "ok" | "outcome">, wanted: (task: string) => boolean): ChainFollowUp {
     this.applying.delete(name);
     const follow: ChainFollowUp = { run: [], skip: [] };
+    const snapshot = this.taken.get(name);
+    this.taken.delete(name);
+    this.pinned.delete(name);
+    if (this.stale.delete(name)) follow.again = true;
     if (!this.chained) return follow;
     const nodes = this.nodes();
     const why = brokenWhy(outcome);
@@ -84,6 +128,7 @@ export class ChainRuns {
       this.broken.set(name, why);
       for (const d of allDownstreamOf(name, nodes)) {
         this.waiting.delete(d);
+        this.pinned.delete(d);
         this.skipped.add(d);
         this.broken.set(d, `was skipped (upstream task '${name}' ${why})`);
         follow.skip.push({ task: d, why: `upstream task '${name}' ${why}`, upstream: name });
@@ -109,12 +154,20 @@ export class ChainRuns {
         follow.run.push(d);
       }
     }
+    // The runs that follow read the data this run read (one snapshot for the chain).
+    for (const d of follow.run) {
+      if (snapshot?.inputs.has(d)) this.pinned.set(d, snapshot);
+      else this.pinned.delete(d);
+    }
     return follow;
   }
 
   /** A queued run of `name` was refused or dropped (paused, elsewhere, disabled): runs waiting for it may go. */
   dropped(name: string, wanted: (task: string) => boolean): string[] {
     this.applying.delete(name);
+    this.taken.delete(name);
+    this.pinned.delete(name);
+    this.stale.delete(name);
     const out: string[] = [];
     for (const d of [...this.waiting]) {
       if (this.upstreamOf(d).every((u) => !this.applying.has(u) && !wanted(u))) {
@@ -131,6 +184,9 @@ export class ChainRuns {
     this.waiting.clear();
     this.skipped.clear();
     this.applying.clear();
+    this.taken.clear();
+    this.pinned.clear();
+    this.stale.clear();
   }
 }
 

@@ -20,7 +20,7 @@ import type { TaskEntry } from "./task-entry.ts";
 import type { TaskRegistry } from "./tasks.ts";
 import { keepsSynthesizerWarm } from "./warm-policy.ts";
 import { Triggers, type TriggerGate, type TriggerSettings } from "./triggers.ts";
-import { ChainRuns } from "./chains.ts";
+import type { ChainRuns } from "./chains.ts";
 import { chainIdOf, chainOrder } from "../task/chains.ts";
 
 export type { RestoredTask, RunOutcome, TaskChange, TaskView } from "./interfaces.ts";
@@ -28,6 +28,8 @@ export type { RestoredTask, RunOutcome, TaskChange, TaskView } from "./interface
 /** The parts a controller is built from (the composition root, src/daemon/compose.ts, makes them). */
 export interface ControllerParts {
   tasks: TaskRegistry;
+  /** Task chains: what waits for, follows or is skipped after an upstream run, and the data a chain runs on (chains.ts). */
+  chains: ChainRuns;
   /** Makes each attempt: input → synthesize → Terraform; owns working dirs, warm providers, the synthesizer's worker (run.ts). */
   runner: TaskRunner;
   events: EventStore;
@@ -68,7 +70,7 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
   constructor(private readonly parts: ControllerParts) {
     const { runner, activity, log, metrics } = parts;
     this.events = parts.events;
-    const chains = (this.chains = new ChainRuns(() => parts.tasks.all().map((e) => ({ name: e.name, after: e.task.after }))));
+    const chains = (this.chains = parts.chains);
     this.runs = new TaskRuns({ ...parts.runs, runner, gate: this, log, activity, metrics, chains });
     this.triggers = new Triggers({ ...parts.triggers, runs: this.runs, gate: this, activity, log, metrics, warm: (e) => runner.warm(e) });
     this.changes = new TaskChanges({

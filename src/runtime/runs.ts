@@ -292,6 +292,8 @@ export class TaskRuns {
       void this.skip(e, s.why, s.upstream);
     }
     for (const d of next.run) this.enqueue(d, "upstream");
+    // It ran on the chain's data while its own had changed since: once more, with the newer data.
+    if (next.again) this.enqueue(name, "change");
   }
 
   /**

@@ -11,6 +11,11 @@ import type { WatchedData } from "./watched-data.ts";
 export interface TaskInputSource {
   /** The task's input as of now, one field per source (services, catalogServices, kv). */
   inputOf(e: TaskEntry, signal: AbortSignal): Promise<AnyTaskInput>;
+  /**
+   * The change keys of what a watched task's subscriptions hold now, one per source (undefined for
+   * a task that is not watched): a run given data read earlier (task chains) compares them.
+   */
+  versionsOf?(e: TaskEntry): string[] | undefined;
 }
 
 /**
@@ -41,6 +46,12 @@ export class TaskInputReader implements TaskInputSource {
       for (const source of allSources(e.task)) input[fieldOf(source)] = await this.reader.read(source, signal, onSkipped).catch(asTaskError(source));
     }
     return input as AnyTaskInput;
+  }
+
+  versionsOf(e: TaskEntry): string[] | undefined {
+    const subs = this.watched?.of(e.name) ?? [];
+    if (subs.length === 0) return undefined;
+    return subs.map((s) => s.sub.version?.() ?? "");
   }
 }
 

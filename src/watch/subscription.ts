@@ -146,6 +146,12 @@ export class DerivedSubscription<S extends Source, T = SourceData<S>> implements
     return this.derivation.value() as SourceData<S>;
   }
 
+  /** The change key of the data current() gives now (a digest of the views' data). */
+  version(): string | undefined {
+    if (this.isClosed || !this.isReady || !this.derivation) return undefined;
+    return this.derivation.key(true);
+  }
+
   close(): void {
     if (this.isClosed) return;
     if (this.isReady && this.derivation) this.closedValue = this.derivation.value();

@@ -7,6 +7,8 @@ export interface Subscription<S extends Source = Source> {
   readonly ready: Promise<void>;
   /** The latest data, or undefined before the first answer. */
   current(): SourceData<S> | undefined;
+  /** The change key of the data current() gives (a different key is a change listeners are told of), or undefined before the first answer. */
+  version?(): string | undefined;
   /** Stops listening; the view stops when its last subscriber leaves. */
   close(): void;
 }

@@ -36,13 +36,14 @@ class ApprovedPool extends Task<ServicesCondition> {
   }
 }
 
-/** Writes what it reads of its upstream task's outputs. */
+/** Writes what it reads of its upstream task's outputs (and how many instances of `service` it sees). */
 class Member extends Task<ServicesCondition> {
   constructor(
     name = "b",
     private readonly upstream = "a",
+    service = "web",
   ) {
-    super({ name, condition: services({ names: ["web"] }), bufferPeriod: false, after: [upstream] });
+    super({ name, condition: services({ names: [service] }), bufferPeriod: false, after: [upstream] });
   }
   synthesize(scope: TaskScope, input: TaskInput<ServicesCondition, {}, Record<string, { pool_id?: string }>>): void {
     new TerraformOutput(scope, "seen", { value: `${input.outputs[this.upstream]?.pool_id ?? "none"} with ${input.services.length}` });
@@ -196,6 +197,39 @@ describe("task chains at run time", () => {
     release();
     await controller.whenIdle();
     assert.deepEqual(seen(d, "b").at(-1), "pool-3 with 3");
+    await controller.stop(100);
+  });
+
+  it("runs the chain on one snapshot: a change during the upstream apply reaches the downstream run only after it, in a run of its own", async () => {
+    // b watches 'db', which a does not: a change of 'db' while a applies does not run a again.
+    const { controller, w, d } = setup([new Pool("a"), new Member("b", "a", "db"), new Member("c", "b", "db")]);
+    w.set([{ id: "1" }], false);
+    await controller.watch();
+    await controller.idle();
+    const release = d.hold("a");
+    const before = d.started.value;
+    w.set([{ id: "1" }, { id: "2" }]);
+    await d.started.reached(before + 1);
+    // a read 2 instances; 'db' (and every source, in this fake) now changes while a applies.
+    w.set([{ id: "1" }, { id: "2" }, { id: "3" }], true, "db");
+    release();
+    await controller.whenIdle();
+    assert.deepEqual(seen(d, "b").slice(1), ["pool-2 with 2", "pool-2 with 3"], "b first ran on what a read, then once more on the newer data");
+    // c, after b: b's second run was wanted when b's first ended, so c waited for it and ran once, on its snapshot.
+    assert.deepEqual(seen(d, "c").slice(1), ["none with 3"]);
+    const runs = controller.taskRuns?.("b") ?? [];
+    assert.deepEqual(runs.slice(0, 2).map((r) => r.trigger).reverse(), ["upstream", "change"]);
+    await controller.stop(100);
+  });
+
+  it("a downstream run with nothing newer than the chain's snapshot runs once", async () => {
+    const { controller, w, d } = setup([new Pool("a"), new Member("b", "a")]);
+    w.set([{ id: "1" }], false);
+    await controller.watch();
+    await controller.idle();
+    w.set([{ id: "1" }, { id: "2" }]);
+    await controller.whenIdle();
+    assert.deepEqual(seen(d, "b"), ["pool-1 with 1", "pool-2 with 2"]);
     await controller.stop(100);
   });
 
