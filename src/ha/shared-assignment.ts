@@ -209,23 +209,39 @@ export class SharedAssignment implements ClusterMode {
     }
     let fresh = false;
     let waiting = false;
+    // Task chains: a chain's tasks are taken whole, and started in one turn once all their locks
+    // are held, so a downstream run sees its upstream task's run wanted and waits for it (taken one
+    // lock at a time, it would run first on outputs from before). A task outside a chain is its own group.
+    const groups = new Map<string, string[]>();
     for (const task of tasks) {
       if (want.get(task) !== id || controller.mine(task)) continue;
-      const holder = this.view.ownerOf(task);
-      if (holder && holder.id !== id) {
-        waiting = true; // the lock's release wakes the task-locks query
-        continue;
-      }
-      const value = JSON.stringify({ id, address: this.m.address(), since: new Date(this.m.clock.wallNow()).toISOString() });
-      if (!(await kv.acquire(this.ownerKey(task), session.id, value))) {
-        waiting = true;
-        continue;
+      const group = controller.chainOf?.(task) ?? task;
+      groups.set(group, [...(groups.get(group) ?? []), task]);
+    }
+    for (const group of groups.values()) {
+      const taken: string[] = [];
+      for (const task of group) {
+        const holder = this.view.ownerOf(task);
+        // A lock held elsewhere: its release wakes the task-locks query.
+        if (holder && holder.id !== id) break;
+        const value = JSON.stringify({ id, address: this.m.address(), since: new Date(this.m.clock.wallNow()).toISOString() });
+        if (!(await kv.acquire(this.ownerKey(task), session.id, value))) break;
+        taken.push(task);
       }
       if (this.m.session() !== session || !session.alive) return;
+      if (taken.length < group.length) {
+        waiting = true;
+        // Part of a chain is still held elsewhere: give back what was taken, take it whole later.
+        for (const task of taken) await kv.release(this.ownerKey(task), session.id).catch((e) => log.warn(`ha: releasing task '${task}' failed: ${messageOf(e)}`));
+        continue;
+      }
       // The previous owner's last writes are in Consul now: start from them.
       if (!fresh) fresh = await this.refreshState();
-      controller.own(task);
-      log.info(`ha: acquired task '${task}'`, { task });
+      if (this.m.session() !== session || !session.alive) return;
+      for (const task of group) {
+        controller.own(task);
+        log.info(`ha: acquired task '${task}'`, { task });
+      }
     }
     if (waiting) this.retrySoon();
   }
