@@ -24,6 +24,8 @@ const patchFields = {
   condition: required(),
   module_input: removable(),
   buffer_period: removable(),
+  /** cts's own: task chains, checked against the daemon's tasks like a created task's. */
+  cts_after: removable(),
 };
 
 /** Fields PATCH may change on a task created through the API (beyond CTS, which allows only `enabled`). */

@@ -40,7 +40,7 @@ export function parseTask(task: unknown, at = "task", opts: TaskParseOptions = {
   const workspace = workspaceOf(parsed.data, at, opts.driver ?? "terraform");
   const spec = { ...specOf(parsed.data), ...(workspace ? { terraformCloudWorkspace: workspace } : {}) };
   // The runtime's own checks (cron syntax, regexps, buffer with schedule…), with API field names.
-  const problems = taskProblems(new ModuleTask(spec)).map((p) => `${at}.${apiField(p.field)} ${p.message}`);
+  const problems = taskProblems(new ModuleTask(spec)).map((p) => `${at}.${apiField(p.field)} ${p.message.replace("after: [", '"cts_after": [')}`);
   if (problems.length) throw invalid(problems);
   return spec;
 }
@@ -97,6 +97,7 @@ function apiField(field: string): string {
     .replace(/^guards\.neverEmpty/, "guards.never_empty")
     .replace(/^approval$/, "guards.approval")
     .replace(/^condition\.trigger/, "condition.services.cts_trigger")
+    .replace(/^after\b/, "cts_after")
     .replace(/^allowEmpty$/, "cts_allow_empty").replace(/^outputs/, "cts_outputs").replace(/^sensitiveOutputs/, "cts_sensitive_outputs").replace(/^bufferPeriod/, "buffer_period").replace(/^inputs\.kv/, "module_input.consul_kv").replace(/^inputs\.configEntries/, "module_input.config_entries").replace(/^inputs\./, "module_input.")
     .replace(/\.samenessGroup$/, ".sameness_group").replace(/\.nodeMeta$/, ".node_meta");
 }
@@ -119,6 +120,8 @@ function specOf(t: CtsTaskJson): ModuleTaskSpec {
     ...(t.cts_allow_empty !== undefined ? { allowEmpty: t.cts_allow_empty } : {}),
     ...(t.cts_outputs !== undefined ? { outputs: t.cts_outputs } : {}),
     ...(t.cts_sensitive_outputs !== undefined ? { sensitiveOutputs: t.cts_sensitive_outputs } : {}),
+    // Checked by taskProblems (a list of other task names); an empty list is no chain.
+    ...(t.cts_after !== undefined && !(Array.isArray(t.cts_after) && t.cts_after.length === 0) ? { after: t.cts_after as string[] } : {}),
   };
 }
 

@@ -223,6 +223,11 @@ const taskFields = {
   /** cts's own (CTS HCL: `cts_outputs`, `cts_sensitive_outputs`): the module outputs shown as the task's outputs. */
   cts_outputs: listOf(z.string({ error: OUTPUT_NAMES }), OUTPUT_NAMES).optional(),
   cts_sensitive_outputs: listOf(z.string({ error: OUTPUT_NAMES }), OUTPUT_NAMES).optional(),
+  /**
+   * cts's own (CTS HCL: `cts_after`): task chains, the tasks this one runs after. Checked with the
+   * task (a list of other task names, src/task/chains.ts) and against the daemon's tasks (task-chain.ts).
+   */
+  cts_after: z.unknown().optional(),
   /** What GET answers (where the task was defined); accepted so a GET answer can be sent back. */
   origin: z.unknown().optional(),
 };
@@ -245,6 +250,9 @@ const KIND_OF: Record<string, string> = {
 export const ctsTaskSchema = z
   .strictObject({ ...refusedKeys(REFUSED), ...taskFields }, { error: objectErrors({ known: Object.keys(taskFields) }) })
   .superRefine((t, ctx) => {
+    // A chained task's module gets the upstream outputs as `upstream_outputs`: a variable of that name would replace them.
+    if (Array.isArray(t.cts_after) && t.cts_after.length && isObject(t.variables) && "upstream_outputs" in t.variables)
+      ctx.addIssue({ code: "custom", path: ["variables", "upstream_outputs"], message: "is what cts passes a task with cts_after (its upstream tasks' outputs). Rename the variable in the module." });
     // Checked on the raw values, so it is reported beside other problems as it always was.
     const keys = isObject(t.condition) ? Object.keys(t.condition) : [];
     if (keys.length !== 1 || !isObject(t.module_input)) return;

@@ -17,7 +17,7 @@ const CONDITION_TYPES: Record<string, string> = {
   schedule: "schedule",
 };
 const INPUT_TYPES: Record<string, string> = { services: "services", "consul-kv": "consul_kv", ...OWN_TYPES };
-const ATTRIBUTES = ["name", "description", "enabled", "module", "source", "version", "providers", "variables", "terraform_version", "cts_allow_empty", "cts_outputs", "cts_sensitive_outputs"];
+const ATTRIBUTES = ["name", "description", "enabled", "module", "source", "version", "providers", "variables", "terraform_version", "cts_allow_empty", "cts_outputs", "cts_sensitive_outputs", "cts_after"];
 
 /**
  * Reads a `--task-file`: JSON (`{"task":{...}}`, `{"task":[{...}]}` or a bare task, in the API's

@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { extname } from "node:path";
 import { encodeVariables } from "../cts/api/variables.ts";
+import { downstreamRefusal } from "../api/task-chain.ts";
 import { CtsError } from "../errors/cts-error.ts";
 import { ApiClient, clientOptionsFrom, type ApiBody, type ApiClientOptions } from "./api-client.ts";
 import { confirm } from "./confirm.ts";
@@ -168,6 +169,10 @@ export function registerTask(program: Command): void {
     .action(async (name: string, flags: TaskFlags) => {
       const api = await client(flags);
       await api.call("GET", ApiClient.taskPath(name));
+      // Task chains: the daemon refuses to delete a task others run after (409); say so before asking.
+      const { tasks } = await api.call("GET", "/v1/tasks");
+      const refusal = downstreamRefusal(name, ((tasks ?? []) as ApiBody[]).map((t) => ({ name: String(t.name), after: Array.isArray(t.cts_after) ? (t.cts_after as string[]) : undefined })));
+      if (refusal) throw new CtsError("API_REQUEST_REFUSED", "usage", refusal, { detail: { status: 409 } });
       const out = human(flags);
       if (flags.destroy) out.write(`Task '${name}': every resource in its Terraform state (workspace '${name}') will be DESTROYED, then the task is deleted.\n`);
       else out.write(`Task '${name}' will be deleted. Its infrastructure is left as it is (use --destroy to destroy it).\n`);

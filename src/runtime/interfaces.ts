@@ -54,6 +54,8 @@ export interface TaskView {
   className: string;
   /** The plain-data spec of a module task created through the API (PATCH replaces it). */
   spec?: ModuleTaskSpec;
+  /** Task chains: the tasks this one runs after (config or API task), only when it lists any. */
+  after?: string[];
   /** Drift detection: the effective settings and the last check (none yet: undefined). */
   drift?: DriftSettings & { last?: DriftResult };
   /** A plan held for approval (plan guards, `approval: "always"`), if any. */

@@ -93,6 +93,7 @@ export class TaskRegistry {
       running: state.running,
       className: e.task.constructor.name,
       ...(e.ref.kind === "module" ? { spec: e.ref.spec } : {}),
+      ...(e.task.after?.length ? { after: [...e.task.after] } : {}),
       ...(state.drift ? { drift: state.drift } : {}),
     };
   }

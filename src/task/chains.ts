@@ -31,14 +31,20 @@ export function afterProblems(name: string, after: unknown, at = "after"): Probl
 
 /**
  * The problems of the tasks' chains together: a name in `after` that is no task, and a circle
- * (named by its path, `a → b → a`). Each problem names the task whose `after` is wrong.
+ * (named by its path, `a → b → a`). Each problem names the task whose `after` is wrong. `among`
+ * says what the tasks are, for the message: a config's ("config", when it loads) or a running
+ * daemon's ("daemon": config tasks and tasks created through the API).
  */
-export function chainProblems(tasks: ReadonlyArray<ChainNode>): Array<Problem & { task: string }> {
+export function chainProblems(tasks: ReadonlyArray<ChainNode>, among: "config" | "daemon" = "config"): Array<Problem & { task: string }> {
   const byName = new Map(tasks.map((t, i) => [t.name, i]));
   const p: Array<Problem & { task: string }> = [];
+  const unknown =
+    among === "config"
+      ? (n: string) => `names task '${n}', which is not in the config.${closest(n, [...byName.keys()])} A task runs after tasks of the same config.`
+      : (n: string) => `names task '${n}', which does not exist.${closest(n, [...byName.keys()])} A task runs after tasks the daemon has (its config's or created through the API): create that task first, or fix the name.`;
   tasks.forEach((t) => {
     (t.after ?? []).forEach((n, j) => {
-      if (!byName.has(n)) p.push({ task: t.name, field: `after[${j}]`, message: `names task '${n}', which is not in the config.${closest(n, [...byName.keys()])} A task runs after tasks of the same config.` });
+      if (!byName.has(n)) p.push({ task: t.name, field: `after[${j}]`, message: unknown(n) });
     });
   });
   const cycle = findCycle(tasks);

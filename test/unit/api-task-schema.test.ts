@@ -77,7 +77,7 @@ describe("task schemas speak our messages, never zod's", () => {
   it("PATCH names every problem of the body at once", () => {
     assert.equal(
       message(() => parsePatchBody({ colour: 1, enabled: 3, module: null }, "t")),
-      "enabled must be true or false (got 3). module cannot be removed (it is required). the request body has unsupported keys: colour. PATCH takes: enabled, description, module, version, variables, condition, module_input, buffer_period.",
+      "enabled must be true or false (got 3). module cannot be removed (it is required). the request body has unsupported keys: colour. PATCH takes: enabled, description, module, version, variables, condition, module_input, buffer_period, cts_after.",
     );
     assert.deepEqual(parsePatchBody({ name: "t", enabled: false, description: null }, "t"), { enabled: false, changes: { description: null } });
   });

@@ -10,6 +10,7 @@ import { failed, inspectOf, runOf } from "../run-answers.ts";
 import { createBody, jsonBody, patchBody, patchSchemas, requestSchemas } from "../task-body.ts";
 import { existingTask, type RouteKit } from "./kit.ts";
 import { pinRequest } from "./task-pin.ts";
+import { checkTaskChain, downstreamRefusal, type ChainTasks } from "../task-chain.ts";
 
 const RUN = { run: ["now", "inspect"] } as const;
 
@@ -20,6 +21,8 @@ const RUN = { run: ["now", "inspect"] } as const;
 export function taskRoutes(app: ApiApp, { deps, guard, locks, bodyLimit }: RouteKit): void {
   const { controller: ctrl, log } = deps;
   const driver = deps.driver ?? "terraform";
+  /** The daemon's tasks as the chain checks read them (config and API tasks). */
+  const chainTasks = (): ChainTasks => ctrl.taskNames().map((name) => ({ name, after: ctrl.view(name)?.after }));
 
   app.all("/v1/tasks", allow("GET", "POST"));
   app.get("/v1/tasks", queryParams(), ...guard(), (c) => jsonWithRequestId(c, 200, { tasks: ctrl.taskNames().flatMap((n) => ctrl.view(n) ?? []).map(taskToCts) }));
@@ -29,6 +32,7 @@ export function taskRoutes(app: ApiApp, { deps, guard, locks, bodyLimit }: Route
     const { run } = c.get("query");
     return locks.run(spec.name, async () => {
       if (ctrl.view(spec.name)) throw new ApiError(400, `task with name ${spec.name} already exists. Delete it first, or PATCH it.`);
+      checkTaskChain(spec, chainTasks());
       if (run === "inspect") {
         // CTS answers a failed dry run with 400 (the task as sent cannot be planned).
         const inspect = await ctrl
@@ -80,6 +84,7 @@ export function taskRoutes(app: ApiApp, { deps, guard, locks, bodyLimit }: Route
         if (v.origin !== "api" || !v.spec)
           throw new ApiError(400, `task '${name}' is defined in code (${v.className}); through the API only 'enabled' can change. Change it in cts.config.ts and restart.`);
         const spec = parseTask(patchedTask(specToCts(v.spec), patch), "task", { driver });
+        checkTaskChain(spec, chainTasks());
         if (run === "inspect") return jsonWithRequestId(c, 200, { inspect: inspectOf(await ctrl.dryRunModuleTask(spec)) });
         await ctrl.replaceModuleTask(name, spec);
         log.info(`task '${name}': replaced through the API`, { task: name, fields: Object.keys(patch.changes).join(",") });
@@ -108,6 +113,9 @@ export function taskRoutes(app: ApiApp, { deps, guard, locks, bodyLimit }: Route
     const destroy = c.get("query").destroy === "true";
     return locks.run(name, async () => {
       existingTask(ctrl, name);
+      // Task chains: a task others run after stays until they are deleted or no longer list it.
+      const refusal = downstreamRefusal(name, chainTasks());
+      if (refusal) throw new ApiError(409, refusal);
       log.info(`task '${name}': deleting through the API${destroy ? " (destroying its infrastructure first)" : ""}`, { task: name });
       const outcome = await ctrl.deleteTask(name, { destroy });
       return jsonWithRequestId(c, 202, destroy ? { destroyed: outcome?.result?.summary.destroy ?? 0 } : {});

@@ -43,6 +43,7 @@ export const TASK_SHAPE: Shape = {
   cts_allow_empty: "leaf",
   cts_outputs: "leaf",
   cts_sensitive_outputs: "leaf",
+  cts_after: "leaf",
   // CTS fields we refuse with a hint: renamed so the hint applies whatever their case.
   services: "leaf",
   source: "leaf",

@@ -29,6 +29,8 @@ export interface CtsTask {
   origin: "config" | "api";
   /** Terraform Cloud driver: the task's workspace settings, present only when set (as in CTS). */
   terraform_cloud_workspace?: Record<string, string>;
+  /** Beyond CTS, only for a task in a chain: the tasks it runs after (`after`; CTS HCL and the API: `cts_after`). */
+  cts_after?: string[];
 }
 
 /** A task's status entry, as `/v1/status/tasks` returns it. */
@@ -216,6 +218,8 @@ export function taskToCts(v: TaskView): CtsTask {
       : { enabled: false, min: "0s", max: "0s" },
     origin: v.origin,
     ...tfcWorkspaceToCts(v.spec?.terraformCloudWorkspace),
+    // cts's own, only when set: a task without a chain answers exactly CTS's shape.
+    ...(v.after?.length ? { cts_after: [...v.after] } : {}),
   };
 }
 
@@ -244,6 +248,7 @@ export function specToCts(spec: ModuleTaskSpec): Record<string, unknown> {
     condition: conditionToCts(spec.condition),
     module_input: inputsToCts(spec.inputs),
     ...tfcWorkspaceToCts(spec.terraformCloudWorkspace),
+    ...(spec.after?.length ? { cts_after: [...spec.after] } : {}),
     ...(bp === false
       ? { buffer_period: { enabled: false } }
       : bp
