@@ -7,16 +7,35 @@ import { formatDuration } from "../time/duration.ts";
 import { pause } from "../time/pause.ts";
 import type { NotificationKind } from "./notification.ts";
 
-/** One POST: resolves with the HTTP status, rejects when no answer came (refused, reset, aborted). */
-export type WebhookTransport = (req: { url: string; body: string; headers: Record<string, string>; signal: AbortSignal }) => Promise<number>;
+/** A receiver's answer: its HTTP status, and how long it asked cts to wait before trying again (`Retry-After`). */
+export interface WebhookAnswer {
+  status: number;
+  retryAfterMs?: number;
+}
+
+/** One POST: resolves with the answer (or just its status), rejects when no answer came (refused, reset, aborted). */
+export type WebhookTransport = (req: { url: string; body: string; headers: Record<string, string>; signal: AbortSignal }) => Promise<number | WebhookAnswer>;
 
 /** The real transport: Node's fetch; a redirect is not followed (it answers as a 3xx, and is not retried). */
 export const fetchTransport: WebhookTransport = async ({ url, body, headers, signal }) => {
   const res = await fetch(url, { method: "POST", body, headers, signal, redirect: "manual" });
   // The answer's body is not read: a receiver cannot make cts hold a big answer.
   await res.body?.cancel().catch(() => undefined);
-  return res.status;
+  const retryAfterMs = retryAfter(res.headers.get("retry-after"), Date.now());
+  return retryAfterMs === undefined ? { status: res.status } : { status: res.status, retryAfterMs };
 };
+
+/** The longest wait a receiver's `Retry-After` can ask for: a longer one is cut to it. */
+export const MAX_RETRY_AFTER_MS = 5 * 60_000;
+
+/** A `Retry-After` value (seconds, or an HTTP date) in milliseconds from `now`; undefined when absent or unreadable. */
+export function retryAfter(value: string | null | undefined, now: number): number | undefined {
+  if (value == null) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
 
 /** Waits between attempts: 1 s, doubling up to 1 min, with equal jitter. */
 export const DELIVERY_BACKOFF: Backoff = { baseMs: 1_000, maxMs: 60_000 };
@@ -122,14 +141,16 @@ export class WebhookQueue {
         log.warn(`webhook '${target.name}': gave up the ${d.kind} notification${about(d)} after ${attempt} attempt(s): ${tried.why}`, fields);
         return;
       }
-      const delay = backoffDelay(this.deps.backoff ?? DELIVERY_BACKOFF, attempt, this.deps.random);
+      // A receiver that says when to try again (429, 503 with Retry-After) is waited for, up to a cap.
+      const asked = tried.retryAfterMs === undefined ? 0 : Math.min(tried.retryAfterMs, MAX_RETRY_AFTER_MS);
+      const delay = Math.max(asked, backoffDelay(this.deps.backoff ?? DELIVERY_BACKOFF, attempt, this.deps.random));
       log.info(`webhook '${target.name}': the ${d.kind} notification${about(d)} was not taken (${tried.why}); attempt ${attempt + 1} of ${attempts} in ${formatDuration(Math.round(delay))}`, fields);
       if (!(await pause(delay, this.stop.signal, clock))) return this.dropped(d, "cts is stopping");
     }
   }
 
   /** One POST, cut off after the timeout; measured in the attempt histogram. */
-  private async attempt(d: Delivery): Promise<{ ok: true } | { ok: false; retry: boolean; why: string }> {
+  private async attempt(d: Delivery): Promise<{ ok: true } | { ok: false; retry: boolean; why: string; retryAfterMs?: number }> {
     const { clock, metrics } = this.deps;
     const { name, url, timeoutMs } = this.target;
     const abort = new AbortController();
@@ -143,10 +164,12 @@ export class WebhookQueue {
     const started = clock.now();
     const seconds = () => Math.max(0, clock.now() - started) / 1000;
     try {
-      const status = await this.deps.post({ url, body: d.body, headers: d.headers, signal: abort.signal });
+      const answer = await this.deps.post({ url, body: d.body, headers: d.headers, signal: abort.signal });
+      const { status, retryAfterMs } = typeof answer === "number" ? { status: answer, retryAfterMs: undefined } : answer;
       const ok = status >= 200 && status < 300;
       metrics.notificationAttempt(name, ok ? "ok" : "error", seconds());
-      return ok ? { ok } : { ok, retry: retryable(status), why: `HTTP ${status}` };
+      if (ok) return { ok };
+      return { ok, retry: retryable(status), why: `HTTP ${status}`, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
     } catch (err) {
       metrics.notificationAttempt(name, timedOut ? "timeout" : "error", seconds());
       // The cause only: an error's text may name the URL (a Slack URL holds a token).

@@ -24,11 +24,14 @@ interface Received {
   headers: IncomingMessage["headers"];
   /** The raw bytes, as a receiver verifies them. */
   body: Buffer;
+  /** When it arrived (ms). */
+  at: number;
 }
 
 /**
- * A webhook receiver on 127.0.0.1 (a free port): /ok answers 200, /down 500, /hang never answers
- * (the request stays open until cts gives up on it, or the receiver stops).
+ * A webhook receiver on 127.0.0.1 (a free port): /ok answers 200, /down 500, /busy 429 with
+ * `Retry-After: 3` the first time and 200 after, /hang never answers (the request stays open until
+ * cts gives up on it, or the receiver stops).
  */
 async function startReceiver(): Promise<{ url: string; got: Received[]; open: () => number; stop(): Promise<void> }> {
   const got: Received[] = [];
@@ -37,12 +40,13 @@ async function startReceiver(): Promise<{ url: string; got: Received[]; open: ()
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      got.push({ path: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks) });
+      got.push({ path: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks), at: Date.now() });
       if (req.url === "/hang") {
         hanging.add(res);
         res.on("close", () => hanging.delete(res));
         return;
       }
+      if (req.url === "/busy" && got.filter((g) => g.path === "/busy").length === 1) return void res.writeHead(429, { "retry-after": "3" }).end();
       res.writeHead(req.url === "/down" ? 500 : 200).end();
     });
   });
@@ -109,6 +113,7 @@ export default defineConfig({
       { name: "ok", url: ${JSON.stringify(receiver.url + "/ok")}, secretEnv: "CTS_TEST_HOOK_KEY", events: ["failed", "recovered"] },
       { name: "slack", url: ${JSON.stringify(receiver.url + "/slack")}, format: "slack", events: ["failed"] },
       { name: "down", url: ${JSON.stringify(receiver.url + "/down")}, events: ["failed"], retries: 2 },
+      { name: "busy", url: ${JSON.stringify(receiver.url + "/busy")}, events: ["failed"], retries: 2 },
       { name: "hang", url: ${JSON.stringify(receiver.url + "/hang")}, events: ["failed"], timeout: "30s", retries: 1 },
     ],
   },
@@ -159,6 +164,11 @@ export default defineConfig({
     await waitFor(async () => (await metric("cts_notifications_failed_total", { webhook: "down", kind: "failed" })) >= 2, 60_000, "both /down deliveries given up");
     assert.equal(bodies("/down").length >= 6, true, `three attempts each (got ${bodies("/down").length})`);
     assert.equal(await metric("cts_notifications_delivered_total", { webhook: "down", kind: "failed" }), 0);
+    // /busy: its 429 asked for 3 s (the backoff alone would have waited about 1 s); the retry came after them and was taken.
+    await waitFor(async () => (await metric("cts_notifications_delivered_total", { webhook: "busy", kind: "failed" })) >= 1, 60_000, "the /busy delivery");
+    const [first, second] = bodies("/busy");
+    assert.ok(second!.at - first!.at >= 2_900, `waited as Retry-After asked (${second!.at - first!.at} ms)`);
+    assert.equal(second!.headers["x-cts-delivery"], first!.headers["x-cts-delivery"], "the same delivery, tried again");
     // /hang: each attempt cut off after 30 s, retried once, then given up.
     await waitFor(async () => (await metric("cts_notifications_failed_total", { webhook: "hang", kind: "failed" })) >= 1, 150_000, "the first /hang delivery given up");
     assert.ok((await metric("cts_notification_attempt_duration_seconds", { webhook: "hang", result: "timeout" })) >= 2, "two attempts, each cut off");

@@ -10,7 +10,7 @@ import { NO_JITTER } from "../../src/time/backoff.ts";
 import { signBody, verifySignature, SIGNATURE_HEADER } from "../../src/notify/signature.ts";
 import { jsonBody, slackBody, slackEscape } from "../../src/notify/formats.ts";
 import { leaderNotification, notificationOfEvent, type Notification } from "../../src/notify/notification.ts";
-import { WebhookQueue, type Delivery, type WebhookTransport } from "../../src/notify/webhook-queue.ts";
+import { retryAfter, WebhookQueue, type Delivery, type WebhookTransport } from "../../src/notify/webhook-queue.ts";
 import { createNotifier } from "../../src/notify/notifier.ts";
 import { notificationProblems } from "../../src/config/notifications.ts";
 import type { TaskEvent } from "../../src/state/records.ts";
@@ -161,6 +161,31 @@ describe("a webhook's queue", () => {
     await clock.runUntil(() => sent.length === 2, "both deliveries to end");
     assert.deepEqual(sent, ["ops failed delivered", "ops failed failed"]);
     assert.equal(calls, 4, "the 404 was not tried again");
+  });
+
+  it("waits as long as a receiver's Retry-After asks (up to 5 minutes), never less than its backoff", async () => {
+    const clock = fakeClock();
+    const { metrics, sent } = countingMetrics();
+    const at: number[] = [];
+    const answers = [{ status: 429, retryAfterMs: 30_000 }, { status: 503, retryAfterMs: 3_600_000 }, { status: 503, retryAfterMs: 0 }, 204];
+    const post: WebhookTransport = async () => {
+      at.push(clock.now());
+      return answers[at.length - 1]!;
+    };
+    const q = new WebhookQueue({ name: "ops", url: "http://127.0.0.1:1/x", timeoutMs: 5_000, retries: 5 }, { post, clock, metrics, log: quiet, size: 10, backoff: { baseMs: 1_000, maxMs: 4_000, jitter: NO_JITTER } });
+    q.push(delivery(1));
+    await clock.runUntil(() => sent.length === 1, "the delivery to end");
+    assert.deepEqual(at, [0, 30_000, 330_000, 334_000], "30 s as asked, an hour cut to 5 minutes, then the backoff (4 s) over an answer of 0");
+    assert.deepEqual(sent, ["ops failed delivered"]);
+  });
+
+  it("reads Retry-After as seconds or as an HTTP date, and ignores what it cannot read", () => {
+    const now = Date.parse("2026-11-28T08:00:00Z");
+    assert.equal(retryAfter("120", now), 120_000);
+    assert.equal(retryAfter("Sat, 28 Nov 2026 08:01:30 GMT", now), 90_000);
+    assert.equal(retryAfter("Sat, 28 Nov 2026 07:00:00 GMT", now), 0, "a date passed: at once");
+    assert.equal(retryAfter("soon", now), undefined);
+    assert.equal(retryAfter(null, now), undefined);
   });
 
   it("cuts an attempt off after the timeout and counts it as a timeout", async () => {
