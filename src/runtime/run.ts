@@ -324,11 +324,12 @@ export class TaskRunner {
    * Records a successful apply in the task state: the applied key (the JSON's hash, with the
    * template values' digest), the count, and the fingerprint of the state it wrote.
    */
-  private async applied(e: TaskEntry, synth: SynthResult, applied: string, result: RunResult, count?: number): Promise<RunOutcome> {
+  private async applied(e: TaskEntry, synth: SynthResult, applied: string, result: RunResult, count?: number, planned = false): Promise<RunOutcome> {
     const state = await this.deps.states?.fingerprint(e.name);
     this.state.recordApplied(e.name, { key: applied, ...(count !== undefined ? { count } : {}), ...(typeof state === "string" ? { state } : {}) });
-    // The start's apply of what is already there (after `cts once`, a restart) changed nothing: a no-op, said as one.
-    const first = !this.appliedHere.has(e.name);
+    // The start's apply of what is already there (after `cts once`, a restart) changed nothing: a
+    // no-op, said as one. A kept plan with changes (`planned`: approved, or past the guards) applied something.
+    const first = !this.appliedHere.has(e.name) && !planned;
     this.appliedHere.add(e.name);
     // The outputs the apply left (a driver that could not read them leaves the ones from before).
     if (result.outputs) this.state.recordOutputs(e.name, { outputs: knownSecrets.redactDeep(result.outputs), updatedAt: new Date().toISOString() });
@@ -370,7 +371,7 @@ export class TaskRunner {
           const result = await driver.applyPlan(ws, held.ref, { signal, onOutput });
           this.holds.clear(e.name);
           this.deps.log.info(`task '${e.name}': applied the approved plan (${summaryWords(result.summary)})`, { task: e.name });
-          return this.applied(e, synth, key, result, count);
+          return this.applied(e, synth, key, result, count, true);
         } catch (err) {
           if (!(isErrorCode((err as CtsError)?.code) && ((err as CtsError).code === "PLAN_NOT_FOUND" || (err as CtsError).code === "PLAN_STALE"))) throw err;
           this.deps.log.warn(`task '${e.name}': ${(err as CtsError).message}`, { task: e.name });
@@ -420,7 +421,7 @@ export class TaskRunner {
     await this.voidAppliedHash(e, count);
     const result = await driver.applyPlan(ws, plan.ref, { signal, onOutput });
     this.holds.clear(e.name);
-    return this.applied(e, synth, key, result, count);
+    return this.applied(e, synth, key, result, count, true);
   }
 
   /** Lets go of a task's hold: the kept plan is discarded, the record cleared. */

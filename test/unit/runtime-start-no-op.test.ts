@@ -6,6 +6,18 @@ import { inProcessSynthesizer } from "../../src/synth/synthesizer.ts";
 import { fakeWatcher } from "../support/fake-watcher.ts";
 import type { RunResult } from "../../src/terraform/types.ts";
 import { MemberList } from "../fixtures/tasks.ts";
+import { Task, services, type ServicesCondition, type TaskScope } from "../../src/index.ts";
+import { TerraformOutput } from "cdktf";
+
+/** A task whose every plan waits for `cts approve`. */
+class Approved extends Task<ServicesCondition> {
+  constructor() {
+    super({ name: "approved", condition: services({ names: ["web"] }), bufferPeriod: false, approval: "always" });
+  }
+  synthesize(scope: TaskScope): void {
+    new TerraformOutput(scope, "pool", { value: "p" });
+  }
+}
 
 /** A task whose Terraform finds `changes` to apply at each apply, in turn (the state already holds what it makes). */
 function setup(changes: boolean[]) {
@@ -38,5 +50,32 @@ describe("the first apply after a start (as CTS, every task applies once)", () =
     const { controller } = setup([true, false]);
     assert.equal((await controller.once())[0]!.outcome, "applied");
     assert.equal((await controller.runNow("members", { force: true })).outcome, "applied");
+  });
+
+  it("is applied when it applies a held plan a person approved, whatever the driver says of the apply's changes", async () => {
+    const task = new Approved();
+    // A driver (Terraform Cloud's, after a restart) whose apply of a kept plan does not repeat that the plan had changes.
+    const applyResult: RunResult = { changesPresent: false, summary: { add: 1, change: 0, destroy: 0 }, output: "" };
+    const controller = createController({
+      loaded: { config: { tasks: [task] }, file: "/x/cts.config.ts", dir: "/x" },
+      reader: { read: async () => [] as never },
+      driver: {
+        taskDir: (t: string) => `/nonexistent/${t}`,
+        apply: async () => applyResult,
+        plan: async () => applyResult,
+        destroy: async () => applyResult,
+        planToApply: async () => ({ changesPresent: true, summary: { add: 1, change: 0, destroy: 0 }, output: "", plan: { resource_changes: [] }, ref: "plan-1" }),
+        applyPlan: async () => applyResult,
+        discardPlan: async () => {},
+      },
+      synthesizer: inProcessSynthesizer(() => task),
+      log: createLogger({ write: () => {} }),
+      watcher: fakeWatcher().watcher,
+      retries: 0,
+    });
+    assert.equal((await controller.once())[0]!.outcome, "held");
+    const approved = await controller.approve("approved");
+    assert.equal((approved as { outcome?: string }).outcome ?? controller.events.list("approved")[0]!.outcome, "applied");
+    assert.equal(controller.events.list("approved")[0]!.outcome, "applied");
   });
 });
