@@ -1,6 +1,7 @@
 import { rm } from "node:fs/promises";
 import { CtsError, messageOf } from "../errors/cts-error.ts";
 import { atMost } from "../time/pause.ts";
+import { findCycle } from "../task/chains.ts";
 import type { Logger } from "../log/logger.ts";
 import type { ModuleTaskSpec } from "../synth/task-ref.ts";
 import type { EventStore } from "./events.ts";
@@ -66,6 +67,13 @@ export class TaskChanges {
     triggers.stop(e);
     runs.drop(name);
     await runs.queue.settled(name);
+    // Task chains: the API checked the new `after`, but another change may have landed while this
+    // one waited; a circle would leave its tasks waiting for each other for good.
+    const cycle = findCycle(tasks.all().map((t) => ({ name: t.name, after: t === e ? next.task.after : t.task.after })));
+    if (cycle) {
+      this.d.rewatch(e);
+      throw new CtsError("TASK_INVALID", "usage", `cts_after makes a circle of tasks: ${cycle.join(" → ")}. A chain must end: remove one of these names from a \`cts_after\`.`, { task: name, detail: { status: 400 } });
+    }
     tasks.swap(e, next);
     this.d.rewatch(e);
     this.d.changed({ kind: "replaced", task: name, origin: "api" });

@@ -225,6 +225,19 @@ describe("a task created through the API with cts_after, at run time", () => {
     await controller.stop(100);
   });
 
+  it("a change that would close a circle is refused even when it got past the API's check (two changes at once)", async () => {
+    const { controller } = setup();
+    controller.addModuleTask(parseTask({ ...base, cts_after: ["pool"] }));
+    controller.addModuleTask(parseTask({ ...base, name: "audit", cts_after: ["firewall"] }));
+    await assert.rejects(controller.replaceModuleTask("firewall", parseTask({ ...base, cts_after: ["pool", "audit"] })), (e: Error & { detail?: { status?: number } }) => {
+      assert.match(e.message, /cts_after makes a circle of tasks: firewall → audit → firewall/);
+      assert.equal(e.detail?.status, 400);
+      return true;
+    });
+    assert.deepEqual(controller.view("firewall")!.after, ["pool"], "unchanged");
+    await controller.stop(100);
+  });
+
   it("joins its upstream task's chain, so shared mode gives both one owner", () => {
     const { controller } = setup();
     assert.equal(controller.chainOf("pool"), "pool");
