@@ -104,6 +104,20 @@ export class ChainRuns {
     return undefined;
   }
 
+  /**
+   * The held plan of `name` was rejected (`cts reject`): the runs its hold skips say from now on
+   * that it was rejected (nothing is held any more), as they will after its next run.
+   */
+  rejected(name: string): void {
+    const held = brokenWhy({ ok: false, outcome: "held" })!;
+    if (this.broken.get(name) !== held) return;
+    const why = brokenWhy({ ok: false, outcome: "rejected" })!;
+    this.broken.set(name, why);
+    for (const d of this.downstreamOf(name)) {
+      if (this.broken.get(d) === `was skipped (upstream task '${name}' ${held})`) this.broken.set(d, `was skipped (upstream task '${name}' ${why})`);
+    }
+  }
+
   /** An apply run of `name` starts. */
   started(name: string): void {
     this.applying.add(name);

@@ -356,6 +356,7 @@ export class Controller implements TaskControl, HaControl, RunModes, RunGate, Tr
     this.parts.tasks.get(name);
     const held = await this.parts.runner.reject(name);
     if (!held) throw notHeld(name);
+    this.chains.rejected(name);
     this.parts.log.warn(`task '${name}': the held plan was rejected and discarded; nothing was applied. The task plans again when its inputs change`, { task: name });
     this.record(
       makeEvent(name, new Date(), {

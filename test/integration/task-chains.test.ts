@@ -243,3 +243,111 @@ task {
     assert.equal(s.outputs.values.seen.value, 2, "firewall kept what it had applied");
   });
 });
+
+/** A cts.config.ts whose task `reader` runs after `pool`, and every plan of `pool` waits for `cts approve`. */
+async function writeApprovedChainConfig(dir: string, consulAddress: string): Promise<string> {
+  const t = tools();
+  const file = join(dir, "cts.config.ts");
+  await writeFile(
+    file,
+    `import { defineConfig } from ${JSON.stringify(PUBLIC_API)};
+import { PoolFile, PoolReader } from ${JSON.stringify(CHAIN_TASKS)};
+export default defineConfig({
+  consul: { address: ${JSON.stringify(consulAddress)} },
+  driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))} } },
+  tasks: [new PoolReader("reader", ${JSON.stringify(join(dir, "seen.txt"))}, "pool"), new PoolFile("pool", ${JSON.stringify(join(dir, "pool", "members.txt"))}, { approval: "always" })],
+});
+`,
+  );
+  return file;
+}
+
+/**
+ * CTS #329 with an approval: `pool`'s plans wait for `cts approve`. Its held plan is rejected
+ * through the API; its next run of the same inputs ends `rejected`, which skips `reader` (event,
+ * history, status); once `pool` applies new inputs, `reader` runs with its outputs.
+ */
+describe("task chains: a rejected upstream run skips the downstream task (real Consul, real OpenTofu)", () => {
+  let consul: ConsulAgent;
+  let tmp: { dir: string; cleanup(): Promise<void> };
+  let rt: TestRuntime | undefined;
+  let api: { url: string; stop: () => Promise<void> } | undefined;
+  let poolFile: string;
+  let seenFile: string;
+  const events = (task: string) => rt!.controller.events.list(task);
+  const runs = (task: string) => rt!.controller.taskRuns?.(task) ?? [];
+  const status = async (task: string) => (await http(api!.url, "GET", `/v1/status/tasks/${task}?include=events`)).body[task];
+  const newest = (task: string, outcome: string, message?: RegExp) =>
+    waitFor(() => {
+      const [e] = events(task);
+      return e?.outcome === outcome && (!message || message.test(e.error?.message ?? "")) ? e : undefined;
+    }, 120_000, `${task}'s newest event to be ${outcome}${message ? ` (${message})` : ""}`);
+
+  before(async () => {
+    consul = await startConsul();
+    tmp = await tempDir("cts-chains-rejected-");
+    poolFile = join(tmp.dir, "pool", "members.txt");
+    seenFile = join(tmp.dir, "seen.txt");
+    await consul.register({ Name: "web", ID: "web-1", Address: "10.0.0.1", Port: 80 });
+    rt = await startRuntime(await writeApprovedChainConfig(tmp.dir, consul.address));
+    api = await startDaemonApi(rt, { port: 0 }, { register: false });
+  });
+  after(async () => {
+    await api?.stop();
+    await rt?.close();
+    await consul?.stop();
+    await tmp?.cleanup();
+  });
+
+  it("a held upstream plan skips the downstream task; rejecting it applies nothing", async () => {
+    await newest("pool", "held");
+    await newest("reader", "skipped", /upstream task 'pool' is held for approval/);
+    const res = await http(api!.url, "POST", "/v1/tasks/pool/reject", {});
+    assert.equal(res.status, 200, res.text);
+    await newest("pool", "rejected");
+    assert.equal((await status("pool")).held, undefined);
+    assert.equal(await read(poolFile), "", "pool applied nothing");
+    assert.equal(await read(seenFile), "", "reader applied nothing");
+  });
+
+  it("the upstream run of the rejected inputs ends rejected, and the downstream run is skipped: event, history and status say why", async () => {
+    // A tag changes 'web' for both tasks, not pool's inputs: pool's run meets the rejected plan.
+    const poolRuns = runs("pool").length;
+    const before = new Set(events("reader").map((e) => e.id));
+    await consul.register({ Name: "web", ID: "web-1", Address: "10.0.0.1", Port: 80, Tags: ["v2"] });
+    await waitFor(() => (runs("pool").length > poolRuns ? runs("pool")[0] : undefined), 120_000, "pool's next run");
+    assert.equal(runs("pool")[0]!.outcome, "rejected", "the rejected inputs are not planned again");
+    const skipped = await newest("reader", "skipped", /was rejected/);
+    assert.equal(skipped!.success, false);
+    assert.equal(skipped!.error!.message, "Task 'reader': was skipped: upstream task 'pool' was rejected. It runs again once 'pool' applies.");
+    // reader's own run for the tag (it may start before pool's ends) no longer says pool is held either.
+    for (const e of events("reader").filter((x) => !before.has(x.id))) assert.match(e.error?.message ?? "", /upstream task 'pool' was rejected/);
+    const [run] = runs("reader");
+    assert.equal(run!.outcome, "skipped");
+    assert.equal(run!.success, false);
+    assert.match(run!.error ?? "", /upstream task 'pool' was rejected/);
+    const s = await status("reader");
+    // CTS's words for a task whose newest run failed: errored for one stored failure, critical for more.
+    assert.ok(["errored", "critical"].includes(s.status), s.status);
+    assert.equal(s.events[0].outcome, "skipped");
+    // A run asked for meanwhile is skipped the same way, with the catalogue's code.
+    const asked = await rt!.controller.runNow("reader");
+    assert.equal(asked.outcome, "skipped");
+    assert.equal(asked.error!.code, "TASK_UPSTREAM_FAILED");
+    assert.match(asked.error!.message, /upstream task 'pool' was rejected/);
+    assert.equal(await read(seenFile), "", "reader applied nothing");
+  });
+
+  it("once the upstream task applies (new inputs, approved), the downstream task runs with its outputs", async () => {
+    await consul.register({ Name: "web", ID: "web-2", Address: "10.0.0.2", Port: 80 });
+    await waitFor(async () => (await status("pool")).held?.changes?.add === 1, 120_000, "pool to hold the plan of the new inputs");
+    const res = await http(api!.url, "POST", "/v1/tasks/pool/approve", {});
+    assert.equal(res.status, 200, res.text);
+    await waitFor(async () => (await read(seenFile)) === `${sha256("web-1\nweb-2\n")} 2 no-secret\n`, 120_000, "reader with pool's hash");
+    assert.equal(await read(poolFile), "web-1\nweb-2\n");
+    const applied = await newest("reader", "applied");
+    assert.ok(Date.parse(applied!.start_time) >= Date.parse(runs("pool")[0]!.end_time), "reader ran after pool applied");
+    assert.equal(runs("pool")[0]!.outcome, "applied");
+    assert.equal((await status("reader")).status, "successful");
+  });
+});

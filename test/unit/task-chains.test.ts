@@ -276,6 +276,31 @@ describe("task chains at run time", () => {
     await controller.stop(100);
   });
 
+  it("skips the downstream task of a rejected upstream plan, saying it was rejected, until the upstream task applies new inputs", async () => {
+    const { controller, w, d } = setup([new ApprovedPool("a"), new Member("b", "a")]);
+    w.set([{ id: "1" }], false);
+    await controller.watch();
+    await controller.idle();
+    await controller.reject("a");
+    const asked = await controller.runNow("b");
+    assert.equal(asked.outcome, "skipped");
+    assert.equal(asked.error!.code, "TASK_UPSTREAM_FAILED");
+    assert.match(asked.error!.message, /upstream task 'a' was rejected/, "nothing is held any more");
+    assert.equal((await controller.runNow("a")).outcome, "rejected", "the rejected inputs are not planned again");
+    await controller.whenIdle();
+    const [skipped] = controller.events.list("b");
+    assert.equal(skipped!.outcome, "skipped");
+    assert.match(skipped!.error!.message, /was skipped: upstream task 'a' was rejected\. It runs again once 'a' applies\./);
+    w.set([{ id: "1" }, { id: "2" }]);
+    await controller.whenIdle();
+    assert.equal(controller.events.list("a")[0]!.outcome, "held", "the new inputs' plan waits for approval");
+    await controller.approve("a");
+    await controller.whenIdle();
+    assert.deepEqual(d.applied.map((x) => x.task), ["a", "b"]);
+    assert.deepEqual(seen(d, "b"), ["pool-2 with 2"], "b ran with the outputs of a's applied plan");
+    await controller.stop(100);
+  });
+
   it("`once` runs the chain in order and answers a skipped downstream run", async () => {
     const { controller, w, d } = setup([new Member("b", "a"), new Pool("a")]);
     w.set([{ id: "1" }], false);
