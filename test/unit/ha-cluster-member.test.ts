@@ -120,7 +120,7 @@ function fakeConsul() {
 }
 
 /** The controller as a cluster member sees it: paused or running, and the tasks it owns in shared mode. */
-function fakeController(tasks: string[]) {
+function fakeController(tasks: string[], chains: Record<string, string> = {}) {
   const owned = new Set<string>();
   const c = {
     paused: false,
@@ -153,18 +153,19 @@ function fakeController(tasks: string[]) {
       mine: (t: string) => (c.shared ? owned.has(t) : !c.paused),
       ownedNames: () => (c.shared ? [...owned] : tasks),
       taskNames: () => tasks,
+      chainOf: (t: string) => chains[t] ?? t,
       view: (t: string) => (tasks.includes(t) ? ({ name: t, enabled: true, running: false } as TaskView) : undefined),
     } as unknown as HaControl,
   };
   return c;
 }
 
-function member(opts: { mode: "leader" | "shared"; clock: FakeClock; tasks?: string[]; settle?: string; compatIntervalMs?: number }) {
+function member(opts: { mode: "leader" | "shared"; clock: FakeClock; tasks?: string[]; chains?: Record<string, string>; settle?: string; compatIntervalMs?: number }) {
   const config = { id: "cts-a", highAvailability: { cluster: { name: "t", mode: opts.mode, storage: { sessionTtl: "2s" }, ...(opts.settle ? { settle: opts.settle } : {}) } }, tasks: [] };
   const loaded = { config, dir: "/nonexistent" } as unknown as LoadedConfig;
   const settings = resolveHaSettings(config);
   const consul = fakeConsul();
-  const controller = fakeController(opts.tasks ?? []);
+  const controller = fakeController(opts.tasks ?? [], opts.chains);
   const lines: string[] = [];
   const log = createLogger({ write: (line) => void lines.push(line), level: "info" });
   const writer = new StateWriter(consul.kv, settings.lockKey, log, opts.clock);
@@ -321,6 +322,23 @@ describe("a cluster member sharing the tasks", () => {
     await clock.runUntil(() => m.logged("ha: cannot join the cluster (attempt 1): connect ECONNREFUSED"), "a failed rejoin");
     m.consul.control.down = false;
     await clock.runUntil(() => m.consul.entries.get(`${m.settings.alivePrefix}cts-a`)?.session === "s-2", "live again with a new session");
+    await m.cluster.stop();
+  });
+
+  it("takes a chain's tasks whole: while one of its locks is held elsewhere it gives back the others, and takes them all once it is free", async () => {
+    const clock = fakeClock();
+    const m = member({ mode: "shared", clock, tasks: ["alpha", "pool", "pool-reader"], chains: { "pool-reader": "pool" }, settle: "0s" });
+    const lock = (t: string) => `${m.settings.tasksPrefix}${t}/owner`;
+    // Another member's session still holds pool-reader's lock (it is handing the chain over).
+    const other = await m.consul.kv.createSession("cts-b");
+    assert.ok(await m.consul.kv.acquire(lock("pool-reader"), other, JSON.stringify({ id: "cts-b", address: "http://127.0.0.1:1" })));
+    await m.cluster.start();
+    await clock.runUntil(() => m.consul.calls.released.includes(lock("pool")), "pool's lock given back");
+    assert.ok(m.controller.owned.has("alpha"), "a task outside the chain is taken");
+    assert.ok(!m.controller.owned.has("pool") && !m.controller.owned.has("pool-reader"), "no task of the chain runs while part of it is elsewhere");
+    assert.ok(!m.logged("ha: acquired task 'pool'"));
+    await m.consul.kv.release(lock("pool-reader"), other);
+    await clock.runUntil(() => m.controller.owned.has("pool") && m.controller.owned.has("pool-reader"), "the whole chain taken");
     await m.cluster.stop();
   });
 });
