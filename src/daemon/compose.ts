@@ -29,7 +29,6 @@ import type { TaskState } from "../state/task-state.ts";
 import { terraformStates, type TerraformStates } from "../state/terraform-states.ts";
 import { DEFAULT_BACKEND } from "../synth/backend.ts";
 import { consulClientFor } from "../config/consul-connection.ts";
-import { watchTokenFile } from "../consul/token-file.ts";
 import { driverFor } from "./driver-setup.ts";
 import { Controller } from "../runtime/controller.ts";
 import { Activity, EventStore } from "../runtime/events.ts";
@@ -44,8 +43,7 @@ import { ChainRuns } from "../runtime/chains.ts";
 import { TaskRegistry } from "../runtime/tasks.ts";
 import type { ConsulApi, ConsulClient } from "../consul/client.ts";
 import { vaultUseFor } from "../config/vault-settings.ts";
-import { createVaultClient, type VaultClient } from "../vault/client.ts";
-import { startVaultSession, type VaultSession } from "../vault/session.ts";
+import { vaultConnectionFor, type VaultConnection } from "./vault-connection.ts";
 import { consulTokenFromVault } from "../watch/consul-token.ts";
 import { TemplateValues } from "../watch/template-values.ts";
 import { createNotifier, type Notifier } from "../notify/notifier.ts";
@@ -88,45 +86,12 @@ export interface ControllerDeps {
 }
 
 /**
- * Vault (when configured: `vault {}` or VAULT_ADDR) and the store of template values: read on a
- * run's first use; in the daemon kept fresh, a change re-running the tasks that use it.
+ * The store of template values (Vault secrets, Consul keys) on the process's one Vault connection:
+ * read on a run's first use; in the daemon kept fresh, a change re-running the tasks that use it.
  */
-function templateValuesFor(loaded: LoadedConfig, consul: ConsulApi, watch: boolean, log: Logger): { values: TemplateValues; close(): void } {
+function templateValuesFor(loaded: LoadedConfig, consul: ConsulApi, watch: boolean, log: Logger, vault: VaultConnection | undefined): TemplateValues {
   const use = vaultUseFor(loaded.config);
-  let vault: { client: VaultClient; session: VaultSession } | undefined;
-  if (use) {
-    const client = createVaultClient(use.settings);
-    // The session starts on first use: a config that reads no secret never calls Vault.
-    let session: VaultSession | undefined;
-    const lazy: VaultSession = {
-      get ready() {
-        session ??= startVaultSession(client, { unwrap: use.unwrap, renew: use.renew && watch, log });
-        return session.ready;
-      },
-      renewals: () => session?.renewals() ?? 0,
-      close: () => session?.close(),
-    };
-    vault = { client, session: lazy };
-  }
-  // Vault Agent rewrites its sink file when it renews or re-authenticates: the next read uses the new token.
-  const agentFile = loaded.config.vault?.agentTokenFile;
-  const stopFileWatch =
-    vault && agentFile && watch
-      ? watchTokenFile(agentFile, vault.client.token() ?? "", (token) => {
-          vault!.client.setToken(token);
-          log.info(`vault: the token in ${agentFile} changed; using the new one`);
-        })
-      : undefined;
-  const values = new TemplateValues({ ...(vault ? { vault } : {}), consul, watch, defaultLeaseMs: use?.defaultLeaseMs ?? 5 * 60_000, log });
-  return {
-    values,
-    close() {
-      stopFileWatch?.();
-      values.close();
-      vault?.session.close();
-      vault?.client.close();
-    },
-  };
+  return new TemplateValues({ ...(vault ? { vault: { client: vault.client, session: vault.session } } : {}), consul, watch, defaultLeaseMs: use?.defaultLeaseMs ?? 5 * 60_000, log });
 }
 
 /**
@@ -225,7 +190,9 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
   // The process's one Consul client: the watch, the reads, high availability, shared mode, the
   // self-registration and the API's health probe all use it. It follows the token file.
   // A token from Vault (CTS #825) is read on the first call and followed in watch mode.
-  const tokenSource = consulTokenFromVault(config, { watch: opts.mode === "watch", log: log.child("vault") });
+  // One Vault client and token session for the Consul token and the task templates.
+  const vault = vaultConnectionFor(config, { watch: opts.mode === "watch", log: log.child("vault") });
+  const tokenSource = consulTokenFromVault(config, { watch: opts.mode === "watch", log: log.child("vault"), ...(vault ? { vault } : {}) });
   const consul = consulClientFor(config, { metrics, log, ...(tokenSource ? { tokenSource } : {}) });
   // Terraform reads the token from its environment at every command; this object is that env,
   // kept current by the client.
@@ -245,7 +212,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
           onConsulRestart: () => restarted?.(),
         })
       : undefined;
-  const templates = templateValuesFor(loaded, consul, opts.mode === "watch", log.child("vault"));
+  const templates = templateValuesFor(loaded, consul, opts.mode === "watch", log.child("vault"), vault);
   const synthesizer =
     opts.synthesizer ?? (opts.mode === "watch" ? workerSynthesizer() : inProcessSynthesizer((name) => config.tasks.find((t) => t.name === name)));
   const controller = createController({
@@ -261,7 +228,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
     ...(opts.lockWaitMs !== undefined ? { lockWaitMs: opts.lockWaitMs } : {}),
     ...(watcher ? { consul: consul.reachability } : {}),
     metrics,
-    templates: templates.values,
+    templates,
     // The local driver's backend (Terraform Cloud keeps states out of reach): looked at before a skip.
     ...(config.driver?.terraformCloud
       ? {}
@@ -295,6 +262,7 @@ export function createRuntime(loaded: LoadedConfig, opts: RuntimeOptions): Runti
       watcher?.close();
       templates.close();
       consul.close();
+      vault?.close();
       // Warm provider processes end with the runtime (stop, SIGTERM, `once` finishing).
       await driver.close();
     },

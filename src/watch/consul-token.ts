@@ -4,8 +4,8 @@ import type { ConsulTokenSource } from "../consul/token-source.ts";
 import { CtsError, messageOf } from "../errors/cts-error.ts";
 import { isTemplateValue, renderTemplate, templateDependencies, TemplateRenderError, type TemplateValue } from "../task/provider-templates.ts";
 import type { Clock } from "../time/clock.ts";
-import { createVaultClient } from "../vault/client.ts";
-import { startVaultSession } from "../vault/session.ts";
+import { createVaultClient, type VaultClient } from "../vault/client.ts";
+import { startVaultSession, type VaultSession } from "../vault/session.ts";
 import { TemplateValues, type TemplateLog } from "./template-values.ts";
 
 export interface ConsulTokenOptions {
@@ -13,6 +13,8 @@ export interface ConsulTokenOptions {
   watch: boolean;
   log: TemplateLog & { info(msg: string): void };
   clock?: Clock;
+  /** The process's Vault client and token session (the daemon shares one with the task templates); without it, one of its own. */
+  vault?: { client: VaultClient; session: VaultSession };
 }
 
 /**
@@ -21,7 +23,8 @@ export interface ConsulTokenOptions {
  * Read on the Consul client's first call; in the daemon kept fresh as every template value is (a
  * renewable lease renewed, any other secret read again before its lease or the default lease
  * ends), and a new value handed to the client, which uses it from its next call on — no restart.
- * It has a Vault client and token session of its own: it must work before anything else does.
+ * It reads before anything else does; given the process's Vault connection it uses that one (one
+ * token session: a wrapped token is unwrapped once, a token renewed once), otherwise its own.
  */
 export function consulTokenFromVault(config: CtsConfig, opts: ConsulTokenOptions): ConsulTokenSource | undefined {
   const template = config.consul?.token;
@@ -32,8 +35,9 @@ export function consulTokenFromVault(config: CtsConfig, opts: ConsulTokenOptions
     throw new CtsError("CONFIG_INVALID", "usage", "consul.token cannot come from a Consul key: cts needs the token to read Consul. Take it from a Vault secret (vaultSecret(path, field), or {{ with secret }} in a CTS config), a token file, or CONSUL_HTTP_TOKEN.");
   const use = vaultUseFor(config);
   if (!use) throw new CtsError("CONFIG_INVALID", "usage", `consul.token reads ${origin}, and no Vault is configured. Add a vault {} block with its address (or set VAULT_ADDR).`);
-  const client = createVaultClient(use.settings);
-  const session = startVaultSession(client, { unwrap: use.unwrap, renew: use.renew && opts.watch, log: opts.log });
+  const own = opts.vault === undefined;
+  const client = opts.vault?.client ?? createVaultClient(use.settings);
+  const session = opts.vault?.session ?? startVaultSession(client, { unwrap: use.unwrap, renew: use.renew && opts.watch, log: opts.log });
   const values = new TemplateValues({
     vault: { client, session },
     // Never asked: a Consul key is refused above.
@@ -65,6 +69,8 @@ export function consulTokenFromVault(config: CtsConfig, opts: ConsulTokenOptions
     },
     close() {
       values.close();
+      // A shared connection is closed by its owner.
+      if (!own) return;
       session.close();
       client.close();
     },

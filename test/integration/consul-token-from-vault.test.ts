@@ -92,6 +92,41 @@ export default defineConfig({
     }
   });
 
+  it("one Vault token session for the Consul token and the task secrets: a response-wrapped token is unwrapped once", async () => {
+    await vault.putV2("cts-consul-wrapped", { token: tokens.second.secret });
+    await vault.putV2("app-key", { key: "k-9f3e" });
+    const wrapped = await vault.api("POST", "auth/token/create", { ttl: "1h" }, { headers: { "x-vault-wrap-ttl": "120s" } });
+    const wrapping: string = wrapped.wrap_info.token;
+    const dir = join(tmp.dir, "wrapped");
+    await mkdir(dir, { recursive: true });
+    const t = tools();
+    const members = join(dir, "members.txt");
+    const file = join(dir, "cts.config.ts");
+    await writeFile(
+      file,
+      `import { defineConfig, vaultSecret } from ${JSON.stringify(PUBLIC_API)};
+import { SecretUser } from ${JSON.stringify(FIXTURE_TASKS)};
+export default defineConfig({
+  consul: { address: ${JSON.stringify(consul.address)}, token: vaultSecret("secret/data/cts-consul-wrapped", "token") },
+  vault: { address: ${JSON.stringify(vault.address)}, token: ${JSON.stringify(wrapping)}, unwrapToken: true },
+  driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))} } },
+  tasks: [new SecretUser("members", ${JSON.stringify(members)}, vaultSecret("secret/data/app-key", "key"))],
+});
+`,
+    );
+    const live = await startRuntime(file, { mode: "watch" });
+    try {
+      // The Consul token was read first (the watch needs it); the task's secret then, on the same session.
+      await waitFor(async () => (await read(members)).includes("web-1"), 60_000, "the first apply, with the task's secret");
+      const [event] = live.controller.events.list("members");
+      assert.equal(event!.outcome, "applied", JSON.stringify(event));
+      await assert.rejects(vault.api("POST", "sys/wrapping/lookup", { token: wrapping }), /400/, "the wrapping token was used up (once)");
+      assert.ok(!live.lines.some((l) => /unwrap/i.test(l) && /fail|invalid/i.test(l)), live.lines.join("\n"));
+    } finally {
+      await live.close();
+    }
+  });
+
   it("cts doctor reads the token first, and names the secret and the fix when the field is missing", async () => {
     await vault.putV2("cts-consul-empty", { other: "x" });
     const dir = join(tmp.dir, "doctor");
