@@ -330,7 +330,7 @@ describe("a cluster member sharing the tasks", () => {
     const m = member({ mode: "shared", clock, tasks: ["alpha", "pool", "pool-reader"], chains: { "pool-reader": "pool" }, settle: "0s" });
     const lock = (t: string) => `${m.settings.tasksPrefix}${t}/owner`;
     // Another member's session still holds pool-reader's lock (it is handing the chain over).
-    const other = await m.consul.kv.createSession("cts-b");
+    const other = await m.consul.kv.createSession("cts-b", 2_000, 0);
     assert.ok(await m.consul.kv.acquire(lock("pool-reader"), other, JSON.stringify({ id: "cts-b", address: "http://127.0.0.1:1" })));
     await m.cluster.start();
     await clock.runUntil(() => m.consul.calls.released.includes(lock("pool")), "pool's lock given back");
