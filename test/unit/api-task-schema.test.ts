@@ -2,7 +2,8 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ApiError } from "../../src/api/http-error.ts";
 import { parseTask } from "../../src/api/task-request.ts";
-import { parsePatchBody } from "../../src/api/task-patch.ts";
+import { parsePatchBody, patchedTask } from "../../src/api/task-patch.ts";
+import { specToCts, taskToCts } from "../../src/cts/api/shape.ts";
 import { ctsTaskSchema } from "../../src/api/task-schema.ts";
 
 const base = { name: "t", module: "m", condition: { services: { names: ["a"] } } };
@@ -106,5 +107,21 @@ describe("cts's own task fields in the create body: guards and cts_allow_empty (
       [{ cts_allow_empty: "no" }, /task\.cts_allow_empty must be true or false \(got "no"\)/],
     ];
     for (const [extra, want] of cases) assert.match(message(() => parseTask({ ...base, ...extra })), want, JSON.stringify(extra));
+  });
+  it("a PATCH of another field keeps them: the task comes back whole (guards, approval, cts_allow_empty, cts_outputs, cts_sensitive_outputs)", () => {
+    const spec = parseTask({ ...base, guards: { max_destroy: 1, never_empty: ["local_file"], approval: "always" }, cts_allow_empty: false, cts_outputs: ["pool_id"], cts_sensitive_outputs: ["token"] });
+    const patched = parseTask(patchedTask(specToCts(spec), parsePatchBody({ description: "new words" }, spec.name)));
+    assert.equal(patched.description, "new words");
+    assert.deepEqual(patched.guards, { maxDestroy: 1, neverEmpty: ["local_file"] });
+    assert.equal(patched.approval, "always");
+    assert.equal(patched.allowEmpty, false);
+    assert.deepEqual(patched.outputs, ["pool_id"]);
+    assert.deepEqual(patched.sensitiveOutputs, ["token"]);
+    const plain = specToCts(parseTask(base));
+    for (const key of ["guards", "cts_allow_empty", "cts_outputs", "cts_sensitive_outputs"]) assert.equal(key in plain, false, `no ${key} when unset (CTS's shape)`);
+    // GET shows them as the task was created with them.
+    const shown = taskToCts({ name: spec.name, description: "", enabled: true, origin: "api", status: "successful", condition: spec.condition, inputs: {}, module: spec.module, version: "", variables: {}, bufferPeriod: { enabled: false, min: 0, max: 0 }, running: false, className: "ModuleTask", spec });
+    assert.deepEqual(shown.guards, { max_destroy: 1, never_empty: ["local_file"], approval: "always" });
+    assert.deepEqual([shown.cts_allow_empty, shown.cts_outputs, shown.cts_sensitive_outputs], [false, ["pool_id"], ["token"]]);
   });
 });

@@ -31,6 +31,11 @@ export interface CtsTask {
   terraform_cloud_workspace?: Record<string, string>;
   /** Beyond CTS, only for a task in a chain: the tasks it runs after (`after`; CTS HCL and the API: `cts_after`). */
   cts_after?: string[];
+  /** Beyond CTS, only for an API task created with them: its plan guards and approval, and the CTS HCL keys of the same names. */
+  guards?: Record<string, unknown>;
+  cts_allow_empty?: boolean;
+  cts_outputs?: string[];
+  cts_sensitive_outputs?: string[];
 }
 
 /** A task's status entry, as `/v1/status/tasks` returns it. */
@@ -220,6 +225,8 @@ export function taskToCts(v: TaskView): CtsTask {
     ...tfcWorkspaceToCts(v.spec?.terraformCloudWorkspace),
     // cts's own, only when set: a task without a chain answers exactly CTS's shape.
     ...(v.after?.length ? { cts_after: [...v.after] } : {}),
+    // An API task's other own keys, as it was created with them.
+    ...(v.spec ? ctsOwnKeys(v.spec) : {}),
   };
 }
 
@@ -249,12 +256,37 @@ export function specToCts(spec: ModuleTaskSpec): Record<string, unknown> {
     module_input: inputsToCts(spec.inputs),
     ...tfcWorkspaceToCts(spec.terraformCloudWorkspace),
     ...(spec.after?.length ? { cts_after: [...spec.after] } : {}),
+    // cts's own keys, only when set (a task without them answers exactly CTS's shape); a PATCH
+    // rebuilds the task from this, so every field a create takes must come back here.
+    ...ctsOwnKeys(spec),
     ...(bp === false
       ? { buffer_period: { enabled: false } }
       : bp
         ? { buffer_period: { enabled: true, ...(bp.min !== undefined ? { min: dur(bp.min) } : {}), ...(bp.max !== undefined ? { max: dur(bp.max) } : {}) } }
         : {}),
   };
+}
+
+/** cts's own keys of an API task that are set: its guards block, cts_allow_empty, cts_outputs, cts_sensitive_outputs. */
+function ctsOwnKeys(spec: ModuleTaskSpec): Record<string, unknown> {
+  return {
+    ...guardsToCts(spec),
+    ...(spec.allowEmpty !== undefined ? { cts_allow_empty: spec.allowEmpty } : {}),
+    ...(spec.outputs !== undefined ? { cts_outputs: [...spec.outputs] } : {}),
+    ...(spec.sensitiveOutputs !== undefined ? { cts_sensitive_outputs: [...spec.sensitiveOutputs] } : {}),
+  };
+}
+
+/** A task's plan guards and approval as the API's `guards` block (the keys of the CTS HCL block). */
+function guardsToCts(spec: ModuleTaskSpec): { guards?: Record<string, unknown> } {
+  const g = spec.guards || {};
+  const block = {
+    ...(g.maxDestroy !== undefined ? { max_destroy: g.maxDestroy } : {}),
+    ...(g.maxDestroyPercent !== undefined ? { max_destroy_percent: g.maxDestroyPercent } : {}),
+    ...(g.neverEmpty !== undefined ? { never_empty: [...g.neverEmpty] } : {}),
+    ...(spec.approval !== undefined ? { approval: spec.approval } : {}),
+  };
+  return Object.keys(block).length ? { guards: block } : {};
 }
 
 /** A task's status entry; `events_url` is empty while there are no events, as in CTS. */
