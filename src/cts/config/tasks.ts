@@ -145,7 +145,7 @@ export async function ctsTasks(root: ReadBlock, ctx: TaskContext): Promise<Modul
   const [chain] = chainProblems(tasks);
   if (chain) {
     const b = blocks[tasks.findIndex((t) => t.name === chain.task)]!;
-    throw configError(b.file, b.lines.cts_after ?? b.line, `task '${chain.task}': cts_after${chain.field.slice("after".length)} ${chain.message.replace("`after`", "`cts_after`")}`);
+    throw configError(b.file, b.lines.cts_after ?? b.line, `task '${chain.task}': cts_after${chain.field.slice("after".length)} ${chain.message.replace("an `after`", "a `cts_after`")}`);
   }
   // Where the tasks work, reported at the working_dir of the task that cannot have it.
   const [first] = ctx.root ? workingDirProblems(ctx.cwd, ctx.root, tasks) : [];
