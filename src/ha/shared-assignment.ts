@@ -219,11 +219,17 @@ export class SharedAssignment implements ClusterMode {
       groups.set(group, [...(groups.get(group) ?? []), task]);
     }
     for (const group of groups.values()) {
+      // A lock held elsewhere: its release wakes the task-locks query.
+      const elsewhere = group.some((task) => {
+        const holder = this.view.ownerOf(task);
+        return holder !== undefined && holder.id !== id;
+      });
+      if (elsewhere) {
+        waiting = true;
+        continue;
+      }
       const taken: string[] = [];
       for (const task of group) {
-        const holder = this.view.ownerOf(task);
-        // A lock held elsewhere: its release wakes the task-locks query.
-        if (holder && holder.id !== id) break;
         const value = JSON.stringify({ id, address: this.m.address(), since: new Date(this.m.clock.wallNow()).toISOString() });
         if (!(await kv.acquire(this.ownerKey(task), session.id, value))) break;
         taken.push(task);
@@ -231,7 +237,7 @@ export class SharedAssignment implements ClusterMode {
       if (this.m.session() !== session || !session.alive) return;
       if (taken.length < group.length) {
         waiting = true;
-        // Part of a chain is still held elsewhere: give back what was taken, take it whole later.
+        // Part of a chain was taken elsewhere meanwhile: give back what was taken, take it whole later.
         for (const task of taken) await kv.release(this.ownerKey(task), session.id).catch((e) => log.warn(`ha: releasing task '${task}' failed: ${messageOf(e)}`));
         continue;
       }
