@@ -7,7 +7,7 @@
  * with CTS's default buffer period (5 s), where the synthesis worker ends when idle and a change
  * starts it again during the buffer period.
  */
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,7 +17,6 @@ import { tools } from "../test/support/tools.ts";
 import { buildPackage, shebang, BUILT_BIN, startDaemonProcess, type DaemonProcess } from "./lib/daemon-process.ts";
 import { bytes, median, ms, ratio, round, sleep, summarize } from "./lib/stats.ts";
 import type { BenchContext, BenchFn, ResultTable, TargetCheck } from "./lib/types.ts";
-import { hostReclaimsFreeMemory } from "../src/terraform/memory-reserve.ts";
 
 const TASKS = fileURLToPath(new URL("./binding-tasks/", import.meta.url));
 const run$ = promisify(execFile);
@@ -33,7 +32,7 @@ type Build = keyof typeof BUILDS;
 /** Targets of the issue "Tasks on the providers users really import". */
 const TARGETS = { awsFirstSyncMs: 3_000, awsChangeRatio: 1.5, synthRootRatio: 1.5, awsRssBytes: 250 * 1024 * 1024, quietRatio: 1.2, firstSyncMs: 1_700, idleRssBytes: 120 * 1024 * 1024 };
 
-async function writeConfig(ctx: BenchContext, consul: ConsulAgent, label: string, build: Build, opts: { buffer?: boolean; reserve?: boolean } = {}): Promise<{ file: string; dir: string; service: string }> {
+async function writeConfig(ctx: BenchContext, consul: ConsulAgent, label: string, build: Build, opts: { buffer?: boolean } = {}): Promise<{ file: string; dir: string; service: string }> {
   const t = tools();
   const dir = join(ctx.tmp, `bindings-${label}`);
   await mkdir(dir, { recursive: true });
@@ -49,7 +48,7 @@ import { ${cls} } from ${JSON.stringify(join(TASKS, taskFile))};
 export default defineConfig({
   id: ${JSON.stringify(`bench-${label}`)},
   consul: { address: ${JSON.stringify(consul.address)} },
-  driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))}, backend: { consul: { path: ${JSON.stringify(`cts-bench/bindings/${label}`)}, gzip: true } }${opts.reserve === false ? ", memoryReserveMb: false" : ""} } },
+  driver: { terraform: { binary: ${JSON.stringify(t.tofu)}, cliConfigFile: ${JSON.stringify(t.cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))}, backend: { consul: { path: ${JSON.stringify(`cts-bench/bindings/${label}`)}, gzip: true } } } },
   ${opts.buffer ? "" : "bufferPeriod: false,"}
   tasks: [new ${cls}({ name: "pool", path: ${JSON.stringify(join(dir, "members.txt"))}, condition: services({ names: [${JSON.stringify(service)}] }) })],
 });
@@ -74,8 +73,6 @@ interface Lane {
   label: string;
   build: Build;
   buffer: boolean;
-  /** The memory reserve for Terraform's start as the machine's default has it (false: turned off). */
-  reserve: boolean;
   service: string;
   daemon: DaemonProcess;
   firstSyncMs: number;
@@ -83,29 +80,17 @@ interface Lane {
   quiet: number[];
   idleRss: number;
   busyRss: number;
-  /** Resident memory of the daemon's memory reserve (its dd) after the quiet spell. */
-  reserveRss: number;
 }
 
-/** Resident bytes of a daemon's memory reserve: its `dd` children. */
-function reserveRssOf(pid: number): number {
-  try {
-    const out = execFileSync("ps", ["--ppid", String(pid), "-o", "rss=,comm="], { encoding: "utf8" });
-    return out.split("\n").filter((l) => /\bdd$/.test(l.trim())).reduce((sum, l) => sum + Number(l.trim().split(/\s+/)[0]) * 1024, 0);
-  } catch {
-    return 0;
-  }
-}
-
-async function startLane(ctx: BenchContext, consul: ConsulAgent, label: string, build: Build, buffer: boolean, reserve = true): Promise<Lane> {
-  const { file, dir, service } = await writeConfig(ctx, consul, label, build, { buffer, reserve });
+async function startLane(ctx: BenchContext, consul: ConsulAgent, label: string, build: Build, buffer: boolean): Promise<Lane> {
+  const { file, dir, service } = await writeConfig(ctx, consul, label, build, { buffer });
   await change(consul, service, 0);
   const t0 = performance.now();
   const daemon = startDaemonProcess(file, { cwd: dir, built: true, buffer });
   ctx.onCleanup(() => daemon.stop());
   const t = await applied(daemon, daemon.waitForLine(appliedRe, 180_000, { seen: true }));
   ctx.log(`${label}: first sync ${ms(t - t0)}`);
-  return { label, build, buffer, reserve, service, daemon, firstSyncMs: t - t0, backToBack: [], quiet: [], idleRss: 0, busyRss: 0, reserveRss: 0 };
+  return { label, build, buffer, service, daemon, firstSyncMs: t - t0, backToBack: [], quiet: [], idleRss: 0, busyRss: 0 };
 }
 
 /** Change → applied: the write is issued, the daemon logs the applied run. */
@@ -142,11 +127,6 @@ export const run: BenchFn = async (ctx) => {
 
   // Started one after another (each first sync alone on the machine), then run side by side.
   const lanes = [await startLane(ctx, consul, "local", "local", false), await startLane(ctx, consul, "aws", "aws", false), await startLane(ctx, consul, "local-buffered", "local", true)];
-  // On a VM that reports free memory to its host the daemons hold a memory reserve for OpenTofu's
-  // start (memory-reserve.ts); a fourth daemon without it shows what it saves. It is measured
-  // after the quiet spell second, after the reserve's own first place (where a VM's wake-up is paid).
-  const control = hostReclaimsFreeMemory() ? await startLane(ctx, consul, "local-no-reserve", "local", false, false) : undefined;
-  if (control) lanes.splice(1, 0, control);
   let rev = 1;
   ctx.window.begin();
   for (const lane of lanes) {
@@ -162,39 +142,31 @@ export const run: BenchFn = async (ctx) => {
   ctx.window.end();
   ctx.log(`quiet for ${bindingQuietSeconds} s (the synthesis worker's idle period is 2 min)`);
   await sleep(bindingQuietSeconds * 1000);
-  for (const lane of lanes) {
-    lane.idleRss = lane.daemon.sample().rssBytes;
-    lane.reserveRss = reserveRssOf(lane.daemon.pid);
-  }
+  for (const lane of lanes) lane.idleRss = lane.daemon.sample().rssBytes;
   for (const lane of lanes) {
     lane.quiet.push(await timedChange(consul, lane, rev++));
     ctx.log(`${lane.label}: change after ${bindingQuietSeconds} s of quiet ${ms(lane.quiet[0]!)} (idle RSS ${bytes(lane.idleRss)})`);
   }
   for (const lane of lanes) await lane.daemon.stop();
 
-  const byLabel = (label: string) => lanes.find((l) => l.label === label)!;
-  const [local, aws, buffered] = [byLabel("local"), byLabel("aws"), byLabel("local-buffered")];
-  const measured = [local, aws, buffered];
+  const [local, aws, buffered] = lanes as [Lane, Lane, Lane];
   const p50 = (xs: number[]) => median(xs);
   const laneRow = (l: Lane) => [
-    `${BUILDS[l.build].what}${l.buffer ? ", buffer period 5 s (CTS's default)" : ", no buffer period"}${l.reserve ? "" : ", memory reserve off"}`,
+    `${BUILDS[l.build].what}${l.buffer ? ", buffer period 5 s (CTS's default)" : ", no buffer period"}`,
     ms(l.firstSyncMs),
     `${ms(p50(l.backToBack))} (n=${l.backToBack.length})`,
     ms(l.quiet[0]!),
     ratio(l.quiet[0]! / p50(l.backToBack)),
     bytes(l.busyRss),
-    l.reserveRss ? `${bytes(l.idleRss)} (+ ${bytes(l.reserveRss)} memory reserve)` : bytes(l.idleRss),
+    bytes(l.idleRss),
   ];
   const daemons: ResultTable = {
     title: "The same task, with and without a root import of @cdktf/provider-aws (the daemon as installed, side by side)",
     columns: ["Task", "first sync (spawn → applied)", "change → applied p50, back to back", `change after ${bindingQuietSeconds} s of quiet`, "quiet / back to back", "RSS after the changes", `RSS after ${bindingQuietSeconds} s idle`],
-    rows: [laneRow(local), laneRow(aws), laneRow(buffered), ...(control ? [laneRow(control)] : [])],
+    rows: [laneRow(local), laneRow(aws), laneRow(buffered)],
     notes: [
       "Each change re-registers the one instance with a new meta value (the task renders it). Back-to-back changes are 200 ms apart after the previous apply; the buffered daemon's include its 5 s buffer period.",
       "Without a buffer period the synthesis worker stays warm (a change must not wait for a worker start); with one of at least 3 s the worker ends after 2 min idle and a change starts it again during the buffer period (docs/performance.md).",
-      ...(control
-        ? ["This VM reports its free memory to its host (virtio balloon free page reporting): the daemons without a buffer period hold a memory reserve for OpenTofu's start (docs/performance.md), let go when a run starts. The daemon with the reserve off is the control; after the quiet spell it is measured second, the reserve's daemon first."]
-        : []),
     ],
   };
   const s = (b: Build) => summarize(synth[b]);
@@ -205,13 +177,13 @@ export const run: BenchFn = async (ctx) => {
   };
   const awsRatio = p50(aws.backToBack) / p50(local.backToBack);
   const rootRatio = s("aws").p50 / s("deep").p50;
-  const quietWorst = Math.max(...measured.map((l) => l.quiet[0]! / p50(l.backToBack)));
+  const quietWorst = Math.max(...lanes.map((l) => l.quiet[0]! / p50(l.backToBack)));
   const targets: TargetCheck[] = [
     { id: "bindings.first-sync", what: "Root import of provider-aws: daemon first sync", target: `≤ ${ms(TARGETS.awsFirstSyncMs)}`, actual: ms(aws.firstSyncMs), met: aws.firstSyncMs <= TARGETS.awsFirstSyncMs },
     { id: "bindings.change", what: "Root import of provider-aws: change → applied p50 against the same task without it", target: `≤ ${TARGETS.awsChangeRatio}×`, actual: `${ratio(awsRatio)} (${ms(p50(aws.backToBack))} vs ${ms(p50(local.backToBack))})`, met: awsRatio <= TARGETS.awsChangeRatio },
     { id: "bindings.synth", what: "`cts synth` with the root import against deep imports", target: `≤ ${TARGETS.synthRootRatio}×`, actual: `${ratio(rootRatio)} (${ms(s("aws").p50)} vs ${ms(s("deep").p50)})`, met: rootRatio <= TARGETS.synthRootRatio },
     { id: "bindings.rss", what: "Root import of provider-aws: daemon RSS", target: `≤ ${bytes(TARGETS.awsRssBytes)}`, actual: bytes(Math.max(aws.busyRss, aws.idleRss)), met: Math.max(aws.busyRss, aws.idleRss) <= TARGETS.awsRssBytes },
-    { id: "bindings.quiet", what: `A change after ${bindingQuietSeconds} s of quiet against back to back (worst of the three daemons; the control without the memory reserve shown, not counted)`, target: `≤ ${TARGETS.quietRatio}×`, actual: lanes.map((l) => `${l.label} ${ratio(l.quiet[0]! / p50(l.backToBack))}`).join(", "), met: quietWorst <= TARGETS.quietRatio },
+    { id: "bindings.quiet", what: `A change after ${bindingQuietSeconds} s of quiet against back to back (worst of the three daemons)`, target: `≤ ${TARGETS.quietRatio}×`, actual: lanes.map((l) => `${l.label} ${ratio(l.quiet[0]! / p50(l.backToBack))}`).join(", "), met: quietWorst <= TARGETS.quietRatio },
     { id: "bindings.first-sync-cts", what: "First sync of a one-task daemon against CTS v0.9.0 (1.7 s side by side)", target: `≤ ${ms(TARGETS.firstSyncMs)}`, actual: ms(local.firstSyncMs), met: local.firstSyncMs <= TARGETS.firstSyncMs },
     {
       id: "bindings.idle-rss",
@@ -227,12 +199,12 @@ export const run: BenchFn = async (ctx) => {
   for (const t of targets) if (t.met === false && why[t.id]) t.why = why[t.id];
   return {
     title: "Provider bindings users really import",
-    method: `Three \`cts watch\` processes as an installed cts runs them (dist/), against one Consul dev agent and OpenTofu, each with one task writing one local_file: provider-local only; the same task importing @cdktf/provider-aws 21.22.1 at its root and touching one of its classes; the local task with CTS's default buffer period (on a VM that reports free memory to its host, a fourth: the local task with the memory reserve off). First syncs are timed one daemon at a time; then ${bindingChanges} back-to-back changes per daemon (2 of warm-up first), ${bindingQuietSeconds} s with no change, and one change each. \`cts synth --stdout\` ${bindingSynths} times per import style.`,
+    method: `Three \`cts watch\` processes as an installed cts runs them (dist/), against one Consul dev agent and OpenTofu, each with one task writing one local_file: provider-local only; the same task importing @cdktf/provider-aws 21.22.1 at its root and touching one of its classes; the local task with CTS's default buffer period. First syncs are timed one daemon at a time; then ${bindingChanges} back-to-back changes per daemon (2 of warm-up first), ${bindingQuietSeconds} s with no change, and one change each. \`cts synth --stdout\` ${bindingSynths} times per import style.`,
     tables: [daemons, synthTable],
     targets,
     notes: [],
     data: {
-      lanes: lanes.map((l) => ({ label: l.label, build: l.build, buffer: l.buffer, reserve: l.reserve, firstSyncMs: round(l.firstSyncMs), backToBack: l.backToBack.map((x) => round(x)), quiet: l.quiet.map((x) => round(x)), busyRss: l.busyRss, idleRss: l.idleRss, reserveRss: l.reserveRss })),
+      lanes: lanes.map((l) => ({ label: l.label, build: l.build, buffer: l.buffer, firstSyncMs: round(l.firstSyncMs), backToBack: l.backToBack.map((x) => round(x)), quiet: l.quiet.map((x) => round(x)), busyRss: l.busyRss, idleRss: l.idleRss })),
       synth: Object.fromEntries(Object.entries(synth).map(([k, v]) => [k, v.map((x) => round(x))])),
     },
   };

@@ -2,7 +2,7 @@
  * Where a change after a quiet spell loses its time (issue #34: "a change after ≥ 10 minutes of
  * quiet ≤ 1.2× the back-to-back p50"). Not part of `npm run bench`: run it alone, it sleeps.
  *
- *   node --conditions=cts-source --import tsx bench/quiet-spell.ts [--quiet=180] [--cycles=6] [--back=5] [--noflush] [--reserve] [--out=FILE]
+ *   node --conditions=cts-source --import tsx bench/quiet-spell.ts [--quiet=180] [--cycles=6] [--back=5] [--noflush] [--out=FILE]
  *
  * Probes, each timed back to back and then once after every quiet spell, the one that goes first
  * after the spell rotating from cycle to cycle (whatever wakes up a shared part — the Consul agent,
@@ -18,8 +18,6 @@
  * - `spawn`: `/bin/true` started and reaped (fork/exec after a quiet spell);
  * - with `--noflush`, `daemon-noflush`: a second daemon like the first whose node runs with
  *   `--no-flush-bytecode` (whether V8 dropping the bytecode of the run's code while idle matters).
- * - with `--reserve`, `daemon-reserve`: a daemon like the first with a 64 MB memory reserve for
- *   Terraform's start (the first runs with `memoryReserveMb: false`).
  * The figures go to stdout (and `--out`) as JSON lines, then a summary per probe.
  */
 import { execFile, spawn } from "node:child_process";
@@ -41,21 +39,11 @@ const CYCLES = Number(arg("cycles", "6"));
 const BACK = Number(arg("back", "5"));
 const OUT = arg("out", "");
 
-type Probe = "daemon" | "daemon-noflush" | "daemon-reserve" | "tofu" | "consul" | "spawn";
+type Probe = "daemon" | "daemon-noflush" | "tofu" | "consul" | "spawn";
 // `--noflush`: a second daemon whose node runs with --no-flush-bytecode (V8 keeps the bytecode of
 // functions unused for a while, which it otherwise drops after a few idle-time collections).
 const NOFLUSH = process.argv.includes("--noflush");
-// `--reserve`: a second daemon with the memory reserve for Terraform's start (memory-reserve.ts), the
-// first one without it (`memoryReserveMb: false`), whatever this machine's default is.
-const RESERVE = process.argv.includes("--reserve");
-const PROBES: Probe[] = [
-  "daemon",
-  "tofu",
-  ...(NOFLUSH ? (["daemon-noflush"] as const) : []),
-  ...(RESERVE ? (["daemon-reserve"] as const) : []),
-  "consul",
-  "spawn",
-];
+const PROBES: Probe[] = NOFLUSH ? ["daemon", "tofu", "daemon-noflush", "consul", "spawn"] : ["daemon", "tofu", "consul", "spawn"];
 
 interface Sample {
   probe: Probe;
@@ -73,7 +61,7 @@ const emit = (s: Sample) => {
   if (OUT) void writeFile(OUT, samples.map((x) => JSON.stringify(x)).join("\n") + "\n");
 };
 
-async function daemonLane(consul: ConsulAgent, dir: string, label = "daemon", nodeArgs: string[] = [], reserveMb: number | false = false) {
+async function daemonLane(consul: ConsulAgent, dir: string, label = "daemon", nodeArgs: string[] = []) {
   await mkdir(dir, { recursive: true });
   const file = join(dir, "cts.config.ts");
   await writeFile(join(dir, "package.json"), JSON.stringify({ type: "module" }));
@@ -84,7 +72,7 @@ import { LocalPool } from ${JSON.stringify(join(TASKS, "local-pool.ts"))};
 export default defineConfig({
   id: "quiet-${label}",
   consul: { address: ${JSON.stringify(consul.address)} },
-  driver: { terraform: { binary: ${JSON.stringify(tools().tofu)}, cliConfigFile: ${JSON.stringify(tools().cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))}, backend: { consul: { path: "cts-bench/quiet/${label}", gzip: true } }, memoryReserveMb: ${JSON.stringify(reserveMb)} } },
+  driver: { terraform: { binary: ${JSON.stringify(tools().tofu)}, cliConfigFile: ${JSON.stringify(tools().cliConfig)}, workingDir: ${JSON.stringify(join(dir, "sync-tasks"))}, backend: { consul: { path: "cts-bench/quiet/${label}", gzip: true } } } },
   bufferPeriod: false,
   tasks: [new LocalPool({ name: "pool", path: ${JSON.stringify(join(dir, "members.txt"))}, condition: services({ names: ["quiet-${label}"] }) })],
 });
@@ -204,7 +192,6 @@ async function main() {
   await consul.api("PUT", "/v1/kv/cts-bench/quiet/probe", "x");
   const d = await daemonLane(consul, join(root, "daemon"));
   const dn = NOFLUSH ? await daemonLane(consul, join(root, "daemon-noflush"), "daemon-noflush", ["--no-flush-bytecode"]) : undefined;
-  const dr = RESERVE ? await daemonLane(consul, join(root, "daemon-reserve"), "daemon-reserve", [], 64) : undefined;
   const tofu = await tofuLane(consul, join(root, "tofu"));
   let n = 0;
   // Stopped early (SIGINT/SIGTERM): the daemons and the agent end with it, and the summary is printed.
@@ -212,8 +199,8 @@ async function main() {
   const stop = () => (stopping = true);
   process.once("SIGINT", stop).once("SIGTERM", stop);
   const probe = async (p: Probe, kind: "back" | "quiet", cycle: number, order: number) => {
-    if (p === "daemon" || p === "daemon-noflush" || p === "daemon-reserve") {
-      const r = await (p === "daemon" ? d : p === "daemon-reserve" ? dr! : dn!).change();
+    if (p === "daemon" || p === "daemon-noflush") {
+      const r = await (p === "daemon" ? d : dn!).change();
       emit({ probe: p, kind, cycle, order, ms: r.ms, phases: r.phases });
     } else if (p === "tofu") {
       const r = await tofu(`${kind}-${cycle}-${n++}`);
@@ -234,10 +221,9 @@ async function main() {
       for (const [i, p] of order.entries()) await probe(p, "quiet", c, i);
     }
   } finally {
-    if (OUT) await writeFile(OUT.replace(/(\.\w+)?$/, ".daemon.log"), [...d.daemon.lines(), "--- noflush", ...(dn?.daemon.lines() ?? []), "--- reserve", ...(dr?.daemon.lines() ?? [])].join("\n") + "\n");
+    if (OUT) await writeFile(OUT.replace(/(\.\w+)?$/, ".daemon.log"), [...d.daemon.lines(), "--- noflush", ...(dn?.daemon.lines() ?? [])].join("\n") + "\n");
     await d.daemon.stop();
     await dn?.daemon.stop();
-    await dr?.daemon.stop();
     await consul.stop();
   }
   for (const p of PROBES) {

@@ -191,9 +191,6 @@ export function validateConfig(config: CtsConfig | undefined, file: string, dir:
       problems.push({ field: `driver.terraform.${field}`, message: `'${String(value)}' is not a duration. Use e.g. "90s" or "5m".` });
   }
   problems.push(...warmProviderProblems(tf?.warmProviders));
-  const reserve = tf?.memoryReserveMb;
-  if (reserve !== undefined && reserve !== false && (!Number.isInteger(reserve) || reserve < 1 || reserve > 4096))
-    problems.push({ field: "driver.terraform.memoryReserveMb", message: `must be false or a whole number of megabytes from 1 to 4096 (got ${JSON.stringify(reserve)}). Leave it out for the default (64 on a VM whose host takes back free memory).` });
   const addr = config.consul?.address;
   if (addr !== undefined && (typeof addr !== "string" || !/^(https?:\/\/)?[^\s/]+(:\d+)?\/?$/.test(addr)))
     problems.push({ field: "consul.address", message: `'${String(addr)}' is not host:port or a URL. Use e.g. "127.0.0.1:8500".` });

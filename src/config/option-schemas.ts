@@ -98,7 +98,6 @@ export const terraformDriver = strict({
   lockTimeout: value(),
   commandTimeouts: commandTimeouts.optional(),
   warmProviders: falseOr(warmProviders).optional(),
-  memoryReserveMb: value(),
   providerVersions: value(),
   log: value(),
 } satisfies ShapeOf<TerraformDriverConfig>);

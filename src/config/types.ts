@@ -127,13 +127,6 @@ export interface TerraformDriverConfig {
    * ("5m"), `maxRssMb` (512).
    */
   warmProviders?: false | { maxProcesses?: number; maxRunsPerProcess?: number; idleTimeout?: string | number; maxRssMb?: number };
-  /**
-   * Megabytes kept in use for Terraform's next start while the daemon keeps quiet spells fast (a
-   * task class without a buffer period), on a VM that reports its free memory to the host (a virtio
-   * balloon with free page reporting): freed just before a run's first command, so OpenTofu starts
-   * on memory the host has not taken back. Default: 64 on such a VM, none elsewhere; `false`: off.
-   */
-  memoryReserveMb?: false | number;
   /** Provider version constraints written instead of the cdktf bindings' exact pins. */
   providerVersions?: Record<string, string>;
   /**

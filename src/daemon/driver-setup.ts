@@ -8,7 +8,6 @@ import type { Metrics } from "../metrics/metrics.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import { backendSecretEnv } from "../config/backend-secrets.ts";
 import { createTerraformDriver } from "../terraform/driver.ts";
-import { DEFAULT_MEMORY_RESERVE_MB, hostReclaimsFreeMemory } from "../terraform/memory-reserve.ts";
 import { ownWorkingDirs } from "../synth/paths.ts";
 import { formatDuration } from "../terraform/failures.ts";
 import { stateLockWaitText, type StateLockWait } from "../terraform/lock-wait.ts";
@@ -55,8 +54,6 @@ export function terraformDriverFor(loaded: LoadedConfig, o: DriverSetup): LocalT
     onStateLockWait: (w) => o.log.warn(stateLockWaitLine(w, o.lockRetryMs), { task: w.task, ...(w.lock?.ID ? { lock_id: w.lock.ID } : {}) }),
     debugLog: (task, line) => o.log.debug(`[${task}] ${line}`, { task }),
     warmProviders: warmProviderOptions(tf.warmProviders),
-    // A VM whose host takes back free memory: a reserve for Terraform's start after a quiet spell.
-    memoryReserveMb: tf.memoryReserveMb ?? (hostReclaimsFreeMemory() ? DEFAULT_MEMORY_RESERVE_MB : false),
     metrics: o.metrics,
   });
 }

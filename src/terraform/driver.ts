@@ -18,7 +18,6 @@ import type { WarmProcessInfo } from "./warm-pool.ts";
 import { createWarmPool, DEFAULT_WARM_LIMITS } from "./warm-pool.ts";
 import { launchedProviders, PooledProviders, type ProviderSource } from "./warm-providers.ts";
 import { identityText } from "./version.ts";
-import { MemoryReserve } from "./memory-reserve.ts";
 import { WorkingRoot } from "./working-root.ts";
 import { stateNotSavedError, stateNotSavedSign, takeErroredState } from "./state-save.ts";
 import { CtsError } from "../errors/cts-error.ts";
@@ -41,8 +40,6 @@ export interface LocalDriverParts {
   providers: ProviderSource;
   /** Waits out a state lock held elsewhere. */
   waitForLocks: StateLockWaiter;
-  /** Memory held for Terraform's next start through quiet spells (memory-reserve.ts), when there is one. */
-  reserve?: MemoryReserve;
   /** The driver's log, per task. */
   log?: (task: string, line: string) => void;
   /** Scrubs secrets from what leaves the driver. */
@@ -93,7 +90,7 @@ export class LocalDriver implements LocalTerraformDriver {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.tasks.run(ws.task, () => this.reserved(async () => {
+    return this.tasks.run(ws.task, async () => {
       const { folders, runner, initializer } = this.parts;
       const dir = await folders.prepare(ws.task);
       const op = runner.operation(ws, dir, opts);
@@ -107,7 +104,7 @@ export class LocalDriver implements LocalTerraformDriver {
       } finally {
         op.dispose();
       }
-    }));
+    });
   }
 
   version(): Promise<string> {
@@ -124,7 +121,6 @@ export class LocalDriver implements LocalTerraformDriver {
 
   keepWarm(on: boolean): void {
     this.parts.providers.keepWarm(on);
-    this.parts.reserve?.keep(on);
   }
 
   async coolDown(task?: string): Promise<void> {
@@ -132,7 +128,6 @@ export class LocalDriver implements LocalTerraformDriver {
   }
 
   async close(): Promise<void> {
-    await this.parts.reserve?.close();
     await this.parts.providers.close();
     this.parts.runner.close();
   }
@@ -150,21 +145,9 @@ export class LocalDriver implements LocalTerraformDriver {
     }
     // Provider errors can quote a secret (an invalid key, a URL with a token): scrub what leaves.
     return redacting(
-      this.tasks.run(ws.task, () => this.reserved(() => this.operate(kind, ws, opts, command))),
+      this.tasks.run(ws.task, () => this.operate(kind, ws, opts, command)),
       this.parts.redact,
     );
-  }
-
-  /** An operation on the memory reserve's pages: the reserve lets them go first, and is taken again once no operation runs. */
-  private async reserved<T>(operation: () => Promise<T>): Promise<T> {
-    const reserve = this.parts.reserve;
-    if (!reserve) return operation();
-    await reserve.starting();
-    try {
-      return await operation();
-    } finally {
-      reserve.ended();
-    }
   }
 
   /** The steps of one operation: the task's folder and files, `init` when needed, the main command. */
@@ -254,7 +237,6 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
     changes: new ChangeCommands(settings.lockTimeoutMs),
     providers: providerSource(options, settings, runner, notice),
     waitForLocks,
-    ...(options.memoryReserveMb ? { reserve: new MemoryReserve(options.memoryReserveMb, { notice }) } : {}),
     log,
     redact,
   });

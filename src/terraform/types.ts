@@ -95,8 +95,6 @@ export interface TerraformDriverOptions {
   shareInit?: boolean;
   /** The warm provider pool's limits, or false to let Terraform launch providers on every run (default on). */
   warmProviders?: false | WarmProviderOptions;
-  /** Megabytes kept for Terraform's next start while quiet spells are kept fast (memory-reserve.ts); absent or false: none. */
-  memoryReserveMb?: false | number;
   /** Receives what warm provider processes print (their warnings and errors), per task, for the log's debug level. */
   debugLog?: (task: string, line: string) => void;
   /** Where running processes and the init/plan/apply/destroy phases are measured. */
