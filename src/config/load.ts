@@ -191,6 +191,8 @@ export function validateConfig(config: CtsConfig | undefined, file: string, dir:
       problems.push({ field: `driver.terraform.${field}`, message: `'${String(value)}' is not a duration. Use e.g. "90s" or "5m".` });
   }
   problems.push(...warmProviderProblems(tf?.warmProviders));
+  if (tf?.warmPages !== undefined && typeof tf.warmPages !== "boolean")
+    problems.push({ field: "driver.terraform.warmPages", message: `must be true or false (got ${JSON.stringify(tf.warmPages)}).` });
   const addr = config.consul?.address;
   if (addr !== undefined && (typeof addr !== "string" || !/^(https?:\/\/)?[^\s/]+(:\d+)?\/?$/.test(addr)))
     problems.push({ field: "consul.address", message: `'${String(addr)}' is not host:port or a URL. Use e.g. "127.0.0.1:8500".` });

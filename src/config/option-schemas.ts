@@ -98,6 +98,7 @@ export const terraformDriver = strict({
   lockTimeout: value(),
   commandTimeouts: commandTimeouts.optional(),
   warmProviders: falseOr(warmProviders).optional(),
+  warmPages: value(),
   providerVersions: value(),
   log: value(),
 } satisfies ShapeOf<TerraformDriverConfig>);

@@ -54,6 +54,7 @@ export function terraformDriverFor(loaded: LoadedConfig, o: DriverSetup): LocalT
     onStateLockWait: (w) => o.log.warn(stateLockWaitLine(w, o.lockRetryMs), { task: w.task, ...(w.lock?.ID ? { lock_id: w.lock.ID } : {}) }),
     debugLog: (task, line) => o.log.debug(`[${task}] ${line}`, { task }),
     warmProviders: warmProviderOptions(tf.warmProviders),
+    ...(tf.warmPages === false ? { warmPages: false } : {}),
     metrics: o.metrics,
   });
 }

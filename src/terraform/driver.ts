@@ -18,6 +18,7 @@ import type { WarmProcessInfo } from "./warm-pool.ts";
 import { createWarmPool, DEFAULT_WARM_LIMITS } from "./warm-pool.ts";
 import { launchedProviders, PooledProviders, type ProviderSource } from "./warm-providers.ts";
 import { identityText } from "./version.ts";
+import { binaryPath, PageWarmer } from "./page-warmer.ts";
 import { WorkingRoot } from "./working-root.ts";
 import { stateNotSavedError, stateNotSavedSign, takeErroredState } from "./state-save.ts";
 import { CtsError } from "../errors/cts-error.ts";
@@ -40,6 +41,10 @@ export interface LocalDriverParts {
   providers: ProviderSource;
   /** Waits out a state lock held elsewhere. */
   waitForLocks: StateLockWaiter;
+  /** Keeps the files of the programs a run starts warm through quiet spells (page-warmer.ts). */
+  warmer?: PageWarmer;
+  /** Operations under way (the warmer reads nothing meanwhile). */
+  operations?: { count: number };
   /** The driver's log, per task. */
   log?: (task: string, line: string) => void;
   /** Scrubs secrets from what leaves the driver. */
@@ -121,6 +126,7 @@ export class LocalDriver implements LocalTerraformDriver {
 
   keepWarm(on: boolean): void {
     this.parts.providers.keepWarm(on);
+    this.parts.warmer?.keep(on);
   }
 
   async coolDown(task?: string): Promise<void> {
@@ -128,6 +134,7 @@ export class LocalDriver implements LocalTerraformDriver {
   }
 
   async close(): Promise<void> {
+    this.parts.warmer?.close();
     await this.parts.providers.close();
     this.parts.runner.close();
   }
@@ -145,9 +152,20 @@ export class LocalDriver implements LocalTerraformDriver {
     }
     // Provider errors can quote a secret (an invalid key, a URL with a token): scrub what leaves.
     return redacting(
-      this.tasks.run(ws.task, () => this.operate(kind, ws, opts, command)),
+      this.tasks.run(ws.task, () => this.counted(() => this.operate(kind, ws, opts, command))),
       this.parts.redact,
     );
+  }
+
+  /** An operation, counted while under way (the page warmer waits for none to run). */
+  private async counted<T>(operation: () => Promise<T>): Promise<T> {
+    const ops = this.parts.operations;
+    if (ops) ops.count++;
+    try {
+      return await operation();
+    } finally {
+      if (ops) ops.count--;
+    }
   }
 
   /** The steps of one operation: the task's folder and files, `init` when needed, the main command. */
@@ -218,6 +236,11 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   const notice = (line: string) => (options.notice ? options.notice(line) : log?.("driver", line));
   const runner = createCommandRunner(options, notice);
   const waitForLocks = stateLockWaiter({ timeoutMs: settings.lockTimeoutMs, onWait: options.onStateLockWait, log });
+  const providers = providerSource(options, settings, runner, notice);
+  const terraformBinary = binaryPath(settings.binary);
+  // While no command runs: the Terraform binary and the warm providers' binaries.
+  const operations = { count: 0 };
+  const warmFiles = async () => (operations.count > 0 ? [] : [await terraformBinary(), ...providers.processes().map((p) => p.binary)].filter((f): f is string => f !== undefined));
   return new LocalDriver({
     folders: new WorkingRoot(settings.root, settings.killGraceMs, notice, options.taskNotice ?? log, options.taskDirs),
     runner,
@@ -235,8 +258,9 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
       binary: () => runner.identity().then(identityText, () => undefined),
     }),
     changes: new ChangeCommands(settings.lockTimeoutMs),
-    providers: providerSource(options, settings, runner, notice),
+    providers,
     waitForLocks,
+    ...(options.warmPages === false ? {} : { warmer: new PageWarmer(warmFiles), operations }),
     log,
     redact,
   });

@@ -95,6 +95,8 @@ export interface TerraformDriverOptions {
   shareInit?: boolean;
   /** The warm provider pool's limits, or false to let Terraform launch providers on every run (default on). */
   warmProviders?: false | WarmProviderOptions;
+  /** Read the Terraform and warm provider binaries through every 30 s while quiet spells are kept fast (page-warmer.ts; default on). */
+  warmPages?: boolean;
   /** Receives what warm provider processes print (their warnings and errors), per task, for the log's debug level. */
   debugLog?: (task: string, line: string) => void;
   /** Where running processes and the init/plan/apply/destroy phases are measured. */
