@@ -30,15 +30,19 @@ export class ChainInputs implements TaskInputSource {
       return { ...kept };
     }
     if (!downstream.length) return this.inner.inputOf(e, signal);
-    // Keys first: data newer than its key only makes a run again, never one too few.
-    const own = this.inner.versionsOf?.(e);
-    const input = await this.inner.inputOf(e, signal);
-    this.chains.took(e.name, await this.snapshot(e, input, own, downstream, signal));
+    const { input, versions } = await this.read(e, signal);
+    this.chains.took(e.name, await this.snapshot(e, input, versions, downstream, signal));
     return { ...input };
   }
 
   versionsOf(e: TaskEntry): string[] | undefined {
     return this.inner.versionsOf?.(e);
+  }
+
+  /** A task's input and the keys of exactly that data (read together: a source that answered late cannot make them differ). */
+  private read(e: TaskEntry, signal: AbortSignal): Promise<{ input: AnyTaskInput; versions: string[] | undefined }> {
+    if (this.inner.inputWithVersions) return this.inner.inputWithVersions(e, signal);
+    return this.inner.inputOf(e, signal).then((input) => ({ input, versions: undefined }));
   }
 
   /** What the tasks after `e` read now, beside `e`'s own input. A task whose data cannot be read here reads its own when it runs. */
@@ -50,8 +54,9 @@ export class ChainInputs implements TaskInputSource {
       // A disabled task does not run: nothing to read for it.
       if (!d?.enabled) continue;
       try {
-        versions.set(name, this.inner.versionsOf?.(d));
-        inputs.set(name, await this.inner.inputOf(d, signal));
+        const read = await this.read(d, signal);
+        versions.set(name, read.versions);
+        inputs.set(name, read.input);
       } catch {
         // Its own run reads it again and reports what is wrong, as the task's own error.
       }

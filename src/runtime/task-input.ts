@@ -16,6 +16,11 @@ export interface TaskInputSource {
    * a task that is not watched): a run given data read earlier (task chains) compares them.
    */
   versionsOf?(e: TaskEntry): string[] | undefined;
+  /**
+   * The task's input with the change keys of the data it holds, read together (undefined keys for
+   * a task that is not watched): what a chain's snapshot keeps.
+   */
+  inputWithVersions?(e: TaskEntry, signal: AbortSignal): Promise<{ input: AnyTaskInput; versions: string[] | undefined }>;
 }
 
 /**
@@ -46,6 +51,20 @@ export class TaskInputReader implements TaskInputSource {
       for (const source of allSources(e.task)) input[fieldOf(source)] = await this.reader.read(source, signal, onSkipped).catch(asTaskError(source));
     }
     return input as AnyTaskInput;
+  }
+
+  async inputWithVersions(e: TaskEntry, signal: AbortSignal): Promise<{ input: AnyTaskInput; versions: string[] | undefined }> {
+    const subs = this.watched?.of(e.name) ?? [];
+    if (subs.length === 0) return { input: await this.inputOf(e, signal), versions: undefined };
+    for (const s of subs) await s.sub.ready.catch((err: unknown) => Promise.reject(taskFilterError(e.name, s.source, err, configFilesOf(e))));
+    // Every source has data: each one's data and its key are read in one synchronous pass.
+    const input: Record<string, unknown> = {};
+    const versions: string[] = [];
+    for (const s of subs) {
+      input[s.field] = s.sub.current();
+      versions.push(s.sub.version?.() ?? "");
+    }
+    return { input: input as AnyTaskInput, versions };
   }
 
   versionsOf(e: TaskEntry): string[] | undefined {

@@ -7,17 +7,28 @@ function instance(id: string) {
 }
 
 /** A watcher (unit tests' stand-in for Consul) whose data the test sets and whose changes it fires. */
-export function fakeWatcher() {
+export function fakeWatcher(opts: { pending?: string } = {}) {
   let data: SourceData = [];
   let version = 0;
   const listeners: SubscriptionListener[] = [];
   /** The service names each listener's source watches (to fire only some of them). */
   const names = new Map<SubscriptionListener, readonly string[]>();
+  // Sources of the service `opts.pending` have no data (ready pending, no key) until `answer()`.
+  let answered = opts.pending === undefined;
+  let answer!: () => void;
+  const firstAnswer = new Promise<void>((r) => (answer = r));
   const watcher: Watcher = {
     subscribe<S extends Source>(s: S, l: SubscriptionListener): Subscription<S> {
       listeners.push(l);
-      names.set(l, s.kind === "services" ? (s.query.names ?? []) : []);
-      return { ready: Promise.resolve(), current: () => data as never, version: () => String(version), close: () => listeners.splice(listeners.indexOf(l), 1) };
+      const watched = s.kind === "services" ? (s.query.names ?? []) : [];
+      names.set(l, watched);
+      const late = opts.pending !== undefined && watched.includes(opts.pending);
+      return {
+        ready: late ? firstAnswer : Promise.resolve(),
+        current: () => (late && !answered ? undefined : (data as never)),
+        version: () => (late && !answered ? undefined : String(version)),
+        close: () => listeners.splice(listeners.indexOf(l), 1),
+      };
     },
     viewCount: () => 1,
     close() {},
@@ -25,6 +36,11 @@ export function fakeWatcher() {
   return {
     watcher,
     listeners,
+    /** The first answer for the sources of `opts.pending`. */
+    answer() {
+      answered = true;
+      answer();
+    },
     /** Open subscriptions (each a blocking query in a real watcher). */
     open: () => listeners.length,
     /**

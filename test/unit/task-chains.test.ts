@@ -222,6 +222,32 @@ describe("task chains at run time", () => {
     await controller.stop(100);
   });
 
+  it("a downstream source that answers after the upstream run started makes no second run (its data and key are read together)", async () => {
+    const w = fakeWatcher({ pending: "db" });
+    const d = fakeDriver();
+    const tasks = [new Pool("a"), new Member("b", "a", "db")];
+    const byName = new Map(tasks.map((t) => [t.name, t]));
+    const controller = createController({
+      loaded: { config: { tasks }, file: "/x/cts.config.ts", dir: "/x" },
+      reader: { read: async () => [] as never },
+      driver: d.driver,
+      synthesizer: inProcessSynthesizer((n) => byName.get(n)),
+      log: createLogger({ write: () => {} }),
+      watcher: w.watcher,
+      retries: 0,
+    });
+    w.set([{ id: "1" }], false);
+    await controller.watch();
+    // a's first run reads the snapshot while b's source has not answered yet; then it answers.
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    w.answer();
+    await controller.idle();
+    await controller.whenIdle();
+    assert.deepEqual(seen(d, "b"), ["pool-1 with 1"], "b applied once, on the snapshot");
+    assert.deepEqual((controller.taskRuns?.("b") ?? []).map((r) => r.trigger), ["start"], "and ran once: no second run for data it already had");
+    await controller.stop(100);
+  });
+
   it("a downstream run with nothing newer than the chain's snapshot runs once", async () => {
     const { controller, w, d } = setup([new Pool("a"), new Member("b", "a")]);
     w.set([{ id: "1" }], false);
