@@ -132,6 +132,8 @@ describe("task chains in shared mode: one owner per chain (real Consul, real Ope
     assert.equal(chainRuns(owner)[0], "pool: applied", `the owner ran pool first:\n${chainRuns(owner).join("\n")}`);
     for (const id of MEMBERS.filter((m) => m !== owner)) assert.deepEqual(chainRuns(id), [], `${id} ran no task of the chain`);
 
+    // The file is written during pool-reader's apply; its "applied" line follows when the run ends.
+    await procs.get(owner)!.waitForLine(ranLine("pool-reader"), 60_000, 0);
     const mark = procs.get(owner)!.mark();
     await consul.register({ Name: "web", ID: "web-2", Address: "10.0.0.2", Port: 80 });
     await waitFor(async () => (await read(join(out, "seen.txt"))) === seenFor(["web-1", "web-2"]), 120_000, "pool-reader with pool's new hash");
