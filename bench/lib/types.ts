@@ -104,6 +104,8 @@ export interface Sizes {
   bindingChanges: number;
   /** bindings: seconds without a change before the "after a quiet spell" change (≥ 600 for the issue's target). */
   bindingQuietSeconds: number;
+  /** bindings: quiet spells, one change per daemon after each (the daemon going first rotating); the median counts. */
+  bindingQuietSpells: number;
   /** bindings: `cts synth` runs per import style. */
   bindingSynths: number;
   /** tfc: single changes timed against the TFE-API test server. */
