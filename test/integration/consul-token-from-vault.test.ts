@@ -118,7 +118,8 @@ export default defineConfig({
     try {
       // The Consul token was read first (the watch needs it); the task's secret then, on the same session.
       await waitFor(async () => (await read(members)).includes("web-1"), 60_000, "the first apply, with the task's secret");
-      const [event] = live.controller.events.list("members");
+      // The file is written during the apply; the run's event follows when it ends.
+      const event = await waitFor(() => live.controller.events.list("members")[0], 30_000, "the first run's event");
       assert.equal(event!.outcome, "applied", JSON.stringify(event));
       await assert.rejects(vault.api("POST", "sys/wrapping/lookup", { token: wrapping }), /400/, "the wrapping token was used up (once)");
       assert.ok(!live.lines.some((l) => /unwrap/i.test(l) && /fail|invalid/i.test(l)), live.lines.join("\n"));

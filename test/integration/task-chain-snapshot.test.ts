@@ -70,7 +70,11 @@ export default defineConfig({
     await writeFile(join(gate, "open"), "");
     await waitFor(async () => (await read(log)).endsWith("2-2\n"), 120_000, "dblog on the newer data");
     assert.equal(await read(log), "1-1\n2-1\n2-2\n", "dblog ran on pool's snapshot (2 web, 1 db), then on the newer data");
-    const runs = rt!.controller.taskRuns?.("dblog") ?? [];
+    // The log line is written during the apply; the run's history record follows when it ends.
+    const runs = (await waitFor(() => {
+      const r = rt!.controller.taskRuns?.("dblog") ?? [];
+      return r[0]?.trigger === "change" ? r : undefined;
+    }, 30_000, "dblog's last run in its history"))!;
     assert.deepEqual(runs.slice(0, 2).map((r) => [r.trigger, r.outcome]).reverse(), [["upstream", "applied"], ["change", "applied"]]);
   });
 });
