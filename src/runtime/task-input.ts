@@ -37,34 +37,23 @@ export class TaskInputReader implements TaskInputSource {
 
   /** The task's input as of now, one field per source (services, catalogServices, kv). */
   async inputOf(e: TaskEntry, signal: AbortSignal): Promise<AnyTaskInput> {
+    return (await this.inputWithVersions(e, signal)).input;
+  }
+
+  async inputWithVersions(e: TaskEntry, signal: AbortSignal): Promise<{ input: AnyTaskInput; versions: string[] | undefined }> {
     const input: Record<string, unknown> = {};
     const subs = this.watched?.of(e.name) ?? [];
     // A filter Consul refuses is the task's configuration error: it names the task and where the filter is written.
     const asTaskError = (source: Source) => (err: unknown) => Promise.reject(taskFilterError(e.name, source, err, configFilesOf(e)));
     if (subs.length > 0) {
-      for (const s of subs) {
-        await s.sub.ready.catch(asTaskError(s.source));
-        input[s.field] = s.sub.current();
-      }
-    } else {
-      const onSkipped = (service: string, error: CtsError) => this.skipped.report(e.name, service, error);
-      for (const source of allSources(e.task)) input[fieldOf(source)] = await this.reader.read(source, signal, onSkipped).catch(asTaskError(source));
+      for (const s of subs) await s.sub.ready.catch(asTaskError(s.source));
+      // Every source has data: each one's data and its key are read in one synchronous pass.
+      for (const s of subs) input[s.field] = s.sub.current();
+      return { input: input as AnyTaskInput, versions: this.versionsOf(e) };
     }
-    return input as AnyTaskInput;
-  }
-
-  async inputWithVersions(e: TaskEntry, signal: AbortSignal): Promise<{ input: AnyTaskInput; versions: string[] | undefined }> {
-    const subs = this.watched?.of(e.name) ?? [];
-    if (subs.length === 0) return { input: await this.inputOf(e, signal), versions: undefined };
-    for (const s of subs) await s.sub.ready.catch((err: unknown) => Promise.reject(taskFilterError(e.name, s.source, err, configFilesOf(e))));
-    // Every source has data: each one's data and its key are read in one synchronous pass.
-    const input: Record<string, unknown> = {};
-    const versions: string[] = [];
-    for (const s of subs) {
-      input[s.field] = s.sub.current();
-      versions.push(s.sub.version?.() ?? "");
-    }
-    return { input: input as AnyTaskInput, versions };
+    const onSkipped = (service: string, error: CtsError) => this.skipped.report(e.name, service, error);
+    for (const source of allSources(e.task)) input[fieldOf(source)] = await this.reader.read(source, signal, onSkipped).catch(asTaskError(source));
+    return { input: input as AnyTaskInput, versions: undefined };
   }
 
   versionsOf(e: TaskEntry): string[] | undefined {
