@@ -54,6 +54,7 @@ export class TaskChanges {
 
   /** Adds a module task (from the API); validates it first. */
   add(spec: ModuleTaskSpec): void {
+    this.checkUpstream(spec.name, spec.after);
     const e = this.d.tasks.create(spec);
     this.d.rewatch(e);
     this.d.changed({ kind: "created", task: spec.name, origin: "api" });
@@ -73,6 +74,13 @@ export class TaskChanges {
     if (cycle) {
       this.d.rewatch(e);
       throw new CtsError("TASK_INVALID", "usage", `cts_after makes a circle of tasks: ${cycle.join(" → ")}. A chain must end: remove one of these names from a \`cts_after\`.`, { task: name, detail: { status: 400 } });
+    }
+    // Or a task it now runs after was deleted (or is being deleted) while this change waited.
+    try {
+      this.checkUpstream(name, next.task.after);
+    } catch (err) {
+      this.d.rewatch(e);
+      throw err;
     }
     tasks.swap(e, next);
     this.d.rewatch(e);
@@ -131,6 +139,24 @@ export class TaskChanges {
     this.d.runs.drop(name);
     this.d.runs.cancel(name);
     await atMost(this.d.runs.queue.settled(name), graceMs);
+  }
+
+  /**
+   * A task may not start to run after one that is being deleted or is gone: the delete checked
+   * that nothing runs after it when it began, and its outputs go with it (409, the name and the fix).
+   */
+  private checkUpstream(name: string, after: readonly string[] | undefined): void {
+    for (const [i, up] of (after ?? []).entries()) {
+      const e = this.d.tasks.find(up);
+      if (e && !e.deleting) continue;
+      const what = e ? "is being deleted" : "was deleted while this change waited for the task's run to end";
+      throw new CtsError(
+        "TASK_INVALID",
+        "usage",
+        `cts_after[${i}] names task '${up}', which ${what}: a task cannot run after it. Remove '${up}' from cts_after, or create '${up}' again (once its delete has ended) and then this task.`,
+        { task: name, detail: { status: 409 } },
+      );
+    }
   }
 
   /** Ends the task's warm providers and removes its working dir (a deleted or inspect-only task). */

@@ -177,15 +177,38 @@ class PoolTask extends Task<ServicesCondition> {
   }
 }
 
+/** Holds one task's applies until opened: `close` answers once an apply waits. */
+function applyGate() {
+  let held: { task: string; entered: () => void; release: Promise<void>; open: () => void } | undefined;
+  return {
+    close(task: string): Promise<void> {
+      let open!: () => void;
+      const release = new Promise<void>((r) => (open = r));
+      return new Promise<void>((entered) => (held = { task, entered, release, open }));
+    },
+    open(): void {
+      held?.open();
+      held = undefined;
+    },
+    async pass(task: string): Promise<void> {
+      if (held?.task !== task) return;
+      held.entered();
+      await held.release;
+    },
+  };
+}
+
 describe("a task created through the API with cts_after, at run time", () => {
   /** A controller with config task `pool`, a driver that keeps what each apply was given and returns the root outputs. */
   function setup() {
     const w = fakeWatcher();
     const applied: Array<{ task: string; json: Record<string, any> }> = [];
+    const gate = applyGate();
     const pool = new PoolTask();
     const driver = {
       taskDir: (t: string) => `/nonexistent/${t}`,
       async apply(ws: TaskWorkspace): Promise<RunResult> {
+        await gate.pass(ws.task);
         const json = JSON.parse(ws.json) as Record<string, any>;
         applied.push({ task: ws.task, json });
         const outputs = Object.fromEntries(Object.entries((json.output ?? {}) as Record<string, { value: unknown }>).map(([k, o]) => [k, { value: o.value, sensitive: false }]));
@@ -207,7 +230,7 @@ describe("a task created through the API with cts_after, at run time", () => {
       watcher: w.watcher,
       retries: 0,
     });
-    return { controller, w, applied };
+    return { controller, w, applied, gate };
   }
 
   it("runs after its upstream task on a change, with the upstream outputs as the module's upstream_outputs", async () => {
@@ -232,6 +255,48 @@ describe("a task created through the API with cts_after, at run time", () => {
     await assert.rejects(controller.replaceModuleTask("firewall", parseTask({ ...base, cts_after: ["pool", "audit"] })), (e: Error & { detail?: { status?: number } }) => {
       assert.match(e.message, /cts_after makes a circle of tasks: firewall → audit → firewall/);
       assert.equal(e.detail?.status, 400);
+      return true;
+    });
+    assert.deepEqual(controller.view("firewall")!.after, ["pool"], "unchanged");
+    await controller.stop(100);
+  });
+
+  it("refuses a task that would run after a task being deleted (409): its delete found nothing running after it", async () => {
+    const { controller } = setup();
+    controller.addModuleTask(parseTask({ ...base, name: "dns" }));
+    const deleting = controller.deleteTask("dns", { destroy: true });
+    assert.throws(
+      () => controller.addModuleTask(parseTask({ ...base, cts_after: ["dns"] })),
+      (e: Error & { detail?: { status?: number } }) => {
+        assert.match(e.message, /cts_after\[0\] names task 'dns', which is being deleted: a task cannot run after it\. Remove 'dns' from cts_after, or create 'dns' again/);
+        assert.equal(e.detail?.status, 409);
+        return true;
+      },
+    );
+    await deleting;
+    assert.equal(controller.view("firewall"), undefined, "nothing was created");
+    await controller.stop(100);
+  });
+
+  it("refuses a change that waited for its task's run while the task it now runs after was deleted (409)", async () => {
+    const { controller, gate } = setup();
+    await controller.watch();
+    await controller.idle();
+    controller.addModuleTask(parseTask({ ...base, name: "dns" }));
+    controller.addModuleTask(parseTask({ ...base, cts_after: ["pool"] }));
+    await controller.whenIdle();
+    // firewall's next apply waits at the gate: the change below waits for that run to end.
+    const entered = gate.close("firewall");
+    const run = controller.runNow("firewall", { force: true });
+    await entered;
+    const change = controller.replaceModuleTask("firewall", parseTask({ ...base, cts_after: ["pool", "dns"] }));
+    // The delete began before the change was in place: nothing ran after 'dns' then.
+    await controller.deleteTask("dns");
+    gate.open();
+    await run;
+    await assert.rejects(change, (e: Error & { detail?: { status?: number } }) => {
+      assert.match(e.message, /cts_after\[1\] names task 'dns', which was deleted while this change waited for the task's run to end/);
+      assert.equal(e.detail?.status, 409);
       return true;
     });
     assert.deepEqual(controller.view("firewall")!.after, ["pool"], "unchanged");
