@@ -80,6 +80,8 @@ function taskOf(v: TaskView, ctrl: ApiController): Record<string, unknown> {
     origin: v.origin,
     module: typeof v.module === "string" ? v.module : classModuleLabel(v.className),
     sources: sourcesOf(v.condition as Condition, v.inputs as TaskInputs),
+    // Task chains: the tasks it runs after (empty when none).
+    after: [...(v.after ?? [])],
     drift: driftToCts(v) ?? null,
     held: v.held ? heldToApi(v.held) : null,
     events: ctrl.events.list(v.name),

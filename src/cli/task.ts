@@ -95,10 +95,13 @@ export function registerTask(program: Command): void {
       const [{ tasks }, statuses] = await Promise.all([api.call("GET", "/v1/tasks"), api.call("GET", "/v1/status/tasks")]);
       const rows: ApiBody[] = (tasks as ApiBody[]).map((t) => ({ ...t, status: statuses[t.name]?.status ?? "unknown" }));
       if (flags.json) return printJson({ tasks: rows });
+      // Task chains: an AFTER column once a task runs after others (the tasks whose outputs it reads).
+      const chained = rows.some((t) => Array.isArray(t.cts_after) && t.cts_after.length > 0);
+      const after = (t: ApiBody) => (chained ? [Array.isArray(t.cts_after) && t.cts_after.length ? t.cts_after.join(",") : "-"] : []);
       process.stdout.write(
         table([
-          ["NAME", "ENABLED", "STATUS", "ORIGIN", "MODULE", "CONDITION"],
-          ...rows.map((t) => [t.name, String(t.enabled), t.status, t.origin ?? "-", t.module, conditionText(t.condition)]),
+          ["NAME", "ENABLED", "STATUS", "ORIGIN", "MODULE", "CONDITION", ...(chained ? ["AFTER"] : [])],
+          ...rows.map((t) => [t.name, String(t.enabled), t.status, t.origin ?? "-", t.module, conditionText(t.condition), ...after(t)]),
         ]),
       );
     });

@@ -1,7 +1,7 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdir, symlink, writeFile } from "node:fs/promises";
+import { access, mkdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startDaemonApi } from "../../src/daemon/api.ts";
 import { startConsul, type ConsulAgent } from "../support/consul.ts";
@@ -59,6 +59,21 @@ output "firewall" {
 }
 `;
 
+/** A module whose destroy waits until the file `open` exists beside `started`, which it writes first. */
+const slowDestroyModule = (gate: string) => `
+variable "services" {
+  type = any
+}
+
+resource "terraform_data" "records" {
+  input = sort(keys(var.services))
+  provisioner "local-exec" {
+    when    = destroy
+    command = "touch '${gate}/started'; while [ ! -e '${gate}/open' ]; do sleep 0.1; done"
+  }
+}
+`;
+
 /**
  * CTS #329 through the CTS-compatible API: a task created with `POST /v1/tasks` (or `cts task
  * create -task-file`) sets `cts_after`, runs after its upstream task with the module variable
@@ -94,7 +109,8 @@ describe("task chains through the API: cts_after on POST /v1/tasks (real Consul,
     consul = await startConsul();
     tmp = await tempDir("cts-chains-api-");
     await consul.register({ Name: "web", ID: "web-1", Address: "10.0.0.1", Port: 80 });
-    for (const [name, text] of [["pool", POOL_MODULE], ["firewall", FIREWALL_MODULE], ["audit", AUDIT_MODULE]] as const) {
+    await mkdir(join(tmp.dir, "gate"));
+    for (const [name, text] of [["pool", POOL_MODULE], ["firewall", FIREWALL_MODULE], ["audit", AUDIT_MODULE], ["dns", slowDestroyModule(join(tmp.dir, "gate"))]] as const) {
       await mkdir(moduleDir(name), { recursive: true });
       await writeFile(join(moduleDir(name), "main.tf"), text);
     }
@@ -150,6 +166,9 @@ task {
     assert.equal("cts_after" in pool, false, "no new key for a task without a chain");
     const list = (await call("GET", "/v1/tasks")).body.tasks as Array<{ name: string; cts_after?: string[] }>;
     assert.deepEqual(Object.fromEntries(list.map((t) => [t.name, t.cts_after])), { pool: undefined, firewall: ["pool"] });
+    // The dashboard shows it too (its state answer: `after`, empty for a task without one).
+    const ui = (await call("GET", "/ui/state")).body.tasks as Array<{ name: string; after: string[] }>;
+    assert.deepEqual(Object.fromEntries(ui.map((t) => [t.name, t.after])), { pool: [], firewall: ["pool"] });
     // Its first run read pool's outputs through the module variable upstream_outputs.
     await waitFor(async () => (await status("firewall"))?.outputs?.values?.seen?.value === 1, 120_000, "firewall with pool's output");
   });
@@ -192,6 +211,12 @@ task {
     const r = await cts(["task", "create", "-task-file", file, "-auto-approve"]);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual((await call("GET", "/v1/tasks/audit")).body.task.cts_after, ["firewall"]);
+    // `cts task list` gains an AFTER column once a task runs after others.
+    const list = await cts(["task", "list"]);
+    assert.equal(list.code, 0, list.stderr);
+    assert.match(list.stdout, /^NAME\s+ENABLED\s+STATUS\s+ORIGIN\s+MODULE\s+CONDITION\s+AFTER$/m);
+    assert.match(list.stdout, /^pool\s+true\s+successful\s+config\s+\S+\s+services web\s+-$/m);
+    assert.match(list.stdout, /^audit\s+false\s+\S+\s+api\s+\S+\s+services web\s+firewall$/m);
   });
 
   it("answers 400 with the path when a PATCH would close a circle", async () => {
@@ -213,5 +238,22 @@ task {
     assert.equal((await call("DELETE", "/v1/tasks/audit")).status, 202);
     assert.equal((await call("DELETE", "/v1/tasks/firewall")).status, 202);
     assert.equal((await call("DELETE", "/v1/tasks/pool")).status, 202, "nothing runs after pool any more");
+  });
+
+  it("refuses a task after one whose delete is under way (409), so no task is left reading outputs that are gone", async () => {
+    const gate = join(tmp.dir, "gate");
+    const { cts_after: _, ...dns } = firewall({ name: "dns", module: moduleDir("dns") });
+    assert.equal((await call("POST", "/v1/tasks?run=now", { task: dns })).status, 201);
+    // Its destroy waits at the gate: the DELETE is under way until the test opens it.
+    const deleting = call("DELETE", "/v1/tasks/dns?destroy=true");
+    await waitFor(() => access(join(gate, "started")).then(() => true, () => false), 120_000, "dns's destroy under way");
+    const after = await call("POST", "/v1/tasks", { task: firewall({ name: "records", cts_after: ["dns"] }) });
+    assert.equal(after.status, 409, after.text);
+    assert.match(after.body.error.message, /cts_after\[0\] names task 'dns', which is being deleted: a task cannot run after it\. Remove 'dns' from cts_after, or create 'dns' again \(once its delete has ended\)/);
+    await writeFile(join(gate, "open"), "");
+    const deleted = await deleting;
+    assert.equal(deleted.status, 202, deleted.text);
+    assert.equal(deleted.body.destroyed, 1);
+    assert.equal((await call("GET", "/v1/tasks/records")).status, 404, "nothing was created");
   });
 });

@@ -103,7 +103,14 @@ function taskRow(t) {
   return el(
     "tr",
     { "data-task": t.name, "data-event": last ? last.id : "", "data-running": t.running ? "true" : "false" },
-    el("td", { class: "wrap" }, el("strong", {}, t.name), t.description ? el("div", {}, el("small", {}, t.description)) : null, el("div", {}, el("small", {}, t.module))),
+    el(
+      "td",
+      { class: "wrap" },
+      el("strong", {}, t.name),
+      t.description ? el("div", {}, el("small", {}, t.description)) : null,
+      el("div", {}, el("small", {}, t.module)),
+      t.after && t.after.length ? el("div", { class: "after" }, el("small", {}, `runs after ${t.after.join(", ")}`)) : null,
+    ),
     el(
       "td",
       { class: "status" },
