@@ -25,8 +25,8 @@ import type { BenchResult, Sizes } from "./lib/types.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
-/** The suite, in run order. `limitMs` bounds each child (it is killed past it). */
-const BENCHES = [
+/** The suite, in run order. `limitMs` bounds each child (it is killed past it); a benchmark that sleeps on purpose gets a limit from its sizes. */
+const BENCHES: ReadonlyArray<{ id: string; module: string; limitMs: number | ((s: Sizes) => number) }> = [
   { id: "trigger", module: "trigger-latency.ts", limitMs: 6 * 60_000 },
   { id: "e2e", module: "end-to-end.ts", limitMs: 5 * 60_000 },
   { id: "synthesis", module: "synthesis.ts", limitMs: 5 * 60_000 },
@@ -35,8 +35,9 @@ const BENCHES = [
   { id: "consul-load", module: "consul-load.ts", limitMs: 4 * 60_000 },
   { id: "lean", module: "lean-daemon.ts", limitMs: 6 * 60_000 },
   { id: "tfc", module: "tfc-driver.ts", limitMs: 8 * 60_000 },
-  { id: "bindings", module: "bindings.ts", limitMs: 20 * 60_000 },
-] as const;
+  // Its quiet spells sleep: 12 min for the rest, and each spell with 90 s for its changes.
+  { id: "bindings", module: "bindings.ts", limitMs: (s) => 12 * 60_000 + s.bindingQuietSpells * (s.bindingQuietSeconds + 90) * 1000 },
+];
 
 const DEFAULTS: Sizes = {
   triggerSizes: [1, 100, 1000],
@@ -189,7 +190,8 @@ async function main() {
     writeFileSync(ctxFile, JSON.stringify({ sizes, quick, tmp: dir }));
     process.stderr.write(`[bench] ── ${b.id} ──\n`);
     const loadAvgStart = Math.round(loadavg()[0]! * 100) / 100;
-    await runChild(b.module, ctxFile, resultFile, b.limitMs);
+    const limitMs = typeof b.limitMs === "function" ? b.limitMs(sizes) : b.limitMs;
+    await runChild(b.module, ctxFile, resultFile, limitMs);
     let result: BenchResult;
     try {
       result = JSON.parse(readFileSync(resultFile, "utf8")) as BenchResult;
@@ -206,7 +208,7 @@ async function main() {
         const pdata = join(dir, "profile");
         mkdirSync(pdata, { recursive: true });
         writeFileSync(join(pdata, "context.json"), JSON.stringify({ sizes, quick, tmp: pdata }));
-        await runChild(b.module, join(pdata, "context.json"), join(pdata, "result.json"), b.limitMs, pdir);
+        await runChild(b.module, join(pdata, "context.json"), join(pdata, "result.json"), limitMs, pdir);
         let what = `${b.id} profile workload`;
         let windowUs: [number, number] | undefined;
         try {
