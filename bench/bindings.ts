@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { startConsul, type ConsulAgent } from "../test/support/consul.ts";
 import { tools } from "../test/support/tools.ts";
+import { phaseReader } from "./lib/phases.ts";
 import { buildPackage, shebang, BUILT_BIN, startDaemonProcess, type DaemonProcess } from "./lib/daemon-process.ts";
 import { bytes, median, ms, ratio, round, sleep, summarize } from "./lib/stats.ts";
 import type { BenchContext, BenchFn, ResultTable, TargetCheck } from "./lib/types.ts";
@@ -78,6 +79,9 @@ interface Lane {
   firstSyncMs: number;
   backToBack: number[];
   quiet: number[];
+  /** Each timed change's run phases (synthesize, init, plan, apply: ms, from the daemon's /metrics), in the order of the samples. */
+  phases: { backToBack: Array<Record<string, number>>; quiet: Array<Record<string, number>> };
+  readPhases: (d: DaemonProcess) => Promise<Record<string, number>>;
   idleRss: number;
   busyRss: number;
 }
@@ -90,15 +94,33 @@ async function startLane(ctx: BenchContext, consul: ConsulAgent, label: string, 
   ctx.onCleanup(() => daemon.stop());
   const t = await applied(daemon, daemon.waitForLine(appliedRe, 180_000, { seen: true }));
   ctx.log(`${label}: first sync ${ms(t - t0)}`);
-  return { label, build, buffer, service, daemon, firstSyncMs: t - t0, backToBack: [], quiet: [], idleRss: 0, busyRss: 0 };
+  return { label, build, buffer, service, daemon, firstSyncMs: t - t0, backToBack: [], quiet: [], phases: { backToBack: [], quiet: [] }, readPhases: phaseReader(), idleRss: 0, busyRss: 0 };
 }
 
-/** Change → applied: the write is issued, the daemon logs the applied run. */
-async function timedChange(consul: ConsulAgent, lane: Lane, rev: number): Promise<number> {
+/**
+ * Change → applied: the write is issued, the daemon logs the applied run. The run's phases are read
+ * from the daemon's /metrics after it (what is left is Consul's answer, the queue and the log line).
+ */
+async function timedChange(consul: ConsulAgent, lane: Lane, rev: number, kind: "backToBack" | "quiet"): Promise<number> {
   const p = lane.daemon.waitForLine(appliedRe, 120_000);
   const t0 = performance.now();
   await change(consul, lane.service, rev);
-  return (await applied(lane.daemon, p)) - t0;
+  const took = (await applied(lane.daemon, p)) - t0;
+  lane[kind].push(took);
+  lane.phases[kind].push(await lane.readPhases(lane.daemon));
+  return took;
+}
+
+/** Each phase's median over runs. */
+function medianPhases(runs: Array<Record<string, number>>): Record<string, number> {
+  const names = [...new Set(runs.flatMap((r) => Object.keys(r)))];
+  return Object.fromEntries(names.map((n) => [n, median(runs.map((r) => r[n] ?? 0))]));
+}
+
+/** A run's phases as a log line: each phase, and the time outside them. */
+function phaseText(took: number, phases: Record<string, number>): string {
+  const inside = Object.values(phases).reduce((a, b) => a + b, 0);
+  return `${Object.entries(phases).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${ms(v)}`).join(", ")}; outside them ${ms(took - inside)}`;
 }
 
 /** Wall time of `cts synth --stdout` (the built CLI, as installed), `n` times. */
@@ -131,13 +153,15 @@ export const run: BenchFn = async (ctx) => {
   ctx.window.begin();
   for (const lane of lanes) {
     const n = lane.buffer ? Math.max(3, Math.ceil(bindingChanges / 3)) : bindingChanges;
-    for (let i = 0; i < 2; i++) await timedChange(consul, lane, rev++); // warm-up
+    for (let i = 0; i < 2; i++) await timedChange(consul, lane, rev++, "backToBack"); // warm-up
+    lane.backToBack.length = 0;
+    lane.phases.backToBack.length = 0;
     for (let i = 0; i < n; i++) {
       await sleep(200);
-      lane.backToBack.push(await timedChange(consul, lane, rev++));
+      await timedChange(consul, lane, rev++, "backToBack");
     }
     lane.busyRss = lane.daemon.sample().rssBytes;
-    ctx.log(`${lane.label}: back to back p50 ${ms(median(lane.backToBack))}, RSS ${bytes(lane.busyRss)}`);
+    ctx.log(`${lane.label}: back to back p50 ${ms(median(lane.backToBack))}, RSS ${bytes(lane.busyRss)}; phase medians: ${phaseText(median(lane.backToBack), medianPhases(lane.phases.backToBack))}`);
   }
   ctx.window.end();
   // Several spells, one change per daemon after each, the daemon going first rotating (whatever
@@ -148,8 +172,8 @@ export const run: BenchFn = async (ctx) => {
     if (spell === 0) for (const lane of lanes) lane.idleRss = lane.daemon.sample().rssBytes;
     const order = lanes.map((_, i) => lanes[(i + spell) % lanes.length]!);
     for (const lane of order) {
-      lane.quiet.push(await timedChange(consul, lane, rev++));
-      ctx.log(`${lane.label}: change after ${bindingQuietSeconds} s of quiet ${ms(lane.quiet.at(-1)!)}${spell === 0 ? ` (idle RSS ${bytes(lane.idleRss)})` : ""}`);
+      const took = await timedChange(consul, lane, rev++, "quiet");
+      ctx.log(`${lane.label}: change after ${bindingQuietSeconds} s of quiet ${ms(took)} (${phaseText(took, lane.phases.quiet.at(-1)!)})${spell === 0 ? ` (idle RSS ${bytes(lane.idleRss)})` : ""}`);
     }
   }
   for (const lane of lanes) await lane.daemon.stop();
@@ -210,7 +234,7 @@ export const run: BenchFn = async (ctx) => {
     targets,
     notes: [],
     data: {
-      lanes: lanes.map((l) => ({ label: l.label, build: l.build, buffer: l.buffer, firstSyncMs: round(l.firstSyncMs), backToBack: l.backToBack.map((x) => round(x)), quiet: l.quiet.map((x) => round(x)), busyRss: l.busyRss, idleRss: l.idleRss })),
+      lanes: lanes.map((l) => ({ label: l.label, build: l.build, buffer: l.buffer, firstSyncMs: round(l.firstSyncMs), backToBack: l.backToBack.map((x) => round(x)), quiet: l.quiet.map((x) => round(x)), phases: l.phases, busyRss: l.busyRss, idleRss: l.idleRss })),
       synth: Object.fromEntries(Object.entries(synth).map(([k, v]) => [k, v.map((x) => round(x))])),
     },
   };

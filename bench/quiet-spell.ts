@@ -28,7 +28,8 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { startConsul, type ConsulAgent } from "../test/support/consul.ts";
 import { tools } from "../test/support/tools.ts";
-import { startDaemonProcess, type DaemonProcess } from "./lib/daemon-process.ts";
+import { startDaemonProcess } from "./lib/daemon-process.ts";
+import { phaseReader } from "./lib/phases.ts";
 import { median, sleep } from "./lib/stats.ts";
 
 const run$ = promisify(execFile);
@@ -94,28 +95,6 @@ export default defineConfig({
       if (!/ applied/.test(r.line)) throw new Error(r.line);
       return { ms: r.t - t0, phases: await metrics(daemon) };
     },
-  };
-}
-
-/** Reads a daemon's phase histograms' sums from its API's /metrics: the time (ms) each phase took since the last read. */
-function phaseReader() {
-  let apiPort: number | undefined;
-  const lastSums: Record<string, number> = {};
-  return async (daemon: DaemonProcess): Promise<Record<string, number>> => {
-    if (apiPort === undefined) {
-      const line = daemon.lines().find((l) => /api: listening on/.test(l)) ?? "";
-      const m = /listening on \S+:(\d+)/.exec(line);
-      apiPort = m ? Number(m[1]) : 0;
-    }
-    if (!apiPort) return {};
-    const text = await fetch(`http://127.0.0.1:${apiPort}/metrics`).then((r) => r.text()).catch(() => "");
-    const out: Record<string, number> = {};
-    for (const m of text.matchAll(/^cts_task_run_phase_duration_seconds_sum\{[^}]*phase="(\w+)"[^}]*\} ([\d.e+-]+)/gm)) {
-      const sum = Number(m[2]) * 1000;
-      out[m[1]!] = sum - (lastSums[m[1]!] ?? 0);
-      lastSums[m[1]!] = sum;
-    }
-    return out;
   };
 }
 
