@@ -180,4 +180,33 @@ describe("task chains in shared mode: one owner per chain (real Consul, real Ope
     assert.ok(after.indexOf("pool: applied") >= 0 && after.indexOf("pool: applied") < after.indexOf("pool-reader: applied"), `pool applied, then pool-reader, on ${heir}:\n${after.join("\n")}`);
     assert.deepEqual(chainRuns(other, marks.get(other)), [], `${other} ran no task of the chain`);
   });
+
+  it("after kill -9 of the chain's new owner, the last member takes the whole chain once its session expires, upstream first, with the outputs kept in Consul", async () => {
+    const survivors = MEMBERS.filter((m) => m !== owner);
+    const heir = ownerOf("pool", survivors)!;
+    const last = survivors.find((m) => m !== heir)!;
+    // The heir is idle: its chain ran to the end (the previous test waited for pool-reader's line).
+    const seenBefore = new Set([...(await events(heir, "pool")), ...(await events(heir, "pool-reader"))].map((e) => e.id));
+    const mark = procs.get(last)!.mark();
+    await procs.get(heir)!.kill9();
+    await ownedAs(last, new Map(TASKS.map((t) => [t, last])), `${last} to own every task after the crash`);
+    for (const t of ["pool", "pool-reader"]) await procs.get(last)!.waitForLine(new RegExp(`ha: acquired task '${t}'`), 60_000, mark);
+    await procs.get(last)!.waitForLine(ranLine("pool-reader"), 120_000, mark);
+    const ran = chainRuns(last, mark);
+    assert.match(ran[0] ?? "", /^pool: (applied|no-op)$/, `${last} ran pool first after the crash:\n${ran.join("\n")}`);
+    assert.match(ran.find((r) => r.startsWith("pool-reader")) ?? "", /^pool-reader: (applied|no-op)$/, ran.join("\n"));
+    const fresh = async (task: string) => (await events(last, task)).filter((e) => !seenBefore.has(e.id));
+    const poolTakeover = (await waitFor(async () => (await fresh("pool")).at(-1), 30_000, "pool's takeover event"))!;
+    for (const e of await fresh("pool-reader")) assert.ok(Date.parse(e.start_time) >= Date.parse(poolTakeover.end_time), `pool-reader's run at ${e.start_time} started after pool's takeover run ended (${poolTakeover.end_time})`);
+    // The crashed member's kept outputs: without them pool-reader would have written "none none no-secret".
+    assert.equal(await read(join(out, "seen.txt")), seenFor(["web-1", "web-2", "web-3"]), "pool-reader read pool's kept outputs after the crash");
+    assert.doesNotMatch(procs.get(last)!.logs(), /state is locked|TERRAFORM_STATE_LOCKED/i);
+
+    const next = procs.get(last)!.mark();
+    await consul.register({ Name: "web", ID: "web-4", Address: "10.0.0.4", Port: 80 });
+    await waitFor(async () => (await read(join(out, "seen.txt"))) === seenFor(["web-1", "web-2", "web-3", "web-4"]), 120_000, `pool-reader with pool's new hash, on ${last}`);
+    await procs.get(last)!.waitForLine(ranLine("pool-reader"), 30_000, next);
+    const after = chainRuns(last, next);
+    assert.ok(after.indexOf("pool: applied") >= 0 && after.indexOf("pool: applied") < after.indexOf("pool-reader: applied"), `pool applied, then pool-reader, on ${last}:\n${after.join("\n")}`);
+  });
 });
