@@ -104,8 +104,8 @@ function fakeDriver() {
   };
 }
 
-function setup(tasks: Array<Task<ServicesCondition>>) {
-  const w = fakeWatcher();
+function setup(tasks: Array<Task<ServicesCondition>>, watcher?: Parameters<typeof fakeWatcher>[0]) {
+  const w = fakeWatcher(watcher);
   const d = fakeDriver();
   const byName = new Map(tasks.map((t) => [t.name, t]));
   const controller = createController({
@@ -223,19 +223,7 @@ describe("task chains at run time", () => {
   });
 
   it("a downstream source that answers after the upstream run started makes no second run (its data and key are read together)", async () => {
-    const w = fakeWatcher({ pending: "db" });
-    const d = fakeDriver();
-    const tasks = [new Pool("a"), new Member("b", "a", "db")];
-    const byName = new Map(tasks.map((t) => [t.name, t]));
-    const controller = createController({
-      loaded: { config: { tasks }, file: "/x/cts.config.ts", dir: "/x" },
-      reader: { read: async () => [] as never },
-      driver: d.driver,
-      synthesizer: inProcessSynthesizer((n) => byName.get(n)),
-      log: createLogger({ write: () => {} }),
-      watcher: w.watcher,
-      retries: 0,
-    });
+    const { controller, w, d } = setup([new Pool("a"), new Member("b", "a", "db")], { pending: "db" });
     w.set([{ id: "1" }], false);
     await controller.watch();
     // a's first run reads the snapshot while b's source has not answered yet; then it answers.
