@@ -76,7 +76,9 @@ interface Lane {
   buffer: boolean;
   service: string;
   daemon: DaemonProcess;
+  /** The median of `firstSyncs`. */
   firstSyncMs: number;
+  firstSyncs: number[];
   backToBack: number[];
   quiet: number[];
   /** After each spell's quiet changes, a short back-to-back streak: the baseline of that moment (the machine's speed drifts over the run). */
@@ -88,15 +90,30 @@ interface Lane {
   busyRss: number;
 }
 
-async function startLane(ctx: BenchContext, consul: ConsulAgent, label: string, build: Build, buffer: boolean): Promise<Lane> {
-  const { file, dir, service } = await writeConfig(ctx, consul, label, build, { buffer });
-  await change(consul, service, 0);
-  const t0 = performance.now();
-  const daemon = startDaemonProcess(file, { cwd: dir, built: true, buffer });
-  ctx.onCleanup(() => daemon.stop());
-  const t = await applied(daemon, daemon.waitForLine(appliedRe, 180_000, { seen: true }));
-  ctx.log(`${label}: first sync ${ms(t - t0)}`);
-  return { label, build, buffer, service, daemon, firstSyncMs: t - t0, backToBack: [], quiet: [], spellStreaks: [], phases: { backToBack: [], quiet: [] }, readPhases: phaseReader(), idleRss: 0, busyRss: 0 };
+/**
+ * A lane's daemon, its first sync timed `starts` times: each start a fresh daemon with a fresh
+ * working dir, state path and service (so each applies from nothing, `init` included); the others
+ * are stopped, the last one stays as the lane. One start is one sample of a noisy figure (1.28 and
+ * 2.13 s in two runs the same day): the median counts.
+ */
+async function startLane(ctx: BenchContext, consul: ConsulAgent, label: string, build: Build, buffer: boolean, starts: number): Promise<Lane> {
+  const syncs: number[] = [];
+  for (let i = 1; ; i++) {
+    const last = i >= starts;
+    const { file, dir, service } = await writeConfig(ctx, consul, last ? label : `${label}-start${i}`, build, { buffer });
+    await change(consul, service, 0);
+    const t0 = performance.now();
+    const daemon = startDaemonProcess(file, { cwd: dir, built: true, buffer });
+    ctx.onCleanup(() => daemon.stop());
+    syncs.push((await applied(daemon, daemon.waitForLine(appliedRe, 180_000, { seen: true }))) - t0);
+    if (!last) {
+      await daemon.stop();
+      continue;
+    }
+    const firstSyncMs = median(syncs);
+    ctx.log(`${label}: first sync ${ms(firstSyncMs)}${syncs.length > 1 ? ` (median of ${syncs.map((x) => ms(x)).join(", ")})` : ""}`);
+    return { label, build, buffer, service, daemon, firstSyncMs, firstSyncs: syncs, backToBack: [], quiet: [], spellStreaks: [], phases: { backToBack: [], quiet: [] }, readPhases: phaseReader(), idleRss: 0, busyRss: 0 };
+  }
 }
 
 /**
@@ -142,7 +159,7 @@ async function synthTimes(ctx: BenchContext, consul: ConsulAgent, build: Build, 
 }
 
 export const run: BenchFn = async (ctx) => {
-  const { bindingChanges, bindingQuietSeconds, bindingQuietSpells, bindingSynths } = ctx.sizes;
+  const { bindingChanges, bindingQuietSeconds, bindingQuietSpells, bindingSynths, bindingStarts } = ctx.sizes;
   ctx.log("building the package (npm run build): the daemons run as installed, from dist/");
   buildPackage();
   const consul = await startConsul();
@@ -153,7 +170,11 @@ export const run: BenchFn = async (ctx) => {
   for (const b of ["local", "deep", "aws"] as Build[]) synth[b] = await synthTimes(ctx, consul, b, bindingSynths);
 
   // Started one after another (each first sync alone on the machine), then run side by side.
-  const lanes = [await startLane(ctx, consul, "local", "local", false), await startLane(ctx, consul, "aws", "aws", false), await startLane(ctx, consul, "local-buffered", "local", true)];
+  const lanes = [
+    await startLane(ctx, consul, "local", "local", false, bindingStarts),
+    await startLane(ctx, consul, "aws", "aws", false, bindingStarts),
+    await startLane(ctx, consul, "local-buffered", "local", true, bindingStarts),
+  ];
   let rev = 1;
   ctx.window.begin();
   for (const lane of lanes) {
@@ -211,7 +232,7 @@ export const run: BenchFn = async (ctx) => {
   ];
   const daemons: ResultTable = {
     title: "The same task, with and without a root import of @cdktf/provider-aws (the daemon as installed, side by side)",
-    columns: ["Task", "first sync (spawn → applied)", "change → applied p50, back to back", `change after ${bindingQuietSeconds} s of quiet${bindingQuietSpells > 1 ? `, median of ${bindingQuietSpells} spells (each)` : ""}`, "quiet / back to back right after each spell (median)", "quiet / the first back-to-back p50", "RSS after the changes", `RSS after ${bindingQuietSeconds} s idle`],
+    columns: ["Task", `first sync (spawn → applied${bindingStarts > 1 ? `, median of ${bindingStarts} fresh starts` : ""})`, "change → applied p50, back to back", `change after ${bindingQuietSeconds} s of quiet${bindingQuietSpells > 1 ? `, median of ${bindingQuietSpells} spells (each)` : ""}`, "quiet / back to back right after each spell (median)", "quiet / the first back-to-back p50", "RSS after the changes", `RSS after ${bindingQuietSeconds} s idle`],
     rows: [laneRow(local), laneRow(aws), laneRow(buffered)],
     notes: [
       "Each change re-registers the one instance with a new meta value (the task renders it). Back-to-back changes are 200 ms apart after the previous apply; the buffered daemon's include its 5 s buffer period.",
@@ -239,7 +260,7 @@ export const run: BenchFn = async (ctx) => {
       actual: `${lanes.map((l) => `${l.label} ${ratio(quietLocal(l))}`).join(", ")} (against the first back-to-back p50: ${lanes.map((l) => `${l.label} ${ratio(quiet(l) / p50(l.backToBack))}`).join(", ")})`,
       met: quietWorst <= TARGETS.quietRatio,
     },
-    { id: "bindings.first-sync-cts", what: "First sync of a one-task daemon against CTS v0.9.0 (1.7 s side by side)", target: `≤ ${ms(TARGETS.firstSyncMs)}`, actual: ms(local.firstSyncMs), met: local.firstSyncMs <= TARGETS.firstSyncMs },
+    { id: "bindings.first-sync-cts", what: `First sync of a one-task daemon against CTS v0.9.0 (1.7 s side by side)${bindingStarts > 1 ? `, median of ${bindingStarts} fresh starts` : ""}`, target: `≤ ${ms(TARGETS.firstSyncMs)}`, actual: ms(local.firstSyncMs), met: local.firstSyncMs <= TARGETS.firstSyncMs },
     {
       id: "bindings.idle-rss",
       what: "RSS of an idle daemon with one class task",
@@ -249,17 +270,19 @@ export const run: BenchFn = async (ctx) => {
     },
   ];
   const why: Record<string, string> = {
+    "bindings.first-sync-cts":
+      "CTS v0.9.0 cannot run on this machine (the Go module proxy answers 403 for its module, and HashiCorp's release site is out of reach), so the goal is the 1.7 s it took in the issue's side-by-side run, on another day. The machine's own speed moves this figure: on 2026-11-28 the same first sync measured 1.36 s (median of 12) at 02:00, 1.28 s (one start) at 11:06 and 1.96 s (median of 3) at 14:27; `node -e 0` in the machine line above says which kind of day this run had.",
     "bindings.idle-rss": "A warm synthesis worker costs about 60–90 MB of RSS: its V8 isolate, Node 20's off-thread module-hooks thread that loading TypeScript needs (tsx), cts's config modules, cdktf and the task's binding namespaces. Without a buffer period the worker is kept warm so that a change after a quiet spell is as fast as back to back; with a buffer period of 3 s or more (CTS's default is 5 s) it ends when idle and the daemon's idle RSS is the main thread's.",
   };
   for (const t of targets) if (t.met === false && why[t.id]) t.why = why[t.id];
   return {
     title: "Provider bindings users really import",
-    method: `Three \`cts watch\` processes as an installed cts runs them (dist/), against one Consul dev agent and OpenTofu, each with one task writing one local_file: provider-local only; the same task importing @cdktf/provider-aws 21.22.1 at its root and touching one of its classes; the local task with CTS's default buffer period. First syncs are timed one daemon at a time; then ${bindingChanges} back-to-back changes per daemon (2 of warm-up first), ${bindingQuietSpells > 1 ? `${bindingQuietSpells} spells of ${bindingQuietSeconds} s with no change, each followed by one change per daemon (the daemon going first rotating) and then 5 back-to-back changes per daemon (3 with the buffer) as that moment's baseline; the median over spells counts` : `${bindingQuietSeconds} s with no change, and one change each`}. \`cts synth --stdout\` ${bindingSynths} times per import style.`,
+    method: `Three \`cts watch\` processes as an installed cts runs them (dist/), against one Consul dev agent and OpenTofu, each with one task writing one local_file: provider-local only; the same task importing @cdktf/provider-aws 21.22.1 at its root and touching one of its classes; the local task with CTS's default buffer period. First syncs are timed one daemon at a time${bindingStarts > 1 ? ` (${bindingStarts} fresh starts each, in a fresh working dir with no state; the median counts)` : ""}; then ${bindingChanges} back-to-back changes per daemon (2 of warm-up first), ${bindingQuietSpells > 1 ? `${bindingQuietSpells} spells of ${bindingQuietSeconds} s with no change, each followed by one change per daemon (the daemon going first rotating) and then 5 back-to-back changes per daemon (3 with the buffer) as that moment's baseline; the median over spells counts` : `${bindingQuietSeconds} s with no change, and one change each`}. \`cts synth --stdout\` ${bindingSynths} times per import style.`,
     tables: [daemons, synthTable],
     targets,
     notes: [],
     data: {
-      lanes: lanes.map((l) => ({ label: l.label, build: l.build, buffer: l.buffer, firstSyncMs: round(l.firstSyncMs), backToBack: l.backToBack.map((x) => round(x)), quiet: l.quiet.map((x) => round(x)), spellStreaks: l.spellStreaks.map((st) => st.map((x) => round(x))), phases: l.phases, busyRss: l.busyRss, idleRss: l.idleRss })),
+      lanes: lanes.map((l) => ({ label: l.label, build: l.build, buffer: l.buffer, firstSyncMs: round(l.firstSyncMs), firstSyncs: l.firstSyncs.map((x) => round(x)), backToBack: l.backToBack.map((x) => round(x)), quiet: l.quiet.map((x) => round(x)), spellStreaks: l.spellStreaks.map((st) => st.map((x) => round(x))), phases: l.phases, busyRss: l.busyRss, idleRss: l.idleRss })),
       synth: Object.fromEntries(Object.entries(synth).map(([k, v]) => [k, v.map((x) => round(x))])),
     },
   };

@@ -64,6 +64,7 @@ const DEFAULTS: Sizes = {
   bindingChanges: 10,
   bindingQuietSeconds: 600,
   bindingQuietSpells: 3,
+  bindingStarts: 3,
   bindingSynths: 3,
   tfcSamples: 10,
   tfcTasks: 20,
@@ -92,6 +93,7 @@ const QUICK: Partial<Sizes> = {
   bindingChanges: 5,
   bindingQuietSeconds: 150,
   bindingQuietSpells: 1,
+  bindingStarts: 1,
   bindingSynths: 2,
   tfcSamples: 3,
   tfcTasks: 20,
@@ -176,7 +178,7 @@ async function main() {
   const profRoot = join(HERE, "results", "tmp", runId, "profiles");
   mkdirSync(scratch, { recursive: true });
   const machine = machineInfo();
-  process.stderr.write(`[bench] machine: ${machine.cpus} cores, ${machine.memoryGiB} GiB; ${machine.tofu}; ${machine.consul}\n`);
+  process.stderr.write(`[bench] machine: ${machine.cpus} cores, ${machine.memoryGiB} GiB; ${machine.tofu}; ${machine.consul}; \`node -e 0\` ${machine.nodeStartMs} ms\n`);
   if (machine.loadAtStart > machine.cpus * 0.5) process.stderr.write(`[bench] WARNING: load average ${machine.loadAtStart} on ${machine.cpus} cores: other work will skew the numbers\n`);
 
   const started = performance.now();

@@ -106,6 +106,8 @@ export interface Sizes {
   bindingQuietSeconds: number;
   /** bindings: quiet spells, one change per daemon after each (the daemon going first rotating); the median counts. */
   bindingQuietSpells: number;
+  /** bindings: first syncs timed per daemon, each a fresh daemon in a fresh working dir (the last one stays); the median counts. */
+  bindingStarts: number;
   /** bindings: `cts synth` runs per import style. */
   bindingSynths: number;
   /** tfc: single changes timed against the TFE-API test server. */
