@@ -15,6 +15,22 @@ export interface MachineInfo {
   cdktf: string;
   /** 1-minute load average when the run started: other work on the machine skews results. */
   loadAtStart: number;
+  /**
+   * `node -e 0`, median of 5 (ms): the machine's speed that day. The same 2-core VM took 1.3 to 2.2 s
+   * for the same first sync on different days; this figure says which kind of day a run had.
+   */
+  nodeStartMs?: number;
+}
+
+function nodeStartMs(): number {
+  const times: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const t0 = performance.now();
+    execFileSync(process.execPath, ["-e", "0"], { stdio: "ignore" });
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  return Math.round(times[2]!);
 }
 
 function firstLine(cmd: string, args: string[], env?: Record<string, string>): string {
@@ -47,6 +63,7 @@ export function machineInfo(): MachineInfo {
     consul: firstLine(t.consul, ["version"]),
     cdktf: pkgVersion("cdktf"),
     loadAtStart: Math.round(os.loadavg()[0]! * 100) / 100,
+    nodeStartMs: nodeStartMs(),
   };
 }
 

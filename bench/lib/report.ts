@@ -29,7 +29,7 @@ const mark = (met: boolean | null) => (met === true ? "✅ met" : met === false 
 
 /** One line describing the machine. */
 export function machineLine(m: MachineInfo): string {
-  return `${m.cpus} cores (${m.cpuModel}), ${m.memoryGiB} GiB RAM, ${m.os}; Node ${m.node}, ${m.tofu}, ${m.consul}, cdktf ${m.cdktf}; load average at start ${m.loadAtStart}`;
+  return `${m.cpus} cores (${m.cpuModel}), ${m.memoryGiB} GiB RAM, ${m.os}; Node ${m.node}, ${m.tofu}, ${m.consul}, cdktf ${m.cdktf}; load average at start ${m.loadAtStart}${m.nodeStartMs === undefined ? "" : `; \`node -e 0\` ${m.nodeStartMs} ms (the machine's speed that day)`}`;
 }
 
 /** The targets of every benchmark in one table. */
