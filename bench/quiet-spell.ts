@@ -16,6 +16,10 @@
  *   write, unlock);
  * - `consul`: one KV GET to the agent (its HTTP answer after a quiet spell);
  * - `spawn`: `/bin/true` started and reaped (fork/exec after a quiet spell);
+ * - `consul-write`: what OpenTofu's Consul backend asks of the agent around a run (a session, a KV
+ *   acquire with it, a state-sized write, a release, the session destroyed): the agent's write path;
+ * - `node-read`: the `node` binary read through (`cat node > /dev/null`): whether the host took back
+ *   the page cache of the daemon's own executable, which the page warmer does not read;
  * - with `--noflush`, `daemon-noflush`: a second daemon like the first whose node runs with
  *   `--no-flush-bytecode` (whether V8 dropping the bytecode of the run's code while idle matters).
  * The figures go to stdout (and `--out`) as JSON lines, then a summary per probe.
@@ -40,11 +44,16 @@ const CYCLES = Number(arg("cycles", "6"));
 const BACK = Number(arg("back", "5"));
 const OUT = arg("out", "");
 
-type Probe = "daemon" | "daemon-noflush" | "tofu" | "consul" | "spawn";
+type Probe = "daemon" | "daemon-noflush" | "tofu" | "consul" | "spawn" | "consul-write" | "node-read";
 // `--noflush`: a second daemon whose node runs with --no-flush-bytecode (V8 keeps the bytecode of
 // functions unused for a while, which it otherwise drops after a few idle-time collections).
 const NOFLUSH = process.argv.includes("--noflush");
-const PROBES: Probe[] = NOFLUSH ? ["daemon", "tofu", "daemon-noflush", "consul", "spawn"] : ["daemon", "tofu", "consul", "spawn"];
+// `--probes=a,b,…`: these probes in this order (the first goes first after the first spell).
+const PROBES: Probe[] = arg("probes", "")
+  ? (arg("probes", "").split(",") as Probe[])
+  : NOFLUSH
+    ? ["daemon", "tofu", "daemon-noflush", "consul", "spawn"]
+    : ["daemon", "tofu", "consul", "spawn"];
 
 interface Sample {
   probe: Probe;
@@ -159,6 +168,20 @@ async function consulProbe(consul: ConsulAgent): Promise<number> {
   await consul.api("GET", "/v1/kv/cts-bench/quiet/probe?stale");
   return performance.now() - t0;
 }
+async function consulWriteProbe(consul: ConsulAgent): Promise<number> {
+  const t0 = performance.now();
+  const { ID } = await consul.api("PUT", "/v1/session/create", { Name: "quiet-probe", TTL: "15s" });
+  await consul.api("PUT", `/v1/kv/cts-bench/quiet/probe-lock?acquire=${ID}`, "lock");
+  await consul.api("PUT", "/v1/kv/cts-bench/quiet/probe-state", "x".repeat(4096));
+  await consul.api("PUT", `/v1/kv/cts-bench/quiet/probe-lock?release=${ID}`, "lock");
+  await consul.api("PUT", `/v1/session/destroy/${ID}`);
+  return performance.now() - t0;
+}
+async function readProbe(file: string): Promise<number> {
+  const t0 = performance.now();
+  await run$("sh", ["-c", 'cat "$1" > /dev/null', "sh", file]);
+  return performance.now() - t0;
+}
 async function spawnProbe(): Promise<number> {
   const t0 = performance.now();
   await new Promise<void>((resolve, reject) => spawn("/bin/true").on("exit", () => resolve()).on("error", reject));
@@ -170,6 +193,7 @@ async function main() {
   const root = await mkdtemp(join(tmpdir(), "cts-quiet-"));
   await consul.api("PUT", "/v1/kv/cts-bench/quiet/probe", "x");
   const d = await daemonLane(consul, join(root, "daemon"));
+  if (PROBES.includes("consul-write")) await consulWriteProbe(consul);
   const dn = NOFLUSH ? await daemonLane(consul, join(root, "daemon-noflush"), "daemon-noflush", ["--no-flush-bytecode"]) : undefined;
   const tofu = await tofuLane(consul, join(root, "tofu"));
   let n = 0;
@@ -185,6 +209,8 @@ async function main() {
       const r = await tofu(`${kind}-${cycle}-${n++}`);
       emit({ probe: p, kind, cycle, order, ms: r.ms, phases: r.phases });
     } else if (p === "consul") emit({ probe: p, kind, cycle, order, ms: await consulProbe(consul) });
+    else if (p === "consul-write") emit({ probe: p, kind, cycle, order, ms: await consulWriteProbe(consul) });
+    else if (p === "node-read") emit({ probe: p, kind, cycle, order, ms: await readProbe(process.execPath) });
     else emit({ probe: p, kind, cycle, order, ms: await spawnProbe() });
   };
   try {
