@@ -1,6 +1,6 @@
-import { CtsError, isErrorCode } from "../errors/cts-error.ts";
-import { effectiveGuards, guardViolations, type GuardSettings, type PlanJson } from "../task/guards.ts";
-import { Holds, planDigest, type HeldPlan } from "./holds.ts";
+import { CtsError } from "../errors/cts-error.ts";
+import { effectiveGuards, type GuardSettings } from "../task/guards.ts";
+import { Holds, type HeldPlan } from "./holds.ts";
 import { knownSecrets } from "../secrets/redactor.ts";
 import type { LoadedConfig } from "../config/load.ts";
 import type { Logger } from "../log/logger.ts";
@@ -23,6 +23,7 @@ import type { RunRetention } from "../state/records.ts";
 import type { TaskInputSource } from "./task-input.ts";
 import { upstreamOutputs } from "./chains.ts";
 import { tracePhase } from "../trace/tracing.ts";
+import { GuardedApply } from "./guarded-apply.ts";
 
 /** What a run does with Terraform. */
 export type RunMode = "apply" | "plan" | "destroy";
@@ -109,7 +110,18 @@ export class TaskRunner {
     this.state = deps.state ?? memoryTaskState();
     this.holds = new Holds(this.state);
     this.unsaved = new UnsavedStates({ log: deps.log, ...(deps.metrics ? { metrics: deps.metrics } : {}) });
+    this.guarded = new GuardedApply({
+      driver: deps.driver,
+      holds: this.holds,
+      log: deps.log,
+      synthesizer: deps.synthesizer,
+      voidApplied: (e, count) => this.voidAppliedHash(e, count),
+      applied: (e, synth, key, result, count, planned) => this.applied(e, synth, key, result, count, planned),
+    });
   }
+
+  /** Plan guards and approval (guarded-apply.ts). */
+  private readonly guarded: GuardedApply;
 
   /** Applies that could not save their state, until the next successful apply of the task reports what is outside it. */
   private readonly unsaved: UnsavedStates;
@@ -314,7 +326,8 @@ export class TaskRunner {
   private async apply(e: TaskEntry, synth: SynthResult, ws: TaskWorkspace, applied: string, signal: AbortSignal, count?: number, stateLost?: string): Promise<RunOutcome> {
     const { guards, always } = this.guardsOf(e);
     // Without guards or approval a run applies at once: no plan first (the fast path).
-    if (guards || always || this.holds.get(e.name).held) return this.guardedApply(e, synth, ws, applied, signal, guards, always, count, stateLost);
+    if (guards || always || this.holds.get(e.name).held)
+      return this.guarded.apply({ e, synth, ws, key: applied, signal, guards, always, onOutput: this.outputLog(e), count, stateLost });
     await this.voidAppliedHash(e, count);
     const result = await this.deps.driver.apply(ws, { signal, onOutput: this.outputLog(e) });
     return this.applied(e, synth, applied, result, count);
@@ -336,138 +349,13 @@ export class TaskRunner {
     return { task: e.name, ok: true, outcome: first && !result.changesPresent ? "no-op" : "applied", result, synth };
   }
 
-  /**
-   * An apply behind plan guards: plan into a kept plan, check it, then apply exactly that plan or
-   * hold it for a person. A held plan of the same inputs stays held (no new plan) until approved or
-   * rejected; other inputs supersede it. An approved plan is applied from its kept file; when that is
-   * gone or stale (restart on another machine, the state moved), the new plan is applied only if it
-   * makes the same changes (same digest), else it is checked again.
-   */
-  private async guardedApply(
-    e: TaskEntry,
-    synth: SynthResult,
-    ws: TaskWorkspace,
-    key: string,
-    signal: AbortSignal,
-    guards: GuardSettings | undefined,
-    always: boolean,
-    count?: number,
-    stateLost?: string,
-  ): Promise<RunOutcome> {
-    const { driver } = this.deps;
-    if (!driver.planToApply || !driver.applyPlan)
-      throw new CtsError("PLAN_UNSUPPORTED", "usage", "has plan guards or approval, but the driver cannot keep a plan to apply later.", { task: e.name });
-    const onOutput = this.outputLog(e);
-    const record = this.holds.get(e.name);
-    if (record.rejected?.hash === key) return { task: e.name, ok: false, outcome: "rejected", synth, error: rejectedError(e.name) };
-    let approvedDigest: string | undefined;
-    const held = record.held;
-    if (held && held.hash === key) {
-      if (!held.approvedAt) return { task: e.name, ok: false, outcome: "held", synth, hold: held, result: heldResult(held), error: heldError(held) };
-      approvedDigest = held.digest;
-      if (held.ref) {
-        try {
-          await this.voidAppliedHash(e, count);
-          const result = await driver.applyPlan(ws, held.ref, { signal, onOutput });
-          this.holds.clear(e.name);
-          this.deps.log.info(`task '${e.name}': applied the approved plan (${summaryWords(result.summary)})`, { task: e.name });
-          return this.applied(e, synth, key, result, count, true);
-        } catch (err) {
-          if (!(isErrorCode((err as CtsError)?.code) && ((err as CtsError).code === "PLAN_NOT_FOUND" || (err as CtsError).code === "PLAN_STALE"))) throw err;
-          this.deps.log.warn(`task '${e.name}': ${(err as CtsError).message}`, { task: e.name });
-        }
-      }
-    } else if (held) {
-      this.deps.log.info(`task '${e.name}': the held plan is superseded by newer inputs; planning them`, { task: e.name });
-      await this.dropHold(e, undefined);
-    }
-    const plan = await driver.planToApply(ws, { signal, onOutput });
-    if (!plan.changesPresent) {
-      this.holds.clear(e.name);
-      return this.applied(e, synth, key, stripPlan(plan), count);
-    }
-    const digest = planDigest(plan.plan);
-    let reasons: string[] = [];
-    let why: HeldPlan["why"] = "guards";
-    if (approvedDigest !== digest) {
-      reasons = guards ? await tracePhase("guard-check", async () => guardViolations(plan.plan as PlanJson, guards)) : [];
-      if (guards?.check) {
-        const reason = await tracePhase("guard-check", async () => this.deps.synthesizer.checkPlan?.(e.ref, plan.plan as PlanJson));
-        if (reason) reasons.push(reason);
-      }
-      // A lost state with guards set: a person decides whether to create it all again (or import it first).
-      if (stateLost && guards) reasons.push(`the Terraform state this task applied to ${stateLost}: this plan creates again what may still exist; approve it, or import the resources first`);
-      if (reasons.length === 0 && always) {
-        reasons.push('the task\'s approval is "always": every plan waits for `cts approve`');
-        why = "always";
-      }
-    }
-    if (reasons.length) {
-      // Kept on disk and in Consul KV: scrubbed like an event (a predicate's reason could quote anything).
-      const hold: HeldPlan = knownSecrets.redactDeep({
-        task: e.name,
-        hash: key,
-        ref: plan.ref,
-        digest,
-        reasons,
-        why,
-        summary: plan.summary,
-        resources: plan.resources ?? [],
-        heldAt: new Date().toISOString(),
-      } satisfies HeldPlan);
-      this.holds.hold(hold);
-      return { task: e.name, ok: false, outcome: "held", synth, hold, result: stripPlan(plan), error: heldError(hold) };
-    }
-    await this.voidAppliedHash(e, count);
-    const result = await driver.applyPlan(ws, plan.ref, { signal, onOutput });
-    this.holds.clear(e.name);
-    return this.applied(e, synth, key, result, count, true);
-  }
-
   /** Lets go of a task's hold: the kept plan is discarded, the record cleared. */
-  async dropHold(e: TaskEntry | string, why: string | undefined): Promise<HeldPlan | undefined> {
-    const name = typeof e === "string" ? e : e.name;
-    const held = this.holds.held(name);
-    this.holds.clear(name);
-    // Said as the hold goes (the status shows none from here on), not after the kept plan is removed.
-    if (held && why) this.deps.log.info(`task '${name}': the held plan was dropped: ${why}`, { task: name });
-    if (held?.ref) await this.deps.driver.discardPlan?.(name, held.ref).catch(() => undefined);
-    return held;
+  dropHold(e: TaskEntry | string, why: string | undefined): Promise<HeldPlan | undefined> {
+    return this.guarded.dropHold(e, why);
   }
 
   /** Rejects a task's held plan: discards the kept plan; the same inputs are not planned again until they change. */
-  async reject(name: string): Promise<HeldPlan | undefined> {
-    const held = this.holds.reject(name);
-    if (held?.ref) await this.deps.driver.discardPlan?.(name, held.ref).catch(() => undefined);
-    return held;
+  reject(name: string): Promise<HeldPlan | undefined> {
+    return this.guarded.reject(name);
   }
-}
-
-/** A run result without the plan JSON (it may hold sensitive values and must not travel further). */
-function stripPlan(p: RunResult & { plan?: unknown; ref?: string }): RunResult {
-  const { plan: _plan, ref: _ref, ...rest } = p;
-  return rest;
-}
-
-/** The run result a held plan shows (what it would change). */
-function heldResult(h: HeldPlan): RunResult {
-  return { changesPresent: true, summary: h.summary, resources: h.resources, output: "" };
-}
-
-function summaryWords(c: { add: number; change: number; destroy: number }): string {
-  return `${c.add} to add, ${c.change} to change, ${c.destroy} to destroy`;
-}
-
-/** PLAN_HELD: what was held and why, with the commands that decide. */
-export function heldError(h: HeldPlan): CtsError {
-  return new CtsError(
-    "PLAN_HELD",
-    "external",
-    `plan held for approval (${summaryWords(h.summary)}): ${h.reasons.join("; ")}. Apply exactly it with \`cts approve ${h.task}\`, or discard it with \`cts reject ${h.task}\`.`,
-    { task: h.task, detail: { reasons: h.reasons, summary: h.summary } },
-  );
-}
-
-function rejectedError(task: string): CtsError {
-  return new CtsError("PLAN_HELD", "external", `the plan of these inputs was rejected; nothing is applied until the task's inputs change (or it is run again after they do).`, { task });
 }
