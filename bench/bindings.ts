@@ -271,7 +271,7 @@ export const run: BenchFn = async (ctx) => {
   ];
   const why: Record<string, string> = {
     "bindings.first-sync-cts":
-      "CTS v0.9.0 cannot run on this machine (the Go module proxy answers 403 for its module, and HashiCorp's release site is out of reach), so the goal is the 1.7 s it took in the issue's side-by-side run, on another day. The machine's own speed moves this figure: on 2026-11-28 the same first sync measured 1.36 s (median of 12) at 02:00, 1.28 s (one start) at 11:06 and 1.96 s (median of 3) at 14:27; `node -e 0` in the machine line above says which kind of day this run had.",
+      "CTS v0.9.0 cannot run on this machine (the Go module proxy answers 403 for its module, and HashiCorp's release site is out of reach), so the goal is the 1.7 s it took in the issue's side-by-side run, on another day. The machine's own speed moves this figure by half (docs/benchmarks.md has the same first sync on a quick and on a slow day of one VM); `node -e 0` in the machine line above says which kind of day this run had.",
     "bindings.idle-rss": "A warm synthesis worker costs about 60–90 MB of RSS: its V8 isolate, Node 20's off-thread module-hooks thread that loading TypeScript needs (tsx), cts's config modules, cdktf and the task's binding namespaces. Without a buffer period the worker is kept warm so that a change after a quiet spell is as fast as back to back; with a buffer period of 3 s or more (CTS's default is 5 s) it ends when idle and the daemon's idle RSS is the main thread's.",
   };
   for (const t of targets) if (t.met === false && why[t.id]) t.why = why[t.id];
