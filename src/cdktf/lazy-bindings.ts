@@ -2,6 +2,7 @@ import Module, { createRequire, register } from "node:module";
 import { dirname } from "node:path";
 import { lazyIndexBeside, type LazyIndex } from "./binding-roots.ts";
 import { LAZY_BINDING_HOOKS } from "./lazy-binding-hooks.ts";
+import { deferCdktfZipLibrary } from "./lazy-zip-library.ts";
 
 /** The parts of Node's CommonJS loader this uses, which are not in @types/node. */
 interface ModuleInternals {
@@ -17,7 +18,8 @@ const REGISTERED = Symbol.for("cdktf-sync.lazy-bindings");
  * Makes the root of every prebuilt provider binding that ships a lib/lazy-index.js lazy in this
  * thread: `import * as aws from "@cdktf/provider-aws"` (ESM) or `require("@cdktf/provider-aws")`
  * (CommonJS) then loads a namespace's module when the task first uses it, as a deep import would.
- * A binding without a lazy index, and a deep import, load as they ship. Idempotent.
+ * A binding without a lazy index, and a deep import, load as they ship. cdktf's zip library waits
+ * for its first use too (lazy-zip-library.ts). Idempotent.
  */
 export function registerLazyBindings(): void {
   const scope = globalThis as Record<symbol, unknown>;
@@ -25,6 +27,7 @@ export function registerLazyBindings(): void {
   scope[REGISTERED] = true;
   register(`data:text/javascript,${encodeURIComponent(LAZY_BINDING_HOOKS)}`);
   hookCommonJsRoots(Module as unknown as ModuleInternals);
+  deferCdktfZipLibrary();
 }
 
 /**

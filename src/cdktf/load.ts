@@ -2,6 +2,7 @@ import type * as Cdktf from "cdktf";
 import { createRequire } from "node:module";
 import { defaultCdk, loadedCdk, type CdkName } from "./cdk-library.ts";
 import { activeCdk, hookLoadedCdks } from "./cdktf-literals.ts";
+import { deferCdktfZipLibrary } from "./lazy-zip-library.ts";
 
 // cdktf costs seconds of CPU to load; a daemon whose tasks are all module tasks never loads it.
 const modules = new Map<CdkName, typeof Cdktf>();
@@ -14,6 +15,7 @@ const modules = new Map<CdkName, typeof Cdktf>();
 export function cdk(name: CdkName): typeof Cdktf {
   const loaded = modules.get(name);
   if (loaded) return loaded;
+  deferCdktfZipLibrary();
   const module = (loadedCdk(name) ?? createRequire(import.meta.url)(name)) as typeof Cdktf;
   modules.set(name, module);
   hookLoadedCdks(name);
