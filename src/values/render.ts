@@ -1,5 +1,6 @@
-import Handlebars from "handlebars";
+import type HandlebarsNamespace from "handlebars";
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CtsError } from "../errors/cts-error.ts";
@@ -7,10 +8,21 @@ import { CtsError } from "../errors/cts-error.ts";
 /** Shared templates shipped with cts (`templates/`). */
 export const TEMPLATES_DIR = fileURLToPath(new URL("../../templates/", import.meta.url));
 
-const hb = Handlebars.create();
-hb.registerHelper("json", (v: unknown) => JSON.stringify(v));
-hb.registerHelper("join", (list: unknown, sep: unknown) => (Array.isArray(list) ? list.join(typeof sep === "string" ? sep : ",") : ""));
-hb.registerHelper("eq", (a: unknown, b: unknown) => a === b);
+let hb: typeof HandlebarsNamespace | undefined;
+
+/**
+ * Handlebars with cts's helpers, loaded on the first render: every config imports this module
+ * (through `cdktf-sync`), and loading handlebars took about 40 ms of a daemon's first sync that
+ * most configs never render anything with.
+ */
+function handlebars(): typeof HandlebarsNamespace {
+  if (hb) return hb;
+  const created = (createRequire(import.meta.url)("handlebars") as typeof HandlebarsNamespace).create();
+  created.registerHelper("json", (v: unknown) => JSON.stringify(v));
+  created.registerHelper("join", (list: unknown, sep: unknown) => (Array.isArray(list) ? list.join(typeof sep === "string" ? sep : ",") : ""));
+  created.registerHelper("eq", (a: unknown, b: unknown) => a === b);
+  return (hb = created);
+}
 
 const compiled = new Map<string, HandlebarsTemplateDelegate>();
 
@@ -32,7 +44,7 @@ export function render(template: string | { file: string }, data: unknown): stri
         throw new CtsError("TEMPLATE_NOT_FOUND", "usage", `Template '${template.file}' not found at ${path}. Put it in templates/ or pass an absolute path.`, { cause });
       }
     }
-    fn = hb.compile(text, { noEscape: true, strict: false });
+    fn = handlebars().compile(text, { noEscape: true, strict: false });
     compiled.set(key, fn);
   }
   return fn(data);
