@@ -238,9 +238,11 @@ export function createTerraformDriver(options: TerraformDriverOptions): LocalTer
   const waitForLocks = stateLockWaiter({ timeoutMs: settings.lockTimeoutMs, onWait: options.onStateLockWait, log });
   const providers = providerSource(options, settings, runner, notice);
   const terraformBinary = binaryPath(settings.binary);
-  // While no command runs: the Terraform binary and the warm providers' binaries.
+  // While no command runs: the Terraform binary, the warm providers' binaries and the daemon's own
+  // program (`node`: code a quiet daemon does not run is paged in again for the first change).
   const operations = { count: 0 };
-  const warmFiles = async () => (operations.count > 0 ? [] : [await terraformBinary(), ...providers.processes().map((p) => p.binary)].filter((f): f is string => f !== undefined));
+  const warmFiles = async () =>
+    operations.count > 0 ? [] : [await terraformBinary(), ...providers.processes().map((p) => p.binary), process.execPath].filter((f): f is string => f !== undefined);
   return new LocalDriver({
     folders: new WorkingRoot(settings.root, settings.killGraceMs, notice, options.taskNotice ?? log, options.taskDirs),
     runner,
